@@ -1,0 +1,61 @@
+// client.cpp — request/reply to pcmd; a REQ socket that is rebuilt after a timeout.
+#include "client.h"
+
+#include "error.h"
+#include "pcm_types.h"
+
+namespace pcm::detail {
+
+Client::Client(zmq::context_t& context, std::string endpoint, std::string secret)
+    : context_(context), endpoint_(std::move(endpoint)), secret_(std::move(secret)) {
+  connect();
+}
+
+void Client::connect() {
+  socket_ = zmq::socket_t(context_, zmq::socket_type::req);
+  socket_.set(zmq::sockopt::linger, 0);
+  try {
+    socket_.connect(endpoint_);
+  } catch (const zmq::error_t& e) {
+    fail(PCM_ERR_CONFIG, "cannot connect to pcmd endpoint '{}': {}", endpoint_, e.what());
+  }
+}
+
+Reply Client::request(proto::json header, const void* data, std::size_t size, int timeout_ms) {
+  header["v"] = proto::kVersion;
+  header["secret"] = secret_;
+  std::string bytes = proto::encode(header);
+  const std::string op = header.value("op", std::string("?"));
+  try {
+    auto more = data ? zmq::send_flags::sndmore : zmq::send_flags::none;
+    socket_.send(zmq::buffer(bytes), more);
+    if (data) socket_.send(zmq::const_buffer(data, size), zmq::send_flags::none);
+    zmq::pollitem_t item{socket_.handle(), 0, ZMQ_POLLIN, 0};
+    if (zmq::poll(&item, 1, std::chrono::milliseconds(timeout_ms)) == 0) {
+      connect();  // a REQ socket that got no reply cannot send again
+      fail(PCM_ERR_DAEMON, "pcmd at {} did not answer '{}' within {} ms", endpoint_, op,
+           timeout_ms);
+    }
+    zmq::message_t head;
+    (void)socket_.recv(head);
+    Reply reply;
+    if (head.more()) (void)socket_.recv(reply.data);
+    while (socket_.get(zmq::sockopt::rcvmore)) {  // tolerate extra frames, drop them
+      zmq::message_t extra;
+      (void)socket_.recv(extra);
+    }
+    reply.header = proto::decode(head.data(), head.size());
+    if (!proto::get_bool(reply.header, "ok", false)) {
+      int code = static_cast<int>(
+          proto::opt_int(reply.header, "code", PCM_ERR_INTERNAL, -1).value_or(PCM_ERR_INTERNAL));
+      auto msg = proto::opt_string(reply.header, "error", 4096).value_or("no message");
+      throw Error(code, msg);
+    }
+    return reply;
+  } catch (const zmq::error_t& e) {
+    connect();
+    fail(PCM_ERR_DAEMON, "talking to pcmd at {} ('{}'): {}", endpoint_, op, e.what());
+  }
+}
+
+}  // namespace pcm::detail

@@ -1,0 +1,39 @@
+// client.h — a synchronous request/reply connection to pcmd with a time limit on every request.
+#pragma once
+
+#include <string>
+
+#include <zmq.hpp>
+
+#include "protocol.h"
+
+namespace pcm::detail {
+
+struct Reply {
+  proto::json header;
+  zmq::message_t data;  // second frame, empty if none
+};
+
+class Client {
+ public:
+  // context must outlive the client.
+  Client(zmq::context_t& context, std::string endpoint, std::string secret);
+
+  // Sends header (with "v" and "secret" added) and optional data; waits at most timeout_ms.
+  // Throws pcm::Error: PCM_ERR_DAEMON if pcmd does not answer in time (the connection is then
+  // reset, so the client stays usable); the reply's own code if pcmd answers ok=false.
+  Reply request(proto::json header, const void* data = nullptr, std::size_t size = 0,
+                int timeout_ms = 10000);
+
+  const std::string& endpoint() const { return endpoint_; }
+
+ private:
+  void connect();
+
+  zmq::context_t& context_;
+  std::string endpoint_;
+  std::string secret_;
+  zmq::socket_t socket_;
+};
+
+}  // namespace pcm::detail

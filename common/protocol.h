@@ -1,0 +1,54 @@
+// protocol.h — the messages between libpcm/pcmctl and pcmd: MessagePack maps, validated on receipt.
+//
+// A request is one or two ZeroMQ frames: a MessagePack map (the header) and, for "store", the raw
+// data. Every header has "v" (protocol version), "op" and "secret". A reply header has "ok"
+// (bool); a failed one also has "code" (a PCM_ERR_* value) and "error" (a message); a "load"
+// reply carries the data as a second frame.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+namespace pcm::proto {
+
+using json = nlohmann::json;
+
+inline constexpr int kVersion = 1;
+inline constexpr std::size_t kMaxName = 64;       // job names and keys
+inline constexpr std::size_t kMaxHost = 255;      // host names
+inline constexpr std::size_t kMaxHeader = 1 << 20;  // bytes of a request header
+
+// Serialises a header to MessagePack.
+std::string encode(const json& header);
+
+// Parses a MessagePack header; throws pcm::Error(PCM_ERR_ARG) unless it is a map of at most
+// kMaxHeader bytes.
+json decode(const void* data, std::size_t size);
+
+// Field access that validates as it reads; each throws pcm::Error(PCM_ERR_ARG) naming the field.
+std::string get_string(const json& m, const char* key, std::size_t max_len);
+std::optional<std::string> opt_string(const json& m, const char* key, std::size_t max_len);
+std::int64_t get_int(const json& m, const char* key, std::int64_t lo, std::int64_t hi);
+std::optional<std::int64_t> opt_int(const json& m, const char* key, std::int64_t lo,
+                                    std::int64_t hi);
+bool get_bool(const json& m, const char* key, bool fallback);
+
+// Job names and keys: 1..kMaxName of [A-Za-z0-9._-], not starting with '.' or '-'. They become
+// HDF5 link names and directory names, so nothing else may pass.
+bool valid_name(std::string_view s);
+// Host names: 1..kMaxHost of [A-Za-z0-9.-], not starting with '-' or '.'.
+bool valid_host(std::string_view s);
+
+// Element types (the PCM_Datatype values) and their sizes in bytes; 0 for an unknown type.
+std::size_t type_size(int type);
+const char* type_name(int type);
+
+json ok_reply();
+json error_reply(int code, const std::string& message);
+
+}  // namespace pcm::proto

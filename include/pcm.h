@@ -1,0 +1,153 @@
+/* pcm.h — the public C API of PCM, a library that makes iterative MPI applications malleable. */
+#ifndef PCM_H
+#define PCM_H
+
+#include <mpi.h>
+#include <stddef.h>
+
+#include "pcm_types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * Conventions
+ * - Every call returns PCM_SUCCESS (0) or a negative PCM_ERR_* code, except PCM_Status and
+ *   PCM_Process_Status, which return a state (see below) and report failure as PCM_ERROR.
+ * - After a failure, PCM_Last_error() gives a message that says what went wrong.
+ * - Calls marked "collective" must be called by every process of the PCM world, and return the
+ *   same code on every process.
+ * - The library never aborts the job, never calls exit(), and prints nothing to stdout. Its log
+ *   goes to stderr; the level comes from PCM_LOG_LEVEL (trace, debug, info, warn, error, off;
+ *   default warn).
+ *
+ * Typical loop (see README.md):
+ *   MPI_PCM_Init(&argc, &argv);
+ *   MPI_Comm world = MPI_COMM_WORLD;
+ *   PCM_Init(&world);
+ *   if (PCM_Process_Status() != PCM_STARTED) { PCM_Comm_rank(world, &rank); PCM_Load(...); }
+ *   for (...) {
+ *     int s = PCM_Status(world);
+ *     if (s == PCM_MIGRATE) { PCM_Store(...); }
+ *     if (s == PCM_MIGRATE || s == PCM_RECONFIGURE) {
+ *       PCM_Reconfigure(&world, argv[0]);
+ *       if (world == MPI_COMM_NULL) break;   // this process has retired
+ *       PCM_Comm_rank(world, &rank);
+ *     }
+ *     ... compute, exchange ...
+ *   }
+ *   PCM_Finalize(world);
+ */
+
+/*
+ * MPI_PCM_Init — initialise MPI (MPI_Init) and PCM.
+ * Reads the configuration file written by pcmd (path from the environment variable PCM_CONFIG,
+ * default $HOME/.pcm/pcmd.conf) and checks that pcmd answers within PCM_CONNECT_TIMEOUT_MS
+ * milliseconds (default 5000). argc/argv are passed to MPI_Init and remembered, so that processes
+ * spawned by a reconfiguration get the same arguments.
+ * Collective over MPI_COMM_WORLD. On error MPI stays initialised: call PCM_Finalize (or
+ * MPI_Finalize) before exiting.
+ * Errors: PCM_ERR_CONFIG, PCM_ERR_DAEMON, PCM_ERR_REFUSED, PCM_ERR_MPI, PCM_ERR_STATE (called twice).
+ */
+int MPI_PCM_Init(int *argc, char ***argv);
+
+/*
+ * PCM_Init — make *comm the malleable PCM world.
+ * In a process started by mpiexec, *comm is the communicator the job runs on (usually
+ * MPI_COMM_WORLD); the library duplicates it, registers the job with pcmd and replaces *comm with
+ * the duplicate. In a process spawned by a reconfiguration, *comm is ignored and replaced by the
+ * rebuilt world. Use the returned communicator (PCM_COMM_WORLD in the paper) for all further work.
+ * The job name shown by pcmctl comes from PCM_JOB (letters, digits, . _ -; at most 64); without
+ * it pcmd chooses one.
+ * Collective over *comm (started processes) or over the world being rebuilt (spawned ones).
+ * Errors: PCM_ERR_ARG, PCM_ERR_STATE, PCM_ERR_DAEMON, PCM_ERR_REFUSED, PCM_ERR_MPI.
+ */
+int PCM_Init(MPI_Comm *comm);
+
+/*
+ * PCM_Process_Status — how this process came to be: PCM_STARTED, PCM_MIGRATED, PCM_SPLITTED, or
+ * PCM_RETIRED after it left the world. PCM_ERROR before PCM_Init. Local.
+ */
+int PCM_Process_Status(void);
+
+/*
+ * PCM_Comm_rank — this process's rank in the PCM world comm (as MPI_Comm_rank, but also valid
+ * right after a reconfiguration, before the application has asked MPI). Local.
+ * Errors: PCM_ERR_ARG (rank NULL or comm not the PCM world), PCM_ERR_STATE.
+ */
+int PCM_Comm_rank(MPI_Comm comm, int *rank);
+
+/*
+ * PCM_Status — call once per iteration, at the top of the loop, with no message outstanding.
+ * Rank 0 picks up a command from pcmd (asynchronously: it never waits for pcmd) and broadcasts
+ * it. Returns PCM_NONE, PCM_MIGRATE (to the process that moves), PCM_RECONFIGURE (to the others),
+ * or PCM_ERROR. Collective over comm; every rank learns of a command at the same call.
+ * A process spawned by a reconfiguration resumes at the iteration the mover stored (the one at
+ * which PCM_Status announced the migration); its first PCM_Status returns PCM_NONE without
+ * communicating, because the rest of the world has already made that call.
+ */
+int PCM_Status(MPI_Comm comm);
+
+/*
+ * PCM_Store — store count elements of type type from buf under (rank, key) in pcmd, replacing
+ * what was there. rank is usually the caller's own rank. The data outlives this process.
+ * Local (each process talks to pcmd itself).
+ * Errors: PCM_ERR_ARG, PCM_ERR_STATE, PCM_ERR_DAEMON, PCM_ERR_REFUSED.
+ */
+int PCM_Store(int rank, const char *key, const void *buf, PCM_Datatype type, long count);
+
+/*
+ * PCM_Load — load what is stored under (rank, key) into buf, which holds count elements of type.
+ * The stored type and count must match exactly; use PCM_Load_count to learn them first.
+ * Local. Errors: PCM_ERR_ARG, PCM_ERR_STATE, PCM_ERR_DAEMON, PCM_ERR_NOT_FOUND, PCM_ERR_TYPE,
+ * PCM_ERR_COUNT.
+ */
+int PCM_Load(int rank, const char *key, void *buf, PCM_Datatype type, long count);
+
+/*
+ * PCM_Load_count — the type and element count stored under (rank, key). Either output may be NULL.
+ * Local. Errors: as PCM_Load.
+ */
+int PCM_Load_count(int rank, const char *key, PCM_Datatype *type, long *count);
+
+/*
+ * PCM_Reconfigure — carry out the pending migration. Called by every process of the world after
+ * PCM_Status returned PCM_MIGRATE or PCM_RECONFIGURE; the mover must have stored its state first.
+ * One process is spawned with MPI_Comm_spawn (program: command, made absolute against the
+ * working directory at start; arguments: those given to MPI_PCM_Init) on the target host, the
+ * world is rebuilt in the same rank order with the new process in the mover's place, and *comm
+ * is replaced by it. The old communicator is freed.
+ * In the mover *comm becomes MPI_COMM_NULL: it has retired and must call PCM_Exit (or
+ * PCM_Finalize) without further MPI communication.
+ * Collective over *comm. If the spawn fails in a way MPI reports, every process gets
+ * PCM_ERR_SPAWN and *comm is unchanged. (MPICH's hydra aborts the whole job on some spawn
+ * failures; pcmd refuses the ones it can foresee.)
+ * Errors: PCM_ERR_ARG, PCM_ERR_STATE (no pending command), PCM_ERR_SPAWN, PCM_ERR_MPI.
+ */
+int PCM_Reconfigure(MPI_Comm *comm, const char *command);
+
+/*
+ * PCM_Exit — end a retired process: it waits, using no CPU, until the job finalizes, then
+ * finalizes MPI. Call it where the process would otherwise leave main. Local.
+ * Errors: PCM_ERR_STATE (the process has not retired: call PCM_Finalize), PCM_ERR_MPI.
+ */
+int PCM_Exit(void);
+
+/*
+ * PCM_Finalize — end PCM and MPI. In an active process: collective over comm (the PCM world),
+ * tells pcmd the job has finished, wakes the processes that retired earlier, frees comm and calls
+ * MPI_Finalize. In a retired process (comm is MPI_COMM_NULL), it is PCM_Exit. Also finalizes MPI
+ * when PCM_Init failed or was never called.
+ * Errors: PCM_ERR_MPI; a failure to reach pcmd is logged, not returned.
+ */
+int PCM_Finalize(MPI_Comm comm);
+
+/* PCM_Last_error — the detailed message of this thread's last failed call ("" if none). */
+const char *PCM_Last_error(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PCM_H */

@@ -1,0 +1,102 @@
+// pcmctl.cpp — the operator's CLI for pcmd: job status and reconfiguration commands.
+#include <cstdio>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "client.h"
+#include "config.h"
+#include "error.h"
+#include "pcm_types.h"
+
+namespace {
+
+using pcm::proto::json;
+
+std::string pending_text(const json& p) {
+  if (p.is_null()) return "-";
+  return fmt::format("{} rank {} -> {}{}", p.value("kind", "?"), p.value("rank", -1),
+                     p.value("host", "?"), p.value("delivered", false) ? " (delivered)" : "");
+}
+
+void print_status_table(const json& reply) {
+  const auto& jobs = reply.at("jobs");
+  if (jobs.empty()) {
+    std::cout << "no jobs\n";
+    return;
+  }
+  std::cout << fmt::format("{:<20} {:<9} {:>5} {:>10} {:>9}  {:<30} {}\n", "JOB", "STATE", "PROCS",
+                           "ITERATION", "RECONFIGS", "PENDING", "LAST EVENT");
+  for (const auto& j : jobs) {
+    std::cout << fmt::format("{:<20} {:<9} {:>5} {:>10} {:>9}  {:<30} {} ({:.1f} s ago)\n",
+                             j.value("job", "?"), j.value("state", "?"), j.value("size", 0),
+                             j.value("iteration", 0L), j.value("reconfigurations", 0),
+                             pending_text(j.at("pending")), j.value("last_event", ""),
+                             j.value("seconds_since_seen", 0.0));
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string config_path = pcm::detail::default_config_path();
+  int timeout_ms = 5000;
+  CLI::App app{"pcmctl — control PCM jobs through pcmd"};
+  app.add_option("-c,--config", config_path,
+                 "pcmd configuration file (default: $PCM_CONFIG, else ~/.pcm/pcmd.conf)");
+  app.add_option("--timeout", timeout_ms, "milliseconds to wait for pcmd")
+      ->check(CLI::Range(1, 3600000))
+      ->capture_default_str();
+  app.require_subcommand(1);
+
+  bool as_json = false;
+  std::string status_job;
+  auto* status = app.add_subcommand("status", "show jobs, sizes, iterations, pending commands");
+  status->add_flag("--json", as_json, "print JSON for scripts");
+  status->add_option("job", status_job, "only this job");
+
+  std::string job, host;
+  int rank = -1;
+  auto* migrate = app.add_subcommand("migrate", "move one process of a job to another host");
+  migrate->add_option("job", job, "job name (see status)")->required();
+  migrate->add_option("rank", rank, "rank to move")->required();
+  migrate->add_option("--host", host, "target host (default: chosen by pcmd from its inventory)");
+
+  app.add_subcommand("ping", "check that pcmd answers");
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    auto config = pcm::detail::read_config(config_path);
+    zmq::context_t context(1);
+    pcm::detail::Client client(context, config.endpoint, config.secret);
+    if (app.got_subcommand("ping")) {
+      auto r = client.request({{"op", "ping"}}, nullptr, 0, timeout_ms);
+      std::cout << "pcmd at " << config.endpoint << " (pid " << r.header.value("pid", 0)
+                << ") answers\n";
+    } else if (app.got_subcommand("status")) {
+      json req{{"op", "status"}};
+      if (!status_job.empty()) req["job"] = status_job;
+      auto r = client.request(req, nullptr, 0, timeout_ms);
+      if (as_json) {
+        r.header.erase("ok");
+        std::cout << r.header.dump(2) << "\n";
+      } else {
+        print_status_table(r.header);
+      }
+    } else if (app.got_subcommand("migrate")) {
+      json req{{"op", "migrate"}, {"job", job}, {"rank", rank}};
+      if (!host.empty()) req["host"] = host;
+      auto r = client.request(req, nullptr, 0, timeout_ms);
+      std::cout << fmt::format("command {}: migrate {} rank {} to {}\n", r.header.value("command", 0),
+                               job, rank, r.header.value("host", "?"));
+    }
+  } catch (const pcm::Error& e) {
+    std::cerr << "pcmctl: " << e.what() << " [" << PCM_Error_string(e.code()) << "]\n";
+    return e.code() == PCM_ERR_DAEMON || e.code() == PCM_ERR_CONFIG ? 3 : 1;
+  } catch (const std::exception& e) {
+    std::cerr << "pcmctl: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,153 @@
+// pcmd_main.cpp — the PCM daemon: serves jobs and operators until SIGTERM/SIGINT.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "config.h"
+#include "error.h"
+#include "log.h"
+#include "server.h"
+
+namespace {
+
+std::atomic<bool> g_stop{false};
+
+extern "C" void on_signal(int) { g_stop.store(true); }
+
+struct Options {
+  std::string config;
+  std::string bind = "127.0.0.1";
+  int port = 0;
+  std::string data_dir;
+  std::vector<std::string> hosts;
+  bool detach = false;
+  std::string pidfile;
+};
+
+// The part that runs in the daemon process. ready_fd (or -1): where to tell the parent that the
+// configuration file is written ("ok") or why start-up failed.
+int serve(const Options& o, int ready_fd) {
+  auto log = pcm::detail::logger("pcmd", spdlog::level::info);
+  auto tell = [&](const std::string& msg) {
+    if (ready_fd >= 0) {
+      (void)!::write(ready_fd, msg.data(), msg.size());
+      ::close(ready_fd);
+      ready_fd = -1;
+    }
+  };
+  std::string pidfile_written;
+  try {
+    pcm::detail::ServerOptions so;
+    so.bind = "tcp://" + o.bind + ":" + (o.port == 0 ? std::string("*") : std::to_string(o.port));
+    so.data_dir = o.data_dir;
+    so.hosts = o.hosts;
+    // Keep the secret of an earlier pcmd with the same configuration file, so that jobs that read
+    // it survive a restart of pcmd on a fixed port.
+    try {
+      so.secret = pcm::detail::read_config(o.config).secret;
+    } catch (const pcm::Error&) {
+      so.secret = pcm::detail::random_secret();
+    }
+    zmq::context_t context(1);
+    pcm::detail::Server server(context, so);
+    if (!o.pidfile.empty()) {
+      std::ofstream(o.pidfile) << ::getpid() << "\n";
+      pidfile_written = o.pidfile;
+    }
+    pcm::detail::write_config(o.config, {server.endpoint(), so.secret, static_cast<long>(::getpid())});
+    log->info("listening on {}; configuration in {}; data in {}", server.endpoint(), o.config,
+              o.data_dir);
+    tell("ok");
+    server.run(g_stop);
+    log->info("stopping");
+    // Leave no configuration behind that points at a dead daemon, unless another pcmd wrote it.
+    try {
+      if (pcm::detail::read_config(o.config).pid == ::getpid()) ::unlink(o.config.c_str());
+    } catch (const pcm::Error&) {
+    }
+  } catch (const std::exception& e) {
+    log->error("{}", e.what());
+    tell(std::string("error: ") + e.what());
+    if (!pidfile_written.empty()) ::unlink(pidfile_written.c_str());
+    return 1;
+  }
+  if (!pidfile_written.empty()) ::unlink(pidfile_written.c_str());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  const char* home = std::getenv("HOME");
+  o.config = pcm::detail::default_config_path();
+  o.data_dir = std::string(home && *home ? home : ".") + "/.pcm/data";
+  CLI::App app{"pcmd — the PCM daemon: reconfiguration commands and stored data for PCM jobs"};
+  app.add_option("-c,--config", o.config,
+                 "configuration file to write (default: $PCM_CONFIG, else ~/.pcm/pcmd.conf)");
+  app.add_option("--bind", o.bind, "address to listen on")->capture_default_str();
+  app.add_option("-p,--port", o.port, "TCP port; 0 picks a free one")
+      ->check(CLI::Range(0, 65535))
+      ->capture_default_str();
+  app.add_option("-d,--data-dir", o.data_dir, "directory for stored data")->capture_default_str();
+  app.add_option("--hosts", o.hosts,
+                 "hosts that reconfigurations may use (default: localhost and this host's name)")
+      ->delimiter(',');
+  app.add_flag("--detach", o.detach, "run in the background once listening");
+  app.add_option("--pidfile", o.pidfile, "write the daemon's pid to this file");
+  CLI11_PARSE(app, argc, argv);
+
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  if (!o.detach) return serve(o, -1);
+
+  // Fork before any ZeroMQ thread exists; the parent returns only once the child is listening,
+  // so a script can use the configuration file as soon as `pcmd --detach` returns.
+  int fds[2];
+  if (::pipe(fds) != 0) {
+    std::cerr << "pcmd: pipe: " << std::strerror(errno) << "\n";
+    return 1;
+  }
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    std::cerr << "pcmd: fork: " << std::strerror(errno) << "\n";
+    return 1;
+  }
+  if (pid == 0) {
+    ::close(fds[0]);
+    ::setsid();
+    int devnull = ::open("/dev/null", O_RDWR);
+    if (devnull >= 0) {
+      ::dup2(devnull, 0);
+      ::dup2(devnull, 1);
+      ::close(devnull);
+    }
+    return serve(o, fds[1]);
+  }
+  ::close(fds[1]);
+  std::string msg;
+  char buf[512];
+  ssize_t n;
+  while ((n = ::read(fds[0], buf, sizeof buf)) > 0) msg.append(buf, static_cast<std::size_t>(n));
+  ::close(fds[0]);
+  if (msg != "ok") {
+    std::cerr << "pcmd: failed to start: " << (msg.empty() ? "daemon exited" : msg) << "\n";
+    return 1;
+  }
+  return 0;
+}

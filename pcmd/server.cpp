@@ -1,0 +1,357 @@
+// server.cpp — pcmd's request handling: every message is validated before use, and any failure
+// becomes an error reply; the loop never dies on a bad request.
+#include "server.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "error.h"
+#include "log.h"
+#include "pcm_types.h"
+
+namespace pcm::detail {
+
+using proto::json;
+
+namespace {
+
+constexpr int kMaxRanks = 1 << 20;
+
+bool same_secret(const std::string& a, const std::string& b) {
+  // Constant time in the contents, so the secret cannot be guessed byte by byte.
+  if (a.size() != b.size() || b.empty()) return false;
+  unsigned char diff = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+std::vector<std::string> get_hosts(const json& req, std::size_t expected) {
+  auto it = req.find("hosts");
+  if (it == req.end() || !it->is_array()) fail(PCM_ERR_ARG, "field \"hosts\" must be an array");
+  if (it->size() != expected)
+    fail(PCM_ERR_ARG, "field \"hosts\" has {} entries for {} ranks", it->size(), expected);
+  std::vector<std::string> hosts;
+  for (const auto& h : *it) {
+    if (!h.is_string() || !proto::valid_host(h.get_ref<const std::string&>()))
+      fail(PCM_ERR_ARG, "field \"hosts\" holds an invalid host name");
+    hosts.push_back(h.get<std::string>());
+  }
+  return hosts;
+}
+
+}  // namespace
+
+Server::Server(zmq::context_t& context, ServerOptions options)
+    : options_(std::move(options)),
+      socket_(context, zmq::socket_type::router),
+      store_(options_.data_dir),
+      log_(logger("pcmd", spdlog::level::info)) {
+  if (options_.secret.empty()) fail(PCM_ERR_CONFIG, "pcmd needs a secret");
+  if (options_.hosts.empty()) {
+    char name[256] = {0};
+    options_.hosts.push_back("localhost");
+    if (::gethostname(name, sizeof name - 1) == 0 && proto::valid_host(name) &&
+        std::string(name) != "localhost")
+      options_.hosts.push_back(name);
+  }
+  socket_.set(zmq::sockopt::linger, 0);
+  // A peer that vanishes must not make the router block or queue without bound.
+  socket_.set(zmq::sockopt::router_mandatory, 0);
+  try {
+    socket_.bind(options_.bind);
+  } catch (const zmq::error_t& e) {
+    fail(PCM_ERR_CONFIG, "cannot listen on {}: {}", options_.bind, e.what());
+  }
+  endpoint_ = socket_.get(zmq::sockopt::last_endpoint);
+}
+
+void Server::run(const std::atomic<bool>& stop) {
+  while (!stop.load()) {
+    zmq::pollitem_t item{socket_.handle(), 0, ZMQ_POLLIN, 0};
+    try {
+      if (zmq::poll(&item, 1, std::chrono::milliseconds(200)) == 0) continue;
+    } catch (const zmq::error_t& e) {
+      if (e.num() == EINTR) continue;
+      throw;
+    }
+    serve_one();
+  }
+}
+
+void Server::serve_one() {
+  std::vector<zmq::message_t> frames;
+  do {
+    zmq::message_t m;
+    if (!socket_.recv(m, zmq::recv_flags::dontwait)) break;
+    bool more = m.more();
+    frames.push_back(std::move(m));
+    if (!more) break;
+  } while (true);
+  if (frames.empty()) return;
+
+  // Router frames: [identity, (empty delimiter), header, (data)].
+  std::size_t body = 1;
+  bool delimited = frames.size() > 1 && frames[1].size() == 0;
+  if (delimited) body = 2;
+  json reply;
+  std::vector<char> reply_data;
+  if (frames.size() <= body || frames.size() > body + 2) {
+    reply = proto::error_reply(PCM_ERR_ARG, "a request is a header frame and at most one data frame");
+    log_->warn("malformed request: {} frames", frames.size());
+  } else {
+    try {
+      json req = proto::decode(frames[body].data(), frames[body].size());
+      const void* data = frames.size() == body + 2 ? frames[body + 1].data() : nullptr;
+      std::size_t size = frames.size() == body + 2 ? frames[body + 1].size() : 0;
+      reply = handle(req, data, size, reply_data);
+    } catch (const Error& e) {
+      log_->warn("malformed request: {}", e.what());
+      reply = proto::error_reply(e.code(), e.what());
+    }
+  }
+  std::string head = proto::encode(reply);
+  try {
+    socket_.send(frames[0], zmq::send_flags::sndmore);
+    if (delimited) socket_.send(zmq::message_t(), zmq::send_flags::sndmore);
+    if (!reply_data.empty() || reply.value("has_data", false)) {
+      socket_.send(zmq::buffer(head), zmq::send_flags::sndmore);
+      socket_.send(zmq::buffer(reply_data), zmq::send_flags::none);
+    } else {
+      socket_.send(zmq::buffer(head), zmq::send_flags::none);
+    }
+  } catch (const zmq::error_t& e) {
+    log_->warn("cannot send reply: {}", e.what());
+  }
+}
+
+json Server::handle(const json& req, const void* data, std::size_t size,
+                    std::vector<char>& reply_data) {
+  std::string op = "?";
+  try {
+    auto version = proto::get_int(req, "v", 0, 1000);
+    if (version != proto::kVersion)
+      fail(PCM_ERR_REFUSED, "protocol version {} is not supported (pcmd speaks {})", version,
+           proto::kVersion);
+    op = proto::get_string(req, "op", 32);
+    if (!same_secret(proto::get_string(req, "secret", 1024), options_.secret)) {
+      log_->warn("refused '{}': wrong secret", op);
+      fail(PCM_ERR_REFUSED, "wrong secret (use the one in pcmd's configuration file)");
+    }
+    return dispatch(op, req, data, size, reply_data);
+  } catch (const Error& e) {
+    if (e.code() != PCM_ERR_REFUSED && e.code() != PCM_ERR_NOT_FOUND)
+      log_->warn("request '{}' failed: {}", op, e.what());
+    reply_data.clear();
+    return proto::error_reply(e.code(), e.what());
+  } catch (const std::exception& e) {
+    log_->error("request '{}' failed unexpectedly: {}", op, e.what());
+    reply_data.clear();
+    return proto::error_reply(PCM_ERR_INTERNAL, std::string("pcmd: ") + e.what());
+  }
+}
+
+json Server::dispatch(const std::string& op, const json& req, const void* data, std::size_t size,
+                      std::vector<char>& reply_data) {
+  if (op == "ping") return json{{"ok", true}, {"pid", ::getpid()}};
+  if (op == "poll") return op_poll(req);
+  if (op == "store") return op_store(req, data, size);
+  if (op == "load") return op_load(req, reply_data);
+  if (op == "register") return op_register(req);
+  if (op == "reconfigured") return op_reconfigured(req);
+  if (op == "finished") return op_finished(req);
+  if (op == "status") return op_status(req);
+  if (op == "migrate") return op_migrate(req);
+  fail(PCM_ERR_ARG, "unknown operation '{}'", op);
+}
+
+Job& Server::find_job(const json& req) {
+  auto name = proto::get_string(req, "job", proto::kMaxName);
+  auto it = jobs_.find(name);
+  if (it == jobs_.end()) fail(PCM_ERR_REFUSED, "unknown job '{}'", name);
+  return it->second;
+}
+
+json Server::op_register(const json& req) {
+  int size = static_cast<int>(proto::get_int(req, "size", 1, kMaxRanks));
+  auto hosts = get_hosts(req, size);
+  std::string name;
+  if (auto wanted = proto::opt_string(req, "job", proto::kMaxName); wanted && !wanted->empty()) {
+    if (!proto::valid_name(*wanted)) fail(PCM_ERR_ARG, "invalid job name '{}'", *wanted);
+    auto it = jobs_.find(*wanted);
+    if (it != jobs_.end() && it->second.state != "finished")
+      fail(PCM_ERR_REFUSED, "job name '{}' is in use by a running job", *wanted);
+    name = *wanted;
+  } else {
+    do name = "job-" + std::to_string(next_job_++);
+    while (jobs_.count(name));
+  }
+  Job job;
+  job.name = name;
+  job.state = "running";
+  job.size = size;
+  job.hosts = std::move(hosts);
+  job.last_event = "started";
+  job.last_seen = std::chrono::steady_clock::now();
+  jobs_[name] = std::move(job);
+  log_->info("job {} registered with {} processes", name, size);
+  return json{{"ok", true}, {"job", name}};
+}
+
+json Server::op_poll(const json& req) {
+  Job& job = find_job(req);
+  job.iteration = proto::get_int(req, "iteration", 0, INT64_MAX);
+  job.last_seen = std::chrono::steady_clock::now();
+  json reply{{"ok", true}, {"command", nullptr}};
+  if (job.pending) {
+    const Command& c = *job.pending;
+    reply["command"] = json{{"id", c.id}, {"kind", c.kind}, {"rank", c.rank}, {"host", c.host}};
+    if (!c.delivered) log_->info("job {}: command {} delivered", job.name, c.id);
+    job.pending->delivered = true;
+  }
+  return reply;
+}
+
+json Server::op_reconfigured(const json& req) {
+  Job& job = find_job(req);
+  auto id = proto::get_int(req, "command", 0, INT64_MAX);
+  if (!job.pending || job.pending->id != id)
+    fail(PCM_ERR_REFUSED, "job '{}' has no pending command {}", job.name, id);
+  auto ok = proto::get_bool(req, "success", true);
+  if (ok) {
+    int size = static_cast<int>(proto::get_int(req, "size", 1, kMaxRanks));
+    job.hosts = get_hosts(req, size);
+    job.size = size;
+    job.reconfigurations++;
+    job.last_event = fmt::format("{} of rank {} to {} done", job.pending->kind, job.pending->rank,
+                                 job.pending->host);
+  } else {
+    job.last_event = fmt::format("{} of rank {} failed: {}", job.pending->kind, job.pending->rank,
+                                 proto::opt_string(req, "error", 4096).value_or("?"));
+  }
+  job.iteration = proto::opt_int(req, "iteration", 0, INT64_MAX).value_or(job.iteration);
+  job.last_seen = std::chrono::steady_clock::now();
+  log_->info("job {}: {}", job.name, job.last_event);
+  job.pending.reset();
+  return proto::ok_reply();
+}
+
+json Server::op_finished(const json& req) {
+  Job& job = find_job(req);
+  job.iteration = proto::opt_int(req, "iteration", 0, INT64_MAX).value_or(job.iteration);
+  job.state = "finished";
+  job.last_seen = std::chrono::steady_clock::now();
+  if (job.pending) {
+    job.last_event = fmt::format("finished before command {} ran", job.pending->id);
+    job.pending.reset();
+  } else {
+    job.last_event = "finished";
+  }
+  log_->info("job {} finished at iteration {}", job.name, job.iteration);
+  return proto::ok_reply();
+}
+
+json Server::op_store(const json& req, const void* data, std::size_t size) {
+  auto job = proto::get_string(req, "job", proto::kMaxName);
+  if (!jobs_.count(job)) fail(PCM_ERR_REFUSED, "unknown job '{}'", job);
+  int rank = static_cast<int>(proto::get_int(req, "rank", 0, kMaxRanks));
+  auto key = proto::get_string(req, "key", proto::kMaxName);
+  if (!proto::valid_name(key)) fail(PCM_ERR_ARG, "invalid key '{}'", key);
+  int type = static_cast<int>(proto::get_int(req, "type", 0, 1000));
+  std::size_t elem = proto::type_size(type);
+  if (elem == 0) fail(PCM_ERR_ARG, "unknown element type {}", type);
+  auto count = proto::get_int(req, "count", 0, INT64_MAX / 16);
+  if (static_cast<std::uint64_t>(count) * elem != size)
+    fail(PCM_ERR_ARG, "store of {} x {} carries {} bytes of data", count, proto::type_name(type),
+         size);
+  if (count > 0 && !data) fail(PCM_ERR_ARG, "store without a data frame");
+  store_.put(job, rank, key, type, data, static_cast<std::uint64_t>(count));
+  return proto::ok_reply();
+}
+
+json Server::op_load(const json& req, std::vector<char>& reply_data) {
+  auto job = proto::get_string(req, "job", proto::kMaxName);
+  if (!jobs_.count(job)) fail(PCM_ERR_REFUSED, "unknown job '{}'", job);
+  int rank = static_cast<int>(proto::get_int(req, "rank", 0, kMaxRanks));
+  auto key = proto::get_string(req, "key", proto::kMaxName);
+  if (!proto::valid_name(key)) fail(PCM_ERR_ARG, "invalid key '{}'", key);
+  bool meta_only = proto::get_bool(req, "meta_only", false);
+  if (meta_only) {
+    auto m = store_.meta(job, rank, key);
+    if (!m) fail(PCM_ERR_NOT_FOUND, "nothing stored for job '{}' rank {} key '{}'", job, rank, key);
+    return json{{"ok", true}, {"type", m->type}, {"count", m->count}};
+  }
+  auto m = store_.get(job, rank, key, reply_data);
+  return json{{"ok", true}, {"type", m.type}, {"count", m.count}, {"has_data", true}};
+}
+
+json Server::job_json(const Job& job) const {
+  json j{{"job", job.name},
+         {"state", job.state},
+         {"size", job.size},
+         {"hosts", job.hosts},
+         {"iteration", job.iteration},
+         {"reconfigurations", job.reconfigurations},
+         {"last_event", job.last_event},
+         {"seconds_since_seen",
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - job.last_seen).count()},
+         {"pending", nullptr}};
+  if (job.pending)
+    j["pending"] = json{{"id", job.pending->id},
+                        {"kind", job.pending->kind},
+                        {"rank", job.pending->rank},
+                        {"host", job.pending->host},
+                        {"delivered", job.pending->delivered}};
+  return j;
+}
+
+json Server::op_status(const json& req) {
+  json jobs = json::array();
+  if (auto name = proto::opt_string(req, "job", proto::kMaxName)) {
+    jobs.push_back(job_json(find_job(req)));
+  } else {
+    for (const auto& [name, job] : jobs_) jobs.push_back(job_json(job));
+  }
+  return json{{"ok", true}, {"jobs", jobs}, {"hosts", options_.hosts}};
+}
+
+json Server::op_migrate(const json& req) {
+  Job& job = find_job(req);
+  if (job.state != "running") fail(PCM_ERR_REFUSED, "job '{}' is {}", job.name, job.state);
+  int rank = static_cast<int>(proto::get_int(req, "rank", -1, kMaxRanks));
+  if (rank < 0 || rank >= job.size)
+    fail(PCM_ERR_REFUSED, "job '{}' has no rank {} (it has {} processes)", job.name, rank, job.size);
+  if (job.pending)
+    fail(PCM_ERR_REFUSED, "job '{}' already has a pending {} (command {})", job.name,
+         job.pending->kind, job.pending->id);
+  std::string host;
+  if (auto wanted = proto::opt_string(req, "host", proto::kMaxHost)) {
+    if (std::find(options_.hosts.begin(), options_.hosts.end(), *wanted) == options_.hosts.end())
+      fail(PCM_ERR_REFUSED, "host '{}' is not in pcmd's inventory ({})", *wanted,
+           fmt::join(options_.hosts, ", "));
+    host = *wanted;
+  } else {
+    // The inventory host with the fewest of this job's processes, other ranks counted only.
+    std::size_t best = SIZE_MAX;
+    for (const auto& h : options_.hosts) {
+      std::size_t n = 0;
+      for (int r = 0; r < job.size; ++r)
+        if (r != rank && job.hosts[r] == h) ++n;
+      if (n < best) {
+        best = n;
+        host = h;
+      }
+    }
+  }
+  Command c;
+  c.id = next_command_++;
+  c.kind = "migrate";
+  c.rank = rank;
+  c.host = host;
+  job.pending = c;
+  job.last_event = fmt::format("migrate of rank {} to {} requested", rank, host);
+  log_->info("job {}: command {}: {}", job.name, c.id, job.last_event);
+  return json{{"ok", true}, {"command", c.id}, {"host", host}};
+}
+
+}  // namespace pcm::detail

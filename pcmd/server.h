@@ -1,0 +1,90 @@
+// server.h — pcmd's request loop: job table, command queue, and the HDF5 store behind one socket.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+#include <zmq.hpp>
+
+#include "protocol.h"
+#include "store.h"
+
+namespace pcm::detail {
+
+struct ServerOptions {
+  std::string bind = "tcp://127.0.0.1:*";  // ZeroMQ endpoint; '*' port: any free one
+  std::string data_dir;                    // holds jobs/<job>/store.h5
+  std::string secret;                      // required in every request
+  std::vector<std::string> hosts;          // hosts that reconfigurations may place processes on
+};
+
+// A reconfiguration requested by an operator and not yet carried out.
+struct Command {
+  std::int64_t id = 0;
+  std::string kind;  // "migrate"
+  int rank = -1;
+  std::string host;
+  bool delivered = false;  // rank 0 has been told
+};
+
+struct Job {
+  std::string name;
+  std::string state;  // running | finished
+  int size = 0;
+  std::vector<std::string> hosts;  // by rank
+  std::int64_t iteration = 0;
+  int reconfigurations = 0;
+  std::optional<Command> pending;
+  std::string last_event;
+  std::chrono::steady_clock::time_point last_seen;
+};
+
+class Server {
+ public:
+  Server(zmq::context_t& context, ServerOptions options);
+
+  // The endpoint actually bound (with the port chosen by the system).
+  const std::string& endpoint() const { return endpoint_; }
+
+  // Serves until stop becomes true (checked at least every 200 ms).
+  void run(const std::atomic<bool>& stop);
+
+  // Handles one request; exposed for tests. data/size: the optional second frame.
+  // Returns the reply header and fills reply_data for "load".
+  proto::json handle(const proto::json& request, const void* data, std::size_t size,
+                     std::vector<char>& reply_data);
+
+ private:
+  void serve_one();
+  proto::json dispatch(const std::string& op, const proto::json& req, const void* data,
+                       std::size_t size, std::vector<char>& reply_data);
+  Job& find_job(const proto::json& req);
+  proto::json job_json(const Job& job) const;
+
+  proto::json op_register(const proto::json& req);
+  proto::json op_poll(const proto::json& req);
+  proto::json op_reconfigured(const proto::json& req);
+  proto::json op_finished(const proto::json& req);
+  proto::json op_store(const proto::json& req, const void* data, std::size_t size);
+  proto::json op_load(const proto::json& req, std::vector<char>& reply_data);
+  proto::json op_status(const proto::json& req);
+  proto::json op_migrate(const proto::json& req);
+
+  ServerOptions options_;
+  zmq::socket_t socket_;
+  std::string endpoint_;
+  Store store_;
+  std::map<std::string, Job> jobs_;
+  std::int64_t next_command_ = 1;
+  std::int64_t next_job_ = 1;
+  std::shared_ptr<spdlog::logger> log_;
+};
+
+}  // namespace pcm::detail

@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# Idempotent set-up for a Debian machine: packages, an MPI whose MPI_Comm_spawn works, the build.
+#
+# Environment:
+#   PCM_CACHE_DIR   where a self-built MPICH is kept between runs (default ~/.cache/pcm)
+#   PCM_MPI_HOME    use the MPI installed under this prefix (must be able to spawn)
+#   PCM_BUILD_DIR   CMake build directory (default <checkout>/build)
+#   PCM_BUILD_TYPE  CMake build type (default RelWithDebInfo)
+# Prints `export` lines for the chosen MPI to scripts/.env (sourced by the other scripts).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+CACHE=${PCM_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/pcm}
+BUILD_DIR=${PCM_BUILD_DIR:-$ROOT/build}
+BUILD_TYPE=${PCM_BUILD_TYPE:-RelWithDebInfo}
+MPICH_VERSION=4.0.2
+MPICH_PREFIX=$CACHE/mpich-$MPICH_VERSION-ch3
+
+log() { printf '[setup] %s\n' "$*" >&2; }
+
+PACKAGES=(build-essential cmake pkg-config dpkg-dev python3
+  libhdf5-dev hdf5-tools libzmq3-dev cppzmq-dev libmsgpack-cxx-dev
+  libfmt-dev libspdlog-dev libgtest-dev libgmock-dev libcli11-dev nlohmann-json3-dev procps)
+
+install_packages() {
+  local missing=()
+  for p in "${PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  log "installing Debian packages: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# Compile and run a two-process job that spawns one child and merges with it.
+# $1: directory holding bin/mpicc and bin/mpiexec (empty: take them from PATH).
+probe_spawn() {
+  local bindir=${1:+$1/}
+  local dir
+  dir=$(mktemp -d)
+  cat >"$dir/probe.c" <<'C'
+#include <mpi.h>
+#include <stdio.h>
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm parent, inter, merged;
+  MPI_Comm_get_parent(&parent);
+  if (parent == MPI_COMM_NULL) {
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    int rc = MPI_Comm_spawn(argv[0], MPI_ARGV_NULL, 1, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &inter,
+                            MPI_ERRCODES_IGNORE);
+    if (rc != MPI_SUCCESS) { MPI_Finalize(); return 3; }
+    MPI_Intercomm_merge(inter, 0, &merged);
+  } else {
+    MPI_Intercomm_merge(parent, 1, &merged);
+  }
+  int size;
+  MPI_Comm_size(merged, &size);
+  int ok = size == 3, all;
+  MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_LAND, merged);
+  MPI_Comm_free(&merged);
+  MPI_Finalize();
+  return all ? 0 : 4;
+}
+C
+  local rc=0
+  if "${bindir}mpicc" -o "$dir/probe" "$dir/probe.c" >/dev/null 2>&1; then
+    timeout -k 5 60 "${bindir}mpiexec" -n 2 "$dir/probe" >"$dir/out" 2>&1 </dev/null || rc=$?
+  else
+    rc=1
+  fi
+  rm -rf "$dir"
+  return $rc
+}
+
+build_mpich() {
+  log "building MPICH $MPICH_VERSION (ch3:nemesis) into $MPICH_PREFIX; this takes about 15 minutes, once"
+  # apt-get source needs deb-src entries; derive them from the configured deb entries.
+  if ! apt-get source --print-uris mpich >/dev/null 2>&1 ||
+     [ -z "$(apt-get source --print-uris mpich 2>/dev/null | grep -E '\.dsc')" ]; then
+    local src=/etc/apt/sources.list.d/pcm-deb-src.sources
+    : >"$src"
+    for f in /etc/apt/sources.list.d/*.sources; do
+      [ "$f" = "$src" ] && continue
+      grep -q '^Types: deb$' "$f" || continue
+      sed 's/^Types: deb$/Types: deb-src/' "$f" >>"$src"
+      echo >>"$src"
+    done
+    if [ -f /etc/apt/sources.list ]; then
+      grep -E '^deb ' /etc/apt/sources.list | sed 's/^deb /deb-src /' >/etc/apt/sources.list.d/pcm-deb-src.list || true
+    fi
+    apt-get update -qq
+  fi
+  local work=$CACHE/src
+  rm -rf "$work"
+  mkdir -p "$work"
+  (cd "$work" && apt-get source -qq "mpich=$MPICH_VERSION*" >/dev/null 2>&1 || apt-get source -qq mpich >/dev/null)
+  local srcdir
+  srcdir=$(find "$work" -maxdepth 1 -type d -name "mpich-$MPICH_VERSION*" | head -n 1)
+  [ -n "$srcdir" ] || { log "apt-get source mpich gave no source tree"; exit 1; }
+  local blog=$CACHE/mpich-build.log
+  log "configure (log: $blog)"
+  (cd "$srcdir" && ./configure --prefix="$MPICH_PREFIX" --with-device=ch3:nemesis \
+      --disable-fortran --disable-doc --enable-fast=O2 --with-hwloc=embedded >"$blog" 2>&1) ||
+    { log "configure failed; see $blog"; exit 1; }
+  log "make (log: $blog)"
+  (cd "$srcdir" && make -j"$(nproc)" >>"$blog" 2>&1 && make install >>"$blog" 2>&1) ||
+    { log "MPICH build failed; see $blog"; exit 1; }
+  rm -rf "$work"
+}
+
+choose_mpi() {
+  if [ -n "${PCM_MPI_HOME:-}" ]; then
+    probe_spawn "$PCM_MPI_HOME/bin" || { log "PCM_MPI_HOME=$PCM_MPI_HOME: MPI_Comm_spawn does not work"; exit 1; }
+    MPI_BIN=$PCM_MPI_HOME/bin
+    return
+  fi
+  if [ -f "$MPICH_PREFIX/.spawn-ok" ]; then
+    MPI_BIN=$MPICH_PREFIX/bin
+    return
+  fi
+  if command -v mpicc >/dev/null && command -v mpiexec >/dev/null && probe_spawn ""; then
+    MPI_BIN=$(dirname "$(command -v mpicc)")
+    log "using the MPI in PATH ($MPI_BIN): spawn works"
+    return
+  fi
+  mkdir -p "$CACHE"
+  if [ ! -x "$MPICH_PREFIX/bin/mpicc" ]; then
+    build_mpich
+  fi
+  probe_spawn "$MPICH_PREFIX/bin" || { log "the MPICH built in $MPICH_PREFIX cannot spawn"; exit 1; }
+  touch "$MPICH_PREFIX/.spawn-ok"
+  MPI_BIN=$MPICH_PREFIX/bin
+}
+
+configure_and_build() {
+  local gen_args=()
+  if [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then
+    gen_args=(-DCMAKE_BUILD_TYPE="$BUILD_TYPE" -DMPI_HOME="$(dirname "$MPI_BIN")"
+      -DMPIEXEC_EXECUTABLE="$MPI_BIN/mpiexec" -DMPI_C_COMPILER="$MPI_BIN/mpicc"
+      -DMPI_CXX_COMPILER="$MPI_BIN/mpicxx")
+  fi
+  cmake -S "$ROOT" -B "$BUILD_DIR" "${gen_args[@]}" >/dev/null
+  cmake --build "$BUILD_DIR" -j"$(nproc)"
+}
+
+main() {
+  install_packages
+  choose_mpi
+  cat >"$ROOT/scripts/.env" <<ENV
+export PATH="$MPI_BIN:\$PATH"
+export PCM_BUILD_DIR="$BUILD_DIR"
+ENV
+  if [ "${1:-}" != "--no-build" ]; then
+    configure_and_build
+  fi
+}
+
+main "$@"
