@@ -18,6 +18,8 @@ extern "C" {
  * - After a failure, PCM_Last_error() gives a message that says what went wrong.
  * - Calls marked "collective" must be called by every process of the PCM world, and return the
  *   same code on every process.
+ * - libpcm sets MPI_ERRORS_RETURN on MPI_COMM_WORLD and on every PCM world it creates, so MPI
+ *   calls on them return error codes instead of aborting: check them.
  * - The library never aborts the job, never calls exit(), and prints nothing to stdout. Its log
  *   goes to stderr; the level comes from PCM_LOG_LEVEL (trace, debug, info, warn, error, off;
  *   default warn).

@@ -1,5 +1,7 @@
 // pcmctl.cpp — the operator's CLI for pcmd: job status and reconfiguration commands.
+#include <chrono>
 #include <cstdio>
+#include <thread>
 #include <iostream>
 
 #include <CLI/CLI.hpp>
@@ -37,6 +39,40 @@ void print_status_table(const json& reply) {
   }
 }
 
+// Polls the job every 50 ms until every condition holds (exit 0); exit 1 on timeout or when the
+// job finished without meeting them. An unknown job is waited for: it may not have registered yet.
+int wait_for(pcm::detail::Client& client, const std::string& job, long iteration, int reconfigs,
+             bool finished, double timeout_s, int timeout_ms) {
+  auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  std::string last = "not registered";
+  while (true) {
+    try {
+      auto r = client.request({{"op", "status"}, {"job", job}}, nullptr, 0, timeout_ms);
+      const auto& j = r.header.at("jobs").at(0);
+      bool done = j.value("state", "") == "finished";
+      bool met = (iteration < 0 || j.value("iteration", 0L) >= iteration) &&
+                 (reconfigs < 0 || j.value("reconfigurations", 0) >= reconfigs) &&
+                 (!finished || done);
+      if (met) return 0;
+      last = fmt::format("{} at iteration {} after {} reconfigurations", j.value("state", "?"),
+                         j.value("iteration", 0L), j.value("reconfigurations", 0));
+      if (done) {
+        std::cerr << "pcmctl: job " << job << " finished before the condition held (" << last
+                  << ")\n";
+        return 1;
+      }
+    } catch (const pcm::Error& e) {
+      if (e.code() != PCM_ERR_REFUSED) throw;  // unknown job: not registered yet
+    }
+    if (std::chrono::steady_clock::now() > end) {
+      std::cerr << "pcmctl: timed out after " << timeout_s << " s waiting for job " << job << " ("
+                << last << ")\n";
+      return 1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -62,6 +98,19 @@ int main(int argc, char** argv) {
   migrate->add_option("job", job, "job name (see status)")->required();
   migrate->add_option("rank", rank, "rank to move")->required();
   migrate->add_option("--host", host, "target host (default: chosen by pcmd from its inventory)");
+
+  long wait_iteration = -1;
+  int wait_reconfigs = -1;
+  bool wait_finished = false;
+  double wait_timeout = 60;
+  auto* wait = app.add_subcommand("wait", "wait until a job reaches a state (for scripts)");
+  wait->add_option("job", job, "job name")->required();
+  wait->add_option("--iteration", wait_iteration, "until the job has reached this iteration");
+  wait->add_option("--reconfigurations", wait_reconfigs,
+                   "until this many reconfigurations have completed");
+  wait->add_flag("--finished", wait_finished, "until the job has finished");
+  wait->add_option("--timeout", wait_timeout, "give up after this many seconds")
+      ->capture_default_str();
 
   app.add_subcommand("ping", "check that pcmd answers");
   CLI11_PARSE(app, argc, argv);
@@ -90,6 +139,9 @@ int main(int argc, char** argv) {
       auto r = client.request(req, nullptr, 0, timeout_ms);
       std::cout << fmt::format("command {}: migrate {} rank {} to {}\n", r.header.value("command", 0),
                                job, rank, r.header.value("host", "?"));
+    } else if (app.got_subcommand("wait")) {
+      return wait_for(client, job, wait_iteration, wait_reconfigs, wait_finished, wait_timeout,
+                      timeout_ms);
     }
   } catch (const pcm::Error& e) {
     std::cerr << "pcmctl: " << e.what() << " [" << PCM_Error_string(e.code()) << "]\n";

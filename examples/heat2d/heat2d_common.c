@@ -1,0 +1,267 @@
+/* heat2d_common.c — mesh, Jacobi step, halo exchange and checksum shared by both versions. */
+#define _POSIX_C_SOURCE 200809L /* nanosleep */
+
+#include "heat2d_common.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define HEAT2D_TOP 100.0
+
+static const char kUsage[] =
+    "usage: heat2d [--nx N] [--ny N] [--iters N] [--report N] [--throttle-us N]\n"
+    "  --nx N           global columns (default 512)\n"
+    "  --ny N           global rows (default 512)\n"
+    "  --iters N        iterations (default 2000)\n"
+    "  --report N       progress line every N iterations, 0 = never (default 0)\n"
+    "  --throttle-us N  sleep N microseconds per iteration on every rank (default 0)\n";
+
+static int parse_int(const char *s, long min, int *out) {
+  char *end = NULL;
+  long v;
+  errno = 0;
+  v = strtol(s, &end, 10);
+  if (end == s || *end != '\0' || errno == ERANGE || v < min || v > INT_MAX) return -1;
+  *out = (int)v;
+  return 0;
+}
+
+int heat2d_parse_options(int argc, char **argv, int report_errors, Heat2dOptions *opt) {
+  const struct {
+    const char *name;
+    int *dst;
+    long min;
+  } table[] = {{"--nx", &opt->nx, 1},
+               {"--ny", &opt->ny, 1},
+               {"--iters", &opt->iters, 0},
+               {"--report", &opt->report, 0},
+               {"--throttle-us", &opt->throttle_us, 0}};
+  int i;
+
+  opt->nx = 512;
+  opt->ny = 512;
+  opt->iters = 2000;
+  opt->report = 0;
+  opt->throttle_us = 0;
+
+  for (i = 1; i < argc; i++) {
+    const char *arg = argv[i];
+    const char *value = NULL;
+    size_t k, n = 0;
+    for (k = 0; k < sizeof table / sizeof table[0]; k++) {
+      n = strlen(table[k].name);
+      if (strncmp(arg, table[k].name, n) == 0 && (arg[n] == '\0' || arg[n] == '=')) break;
+    }
+    if (k == sizeof table / sizeof table[0]) {
+      if (report_errors) fprintf(stderr, "heat2d: unknown argument '%s'\n%s", arg, kUsage);
+      return -1;
+    }
+    if (arg[n] == '=') {
+      value = arg + n + 1;
+    } else if (i + 1 < argc) {
+      value = argv[++i];
+    } else {
+      if (report_errors) fprintf(stderr, "heat2d: %s needs a value\n%s", table[k].name, kUsage);
+      return -1;
+    }
+    if (parse_int(value, table[k].min, table[k].dst) != 0) {
+      if (report_errors) {
+        fprintf(stderr, "heat2d: bad value '%s' for %s (an integer >= %ld)\n", value, table[k].name,
+                table[k].min);
+      }
+      return -1;
+    }
+  }
+  /* MPI counts and displacements in the final gather are ints. */
+  if ((long long)opt->nx * opt->ny > INT_MAX) {
+    if (report_errors) fprintf(stderr, "heat2d: grid too large (nx * ny must be <= %d)\n", INT_MAX);
+    return -1;
+  }
+  return 0;
+}
+
+void heat2d_block(int rank, int nprocs, int nx, int *first_col, int *ncols) {
+  int base = nx / nprocs, extra = nx % nprocs;
+  *ncols = base + (rank < extra ? 1 : 0);
+  *first_col = rank * base + (rank < extra ? rank : extra);
+}
+
+long heat2d_mesh_len(const Heat2dMesh *m) { return (long)(m->ncols + 2) * m->ny; }
+
+void heat2d_mesh_set_rank(Heat2dMesh *m, int rank, int nprocs) {
+  /* Blocks are contiguous and empty ones (nprocs > nx) come last, so a rank owning columns has a
+   * neighbour exactly where its block does not touch the grid's edge. Empty ranks talk to nobody.
+   */
+  int has_left = m->ncols > 0 && m->first_col > 0 && rank > 0;
+  int has_right = m->ncols > 0 && m->first_col + m->ncols < m->nx && rank + 1 < nprocs;
+  m->left = has_left ? rank - 1 : MPI_PROC_NULL;
+  m->right = has_right ? rank + 1 : MPI_PROC_NULL;
+}
+
+int heat2d_mesh_create(Heat2dMesh *m, int nx, int ny, int first_col, int ncols, int rank,
+                       int nprocs) {
+  size_t len = (size_t)(ncols + 2) * (size_t)ny, j;
+  int b;
+
+  memset(m, 0, sizeof *m);
+  m->cur = calloc(len, sizeof(double));
+  m->next = calloc(len, sizeof(double));
+  if (m->cur == NULL || m->next == NULL) {
+    heat2d_mesh_destroy(m);
+    return -1;
+  }
+  m->nx = nx;
+  m->ny = ny;
+  m->first_col = first_col;
+  m->ncols = ncols;
+  heat2d_mesh_set_rank(m, rank, nprocs);
+  /* The step only writes interior cells, so both buffers must carry the fixed boundary. */
+  for (b = 0; b < 2; b++) {
+    double *buf = b == 0 ? m->cur : m->next;
+    for (j = 0; j < (size_t)ncols + 2; j++) buf[j * (size_t)ny] = HEAT2D_TOP;
+  }
+  return 0;
+}
+
+void heat2d_mesh_destroy(Heat2dMesh *m) {
+  free(m->cur);
+  free(m->next);
+  m->cur = NULL;
+  m->next = NULL;
+  m->ncols = 0;
+}
+
+int heat2d_exchange(Heat2dMesh *m, MPI_Comm comm) {
+  const size_t ny = (size_t)m->ny, nc = (size_t)m->ncols;
+  double *c = m->cur;
+  int rc = MPI_Sendrecv(c + ny, m->ny, MPI_DOUBLE, m->left, 0, c + (nc + 1) * ny, m->ny, MPI_DOUBLE,
+                        m->right, 0, comm, MPI_STATUS_IGNORE);
+  if (rc != MPI_SUCCESS) return rc;
+  return MPI_Sendrecv(c + nc * ny, m->ny, MPI_DOUBLE, m->right, 1, c, m->ny, MPI_DOUBLE, m->left, 1,
+                      comm, MPI_STATUS_IGNORE);
+}
+
+void heat2d_step(Heat2dMesh *m) {
+  const size_t ny = (size_t)m->ny;
+  const double *c = m->cur;
+  double *n = m->next, *tmp;
+  /* Local column j holds global column first_col + j - 1; global columns 0 and nx-1 are fixed. */
+  int j_lo = m->first_col == 0 ? 2 : 1;
+  int j_hi = m->first_col + m->ncols == m->nx ? m->ncols - 1 : m->ncols;
+  int j;
+  size_t i;
+
+  for (j = j_lo; j <= j_hi; j++) {
+    const size_t col = (size_t)j * ny;
+    for (i = 1; i + 1 < ny; i++) {
+      /* One fixed expression order for every cell keeps the result bit-identical for any P. */
+      n[col + i] = 0.25 * (c[col + i - 1] + c[col + i + 1] + c[col - ny + i] + c[col + ny + i]);
+    }
+  }
+  tmp = m->cur;
+  m->cur = m->next;
+  m->next = tmp;
+}
+
+void heat2d_throttle(int us) {
+  struct timespec ts;
+  if (us <= 0) return;
+  ts.tv_sec = us / 1000000;
+  ts.tv_nsec = (long)(us % 1000000) * 1000L;
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
+double heat2d_wall_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+double heat2d_cpu_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int heat2d_checksum(const Heat2dMesh *m, MPI_Comm comm, uint64_t *sum) {
+  int rank, nprocs, r, ok = 1;
+  int mine[2];
+  int *meta = NULL;
+  double *grid = NULL;
+
+  *sum = 0;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &nprocs);
+  if (rank == 0) {
+    /* meta: (displacement, count) per rank as gathered, then counts, then displacements. */
+    meta = malloc(sizeof(int) * 4 * (size_t)nprocs);
+    /* calloc: a hole in the distribution then hashes as zeros instead of garbage. */
+    grid = calloc((size_t)m->nx * (size_t)m->ny, sizeof(double));
+    ok = meta != NULL && grid != NULL;
+  }
+  /* Tell everyone, so that a failed allocation on rank 0 fails the call on every rank. */
+  if (MPI_Bcast(&ok, 1, MPI_INT, 0, comm) != MPI_SUCCESS) ok = -2;
+  if (ok != 1) {
+    free(meta);
+    free(grid);
+    return ok == 0 ? -1 : -2;
+  }
+
+  mine[0] = m->first_col * m->ny;
+  mine[1] = m->ncols * m->ny;
+  if (MPI_Gather(mine, 2, MPI_INT, meta, 2, MPI_INT, 0, comm) != MPI_SUCCESS) ok = 0;
+  if (ok && rank == 0) {
+    for (r = 0; r < nprocs; r++) {
+      meta[2 * nprocs + r] = meta[2 * r + 1];
+      meta[3 * nprocs + r] = meta[2 * r];
+    }
+  }
+  if (ok && MPI_Gatherv(m->cur + m->ny, mine[1], MPI_DOUBLE, grid, meta + 2 * nprocs,
+                        meta + 3 * nprocs, MPI_DOUBLE, 0, comm) != MPI_SUCCESS) {
+    ok = 0;
+  }
+
+  if (ok && rank == 0) {
+    const unsigned char *p = (const unsigned char *)grid;
+    size_t k, nbytes = (size_t)m->nx * (size_t)m->ny * sizeof(double);
+    uint64_t h = 14695981039346656037ULL; /* FNV-1a 64-bit offset basis */
+    for (k = 0; k < nbytes; k++) {
+      h ^= p[k];
+      h *= 1099511628211ULL; /* FNV-1a 64-bit prime */
+    }
+    *sum = h;
+  }
+  free(meta);
+  free(grid);
+  return ok ? 0 : -2;
+}
+
+void heat2d_progress_start(Heat2dProgress *p, int it) {
+  p->t_last = MPI_Wtime();
+  p->it_last = it;
+}
+
+void heat2d_progress(Heat2dProgress *p, int rank, int it_done, int iters, int nprocs, int every) {
+  double now;
+  int n;
+  if (every <= 0 || it_done % every != 0 || rank != 0) return;
+  now = MPI_Wtime();
+  n = it_done - p->it_last;
+  printf("heat2d: iter %d/%d procs %d %.4f ms/iter\n", it_done, iters, nprocs,
+         n > 0 ? (now - p->t_last) * 1e3 / n : 0.0);
+  fflush(stdout);
+  p->t_last = now;
+  p->it_last = it_done;
+}
+
+void heat2d_print_result(int iters, int nprocs, double seconds, int computed, uint64_t sum) {
+  printf("heat2d: done iters %d procs %d time %.3f s %.4f ms/iter\n", iters, nprocs, seconds,
+         computed > 0 ? seconds * 1e3 / computed : 0.0);
+  printf("checksum %016llx\n", (unsigned long long)sum);
+  fflush(stdout);
+}

@@ -1,0 +1,99 @@
+/* heat2d_common.h — mesh, Jacobi step, halo exchange and checksum shared by both versions. */
+#ifndef HEAT2D_COMMON_H
+#define HEAT2D_COMMON_H
+
+#include <mpi.h>
+#include <stdint.h>
+
+/* Command-line settings; identical on every rank because every rank parses the same argv. */
+typedef struct Heat2dOptions {
+  int nx;          /* global columns */
+  int ny;          /* global rows */
+  int iters;       /* iterations to compute */
+  int report;      /* progress line every this many iterations; 0 = never */
+  int throttle_us; /* sleep per iteration, to stretch test runs without changing the result */
+} Heat2dOptions;
+
+/*
+ * The part of the global ny x nx grid one rank holds: columns first_col .. first_col+ncols-1,
+ * plus a ghost column on each side (local columns 0 and ncols+1). Column-major, so a column is
+ * ny contiguous doubles and the halo exchange sends one contiguous block.
+ */
+typedef struct Heat2dMesh {
+  int nx, ny;
+  int first_col, ncols;
+  int left, right; /* neighbour ranks, MPI_PROC_NULL where there is none */
+  double *cur;     /* (ncols + 2) * ny values: the current iterate, ghosts included */
+  double *next;    /* same size: where the Jacobi step writes */
+} Heat2dMesh;
+
+/* Tracks the time between progress lines on rank 0. */
+typedef struct Heat2dProgress {
+  double t_last;
+  int it_last;
+} Heat2dProgress;
+
+/*
+ * Parses argv[1..argc-1]. Returns 0, or -1 after printing a message (when report_errors is
+ * non-zero) for an unknown option, a missing or bad value, or a stray argument.
+ */
+int heat2d_parse_options(int argc, char **argv, int report_errors, Heat2dOptions *opt);
+
+/* The columns rank owns out of nx over nprocs ranks; the first nx % nprocs get one more. */
+void heat2d_block(int rank, int nprocs, int nx, int *first_col, int *ncols);
+
+/*
+ * Allocates the mesh for columns [first_col, first_col + ncols) and sets the initial condition
+ * (top row 100, rest 0) in both buffers, so the fixed boundary is right in whichever buffer is
+ * current. Returns 0, or -1 if memory runs out (the mesh is then empty).
+ */
+int heat2d_mesh_create(Heat2dMesh *m, int nx, int ny, int first_col, int ncols, int rank,
+                       int nprocs);
+
+/* Recomputes the neighbours after this rank's rank or the world's size changed. */
+void heat2d_mesh_set_rank(Heat2dMesh *m, int rank, int nprocs);
+
+void heat2d_mesh_destroy(Heat2dMesh *m);
+
+/* Number of doubles in one buffer, ghosts included: (ncols + 2) * ny. */
+long heat2d_mesh_len(const Heat2dMesh *m);
+
+/*
+ * Fills the ghost columns of cur from the neighbours. Collective over comm. Returns MPI_SUCCESS or
+ * the failing MPI code (seen only if comm's error handler returns errors instead of aborting).
+ */
+int heat2d_exchange(Heat2dMesh *m, MPI_Comm comm);
+
+/* One Jacobi sweep over the interior from cur into next, then swaps them. Local. */
+void heat2d_step(Heat2dMesh *m);
+
+/* Sleeps us microseconds (nothing if us <= 0). */
+void heat2d_throttle(int us);
+
+/* Monotonic wall-clock seconds; usable before MPI_Init and after MPI_Finalize, unlike MPI_Wtime. */
+double heat2d_wall_seconds(void);
+
+/* CPU seconds used by this process (all threads) so far. */
+double heat2d_cpu_seconds(void);
+
+/*
+ * Gathers the owned columns of every rank to rank 0 and returns there the FNV-1a 64-bit hash of
+ * the global grid's bytes in column-major order (0 elsewhere). Collective over comm. Returns 0;
+ * -1 on every rank if rank 0 could not allocate the global grid; -2 if an MPI call failed, which
+ * the other ranks may not have seen (possible only if comm's error handler returns errors).
+ */
+int heat2d_checksum(const Heat2dMesh *m, MPI_Comm comm, uint64_t *sum);
+
+/* Starts timing progress intervals at iteration it. */
+void heat2d_progress_start(Heat2dProgress *p, int it);
+
+/* Prints the progress line on rank 0 when it_done (iterations completed) is a multiple of every. */
+void heat2d_progress(Heat2dProgress *p, int rank, int it_done, int iters, int nprocs, int every);
+
+/*
+ * Prints the summary and checksum lines (call on rank 0 only): seconds is the loop's wall time and
+ * computed the number of iterations this process ran in it.
+ */
+void heat2d_print_result(int iters, int nprocs, double seconds, int computed, uint64_t sum);
+
+#endif /* HEAT2D_COMMON_H */

@@ -1,0 +1,183 @@
+// test_server.cpp — pcmd's server in-process on a loopback port: validation, refusals, malformed
+// messages (each gets an error reply and the next request is still served), job table, store.
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "client.h"
+#include "error.h"
+#include "pcm_types.h"
+#include "server.h"
+
+namespace fs = std::filesystem;
+using pcm::detail::Client;
+using pcm::proto::json;
+
+class ServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/pcm-server-test.XXXXXX";
+    dir_ = mkdtemp(tmpl);
+    pcm::detail::ServerOptions o;
+    o.bind = "tcp://127.0.0.1:*";
+    o.data_dir = dir_.string();
+    o.secret = "right-secret";
+    o.hosts = {"localhost", "nodeb"};
+    server_ = std::make_unique<pcm::detail::Server>(ctx_, o);
+    thread_ = std::thread([this] { server_->run(stop_); });
+    client_ = std::make_unique<Client>(ctx_, server_->endpoint(), "right-secret");
+  }
+  void TearDown() override {
+    stop_ = true;
+    thread_.join();
+    client_.reset();
+    server_.reset();
+    fs::remove_all(dir_);
+  }
+  // The error code of a request, PCM_SUCCESS if it succeeded.
+  int code(const json& req, Client* c = nullptr) {
+    try {
+      (c ? c : client_.get())->request(req, nullptr, 0, 5000);
+    } catch (const pcm::Error& e) {
+      last_error_ = e.what();
+      return e.code();
+    }
+    return PCM_SUCCESS;
+  }
+  std::string register_job(const std::string& name, int size) {
+    json req{{"op", "register"}, {"size", size}, {"hosts", json::array()}};
+    for (int i = 0; i < size; ++i) req["hosts"].push_back("localhost");
+    if (!name.empty()) req["job"] = name;
+    return client_->request(req).header.at("job");
+  }
+  // Sends raw frames from a DEALER that mimics REQ, returns the reply header.
+  json raw(const std::vector<std::string>& frames) {
+    zmq::socket_t s(ctx_, zmq::socket_type::dealer);
+    s.set(zmq::sockopt::linger, 0);
+    s.set(zmq::sockopt::rcvtimeo, 5000);
+    s.connect(server_->endpoint());
+    s.send(zmq::message_t(), zmq::send_flags::sndmore);
+    for (std::size_t i = 0; i < frames.size(); ++i)
+      s.send(zmq::buffer(frames[i]),
+             i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
+    zmq::message_t delim, head;
+    if (!s.recv(delim) || !s.recv(head)) return json{{"timeout", true}};
+    return pcm::proto::decode(head.data(), head.size());
+  }
+
+  zmq::context_t ctx_{1};
+  fs::path dir_;
+  std::unique_ptr<pcm::detail::Server> server_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+  std::unique_ptr<Client> client_;
+  std::string last_error_;
+};
+
+TEST_F(ServerTest, BindsLoopbackOnAFreePort) {
+  EXPECT_EQ(server_->endpoint().rfind("tcp://127.0.0.1:", 0), 0u);
+  EXPECT_EQ(code({{"op", "ping"}}), PCM_SUCCESS);
+}
+
+TEST_F(ServerTest, MalformedMessagesGetErrorRepliesAndServingGoesOn) {
+  std::vector<std::vector<std::string>> bad = {
+      {"\xc1garbage"},                                           // not MessagePack
+      {pcm::proto::encode(json::array({1, 2}))},                 // not a map
+      {pcm::proto::encode(json{{"op", "ping"}})},                // no version, no secret
+      {pcm::proto::encode(json{{"v", 1}, {"op", 5}, {"secret", "right-secret"}})},
+      {pcm::proto::encode(json{{"v", 1}, {"op", "nosuchop"}, {"secret", "right-secret"}})},
+      {pcm::proto::encode(json{{"v", 99}, {"op", "ping"}, {"secret", "right-secret"}})},
+      {pcm::proto::encode(json{{"v", 1}, {"op", "store"}, {"secret", "right-secret"},
+                               {"job", "x"}, {"rank", "zero"}})},
+      {"a", "b", "c"},  // too many frames
+  };
+  for (const auto& frames : bad) {
+    json r = raw(frames);
+    EXPECT_FALSE(r.value("timeout", false));
+    EXPECT_FALSE(r.value("ok", true)) << r.dump();
+    EXPECT_LT(r.value("code", 0), 0) << r.dump();
+    EXPECT_FALSE(r.value("error", "").empty());
+    EXPECT_EQ(code({{"op", "ping"}}), PCM_SUCCESS);  // still serving
+  }
+}
+
+TEST_F(ServerTest, WrongSecretIsRefused) {
+  Client wrong(ctx_, server_->endpoint(), "wrong-secret");
+  EXPECT_EQ(code({{"op", "status"}}, &wrong), PCM_ERR_REFUSED);
+  EXPECT_NE(last_error_.find("secret"), std::string::npos);
+  Client empty(ctx_, server_->endpoint(), "");
+  EXPECT_EQ(code({{"op", "status"}}, &empty), PCM_ERR_REFUSED);
+}
+
+TEST_F(ServerTest, RegisterNamesJobsAndRefusesADuplicateRunningName) {
+  EXPECT_EQ(register_job("heat", 2), "heat");
+  EXPECT_EQ(code({{"op", "register"}, {"job", "heat"}, {"size", 1}, {"hosts", {"localhost"}}}),
+            PCM_ERR_REFUSED);
+  auto auto_name = register_job("", 1);
+  EXPECT_EQ(auto_name.rfind("job-", 0), 0u);
+  EXPECT_EQ(code({{"op", "register"}, {"job", "../x"}, {"size", 1}, {"hosts", {"localhost"}}}),
+            PCM_ERR_ARG);
+  EXPECT_EQ(code({{"op", "register"}, {"size", 2}, {"hosts", {"localhost"}}}), PCM_ERR_ARG);
+  // A finished job's name can be used again.
+  EXPECT_EQ(code({{"op", "finished"}, {"job", "heat"}, {"iteration", 10}}), PCM_SUCCESS);
+  EXPECT_EQ(register_job("heat", 3), "heat");
+}
+
+TEST_F(ServerTest, MigrateIsValidatedThenDeliveredByPoll) {
+  register_job("j", 2);
+  EXPECT_EQ(code({{"op", "migrate"}, {"job", "nojob"}, {"rank", 0}}), PCM_ERR_REFUSED);
+  EXPECT_EQ(code({{"op", "migrate"}, {"job", "j"}, {"rank", 2}}), PCM_ERR_REFUSED);
+  EXPECT_EQ(code({{"op", "migrate"}, {"job", "j"}, {"rank", -1}}), PCM_ERR_REFUSED);
+  EXPECT_EQ(code({{"op", "migrate"}, {"job", "j"}, {"rank", 1}, {"host", "elsewhere"}}),
+            PCM_ERR_REFUSED);
+  EXPECT_NE(last_error_.find("inventory"), std::string::npos);
+  // Without --host, the inventory host with fewest of the job's other processes.
+  auto r = client_->request({{"op", "migrate"}, {"job", "j"}, {"rank", 1}});
+  EXPECT_EQ(r.header.at("host"), "nodeb");
+  auto id = r.header.at("command").get<long>();
+  EXPECT_EQ(code({{"op", "migrate"}, {"job", "j"}, {"rank", 0}}), PCM_ERR_REFUSED);  // one at a time
+  auto p = client_->request({{"op", "poll"}, {"job", "j"}, {"iteration", 7}});
+  ASSERT_TRUE(p.header.at("command").is_object());
+  EXPECT_EQ(p.header["command"]["rank"], 1);
+  EXPECT_EQ(p.header["command"]["id"], id);
+  EXPECT_EQ(code({{"op", "reconfigured"}, {"job", "j"}, {"command", id + 1}, {"size", 2},
+                  {"hosts", {"localhost", "nodeb"}}}),
+            PCM_ERR_REFUSED);
+  EXPECT_EQ(code({{"op", "reconfigured"}, {"job", "j"}, {"command", id}, {"size", 2},
+                  {"hosts", {"localhost", "nodeb"}}}),
+            PCM_SUCCESS);
+  auto s = client_->request({{"op", "status"}, {"job", "j"}});
+  const auto& job = s.header.at("jobs").at(0);
+  EXPECT_EQ(job.at("reconfigurations"), 1);
+  EXPECT_EQ(job.at("iteration"), 7);
+  EXPECT_TRUE(job.at("pending").is_null());
+  EXPECT_EQ(job.at("hosts").at(1), "nodeb");
+  auto p2 = client_->request({{"op", "poll"}, {"job", "j"}, {"iteration", 8}});
+  EXPECT_TRUE(p2.header.at("command").is_null());
+}
+
+TEST_F(ServerTest, StoreAndLoadWithSizeChecks) {
+  register_job("s", 1);
+  std::vector<double> v(10, 3.5);
+  json st{{"op", "store"}, {"job", "s"}, {"rank", 0}, {"key", "grid"}, {"type", PCM_DOUBLE},
+          {"count", 10}};
+  client_->request(st, v.data(), v.size() * sizeof(double));
+  try {
+    client_->request(st, v.data(), 9 * sizeof(double));  // data shorter than announced
+    ADD_FAILURE() << "short store accepted";
+  } catch (const pcm::Error& e) {
+    EXPECT_EQ(e.code(), PCM_ERR_ARG);
+  }
+  auto r = client_->request({{"op", "load"}, {"job", "s"}, {"rank", 0}, {"key", "grid"}});
+  EXPECT_EQ(r.header.at("count"), 10);
+  ASSERT_EQ(r.data.size(), 10 * sizeof(double));
+  EXPECT_EQ(static_cast<const double*>(r.data.data())[9], 3.5);
+  EXPECT_EQ(code({{"op", "load"}, {"job", "s"}, {"rank", 0}, {"key", "nokey"}}), PCM_ERR_NOT_FOUND);
+  EXPECT_EQ(code({{"op", "load"}, {"job", "nojob"}, {"rank", 0}, {"key", "grid"}}), PCM_ERR_REFUSED);
+  EXPECT_EQ(code({{"op", "store"}, {"job", "s"}, {"rank", 0}, {"key", "../../x"}, {"type", PCM_INT},
+                  {"count", 0}}),
+            PCM_ERR_ARG);
+}

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# with_pcmd.sh PCMD CMD... — runs CMD with a private pcmd (free loopback port, temporary config
+# and data directory); stops that pcmd by its PID afterwards and on interruption.
+# CMD sees PCM_CONFIG, PCM_TEST_DIR (scratch space) and PCMD_PID.
+set -uo pipefail
+pcmd=$1
+shift
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/pcm-test.XXXXXX")
+export PCM_CONFIG=$tmp/pcmd.conf PCM_TEST_DIR=$tmp
+
+stop_pcmd() {
+  [ -f "$tmp/pcmd.pid" ] || return 0
+  local pid
+  pid=$(cat "$tmp/pcmd.pid")
+  kill "$pid" 2>/dev/null
+  for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.05; done
+  kill -9 "$pid" 2>/dev/null
+}
+cleanup() {
+  stop_pcmd
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+if ! "$pcmd" --detach --pidfile "$tmp/pcmd.pid" --data-dir "$tmp/data" --config "$PCM_CONFIG" \
+    2>"$tmp/pcmd.log"; then
+  echo "with_pcmd: pcmd did not start:" >&2
+  cat "$tmp/pcmd.log" >&2
+  exit 1
+fi
+PCMD_PID=$(cat "$tmp/pcmd.pid")
+export PCMD_PID
+"$@"
+rc=$?
+if [ $rc -ne 0 ]; then
+  echo "with_pcmd: command failed with $rc; pcmd's log:" >&2
+  cat "$tmp/pcmd.log" >&2
+fi
+exit $rc
