@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Benchmarks of the runtime core, side by side in one run (set up like the README commands):
+#  1. PCM_Status per call against the bare MPI_Bcast it uses and an empty loop;
+#  2. heat2d plain against heat2d with PCM (no reconfiguration): time per iteration, overhead;
+#  3. the time of a migration (several in one heat2d run).
+# Environment: BENCH_NP (2), BENCH_REPS (5), BENCH_NX/BENCH_NY (512), BENCH_ITERS (10000),
+# BENCH_MIGRATIONS (5).
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+bash "$ROOT/scripts/setup.sh" >/dev/null
+# shellcheck source=/dev/null
+source "$ROOT/scripts/.env"
+B=$PCM_BUILD_DIR
+np=${BENCH_NP:-2} reps=${BENCH_REPS:-5} iters=${BENCH_ITERS:-10000}
+mesh=(--nx "${BENCH_NX:-512}" --ny "${BENCH_NY:-512}")
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/pcm-bench.XXXXXX")
+export PCM_CONFIG=$tmp/pcmd.conf
+trap '[ -f "$tmp/pcmd.pid" ] && kill "$(cat "$tmp/pcmd.pid")" 2>/dev/null; rm -rf "$tmp"' EXIT
+"$B/pcmd" --detach --pidfile "$tmp/pcmd.pid" --data-dir "$tmp/data" --config "$PCM_CONFIG" 2>"$tmp/pcmd.log"
+
+median() { python3 -c 'import statistics,sys; v=[float(x) for x in sys.argv[1:]]; print(f"{statistics.median(v):.4f}")' "$@"; }
+
+echo "== 1. PCM_Status per call ($np processes, $reps repetitions of 200000 calls)"
+mpiexec -n "$np" "$B/bench/status_cost" 200000 "$reps" >"$tmp/status.txt"
+for what in "empty loop" "MPI_Bcast 32 B" "PCM_Status"; do
+  printf '%-15s median %s us/call\n' "$what" \
+    "$(median $(grep -F "$what" "$tmp/status.txt" | awk '{print $(NF-1)}'))"
+done
+
+echo "== 2. heat2d plain vs PCM (no reconfiguration), ${mesh[*]} --iters $iters, $np processes, $reps alternating pairs"
+ratios=() plains=() pcms=()
+for r in $(seq "$reps"); do
+  p=$(mpiexec -n "$np" "$B/examples/heat2d/heat2d_plain" "${mesh[@]}" --iters "$iters" | awk '/done/ {print $(NF-1)}')
+  q=$(PCM_JOB=bench-$r mpiexec -n "$np" "$B/examples/heat2d/heat2d_pcm" "${mesh[@]}" --iters "$iters" | awk '/done/ {print $(NF-1)}')
+  ratio=$(python3 -c "print(f'{$q / $p:.4f}')")
+  echo "pair $r: plain $p ms/iter, pcm $q ms/iter, pcm/plain $ratio"
+  ratios+=("$ratio") plains+=("$p") pcms+=("$q")
+done
+echo "median: plain $(median "${plains[@]}") ms/iter, pcm $(median "${pcms[@]}") ms/iter, pcm/plain $(median "${ratios[@]}")"
+
+nm=${BENCH_MIGRATIONS:-5}
+echo "== 3. $nm migrations in one heat2d run ($np processes, ${mesh[*]})"
+job=bench-migrate
+PCM_JOB=$job mpiexec -n "$np" "$B/examples/heat2d/heat2d_pcm" "${mesh[@]}" --iters 1000000 \
+  --throttle-us 200 >"$tmp/mig.out" 2>&1 &
+mpi=$!
+for k in $(seq "$nm"); do
+  "$B/pcmctl" wait "$job" --iteration $((k * 200)) --timeout 120
+  "$B/pcmctl" migrate "$job" $(((k - 1) % np)) >/dev/null
+  "$B/pcmctl" wait "$job" --reconfigurations "$k" --timeout 120
+done
+kill "$mpi" 2>/dev/null
+wait "$mpi" 2>/dev/null || true
+grep '^heat2d: migration' "$tmp/mig.out"
+times=$(grep '^heat2d: migration' "$tmp/mig.out" | sed -E 's/.* ([0-9.]+) s.*/\1/')
+echo "migration time: median $(median $times) s over $(echo "$times" | wc -l) migrations"
