@@ -44,7 +44,7 @@ n=$(awk '/^reconfigurations/ {print $2}' "$out")
 # Each retired process prints: heat2d: retired parked S s cpu C s
 retired=$(grep -c '^heat2d: retired' "$out")
 [ "$retired" -eq "$done_count" ] || fail "$retired retired processes reported, expected $done_count"
-grep '^heat2d: retired' "$out" | awk '{ if ($4 < 0.5 || $7 / $4 > 0.02) bad = 1 }
-  END { exit bad }' || fail "a retired process used more than 2% CPU while parked"
+{ grep '^heat2d: retired' "$out" || true; } | awk '{ if ($4 < 0.5 || $7 / $4 > 0.02) bad = 1 }
+  END { exit bad + 0 }' || fail "a retired process used more than 2% CPU while parked"
 echo "heat2d_migrate: ok: np $np, migrated ranks [$ranks], checksum $got"
-grep -E '^heat2d: (retired|migration)' "$out"
+grep -E '^heat2d: (retired|migration)' "$out" || true
