@@ -199,18 +199,17 @@ int Runtime::process_status() const {
   return process_status_;
 }
 
-void Runtime::require_world(MPI_Comm comm, const char* call) const {
-  if (process_status_ == PCM_RETIRED)
-    fail(PCM_ERR_STATE, "{}: this process has retired; call PCM_Exit", call);
-  if (!world_ready_) fail(PCM_ERR_STATE, "{}: call PCM_Init first", call);
+void Runtime::require_world(MPI_Comm comm) const {
+  if (process_status_ == PCM_RETIRED) fail(PCM_ERR_STATE, "this process has retired; call PCM_Exit");
+  if (!world_ready_) fail(PCM_ERR_STATE, "call PCM_Init first");
   if (comm != world_)
-    fail(PCM_ERR_ARG, "{}: comm is not the PCM world (use the communicator PCM_Init or "
-                      "PCM_Reconfigure returned)", call);
+    fail(PCM_ERR_ARG,
+         "comm is not the PCM world (use the communicator PCM_Init or PCM_Reconfigure returned)");
 }
 
 int Runtime::comm_rank(MPI_Comm comm, int* rank) const {
   if (!rank) fail(PCM_ERR_ARG, "rank is NULL");
-  require_world(comm, "PCM_Comm_rank");
+  require_world(comm);
   *rank = rank_;
   return PCM_SUCCESS;
 }
@@ -283,7 +282,7 @@ void Runtime::poll_daemon() {
 }
 
 int Runtime::status(MPI_Comm comm) {
-  require_world(comm, "PCM_Status");
+  require_world(comm);
   if (skip_next_status_) {
     skip_next_status_ = false;
     return PCM_NONE;
@@ -321,22 +320,27 @@ int Runtime::status(MPI_Comm comm) {
 // ---- store and load ------------------------------------------------------------------------
 
 namespace {
-void check_key(const char* key) {
+void check_entry(int rank, const char* key) {
   if (!key) fail(PCM_ERR_ARG, "key is NULL");
   if (!proto::valid_name(key))
     fail(PCM_ERR_ARG, "key '{}' is invalid (1-{} of A-Z a-z 0-9 . _ -)", key, proto::kMaxName);
+  if (rank < 0) fail(PCM_ERR_ARG, "rank {} is negative", rank);
+}
+
+// Checks the arguments of a store or load; returns the element size.
+std::size_t check_data(int rank, const char* key, const void* buf, int type, long count) {
+  check_entry(rank, key);
+  std::size_t elem = proto::type_size(type);
+  if (elem == 0) fail(PCM_ERR_ARG, "unknown type {}", type);
+  if (count < 0) fail(PCM_ERR_ARG, "count {} is negative", count);
+  if (count > 0 && !buf) fail(PCM_ERR_ARG, "buf is NULL");
+  return elem;
 }
 }  // namespace
 
 int Runtime::store(int rank, const char* key, const void* buf, int type, long count) {
-  if (!world_ready_) fail(PCM_ERR_STATE, "PCM_Store: call PCM_Init first");
-  check_key(key);
-  if (rank < 0) fail(PCM_ERR_ARG, "PCM_Store: rank {} is negative", rank);
-  std::size_t elem = proto::type_size(type);
-  if (elem == 0) fail(PCM_ERR_ARG, "PCM_Store: unknown type {}", type);
-  if (count < 0) fail(PCM_ERR_ARG, "PCM_Store: count {} is negative", count);
-  if (count > 0 && !buf) fail(PCM_ERR_ARG, "PCM_Store: buf is NULL");
-  std::size_t bytes = static_cast<std::size_t>(count) * elem;
+  if (!world_ready_) fail(PCM_ERR_STATE, "call PCM_Init first");
+  std::size_t bytes = static_cast<std::size_t>(count) * check_data(rank, key, buf, type, count);
   client().request({{"op", "store"}, {"job", job_}, {"rank", rank}, {"key", key}, {"type", type},
                     {"count", count}},
                    count > 0 ? buf : "", bytes, 60000);
@@ -344,9 +348,8 @@ int Runtime::store(int rank, const char* key, const void* buf, int type, long co
 }
 
 int Runtime::load_count(int rank, const char* key, int* type, long* count) {
-  if (!world_ready_) fail(PCM_ERR_STATE, "PCM_Load_count: call PCM_Init first");
-  check_key(key);
-  if (rank < 0) fail(PCM_ERR_ARG, "PCM_Load_count: rank {} is negative", rank);
+  if (!world_ready_) fail(PCM_ERR_STATE, "call PCM_Init first");
+  check_entry(rank, key);
   auto r = client().request(
       {{"op", "load"}, {"job", job_}, {"rank", rank}, {"key", key}, {"meta_only", true}}, nullptr,
       0, 60000);
@@ -356,25 +359,20 @@ int Runtime::load_count(int rank, const char* key, int* type, long* count) {
 }
 
 int Runtime::load(int rank, const char* key, void* buf, int type, long count) {
-  if (!world_ready_) fail(PCM_ERR_STATE, "PCM_Load: call PCM_Init first");
-  check_key(key);
-  if (rank < 0) fail(PCM_ERR_ARG, "PCM_Load: rank {} is negative", rank);
-  std::size_t elem = proto::type_size(type);
-  if (elem == 0) fail(PCM_ERR_ARG, "PCM_Load: unknown type {}", type);
-  if (count < 0) fail(PCM_ERR_ARG, "PCM_Load: count {} is negative", count);
-  if (count > 0 && !buf) fail(PCM_ERR_ARG, "PCM_Load: buf is NULL");
+  if (!world_ready_) fail(PCM_ERR_STATE, "call PCM_Init first");
+  std::size_t elem = check_data(rank, key, buf, type, count);
   auto r = client().request({{"op", "load"}, {"job", job_}, {"rank", rank}, {"key", key}},
                             nullptr, 0, 60000);
   int stored_type = static_cast<int>(proto::get_int(r.header, "type", 1, 1000));
   auto stored_count = proto::get_int(r.header, "count", 0, INT64_MAX);
   if (stored_type != type)
-    fail(PCM_ERR_TYPE, "PCM_Load: rank {} key '{}' holds {}, not {}", rank, key,
+    fail(PCM_ERR_TYPE, "rank {} key '{}' holds {}, not {}", rank, key,
          proto::type_name(stored_type), proto::type_name(type));
   if (stored_count != count)
-    fail(PCM_ERR_COUNT, "PCM_Load: rank {} key '{}' holds {} elements, not {}", rank, key,
+    fail(PCM_ERR_COUNT, "rank {} key '{}' holds {} elements, not {}", rank, key,
          stored_count, count);
   if (r.data.size() != static_cast<std::size_t>(count) * elem)
-    fail(PCM_ERR_INTERNAL, "PCM_Load: pcmd sent {} bytes for {} elements", r.data.size(), count);
+    fail(PCM_ERR_INTERNAL, "pcmd sent {} bytes for {} elements", r.data.size(), count);
   if (count > 0) std::memcpy(buf, r.data.data(), r.data.size());
   return PCM_SUCCESS;
 }
@@ -480,11 +478,11 @@ void Runtime::join_as_child(MPI_Comm parent) {
 }
 
 int Runtime::reconfigure(MPI_Comm* comm, const char* command) {
-  if (!comm) fail(PCM_ERR_ARG, "PCM_Reconfigure: comm is NULL");
-  require_world(*comm, "PCM_Reconfigure");
+  if (!comm) fail(PCM_ERR_ARG, "comm is NULL");
+  require_world(*comm);
   if (!current_)
-    fail(PCM_ERR_STATE, "PCM_Reconfigure: no reconfiguration is pending (PCM_Status returned "
-                        "neither PCM_MIGRATE nor PCM_RECONFIGURE)");
+    fail(PCM_ERR_STATE, "no reconfiguration is pending (PCM_Status returned neither PCM_MIGRATE "
+                        "nor PCM_RECONFIGURE)");
   const Command cmd = *current_;
   std::string exe = spawn_command(command);
 
@@ -493,7 +491,7 @@ int Runtime::reconfigure(MPI_Comm* comm, const char* command) {
   std::string msg;
   if (rank_ == 0 && exe[0] == '/' && ::access(exe.c_str(), X_OK) != 0) {
     code = PCM_ERR_SPAWN;
-    msg = fmt::format("PCM_Reconfigure: program '{}' is not executable: {}", exe, std::strerror(errno));
+    msg = fmt::format("program '{}' is not executable: {}", exe, std::strerror(errno));
   }
   try {
     agree(world_, code, msg);
@@ -555,8 +553,8 @@ void Runtime::wake_wards() {
 
 int Runtime::exit_retired() {
   if (process_status_ != PCM_RETIRED)
-    fail(PCM_ERR_STATE, "PCM_Exit: this process has not retired (call PCM_Finalize)");
-  if (finalized_) fail(PCM_ERR_STATE, "PCM_Exit: already finalized");
+    fail(PCM_ERR_STATE, "this process has not retired (call PCM_Finalize)");
+  if (finalized_) fail(PCM_ERR_STATE, "already finalized");
   // Park until the job ends. MPICH's MPI_Finalize would busy-wait for the others, and a blocking
   // MPI_Recv busy-polls too; so test for the wake-up message and sleep in between, which costs
   // a few microseconds of CPU every 20 ms.
@@ -579,10 +577,10 @@ int Runtime::exit_retired() {
 }
 
 int Runtime::finalize(MPI_Comm comm) {
-  if (finalized_) fail(PCM_ERR_STATE, "PCM_Finalize: already finalized");
+  if (finalized_) fail(PCM_ERR_STATE, "already finalized");
   if (process_status_ == PCM_RETIRED) return exit_retired();
   if (world_ready_) {
-    require_world(comm, "PCM_Finalize");
+    require_world(comm);
     if (rank_ == 0) {
       try {
         client().request({{"op", "finished"}, {"job", job_}, {"iteration", iteration_}}, nullptr, 0,

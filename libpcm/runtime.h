@@ -50,7 +50,7 @@ class Runtime {
 
  private:
   Runtime() = default;
-  void require_world(MPI_Comm comm, const char* call) const;
+  void require_world(MPI_Comm comm) const;
   Client& client();
   void join_as_child(MPI_Comm parent);
   void finish_reconfigure(MPI_Comm merged, int waker_in_merged, int mover_in_merged,

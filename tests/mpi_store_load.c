@@ -87,6 +87,8 @@ int main(int argc, char **argv) {
     }
     CHECK(expect_c && expect_d, "char/double contents differ");
   }
+  /* Below, each rank replaces its own "d": the neighbour must have finished reading it. */
+  MPI_Barrier(world);
 
   /* Errors: each is a code and a message, never a crash. */
   CHECK(PCM_Load(rank, "nokey", dv2, PCM_DOUBLE, N) == PCM_ERR_NOT_FOUND, "missing key");

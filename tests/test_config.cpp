@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include "temp_dir.h"
+
 #include "config.h"
 #include "error.h"
 #include "pcm_types.h"
@@ -16,12 +18,8 @@ using pcm::detail::Config;
 
 class ConfigTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/pcm-config-test.XXXXXX";
-    dir_ = mkdtemp(tmpl);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  fs::path dir_;
+  TempDir tmp_;
+  const fs::path& dir_ = tmp_.path();
 };
 
 TEST_F(ConfigTest, WriteThenReadWithMode0600) {

@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include "temp_dir.h"
+
 #include "client.h"
 #include "error.h"
 #include "pcm_types.h"
@@ -19,8 +21,6 @@ using pcm::proto::json;
 class ServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/pcm-server-test.XXXXXX";
-    dir_ = mkdtemp(tmpl);
     pcm::detail::ServerOptions o;
     o.bind = "tcp://127.0.0.1:*";
     o.data_dir = dir_.string();
@@ -35,7 +35,6 @@ class ServerTest : public ::testing::Test {
     thread_.join();
     client_.reset();
     server_.reset();
-    fs::remove_all(dir_);
   }
   // The error code of a request, PCM_SUCCESS if it succeeded.
   int code(const json& req, Client* c = nullptr) {
@@ -69,7 +68,8 @@ class ServerTest : public ::testing::Test {
   }
 
   zmq::context_t ctx_{1};
-  fs::path dir_;
+  TempDir tmp_;
+  const fs::path& dir_ = tmp_.path();
   std::unique_ptr<pcm::detail::Server> server_;
   std::atomic<bool> stop_{false};
   std::thread thread_;

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include "temp_dir.h"
+
 #include "error.h"
 #include "pcm_types.h"
 #include "store.h"
@@ -15,11 +17,6 @@ using pcm::detail::Store;
 
 class StoreTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/pcm-store-test.XXXXXX";
-    dir_ = mkdtemp(tmpl);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
   int code_of(const std::function<void()>& f) {
     try {
       f();
@@ -28,7 +25,8 @@ class StoreTest : public ::testing::Test {
     }
     return PCM_SUCCESS;
   }
-  fs::path dir_;
+  TempDir tmp_;
+  const fs::path& dir_ = tmp_.path();
 };
 
 template <typename T>
