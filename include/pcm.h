@@ -84,7 +84,8 @@ int PCM_Comm_rank(MPI_Comm comm, int *rank);
  * PCM_Status — call once per iteration, at the top of the loop, with no message outstanding.
  * Rank 0 picks up a command from pcmd (asynchronously: it never waits for pcmd) and broadcasts
  * it. Returns PCM_NONE, PCM_MIGRATE (to the process that moves), PCM_RECONFIGURE (to the others),
- * or PCM_ERROR. Collective over comm; every rank learns of a command at the same call.
+ * PCM_SPLIT (the world grows: call PCM_Split), PCM_MERGE (it shrinks: call PCM_Merge), or
+ * PCM_ERROR. Collective over comm; every rank learns of a command at the same call.
  * A process spawned by a reconfiguration resumes at the iteration the mover stored (the one at
  * which PCM_Status announced the migration); its first PCM_Status returns PCM_NONE without
  * communicating, because the rest of the world has already made that call.
@@ -144,6 +145,122 @@ int PCM_Exit(void);
  * Errors: PCM_ERR_MPI; a failure to reach pcmd is logged, not returned.
  */
 int PCM_Finalize(MPI_Comm comm);
+
+/*
+ * Distributed data
+ * ----------------
+ * Split and merge move one distributed array: `units` units along the decomposed dimension (for
+ * heat2d, columns), each of `unit_len` elements. A PCM_Dist says which units each rank owns: a
+ * rank owns an ordered list of segments (runs of consecutive units). In a rank's buffer its
+ * segments follow one another in global order, each with `halo` ghost units before and after it:
+ *   [halo][segment 0][halo] [halo][segment 1][halo] ...
+ * Ghost units are never moved; after a reconfiguration they are zero until the application
+ * exchanges them. A block layout gives one segment per rank; cyclic and block-cyclic give several.
+ * After a 1->N split or an N->1 merge the map is irregular; a collective resize (M->N) makes it
+ * regular again.
+ */
+typedef struct PCM_Dist_s *PCM_Dist;
+
+/*
+ * PCM_Dist_create — a regular map of units x unit_len elements over size processes.
+ * layout: PCM_BLOCK, PCM_CYCLIC or PCM_BLOCK_CYCLIC (block: units per block, else ignored).
+ * Local. Free it with PCM_Dist_free. Errors: PCM_ERR_ARG.
+ */
+int PCM_Dist_create(int layout, long units, long unit_len, long block, long halo, int size,
+                    PCM_Dist *dist);
+
+/* PCM_Dist_free — frees *dist and sets it to NULL (NULL is accepted). Local. */
+int PCM_Dist_free(PCM_Dist *dist);
+
+/*
+ * PCM_Dist_local — for rank: the number of segments it owns, its owned units, and the length in
+ * elements of its buffer (halos included). Any output may be NULL. Local. Errors: PCM_ERR_ARG.
+ */
+int PCM_Dist_local(PCM_Dist dist, int rank, long *segments, long *units, long *elements);
+
+/*
+ * PCM_Dist_segment — segment `index` of rank: its first global unit, its number of units, and the
+ * element offset of its first unit in the rank's buffer. Any output may be NULL. Local.
+ * Errors: PCM_ERR_ARG.
+ */
+int PCM_Dist_segment(PCM_Dist dist, int rank, long index, long *first, long *units, long *offset);
+
+/*
+ * PCM_Store_dist / PCM_Load_dist — store a map under (rank, key) in pcmd like PCM_Store, and load
+ * it into a new handle (free it with PCM_Dist_free); for a migrating process whose replacement
+ * needs the current (possibly irregular) map. Local. Errors: as PCM_Store / PCM_Load.
+ */
+int PCM_Store_dist(int rank, const char *key, PCM_Dist dist);
+int PCM_Load_dist(int rank, const char *key, PCM_Dist *dist);
+
+/* PCM_Dist_owner — the rank that owns global unit `unit`. Local. Errors: PCM_ERR_ARG. */
+int PCM_Dist_owner(PCM_Dist dist, long unit, int *rank);
+
+/*
+ * PCM_Dist_info — the map's process count, layout (PCM_BLOCK ... PCM_IRREGULAR), units,
+ * unit_len, block and halo. Any output may be NULL. Local. Errors: PCM_ERR_ARG.
+ */
+int PCM_Dist_info(PCM_Dist dist, int *size, int *layout, long *units, long *unit_len, long *block,
+                  long *halo);
+
+/*
+ * PCM_Split — carry out a pending split (PCM_Status returned PCM_SPLIT): 1->N (one process's data
+ * spread over N processes) or M->N with N > M; pcmd decides which. A new world of N processes is
+ * spawned as one group (so it communicates as fast as a world launched at that size), the data
+ * moves to it directly over MPI, and every process of the old world retires.
+ *   buf:       in: the caller's buffer, laid out by *dist, allocated with malloc (PCM frees it).
+ *              out: NULL in the old processes; in the new ones a malloc'd buffer (the caller
+ *              frees it), laid out by the new *dist, halos zeroed.
+ *   type:      the element type (the same in every process).
+ *   dist:      in: the current map; out: the new map (the old one is freed; NULL in old processes).
+ *   iteration: in the old processes, the iteration to resume at; the new ones receive it.
+ *   rank/size: out: the caller's rank and the world size in the new world (-1/0 once retired).
+ *   comm:      in: the PCM world; out: the new world, or MPI_COMM_NULL in a retired process,
+ *              which must then call PCM_Exit without further MPI communication.
+ *   command:   the program to spawn (usually argv[0]), as for PCM_Reconfigure.
+ * A process spawned by a split (PCM_Process_Status() == PCM_SPLITTED) calls PCM_Split right after
+ * PCM_Init with *buf = NULL and *dist = NULL to receive its data, the map and the iteration.
+ * Collective over the old world and the new one. If the spawn fails in a way MPI reports, or the
+ * program is not executable, every process gets PCM_ERR_SPAWN and keeps its world and data.
+ * Errors: PCM_ERR_ARG, PCM_ERR_STATE (no split pending), PCM_ERR_SPAWN, PCM_ERR_MPI.
+ */
+int PCM_Split(void **buf, PCM_Datatype type, PCM_Dist *dist, int *iteration, int *rank, int *size,
+              MPI_Comm *comm, const char *command);
+
+/* PCM_Split_Collective — the same as PCM_Split (the paper's name for the M->N form; which form
+ * runs is pcmd's decision). */
+int PCM_Split_Collective(void **buf, PCM_Datatype type, PCM_Dist *dist, int *iteration, int *rank,
+                         int *size, MPI_Comm *comm, const char *command);
+
+/*
+ * PCM_Merge_datacnts — during a pending merge: the number of elements this process's buffer will
+ * hold afterwards (halos included; 0 if it leaves) and the rank it will have (-1 if it leaves).
+ * Informational: PCM_Merge allocates the buffer itself. Local (after PCM_Status).
+ * Errors: PCM_ERR_ARG, PCM_ERR_STATE (no merge pending).
+ */
+int PCM_Merge_datacnts(PCM_Dist dist, long *count, int *merge_rank, MPI_Comm comm);
+
+/*
+ * PCM_Merge — carry out a pending merge (PCM_Status returned PCM_MERGE): N->1 (listed processes'
+ * data gathered into one) or M->N with N < M. Nothing is spawned: data moves inside the world,
+ * the survivors form the new world (ranks ordered by the data they own) and the others retire.
+ * Arguments as PCM_Split (without command): in a survivor *buf and *dist are replaced; in a
+ * leaver they become NULL and *comm MPI_COMM_NULL (call PCM_Exit).
+ * Collective over comm. Errors: PCM_ERR_ARG, PCM_ERR_STATE (no merge pending), PCM_ERR_MPI.
+ */
+int PCM_Merge(void **buf, PCM_Datatype type, PCM_Dist *dist, int *iteration, int *rank, int *size,
+              MPI_Comm *comm);
+
+/* PCM_Merge_Collective — the same as PCM_Merge (the paper's name for the M->N form). */
+int PCM_Merge_Collective(void **buf, PCM_Datatype type, PCM_Dist *dist, int *iteration, int *rank,
+                         int *size, MPI_Comm *comm);
+
+/*
+ * PCM_Reconfig_times — seconds this process spent in the phases of its last PCM_Split or
+ * PCM_Merge: spawning the new world, moving data (the context broadcast included), and rebuilding
+ * the world (communicator and report to pcmd). Any output may be NULL. Local.
+ */
+int PCM_Reconfig_times(double *spawn, double *data, double *rebuild);
 
 /* PCM_Last_error — the detailed message of this thread's last failed call ("" if none). */
 const char *PCM_Last_error(void);

@@ -23,7 +23,7 @@ extern "C" {
 /* Process states, from PCM_Process_Status. */
 #define PCM_STARTED 1  /* started by mpiexec */
 #define PCM_MIGRATED 2 /* spawned to replace a process that migrated */
-#define PCM_SPLITTED 3 /* spawned by a split */
+#define PCM_SPLITTED 3 /* spawned by a split: call PCM_Split to receive data */
 #define PCM_RETIRED 4  /* left the world in a reconfiguration; call PCM_Exit (or PCM_Finalize) */
 
 /* Reconfiguration states, from PCM_Status. */
@@ -31,8 +31,14 @@ extern "C" {
 #define PCM_NONE 0          /* nothing to do */
 #define PCM_MIGRATE 1       /* this process moves: store its state, then PCM_Reconfigure */
 #define PCM_RECONFIGURE 2   /* another process moves: call PCM_Reconfigure */
-#define PCM_SPLIT 3         /* reserved for split */
-#define PCM_MERGE 4         /* reserved for merge */
+#define PCM_SPLIT 3         /* the world grows: call PCM_Split (or PCM_Split_Collective) */
+#define PCM_MERGE 4         /* the world shrinks: call PCM_Merge (or PCM_Merge_Collective) */
+
+/* Layouts of distributed data (PCM_Dist_create). */
+#define PCM_BLOCK 1        /* near-equal contiguous ranges, in rank order */
+#define PCM_CYCLIC 2       /* unit u on rank u % size */
+#define PCM_BLOCK_CYCLIC 3 /* blocks of `block` units dealt round-robin */
+#define PCM_IRREGULAR 4    /* what a 1->N split or N->1 merge leaves (PCM_Dist_layout only) */
 
 /* Element types of stored data. */
 typedef enum PCM_Datatype {

@@ -5,7 +5,10 @@
 #include "error.h"
 #include "log.h"
 #include "pcm.h"
+#include "protocol.h"
 #include "runtime.h"
+
+using pcm::detail::Distribution;
 
 namespace {
 
@@ -71,6 +74,135 @@ PCM_EXPORT int PCM_Reconfigure(MPI_Comm* comm, const char* command) {
 PCM_EXPORT int PCM_Exit(void) { return guard("PCM_Exit", [&] { return rt().exit_retired(); }); }
 PCM_EXPORT int PCM_Finalize(MPI_Comm comm) {
   return guard("PCM_Finalize", [&] { return rt().finalize(comm); });
+}
+PCM_EXPORT int PCM_Split(void** buf, PCM_Datatype type, PCM_Dist* dist, int* iteration, int* rank,
+                         int* size, MPI_Comm* comm, const char* command) {
+  return guard("PCM_Split", [&] {
+    return rt().split(buf, type, dist, iteration, rank, size, comm, command);
+  });
+}
+PCM_EXPORT int PCM_Split_Collective(void** buf, PCM_Datatype type, PCM_Dist* dist, int* iteration,
+                                    int* rank, int* size, MPI_Comm* comm, const char* command) {
+  return guard("PCM_Split_Collective", [&] {
+    return rt().split(buf, type, dist, iteration, rank, size, comm, command);
+  });
+}
+PCM_EXPORT int PCM_Merge(void** buf, PCM_Datatype type, PCM_Dist* dist, int* iteration, int* rank,
+                         int* size, MPI_Comm* comm) {
+  return guard("PCM_Merge",
+               [&] { return rt().merge(buf, type, dist, iteration, rank, size, comm); });
+}
+PCM_EXPORT int PCM_Merge_Collective(void** buf, PCM_Datatype type, PCM_Dist* dist, int* iteration,
+                                    int* rank, int* size, MPI_Comm* comm) {
+  return guard("PCM_Merge_Collective",
+               [&] { return rt().merge(buf, type, dist, iteration, rank, size, comm); });
+}
+PCM_EXPORT int PCM_Merge_datacnts(PCM_Dist dist, long* count, int* merge_rank, MPI_Comm comm) {
+  return guard("PCM_Merge_datacnts", [&] {
+    return rt().merge_datacnts(dist ? &dist->d : nullptr, count, merge_rank, comm);
+  });
+}
+PCM_EXPORT int PCM_Reconfig_times(double* spawn, double* data, double* rebuild) {
+  rt().reconfig_times(spawn, data, rebuild);
+  return PCM_SUCCESS;
+}
+
+PCM_EXPORT int PCM_Dist_create(int layout, long units, long unit_len, long block, long halo,
+                               int size, PCM_Dist* dist) {
+  return guard("PCM_Dist_create", [&] {
+    if (!dist) pcm::fail(PCM_ERR_ARG, "dist is NULL");
+    if (layout < PCM_BLOCK || layout > PCM_BLOCK_CYCLIC)
+      pcm::fail(PCM_ERR_ARG, "layout {} is not PCM_BLOCK, PCM_CYCLIC or PCM_BLOCK_CYCLIC", layout);
+    *dist = new PCM_Dist_s{Distribution::regular(static_cast<pcm::detail::Layout>(layout), units,
+                                                 unit_len, block, halo, size)};
+    return PCM_SUCCESS;
+  });
+}
+PCM_EXPORT int PCM_Dist_free(PCM_Dist* dist) {
+  return guard("PCM_Dist_free", [&] {
+    if (dist) {
+      delete *dist;
+      *dist = nullptr;
+    }
+    return PCM_SUCCESS;
+  });
+}
+
+namespace {
+const Distribution& valid(PCM_Dist dist) {
+  if (!dist) pcm::fail(PCM_ERR_ARG, "dist is NULL");
+  return dist->d;
+}
+void check_rank(const Distribution& d, int rank) {
+  if (rank < 0 || rank >= d.size())
+    pcm::fail(PCM_ERR_ARG, "rank {} is not in [0, {})", rank, d.size());
+}
+}  // namespace
+
+PCM_EXPORT int PCM_Dist_local(PCM_Dist dist, int rank, long* segments, long* units,
+                              long* elements) {
+  return guard("PCM_Dist_local", [&] {
+    const Distribution& d = valid(dist);
+    check_rank(d, rank);
+    if (segments) *segments = static_cast<long>(d.segments(rank).size());
+    if (units) *units = static_cast<long>(d.local_units(rank));
+    if (elements) *elements = static_cast<long>(d.local_elements(rank));
+    return PCM_SUCCESS;
+  });
+}
+PCM_EXPORT int PCM_Dist_segment(PCM_Dist dist, int rank, long index, long* first, long* units,
+                                long* offset) {
+  return guard("PCM_Dist_segment", [&] {
+    const Distribution& d = valid(dist);
+    check_rank(d, rank);
+    const auto& segs = d.segments(rank);
+    if (index < 0 || static_cast<std::size_t>(index) >= segs.size())
+      pcm::fail(PCM_ERR_ARG, "rank {} has {} segments, not {}", rank, segs.size(), index + 1);
+    if (first) *first = static_cast<long>(segs[index].first);
+    if (units) *units = static_cast<long>(segs[index].count);
+    if (offset) *offset = static_cast<long>(d.segment_offset(rank, static_cast<std::size_t>(index)));
+    return PCM_SUCCESS;
+  });
+}
+PCM_EXPORT int PCM_Dist_owner(PCM_Dist dist, long unit, int* rank) {
+  return guard("PCM_Dist_owner", [&] {
+    const Distribution& d = valid(dist);
+    if (!rank) pcm::fail(PCM_ERR_ARG, "rank is NULL");
+    *rank = d.owner(unit);
+    return PCM_SUCCESS;
+  });
+}
+PCM_EXPORT int PCM_Dist_info(PCM_Dist dist, int* size, int* layout, long* units, long* unit_len,
+                             long* block, long* halo) {
+  return guard("PCM_Dist_info", [&] {
+    const Distribution& d = valid(dist);
+    if (size) *size = d.size();
+    if (layout) *layout = static_cast<int>(d.layout());
+    if (units) *units = static_cast<long>(d.units());
+    if (unit_len) *unit_len = static_cast<long>(d.unit_len());
+    if (block) *block = static_cast<long>(d.block());
+    if (halo) *halo = static_cast<long>(d.halo());
+    return PCM_SUCCESS;
+  });
+}
+PCM_EXPORT int PCM_Store_dist(int rank, const char* key, PCM_Dist dist) {
+  return guard("PCM_Store_dist", [&] {
+    std::string bytes = pcm::proto::encode(valid(dist).to_json());
+    return rt().store(rank, key, bytes.data(), PCM_BYTE, static_cast<long>(bytes.size()));
+  });
+}
+PCM_EXPORT int PCM_Load_dist(int rank, const char* key, PCM_Dist* dist) {
+  return guard("PCM_Load_dist", [&] {
+    if (!dist) pcm::fail(PCM_ERR_ARG, "dist is NULL");
+    int type = 0;
+    long count = 0;
+    rt().load_count(rank, key, &type, &count);
+    if (type != PCM_BYTE) pcm::fail(PCM_ERR_TYPE, "rank {} key '{}' does not hold a map", rank, key);
+    std::string bytes(static_cast<std::size_t>(count), '\0');
+    rt().load(rank, key, bytes.data(), PCM_BYTE, count);
+    *dist = new PCM_Dist_s{Distribution::from_json(pcm::proto::decode(bytes.data(), bytes.size()))};
+    return PCM_SUCCESS;
+  });
 }
 PCM_EXPORT const char* PCM_Last_error(void) { return t_last_error.c_str(); }
 

@@ -5,8 +5,10 @@
 #include <limits.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <numeric>
 
 #include "error.h"
 #include "log.h"
@@ -167,7 +169,7 @@ int Runtime::init(MPI_Comm* comm) {
   std::vector<std::string> hosts = gather_hosts();
   if (rank_ == 0) {
     try {
-      json req{{"op", "register"}, {"size", size_}, {"hosts", hosts}};
+      json req{{"op", "register"}, {"size", size_}, {"hosts", hosts}, {"executable", self_exe_}};
       if (const char* name = std::getenv("PCM_JOB"); name && *name) {
         if (!proto::valid_name(name))
           fail(PCM_ERR_ARG, "PCM_JOB='{}' is not a valid job name (1-64 of A-Z a-z 0-9 . _ -)", name);
@@ -255,14 +257,7 @@ void Runtime::poll_daemon() {
         log()->warn("[rank 0] pcmd refused a poll: {}",
                     proto::opt_string(reply, "error", 4096).value_or("?"));
       } else if (auto it = reply.find("command"); it != reply.end() && it->is_object()) {
-        Command c;
-        c.id = proto::get_int(*it, "id", 1, INT64_MAX);
-        std::string kind = proto::get_string(*it, "kind", 32);
-        c.rank = static_cast<int>(proto::get_int(*it, "rank", 0, size_ - 1));
-        c.host = proto::get_string(*it, "host", proto::kMaxHost);
-        if (kind != "migrate" || !proto::valid_host(c.host))
-          fail(PCM_ERR_ARG, "unknown command '{}' for host '{}'", kind, c.host);
-        c.kind = PCM_MIGRATE;
+        Command c = Command::from_json(*it, size_);
         if (c.id > last_done_command_ && !current_) received_ = c;
       }
     } catch (const Error& e) {
@@ -283,38 +278,82 @@ void Runtime::poll_daemon() {
 
 int Runtime::status(MPI_Comm comm) {
   require_world(comm);
+  if (join_inter_ != MPI_COMM_NULL)
+    fail(PCM_ERR_STATE, "this process was spawned by a split: call PCM_Split first");
   if (skip_next_status_) {
     skip_next_status_ = false;
     return PCM_NONE;
   }
   ++iteration_;
   if (!current_) {
-    // kind, id, rank, host length: one small broadcast per iteration is all the others pay.
-    long long msg[4] = {0, 0, 0, 0};
+    // One small broadcast per iteration is all that the ranks pay when nothing is pending.
+    long long msg[2] = {0, 0};  // command id, length of its encoding
+    std::string bytes;
     if (rank_ == 0) {
       if (!poller_) reset_poller();
       poll_daemon();
       if (received_) {
-        msg[0] = received_->kind;
-        msg[1] = received_->id;
-        msg[2] = received_->rank;
-        msg[3] = static_cast<long long>(received_->host.size());
+        bytes = proto::encode(received_->to_json());
+        msg[0] = received_->id;
+        msg[1] = static_cast<long long>(bytes.size());
       }
     }
-    mpi_check(MPI_Bcast(msg, 4, MPI_LONG_LONG, 0, world_), "MPI_Bcast");
+    mpi_check(MPI_Bcast(msg, 2, MPI_LONG_LONG, 0, world_), "MPI_Bcast");
     if (msg[0] == 0) return PCM_NONE;
-    Command c;
-    c.kind = static_cast<int>(msg[0]);
-    c.id = msg[1];
-    c.rank = static_cast<int>(msg[2]);
-    c.host.resize(static_cast<std::size_t>(msg[3]));
-    if (rank_ == 0) c.host = received_->host;
-    mpi_check(MPI_Bcast(c.host.data(), static_cast<int>(msg[3]), MPI_CHAR, 0, world_), "MPI_Bcast");
+    bytes.resize(static_cast<std::size_t>(msg[1]));
+    mpi_check(MPI_Bcast(bytes.data(), static_cast<int>(msg[1]), MPI_CHAR, 0, world_), "MPI_Bcast");
+    current_ = Command::from_json(proto::decode(bytes.data(), bytes.size()), size_);
     received_.reset();
-    current_ = c;
   }
-  // Until PCM_Reconfigure runs, every call reports the same command.
-  return rank_ == current_->rank ? PCM_MIGRATE : PCM_RECONFIGURE;
+  // Until the reconfiguration runs, every call reports the same command.
+  const Command& c = *current_;
+  if (c.kind == "migrate") return rank_ == c.rank ? PCM_MIGRATE : PCM_RECONFIGURE;
+  return c.size > size_ ? PCM_SPLIT : PCM_MERGE;
+}
+
+Command Command::from_json(const json& j, int world_size) {
+  Command c;
+  c.id = proto::get_int(j, "id", 1, INT64_MAX);
+  c.kind = proto::get_string(j, "kind", 16);
+  c.size = static_cast<int>(proto::get_int(j, "size", 1, 1 << 20));
+  if (c.kind == "migrate" || c.kind == "split")
+    c.rank = static_cast<int>(proto::get_int(j, "rank", 0, world_size - 1));
+  if (c.kind == "migrate") {
+    c.host = proto::get_string(j, "host", proto::kMaxHost);
+    if (!proto::valid_host(c.host)) fail(PCM_ERR_ARG, "invalid host '{}'", c.host);
+    if (c.size != world_size) fail(PCM_ERR_ARG, "a migration cannot change the size");
+  } else if (c.kind == "split") {
+    c.into = static_cast<int>(proto::get_int(j, "into", 2, 1 << 20));
+    if (c.size != world_size + c.into - 1) fail(PCM_ERR_ARG, "split size mismatch");
+  } else if (c.kind == "merge") {
+    for (const auto& r : j.at("ranks")) c.ranks.push_back(r.get<int>());
+    std::vector<int> sorted = c.ranks;
+    std::sort(sorted.begin(), sorted.end());
+    if (sorted.size() < 2 || sorted.front() < 0 || sorted.back() >= world_size ||
+        std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end() ||
+        c.size != world_size - static_cast<int>(sorted.size()) + 1)
+      fail(PCM_ERR_ARG, "invalid merge of ranks {}", j.at("ranks").dump());
+  } else if (c.kind == "resize") {
+    if (c.size == world_size) fail(PCM_ERR_ARG, "a resize must change the size");
+  } else {
+    fail(PCM_ERR_ARG, "unknown command '{}'", c.kind);
+  }
+  if (c.kind == "split" || (c.kind == "resize" && c.size > world_size)) {
+    auto it = j.find("hosts");
+    if (it == j.end() || !it->is_array() || it->size() != static_cast<std::size_t>(c.size))
+      fail(PCM_ERR_ARG, "a growing command needs one host per new rank");
+    for (const auto& h : *it) {
+      if (!h.is_string() || !proto::valid_host(h.get<std::string>()))
+        fail(PCM_ERR_ARG, "invalid host in command");
+      c.hosts.push_back(h.get<std::string>());
+    }
+  }
+  return c;
+}
+
+json Command::to_json() const {
+  return json{{"id", id},   {"kind", kind}, {"rank", rank}, {"into", into},
+              {"ranks", ranks}, {"size", size}, {"host", host}, {"hosts", hosts}};
 }
 
 // ---- store and load ------------------------------------------------------------------------
@@ -419,6 +458,34 @@ std::string Runtime::spawn_command(const char* command) const {
   return c;
 }
 
+void Runtime::retire(MPI_Comm waker_comm, int waker_rank, const Command& cmd) {
+  if (world_ != MPI_COMM_NULL && world_ != waker_comm) MPI_Comm_free(&world_);
+  world_ = MPI_COMM_NULL;
+  // Keep waker_comm: the waker sends on it when the job finalizes.
+  waker_comm_ = waker_comm;
+  waker_rank_ = waker_rank;
+  world_ready_ = false;
+  process_status_ = PCM_RETIRED;
+  poller_.reset();
+  current_.reset();
+  received_.reset();
+  last_done_command_ = cmd.id;
+  log()->info("[rank {}] retired ({} {})", rank_, cmd.kind, cmd.id);
+  rank_ = -1;
+  size_ = 0;
+}
+
+void Runtime::adopt_world(MPI_Comm world) {
+  world_ = world;
+  MPI_Comm_set_errhandler(world_, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(world_, &rank_);
+  MPI_Comm_size(world_, &size_);
+  world_ready_ = true;
+  current_.reset();
+  received_.reset();
+  if (rank_ != 0) poller_.reset();  // only rank 0 polls; it may have moved
+}
+
 // Called in the parents (after the spawn) and in the child (after it merged with them): builds
 // the new world from merged and records who wakes whom.
 void Runtime::finish_reconfigure(MPI_Comm merged, int waker_in_merged, int mover_in_merged,
@@ -429,64 +496,157 @@ void Runtime::finish_reconfigure(MPI_Comm merged, int waker_in_merged, int mover
   MPI_Comm next = MPI_COMM_NULL;
   mpi_check(MPI_Comm_split(merged, i_am_mover ? MPI_UNDEFINED : 0, rank_, &next),
             "MPI_Comm_split");
-  if (world_ != MPI_COMM_NULL) MPI_Comm_free(&world_);
-  last_done_command_ = cmd.id;
-  current_.reset();
-  received_.reset();
-
   if (i_am_mover) {
-    // Keep merged: the waker will send on it when the job finalizes.
-    waker_comm_ = merged;
-    waker_rank_ = waker_in_merged;
-    world_ = MPI_COMM_NULL;
-    world_ready_ = false;
-    process_status_ = PCM_RETIRED;
-    poller_.reset();
-    log()->info("[rank {}] retired after migrating (command {})", rank_, cmd.id);
-    rank_ = -1;
+    retire(merged, waker_in_merged, cmd);
     return;
   }
-  world_ = next;
-  MPI_Comm_set_errhandler(world_, MPI_ERRORS_RETURN);
-  MPI_Comm_rank(world_, &rank_);
-  MPI_Comm_size(world_, &size_);
-  world_ready_ = true;
+  if (world_ != MPI_COMM_NULL) MPI_Comm_free(&world_);
+  adopt_world(next);
+  last_done_command_ = cmd.id;
   if (me_in_merged == waker_in_merged) {
     wards_.push_back({merged, mover_in_merged});
   } else {
     MPI_Comm_free(&merged);
   }
-  if (rank_ != 0) poller_.reset();  // only rank 0 polls; it may have moved
   report_reconfigured(cmd, true, "");
 }
 
-void Runtime::join_as_child(MPI_Comm parent) {
-  MPI_Comm merged;
-  mpi_check(MPI_Intercomm_merge(parent, 1, &merged), "MPI_Intercomm_merge");
-  MPI_Comm_free(&parent);
-  json ctx = bcast_json(json{}, 0, merged);
-  Command cmd;
-  cmd.id = ctx.at("command").get<std::int64_t>();
-  cmd.kind = PCM_MIGRATE;
-  cmd.rank = ctx.at("rank").get<int>();
-  job_ = ctx.at("job").get<std::string>();
-  iteration_ = ctx.at("iteration").get<std::int64_t>();
-  process_status_ = PCM_MIGRATED;
-  rank_ = cmd.rank;
-  skip_next_status_ = true;
-  finish_reconfigure(merged, ctx.at("waker").get<int>(), cmd.rank, false, cmd);
+namespace {
+
+// Broadcasts a header from the sending group's rank 0 to every process of the receiving group of
+// an intercommunicator. Returns what was received (the receivers) or value (the senders).
+json bcast_inter(const json& value, bool sender, int my_rank, MPI_Comm inter) {
+  int root = sender ? (my_rank == 0 ? MPI_ROOT : MPI_PROC_NULL) : 0;
+  std::string bytes = sender && my_rank == 0 ? proto::encode(value) : std::string();
+  long long n = static_cast<long long>(bytes.size());
+  mpi_check(MPI_Bcast(&n, 1, MPI_LONG_LONG, root, inter), "MPI_Bcast");
+  if (!sender) bytes.resize(static_cast<std::size_t>(n));
+  mpi_check(MPI_Bcast(bytes.data(), static_cast<int>(n), MPI_CHAR, root, inter), "MPI_Bcast");
+  return sender ? value : proto::decode(bytes.data(), bytes.size());
 }
 
-int Runtime::reconfigure(MPI_Comm* comm, const char* command) {
-  if (!comm) fail(PCM_ERR_ARG, "comm is NULL");
-  require_world(*comm);
-  if (!current_)
-    fail(PCM_ERR_STATE, "no reconfiguration is pending (PCM_Status returned neither PCM_MIGRATE "
-                        "nor PCM_RECONFIGURE)");
-  const Command cmd = *current_;
-  std::string exe = spawn_command(command);
+MPI_Datatype mpi_type(int type) {
+  switch (type) {
+    case PCM_CHAR: return MPI_CHAR;
+    case PCM_INT: return MPI_INT;
+    case PCM_LONG: return MPI_LONG;
+    case PCM_FLOAT: return MPI_FLOAT;
+    case PCM_DOUBLE: return MPI_DOUBLE;
+    case PCM_LONG_LONG: return MPI_LONG_LONG;
+    default: return MPI_UNSIGNED_CHAR;
+  }
+}
 
-  // A spawn of a missing program makes hydra abort the whole job: refuse it while we still can.
+// Moves the units of plan between the processes of comm with one MPI_Alltoallv (an intra- or an
+// intercommunicator; npeers is the size of the group addressed). me_from / me_to: the caller's
+// rank in the old / new map (-1: none). peer_of_new / peer_of_old: each new / old rank's index in
+// the group addressed. Data is packed by peer in global unit order on both sides, so the
+// receiver unpacks in the order the sender packed.
+void exchange(MPI_Comm comm, int npeers, const std::vector<Transfer>& plan, int me_from, int me_to,
+              const Distribution& from, const Distribution& to,
+              const std::vector<int>& peer_of_new, const std::vector<int>& peer_of_old,
+              const char* oldbuf, char* newbuf, int type) {
+  const std::size_t elem = proto::type_size(type);
+  const std::size_t unit_bytes = elem * static_cast<std::size_t>(from.unit_len());
+  std::vector<const Transfer*> out, in;
+  for (const Transfer& t : plan) {
+    if (t.from == me_from) out.push_back(&t);
+    if (t.to == me_to) in.push_back(&t);
+  }
+  std::stable_sort(out.begin(), out.end(), [&](const Transfer* a, const Transfer* b) {
+    return peer_of_new[a->to] < peer_of_new[b->to];
+  });
+  std::stable_sort(in.begin(), in.end(), [&](const Transfer* a, const Transfer* b) {
+    return peer_of_old[a->from] < peer_of_old[b->from];
+  });
+  std::vector<long long> scount(npeers, 0), rcount(npeers, 0);
+  for (const Transfer* t : out) scount[peer_of_new[t->to]] += t->count;
+  for (const Transfer* t : in) rcount[peer_of_old[t->from]] += t->count;
+  std::vector<int> sc(npeers), sd(npeers), rc(npeers), rd(npeers);
+  long long stotal = 0, rtotal = 0;
+  for (int p = 0; p < npeers; ++p) {
+    if (stotal + scount[p] > INT_MAX || rtotal + rcount[p] > INT_MAX)
+      fail(PCM_ERR_ARG, "more than {} units move to or from one process", INT_MAX);
+    sc[p] = static_cast<int>(scount[p]);
+    rc[p] = static_cast<int>(rcount[p]);
+    sd[p] = static_cast<int>(stotal);
+    rd[p] = static_cast<int>(rtotal);
+    stotal += scount[p];
+    rtotal += rcount[p];
+  }
+  std::vector<char> sendbuf(static_cast<std::size_t>(stotal) * unit_bytes);
+  std::vector<char> recvbuf(static_cast<std::size_t>(rtotal) * unit_bytes);
+  std::size_t pos = 0;
+  for (const Transfer* t : out) {
+    std::size_t off = static_cast<std::size_t>(from.unit_offset(t->first, nullptr)) * elem;
+    std::memcpy(sendbuf.data() + pos, oldbuf + off, static_cast<std::size_t>(t->count) * unit_bytes);
+    pos += static_cast<std::size_t>(t->count) * unit_bytes;
+  }
+  MPI_Datatype unit;
+  mpi_check(MPI_Type_contiguous(static_cast<int>(from.unit_len()), mpi_type(type), &unit),
+            "MPI_Type_contiguous");
+  MPI_Type_commit(&unit);
+  int rcode = MPI_Alltoallv(sendbuf.data(), sc.data(), sd.data(), unit, recvbuf.data(), rc.data(),
+                            rd.data(), unit, comm);
+  MPI_Type_free(&unit);
+  mpi_check(rcode, "MPI_Alltoallv");
+  pos = 0;
+  for (const Transfer* t : in) {
+    std::size_t off = static_cast<std::size_t>(to.unit_offset(t->first, nullptr)) * elem;
+    std::memcpy(newbuf + off, recvbuf.data() + pos, static_cast<std::size_t>(t->count) * unit_bytes);
+    pos += static_cast<std::size_t>(t->count) * unit_bytes;
+  }
+}
+
+std::vector<int> identity(int n) {
+  std::vector<int> v(static_cast<std::size_t>(n));
+  std::iota(v.begin(), v.end(), 0);
+  return v;
+}
+
+double wtime() { return MPI_Wtime(); }
+
+}  // namespace
+
+void Runtime::join_as_child(MPI_Comm parent) {
+  int me;
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  json ctx = bcast_inter(json{}, false, me, parent);
+  job_ = ctx.at("job").get<std::string>();
+  iteration_ = ctx.at("pcm_iteration").get<std::int64_t>();
+  skip_next_status_ = true;
+  if (ctx.at("kind") == "migrate") {
+    MPI_Comm merged;
+    mpi_check(MPI_Intercomm_merge(parent, 1, &merged), "MPI_Intercomm_merge");
+    MPI_Comm_free(&parent);
+    Command cmd = Command::from_json(ctx.at("command"), ctx.at("size").get<int>());
+    process_status_ = PCM_MIGRATED;
+    rank_ = cmd.rank;
+    finish_reconfigure(merged, ctx.at("waker").get<int>(), cmd.rank, false, cmd);
+    return;
+  }
+  // A split: this process belongs to a new world spawned as one group. Its data arrives when the
+  // application calls PCM_Split.
+  process_status_ = PCM_SPLITTED;
+  join_inter_ = parent;
+  join_ctx_ = std::move(ctx);
+  MPI_Comm world;
+  mpi_check(MPI_Comm_dup(MPI_COMM_WORLD, &world), "MPI_Comm_dup");
+  adopt_world(world);
+}
+
+void Runtime::check_pending(MPI_Comm comm, bool want_split) const {
+  require_world(comm);
+  if (!current_ || current_->kind == "migrate")
+    fail(PCM_ERR_STATE, "no {} is pending", want_split ? "split" : "merge");
+  bool grows = current_->size > size_;
+  if (grows != want_split)
+    fail(PCM_ERR_STATE, "the pending reconfiguration is a {} ({} -> {} processes): call {}",
+         current_->kind, size_, current_->size, grows ? "PCM_Split" : "PCM_Merge");
+}
+
+// The program must exist, or hydra aborts the job: rank 0 checks, everyone gets the same answer.
+void Runtime::agree_spawnable(const std::string& exe, const Command& cmd) {
   int code = PCM_SUCCESS;
   std::string msg;
   if (rank_ == 0 && exe[0] == '/' && ::access(exe.c_str(), X_OK) != 0) {
@@ -501,53 +661,295 @@ int Runtime::reconfigure(MPI_Comm* comm, const char* command) {
     if (rank_ == 0) report_reconfigured(cmd, false, e.what());
     throw;
   }
+}
 
+// Spawns one process per entry of hosts, as one group (so that they share memory among
+// themselves), with the arguments this process was started with. Collective over world_.
+MPI_Comm Runtime::spawn(const std::string& exe, const std::vector<std::string>& hosts) {
   std::vector<char*> argv;
   for (auto& a : args_) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
-  MPI_Info info;
-  MPI_Info_create(&info);
-  MPI_Info_set(info, "host", cmd.host.c_str());
-  if (!cwd_.empty()) MPI_Info_set(info, "wdir", cwd_.c_str());
+  std::vector<char*> cmds;
+  std::vector<char**> argvs;
+  std::vector<int> counts;
+  std::vector<MPI_Info> infos;
+  for (std::size_t i = 0; i < hosts.size(); ++i) {
+    if (i > 0 && hosts[i] == hosts[i - 1]) {
+      ++counts.back();
+      continue;
+    }
+    MPI_Info info;
+    MPI_Info_create(&info);
+    MPI_Info_set(info, "host", hosts[i].c_str());
+    if (!cwd_.empty()) MPI_Info_set(info, "wdir", cwd_.c_str());
+    cmds.push_back(const_cast<char*>(exe.c_str()));
+    argvs.push_back(argv.data());
+    counts.push_back(1);
+    infos.push_back(info);
+  }
   MPI_Comm inter = MPI_COMM_NULL;
-  int errcode = MPI_SUCCESS;
-  int rc = MPI_Comm_spawn(exe.c_str(), argv.data(), 1, info, 0, world_, &inter, &errcode);
-  MPI_Info_free(&info);
-  int local = (rc == MPI_SUCCESS && errcode == MPI_SUCCESS) ? PCM_SUCCESS : PCM_ERR_SPAWN;
+  std::vector<int> errcodes(hosts.size(), MPI_SUCCESS);
+  int rc = MPI_Comm_spawn_multiple(static_cast<int>(cmds.size()), cmds.data(), argvs.data(),
+                                   counts.data(), infos.data(), 0, world_, &inter,
+                                   errcodes.data());
+  for (auto& info : infos) MPI_Info_free(&info);
+  int local = rc == MPI_SUCCESS ? PCM_SUCCESS : PCM_ERR_SPAWN;
+  for (int e : errcodes)
+    if (e != MPI_SUCCESS) local = PCM_ERR_SPAWN;
   try {
-    agree(world_, local, fmt::format("MPI_Comm_spawn of '{}' on host '{}' failed", exe, cmd.host));
-  } catch (const Error& e) {
+    agree(world_, local, fmt::format("MPI_Comm_spawn of {} x '{}' failed", hosts.size(), exe));
+  } catch (const Error&) {
     if (inter != MPI_COMM_NULL) MPI_Comm_free(&inter);
+    throw;
+  }
+  return inter;
+}
+
+int Runtime::reconfigure(MPI_Comm* comm, const char* command) {
+  if (!comm) fail(PCM_ERR_ARG, "comm is NULL");
+  require_world(*comm);
+  if (!current_ || current_->kind != "migrate")
+    fail(PCM_ERR_STATE, "no migration is pending (PCM_Status returned neither PCM_MIGRATE nor "
+                        "PCM_RECONFIGURE)");
+  const Command cmd = *current_;
+  std::string exe = spawn_command(command);
+  agree_spawnable(exe, cmd);
+  MPI_Comm inter;
+  try {
+    inter = spawn(exe, {cmd.host});
+  } catch (const Error& e) {
     current_.reset();
     last_done_command_ = cmd.id;
     if (rank_ == 0) report_reconfigured(cmd, false, e.what());
     throw;
   }
-
-  MPI_Comm merged;
-  mpi_check(MPI_Intercomm_merge(inter, 0, &merged), "MPI_Intercomm_merge");
-  MPI_Comm_free(&inter);
   // In merged the parents keep their ranks and the child is last. The new rank 0 wakes the mover
   // at the end: the child if the mover was rank 0.
   int waker = cmd.rank == 0 ? size_ : 0;
-  json ctx{{"job", job_}, {"command", cmd.id}, {"rank", cmd.rank}, {"iteration", iteration_},
-           {"waker", waker}};
-  bcast_json(ctx, 0, merged);
-  bool mover = rank_ == cmd.rank;
-  finish_reconfigure(merged, waker, cmd.rank, mover, cmd);
+  bcast_inter(json{{"kind", "migrate"}, {"job", job_}, {"command", cmd.to_json()},
+                   {"size", size_}, {"pcm_iteration", iteration_}, {"waker", waker}},
+              true, rank_, inter);
+  MPI_Comm merged;
+  mpi_check(MPI_Intercomm_merge(inter, 0, &merged), "MPI_Intercomm_merge");
+  MPI_Comm_free(&inter);
+  finish_reconfigure(merged, waker, cmd.rank, rank_ == cmd.rank, cmd);
   *comm = world_;
   return PCM_SUCCESS;
+}
+
+namespace {
+void check_reshape_args(void** buf, PCM_Dist* dist, int* iteration, int* rank, int* size,
+                        MPI_Comm* comm, int type) {
+  if (!buf || !dist || !iteration || !rank || !size || !comm)
+    fail(PCM_ERR_ARG, "buf, dist, iteration, rank, size and comm must not be NULL");
+  if (proto::type_size(type) == 0) fail(PCM_ERR_ARG, "unknown type {}", type);
+}
+}  // namespace
+
+int Runtime::split(void** buf, int type, PCM_Dist* dist, int* iteration, int* rank, int* size,
+                   MPI_Comm* comm, const char* command) {
+  check_reshape_args(buf, dist, iteration, rank, size, comm, type);
+  const double t0 = wtime();
+  if (join_inter_ != MPI_COMM_NULL) {
+    // A new process: receive the data the old world sends.
+    const json ctx = join_ctx_;
+    Distribution from = Distribution::from_json(ctx.at("from"));
+    Distribution to = Distribution::from_json(ctx.at("to"));
+    Command cmd = Command::from_json(ctx.at("command"), from.size());
+    int sent_type = ctx.at("type").get<int>();
+    std::size_t elem = proto::type_size(sent_type);
+    char* newbuf = static_cast<char*>(std::calloc(
+        static_cast<std::size_t>(std::max<std::int64_t>(1, to.local_elements(rank_))), elem));
+    if (!newbuf) fail(PCM_ERR_INTERNAL, "out of memory for {} elements", to.local_elements(rank_));
+    exchange(join_inter_, from.size(), plan(from, to), -1, rank_, from, to, identity(to.size()),
+             identity(from.size()), nullptr, newbuf, sent_type);
+    t_data_ = wtime() - t0;
+    const double t1 = wtime();
+    if (rank_ == 0) {
+      for (int r = 0; r < from.size(); ++r) wards_.push_back({join_inter_, r});
+    } else {
+      MPI_Comm_free(&join_inter_);
+    }
+    join_inter_ = MPI_COMM_NULL;
+    last_done_command_ = cmd.id;
+    report_reconfigured(cmd, true, "");
+    t_spawn_ = 0;
+    t_rebuild_ = wtime() - t1;
+    if (sent_type != type) {
+      std::free(newbuf);
+      fail(PCM_ERR_TYPE, "the old world sent {} data, not {}", proto::type_name(sent_type),
+           proto::type_name(type));
+    }
+    *buf = newbuf;
+    delete *dist;
+    *dist = new PCM_Dist_s{std::move(to)};
+    *iteration = ctx.at("iteration").get<int>();
+    *rank = rank_;
+    *size = size_;
+    *comm = world_;
+    return PCM_SUCCESS;
+  }
+
+  check_pending(*comm, true);
+  int code = PCM_SUCCESS;
+  std::string msg;
+  if (!*dist || (*dist)->d.size() != size_) {
+    code = PCM_ERR_ARG;
+    msg = *dist ? fmt::format("the map describes {} processes, the world has {}", (*dist)->d.size(), size_)
+                : "dist is NULL";
+  } else if (!*buf && (*dist)->d.local_elements(rank_) > 0) {
+    code = PCM_ERR_ARG;
+    msg = "buf is NULL";
+  }
+  agree(world_, code, msg);
+  const Command cmd = *current_;
+  Distribution next = cmd.kind == "split" ? (*dist)->d.split(cmd.rank, cmd.into) : (*dist)->d.resized(cmd.size);
+  std::string exe = spawn_command(command);
+  agree_spawnable(exe, cmd);
+  MPI_Comm inter;
+  try {
+    inter = spawn(exe, cmd.hosts);
+  } catch (const Error& e) {
+    current_.reset();
+    last_done_command_ = cmd.id;
+    if (rank_ == 0) report_reconfigured(cmd, false, e.what());
+    throw;
+  }
+  t_spawn_ = wtime() - t0;
+  const double t1 = wtime();
+  bcast_inter(json{{"kind", "split"}, {"job", job_}, {"command", cmd.to_json()},
+                   {"iteration", *iteration}, {"pcm_iteration", iteration_}, {"type", type},
+                   {"from", (*dist)->d.to_json()}, {"to", next.to_json()}},
+              true, rank_, inter);
+  exchange(inter, next.size(), plan((*dist)->d, next), rank_, -1, (*dist)->d, next, identity(next.size()),
+           identity(size_), static_cast<const char*>(*buf), nullptr, type);
+  t_data_ = wtime() - t1;
+  t_rebuild_ = 0;
+  std::free(*buf);
+  *buf = nullptr;
+  delete *dist;
+  *dist = nullptr;
+  retire(inter, 0, cmd);  // the new world's rank 0 wakes the whole old world at the end
+  *rank = -1;
+  *size = 0;
+  *comm = MPI_COMM_NULL;
+  return PCM_SUCCESS;
+}
+
+Distribution Runtime::merged_distribution(const Distribution& d, std::vector<int>* new_of) const {
+  const Command& cmd = *current_;
+  if (cmd.kind == "merge") {
+    Distribution next = d.merge(cmd.ranks, new_of);
+    // The lowest listed rank keeps the merged data; the other listed ranks leave.
+    int keeper = *std::min_element(cmd.ranks.begin(), cmd.ranks.end());
+    for (int r : cmd.ranks)
+      if (r != keeper) (*new_of)[r] = -1;
+    return next;
+  }
+  Distribution next = d.resized(cmd.size);
+  new_of->resize(static_cast<std::size_t>(size_));
+  for (int r = 0; r < size_; ++r) (*new_of)[r] = r < cmd.size ? r : -1;
+  return next;
+}
+
+int Runtime::merge_datacnts(const Distribution* dist, long* count, int* merge_rank, MPI_Comm comm) {
+  check_pending(comm, false);
+  if (!dist || dist->size() != size_) fail(PCM_ERR_ARG, "dist does not describe this world");
+  std::vector<int> new_of;
+  Distribution next = merged_distribution(*dist, &new_of);
+  int me = new_of[rank_];
+  if (count) *count = me >= 0 ? static_cast<long>(next.local_elements(me)) : 0;
+  if (merge_rank) *merge_rank = me;
+  return PCM_SUCCESS;
+}
+
+int Runtime::merge(void** buf, int type, PCM_Dist* dist, int* iteration, int* rank, int* size,
+                   MPI_Comm* comm) {
+  check_reshape_args(buf, dist, iteration, rank, size, comm, type);
+  check_pending(*comm, false);
+  int code = PCM_SUCCESS;
+  std::string msg;
+  if (!*dist || (*dist)->d.size() != size_) {
+    code = PCM_ERR_ARG;
+    msg = *dist ? fmt::format("the map describes {} processes, the world has {}", (*dist)->d.size(), size_)
+                : "dist is NULL";
+  } else if (!*buf && (*dist)->d.local_elements(rank_) > 0) {
+    code = PCM_ERR_ARG;
+    msg = "buf is NULL";
+  }
+  agree(world_, code, msg);
+  const double t0 = wtime();
+  const Command cmd = *current_;
+  std::vector<int> new_of;
+  Distribution next = merged_distribution((*dist)->d, &new_of);
+  std::vector<int> old_of_new(static_cast<std::size_t>(next.size()), -1);
+  for (int r = 0; r < size_; ++r)
+    if (new_of[r] >= 0) old_of_new[new_of[r]] = r;
+  const int me = new_of[rank_];
+  const std::size_t elem = proto::type_size(type);
+  char* newbuf = nullptr;
+  if (me >= 0) {
+    newbuf = static_cast<char*>(std::calloc(
+        static_cast<std::size_t>(std::max<std::int64_t>(1, next.local_elements(me))), elem));
+    if (!newbuf) fail(PCM_ERR_INTERNAL, "out of memory for {} elements", next.local_elements(me));
+  }
+  // Plan in new ranks; the exchange addresses each new rank through the old rank that keeps it.
+  exchange(world_, size_, plan((*dist)->d, next), rank_, me, (*dist)->d, next, old_of_new, identity(size_),
+           static_cast<const char*>(*buf), newbuf, type);
+  t_spawn_ = 0;
+  t_data_ = wtime() - t0;
+  const double t1 = wtime();
+  MPI_Comm nw = MPI_COMM_NULL;
+  mpi_check(MPI_Comm_split(world_, me >= 0 ? 0 : MPI_UNDEFINED, me, &nw), "MPI_Comm_split");
+  std::free(*buf);
+  *buf = nullptr;
+  delete *dist;
+  *dist = nullptr;
+  const int waker = old_of_new[0];
+  if (me < 0) {
+    retire(world_, waker, cmd);  // the old world stays, for the waker's message
+    *rank = -1;
+    *size = 0;
+    *comm = MPI_COMM_NULL;
+    t_rebuild_ = wtime() - t1;
+    return PCM_SUCCESS;
+  }
+  if (rank_ == waker) {
+    for (int r = 0; r < size_; ++r)
+      if (new_of[r] < 0) wards_.push_back({world_, r});
+  } else {
+    MPI_Comm_free(&world_);
+  }
+  adopt_world(nw);
+  last_done_command_ = cmd.id;
+  report_reconfigured(cmd, true, "");
+  t_rebuild_ = wtime() - t1;
+  *buf = newbuf;
+  *dist = new PCM_Dist_s{std::move(next)};
+  *rank = rank_;
+  *size = size_;
+  *comm = world_;
+  (void)iteration;  // nothing is spawned: every survivor already knows it
+  return PCM_SUCCESS;
+}
+
+void Runtime::reconfig_times(double* spawn, double* data, double* rebuild) const {
+  if (spawn) *spawn = t_spawn_;
+  if (data) *data = t_data_;
+  if (rebuild) *rebuild = t_rebuild_;
 }
 
 // ---- the end -------------------------------------------------------------------------------
 
 void Runtime::wake_wards() {
+  std::vector<MPI_Comm> comms;
   for (auto& w : wards_) {
     int token = 1;
     int rc = MPI_Send(&token, 1, MPI_INT, w.rank, kTagWake, w.comm);
     if (rc != MPI_SUCCESS) log()->warn("could not wake a retired process (MPI error {})", rc);
-    MPI_Comm_free(&w.comm);
+    if (std::find(comms.begin(), comms.end(), w.comm) == comms.end()) comms.push_back(w.comm);
   }
+  for (auto& c : comms) MPI_Comm_free(&c);  // several wards may share one communicator
   wards_.clear();
 }
 

@@ -14,16 +14,31 @@
 
 #include "client.h"
 #include "config.h"
+#include "distribution.h"
 #include "pcm.h"
+
+// What a PCM_Dist handle points to.
+struct PCM_Dist_s {
+  pcm::detail::Distribution d;
+};
 
 namespace pcm::detail {
 
 // A reconfiguration command as every rank sees it after PCM_Status broadcast it.
 struct Command {
   std::int64_t id = 0;
-  int kind = 0;  // PCM_MIGRATE for now
-  int rank = -1;
-  std::string host;
+  std::string kind;        // migrate | split | merge | resize
+  int rank = -1;           // migrate, split
+  int into = 0;            // split
+  std::vector<int> ranks;  // merge
+  int size = 0;            // the world's size afterwards
+  std::string host;        // migrate
+  std::vector<std::string> hosts;  // split, growing resize: host of each new rank
+
+  // Validates a command from pcmd against a world of world_size; throws pcm::Error.
+  static Command from_json(const nlohmann::json& j, int world_size);
+  nlohmann::json to_json() const;
+  bool grows() const { return kind == "split" || (kind == "resize" && hosts.size() > 0); }
 };
 
 // A retired process this one must wake when it ends (by an MPI message on comm).
@@ -45,6 +60,12 @@ class Runtime {
   int load(int rank, const char* key, void* buf, int type, long count);
   int load_count(int rank, const char* key, int* type, long* count);
   int reconfigure(MPI_Comm* comm, const char* command);
+  int split(void** buf, int type, PCM_Dist* dist, int* iteration, int* rank, int* size,
+            MPI_Comm* comm, const char* command);
+  int merge(void** buf, int type, PCM_Dist* dist, int* iteration, int* rank, int* size,
+            MPI_Comm* comm);
+  int merge_datacnts(const Distribution* dist, long* count, int* merge_rank, MPI_Comm comm);
+  void reconfig_times(double* spawn, double* data, double* rebuild) const;
   int exit_retired();
   int finalize(MPI_Comm comm);
 
@@ -53,6 +74,13 @@ class Runtime {
   void require_world(MPI_Comm comm) const;
   Client& client();
   void join_as_child(MPI_Comm parent);
+  void check_pending(MPI_Comm comm, bool want_split) const;
+  void agree_spawnable(const std::string& exe, const Command& cmd);
+  MPI_Comm spawn(const std::string& exe, const std::vector<std::string>& hosts);
+  // Where each new rank of a merge comes from (-1: a leaver); new_of[old rank].
+  Distribution merged_distribution(const Distribution& d, std::vector<int>* new_of) const;
+  void retire(MPI_Comm waker_comm, int waker_rank, const Command& cmd);
+  void adopt_world(MPI_Comm world);
   void finish_reconfigure(MPI_Comm merged, int waker_in_merged, int mover_in_merged,
                           bool i_am_mover, const Command& cmd);
   void poll_daemon();
@@ -96,6 +124,14 @@ class Runtime {
   std::optional<Command> current_;  // broadcast, not yet carried out
   // A spawned process resumes at the iteration whose PCM_Status the others have already made.
   bool skip_next_status_ = false;
+
+  // A process spawned by a split, between PCM_Init and its PCM_Split: the intercommunicator to
+  // the old world and what the old world told it.
+  MPI_Comm join_inter_ = MPI_COMM_NULL;
+  nlohmann::json join_ctx_;
+
+  // Seconds spent in the phases of this process's last split or merge.
+  double t_spawn_ = 0, t_data_ = 0, t_rebuild_ = 0;
 
   // Retirement.
   std::vector<Ward> wards_;

@@ -18,8 +18,7 @@ using pcm::proto::json;
 
 std::string pending_text(const json& p) {
   if (p.is_null()) return "-";
-  return fmt::format("{} rank {} -> {}{}", p.value("kind", "?"), p.value("rank", -1),
-                     p.value("host", "?"), p.value("delivered", false) ? " (delivered)" : "");
+  return fmt::format("{}{}", p.value("text", "?"), p.value("delivered", false) ? " (delivered)" : "");
 }
 
 void print_status_table(const json& reply) {
@@ -99,6 +98,21 @@ int main(int argc, char** argv) {
   migrate->add_option("rank", rank, "rank to move")->required();
   migrate->add_option("--host", host, "target host (default: chosen by pcmd from its inventory)");
 
+  int into = 0, to = 0;
+  std::vector<int> merge_ranks;
+  auto* split = app.add_subcommand("split", "split one process's data over more processes (1->N)");
+  split->add_option("job", job, "job name")->required();
+  split->add_option("rank", rank, "rank to split")->required();
+  split->add_option("--into", into, "number of processes it becomes (2 or more)")->required();
+  split->add_option("--host", host, "put the processes it becomes on this host");
+  auto* merge = app.add_subcommand("merge", "merge processes' data into one process (N->1)");
+  merge->add_option("job", job, "job name")->required();
+  merge->add_option("ranks", merge_ranks, "two or more ranks to merge")->required()->expected(2, -1);
+  auto* resize = app.add_subcommand("resize", "redistribute over N processes (collective M->N)");
+  resize->add_option("job", job, "job name")->required();
+  resize->add_option("--to", to, "the new number of processes")->required();
+  resize->add_option("--host", host, "put processes added by growing on this host");
+
   long wait_iteration = -1;
   int wait_reconfigs = -1;
   bool wait_finished = false;
@@ -139,6 +153,23 @@ int main(int argc, char** argv) {
       auto r = client.request(req, nullptr, 0, timeout_ms);
       std::cout << fmt::format("command {}: migrate {} rank {} to {}\n", r.header.value("command", 0),
                                job, rank, r.header.value("host", "?"));
+    } else if (app.got_subcommand("split") || app.got_subcommand("merge") ||
+               app.got_subcommand("resize")) {
+      json req{{"job", job}};
+      if (app.got_subcommand("split")) {
+        req.update({{"op", "split"}, {"rank", rank}, {"into", into}});
+      } else if (app.got_subcommand("merge")) {
+        req.update({{"op", "merge"}, {"ranks", merge_ranks}});
+      } else {
+        req.update({{"op", "resize"}, {"size", to}});
+      }
+      if (!host.empty()) req["host"] = host;
+      auto r = client.request(req, nullptr, 0, timeout_ms);
+      std::cout << fmt::format("command {}: {} of job {} -> {} processes", r.header.value("command", 0),
+                               r.header.value("text", "?"), job, r.header.value("size", 0));
+      if (!r.header.value("hosts", json::array()).empty())
+        std::cout << " on " << fmt::format("{}", fmt::join(r.header["hosts"].get<std::vector<std::string>>(), ","));
+      std::cout << "\n";
     } else if (app.got_subcommand("wait")) {
       return wait_for(client, job, wait_iteration, wait_reconfigs, wait_finished, wait_timeout,
                       timeout_ms);

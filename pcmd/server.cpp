@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <set>
+#include <thread>
 
 #include "error.h"
 #include "log.h"
@@ -48,12 +50,30 @@ Server::Server(zmq::context_t& context, ServerOptions options)
       store_(options_.data_dir),
       log_(logger("pcmd", spdlog::level::info)) {
   if (options_.secret.empty()) fail(PCM_ERR_CONFIG, "pcmd needs a secret");
+  int default_slots = 4 * static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   if (options_.hosts.empty()) {
     char name[256] = {0};
     options_.hosts.push_back("localhost");
     if (::gethostname(name, sizeof name - 1) == 0 && proto::valid_host(name) &&
         std::string(name) != "localhost")
       options_.hosts.push_back(name);
+  }
+  for (const auto& spec : options_.hosts) {
+    HostSlots h;
+    auto colon = spec.find(':');
+    h.name = spec.substr(0, colon);
+    h.slots = default_slots;
+    if (colon != std::string::npos) {
+      try {
+        std::size_t used = 0;
+        h.slots = std::stoi(spec.substr(colon + 1), &used);
+        if (used != spec.size() - colon - 1 || h.slots < 1) throw std::invalid_argument(spec);
+      } catch (const std::exception&) {
+        fail(PCM_ERR_CONFIG, "inventory entry '{}': slots must be a positive number", spec);
+      }
+    }
+    if (!proto::valid_host(h.name)) fail(PCM_ERR_CONFIG, "inventory entry '{}': bad host name", spec);
+    inventory_.push_back(h);
   }
   socket_.set(zmq::sockopt::linger, 0);
   // A peer that vanishes must not make the router block or queue without bound.
@@ -162,6 +182,7 @@ json Server::dispatch(const std::string& op, const json& req, const void* data, 
   if (op == "finished") return op_finished(req);
   if (op == "status") return op_status(req);
   if (op == "migrate") return op_migrate(req);
+  if (op == "split" || op == "merge" || op == "resize") return op_reshape(op, req);
   fail(PCM_ERR_ARG, "unknown operation '{}'", op);
 }
 
@@ -191,6 +212,7 @@ json Server::op_register(const json& req) {
   job.state = "running";
   job.size = size;
   job.hosts = std::move(hosts);
+  job.executable = proto::opt_string(req, "executable", 4096).value_or("");
   job.last_event = "started";
   job.last_seen = std::chrono::steady_clock::now();
   jobs_[name] = std::move(job);
@@ -204,9 +226,9 @@ json Server::op_poll(const json& req) {
   job.last_seen = std::chrono::steady_clock::now();
   json reply{{"ok", true}, {"command", nullptr}};
   if (job.pending) {
-    const Command& c = *job.pending;
-    reply["command"] = json{{"id", c.id}, {"kind", c.kind}, {"rank", c.rank}, {"host", c.host}};
-    if (!c.delivered) log_->info("job {}: command {} delivered", job.name, c.id);
+    reply["command"] = job.pending->to_json();
+    if (!job.pending->delivered)
+      log_->info("job {}: command {} delivered", job.name, job.pending->id);
     job.pending->delivered = true;
   }
   return reply;
@@ -223,10 +245,9 @@ json Server::op_reconfigured(const json& req) {
     job.hosts = get_hosts(req, size);
     job.size = size;
     job.reconfigurations++;
-    job.last_event = fmt::format("{} of rank {} to {} done", job.pending->kind, job.pending->rank,
-                                 job.pending->host);
+    job.last_event = job.pending->describe() + " done";
   } else {
-    job.last_event = fmt::format("{} of rank {} failed: {}", job.pending->kind, job.pending->rank,
+    job.last_event = fmt::format("{} failed: {}", job.pending->describe(),
                                  proto::opt_string(req, "error", 4096).value_or("?"));
   }
   job.iteration = proto::opt_int(req, "iteration", 0, INT64_MAX).value_or(job.iteration);
@@ -296,12 +317,11 @@ json Server::job_json(const Job& job) const {
          {"seconds_since_seen",
           std::chrono::duration<double>(std::chrono::steady_clock::now() - job.last_seen).count()},
          {"pending", nullptr}};
-  if (job.pending)
-    j["pending"] = json{{"id", job.pending->id},
-                        {"kind", job.pending->kind},
-                        {"rank", job.pending->rank},
-                        {"host", job.pending->host},
-                        {"delivered", job.pending->delivered}};
+  if (job.pending) {
+    j["pending"] = job.pending->to_json();
+    j["pending"]["delivered"] = job.pending->delivered;
+    j["pending"]["text"] = job.pending->describe();
+  }
   return j;
 }
 
@@ -312,46 +332,184 @@ json Server::op_status(const json& req) {
   } else {
     for (const auto& [name, job] : jobs_) jobs.push_back(job_json(job));
   }
-  return json{{"ok", true}, {"jobs", jobs}, {"hosts", options_.hosts}};
+  json inv = json::array();
+  for (const auto& h : inventory_)
+    inv.push_back(json{{"host", h.name}, {"slots", h.slots}, {"free", free_slots(h.name, nullptr)}});
+  return json{{"ok", true}, {"jobs", jobs}, {"inventory", inv}};
+}
+
+json Command::to_json() const {
+  return json{{"id", id},     {"kind", kind},   {"rank", rank},   {"into", into},
+              {"ranks", ranks}, {"size", size}, {"host", host}, {"hosts", hosts}};
+}
+
+std::string Command::describe() const {
+  if (kind == "migrate") return fmt::format("migrate of rank {} to {}", rank, host);
+  if (kind == "split") return fmt::format("split of rank {} into {}", rank, into);
+  if (kind == "merge") return fmt::format("merge of ranks {}", fmt::join(ranks, ","));
+  return fmt::format("resize to {}", size);
+}
+
+std::vector<std::string> Server::host_names() const {
+  std::vector<std::string> names;
+  for (const auto& h : inventory_) names.push_back(h.name);
+  return names;
+}
+
+// Free slots on host, counting the processes of every running job but `except`.
+int Server::free_slots(const std::string& host, const Job* except) const {
+  int slots = 0;
+  for (const auto& h : inventory_)
+    if (h.name == host) slots = h.slots;
+  for (const auto& [name, job] : jobs_) {
+    if (&job == except || job.state != "running") continue;
+    for (const auto& h : job.hosts)
+      if (h == host) --slots;
+  }
+  return slots;
+}
+
+// Hosts for a new world: new rank i stays on the host of old rank source_of_new_rank[i] (or
+// preferred_host for the ranks >= preferred_new that a split creates) while that host has
+// room; otherwise the first inventory host with room. Throws if the inventory is full.
+std::vector<std::string> Server::place(const Job& job, const std::vector<int>& source_of_new_rank,
+                                       int preferred_new, const std::string& preferred_host) const {
+  std::map<std::string, int> room;
+  for (const auto& h : inventory_) room[h.name] = free_slots(h.name, &job);
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < source_of_new_rank.size(); ++i) {
+    int src = source_of_new_rank[i];
+    std::string want = !preferred_host.empty() && static_cast<int>(i) >= preferred_new
+                           ? preferred_host
+                           : (src >= 0 && src < job.size ? job.hosts[src] : std::string());
+    if (room.count(want) == 0 || room[want] <= 0) {
+      want.clear();
+      for (const auto& h : inventory_)
+        if (room[h.name] > 0) {
+          want = h.name;
+          break;
+        }
+    }
+    if (want.empty())
+      fail(PCM_ERR_REFUSED, "no free slot for {} processes in pcmd's inventory ({})",
+           source_of_new_rank.size(), fmt::join(host_names(), ", "));
+    --room[want];
+    out.push_back(want);
+  }
+  return out;
+}
+
+Job& Server::job_for_command(const json& req) {
+  Job& job = find_job(req);
+  if (job.state != "running") fail(PCM_ERR_REFUSED, "job '{}' is {}", job.name, job.state);
+  if (job.pending)
+    fail(PCM_ERR_REFUSED, "job '{}' already has a reconfiguration in flight: {} (command {})",
+         job.name, job.pending->describe(), job.pending->id);
+  return job;
+}
+
+json Server::queue(Job& job, Command c) {
+  // A spawn of a missing program makes MPICH's hydra abort the whole job: refuse it here.
+  if (c.kind != "merge" && !(c.kind == "resize" && c.size < job.size) &&
+      !job.executable.empty() && job.executable[0] == '/' &&
+      ::access(job.executable.c_str(), X_OK) != 0)
+    fail(PCM_ERR_REFUSED, "job '{}': its program {} is no longer executable", job.name,
+         job.executable);
+  c.id = next_command_++;
+  job.last_event = c.describe() + " requested";
+  log_->info("job {}: command {}: {}", job.name, c.id, job.last_event);
+  job.pending = c;
+  return json{{"ok", true}, {"command", c.id}, {"host", c.host}, {"hosts", c.hosts},
+              {"size", c.size}, {"text", c.describe()}};
 }
 
 json Server::op_migrate(const json& req) {
-  Job& job = find_job(req);
-  if (job.state != "running") fail(PCM_ERR_REFUSED, "job '{}' is {}", job.name, job.state);
+  Job& job = job_for_command(req);
   int rank = static_cast<int>(proto::get_int(req, "rank", -1, kMaxRanks));
   if (rank < 0 || rank >= job.size)
     fail(PCM_ERR_REFUSED, "job '{}' has no rank {} (it has {} processes)", job.name, rank, job.size);
-  if (job.pending)
-    fail(PCM_ERR_REFUSED, "job '{}' already has a pending {} (command {})", job.name,
-         job.pending->kind, job.pending->id);
   std::string host;
   if (auto wanted = proto::opt_string(req, "host", proto::kMaxHost)) {
-    if (std::find(options_.hosts.begin(), options_.hosts.end(), *wanted) == options_.hosts.end())
+    auto names = host_names();
+    if (std::find(names.begin(), names.end(), *wanted) == names.end())
       fail(PCM_ERR_REFUSED, "host '{}' is not in pcmd's inventory ({})", *wanted,
-           fmt::join(options_.hosts, ", "));
+           fmt::join(names, ", "));
     host = *wanted;
   } else {
     // The inventory host with the fewest of this job's processes, other ranks counted only.
     std::size_t best = SIZE_MAX;
-    for (const auto& h : options_.hosts) {
+    for (const auto& h : inventory_) {
       std::size_t n = 0;
       for (int r = 0; r < job.size; ++r)
-        if (r != rank && job.hosts[r] == h) ++n;
+        if (r != rank && job.hosts[r] == h.name) ++n;
       if (n < best) {
         best = n;
-        host = h;
+        host = h.name;
       }
     }
   }
+  if (host != job.hosts[rank] && free_slots(host, nullptr) <= 0)
+    fail(PCM_ERR_REFUSED, "host '{}' has no free slot", host);
   Command c;
-  c.id = next_command_++;
   c.kind = "migrate";
   c.rank = rank;
   c.host = host;
-  job.pending = c;
-  job.last_event = fmt::format("migrate of rank {} to {} requested", rank, host);
-  log_->info("job {}: command {}: {}", job.name, c.id, job.last_event);
-  return json{{"ok", true}, {"command", c.id}, {"host", host}};
+  c.size = job.size;
+  return queue(job, c);
+}
+
+json Server::op_reshape(const std::string& op, const json& req) {
+  Job& job = job_for_command(req);
+  Command c;
+  c.kind = op;
+  std::string preferred_host;
+  if (auto wanted = proto::opt_string(req, "host", proto::kMaxHost)) {
+    auto names = host_names();
+    if (std::find(names.begin(), names.end(), *wanted) == names.end())
+      fail(PCM_ERR_REFUSED, "host '{}' is not in pcmd's inventory ({})", *wanted,
+           fmt::join(names, ", "));
+    preferred_host = *wanted;
+  }
+  std::vector<int> source;  // old rank whose host each new rank prefers
+  int preferred_new = INT32_MAX;
+  if (op == "split") {
+    c.rank = static_cast<int>(proto::get_int(req, "rank", -1, kMaxRanks));
+    if (c.rank < 0 || c.rank >= job.size)
+      fail(PCM_ERR_REFUSED, "job '{}' has no rank {} (it has {} processes)", job.name, c.rank,
+           job.size);
+    c.into = static_cast<int>(proto::get_int(req, "into", 0, kMaxRanks));
+    if (c.into < 2) fail(PCM_ERR_REFUSED, "a split needs --into 2 or more (got {})", c.into);
+    c.size = job.size + c.into - 1;
+    for (int i = 0; i < c.size; ++i)
+      source.push_back(i < c.rank ? i : i < c.rank + c.into ? c.rank : i - c.into + 1);
+    if (!preferred_host.empty()) preferred_new = c.rank;
+  } else if (op == "merge") {
+    auto it = req.find("ranks");
+    if (it == req.end() || !it->is_array()) fail(PCM_ERR_ARG, "field \"ranks\" must be an array");
+    std::set<int> seen;
+    for (const auto& r : *it) {
+      if (!r.is_number_integer()) fail(PCM_ERR_ARG, "field \"ranks\" must hold integers");
+      int v = r.get<int>();
+      if (v < 0 || v >= job.size)
+        fail(PCM_ERR_REFUSED, "job '{}' has no rank {} (it has {} processes)", job.name, v,
+             job.size);
+      if (!seen.insert(v).second) fail(PCM_ERR_REFUSED, "rank {} is listed twice", v);
+      c.ranks.push_back(v);
+    }
+    if (c.ranks.size() < 2) fail(PCM_ERR_REFUSED, "a merge needs at least two ranks");
+    c.size = job.size - static_cast<int>(c.ranks.size()) + 1;
+  } else {  // resize
+    c.size = static_cast<int>(proto::get_int(req, "size", -1, kMaxRanks));
+    if (c.size < 1) fail(PCM_ERR_REFUSED, "cannot resize job '{}' to {} processes", job.name, c.size);
+    if (c.size == job.size)
+      fail(PCM_ERR_REFUSED, "job '{}' already has {} processes", job.name, c.size);
+    if (c.size > job.size) {
+      for (int i = 0; i < c.size; ++i) source.push_back(i < job.size ? i : -1);
+      if (!preferred_host.empty()) preferred_new = job.size;
+    }
+  }
+  if (!source.empty()) c.hosts = place(job, source, preferred_new, preferred_host);
+  return queue(job, c);
 }
 
 }  // namespace pcm::detail

@@ -22,16 +22,31 @@ struct ServerOptions {
   std::string bind = "tcp://127.0.0.1:*";  // ZeroMQ endpoint; '*' port: any free one
   std::string data_dir;                    // holds jobs/<job>/store.h5
   std::string secret;                      // required in every request
-  std::vector<std::string> hosts;          // hosts that reconfigurations may place processes on
+  // Inventory: "host" or "host:slots", the hosts reconfigurations may place processes on and
+  // how many processes each may hold (over all running jobs). Default: localhost and this
+  // host's name, each with 4 slots per core.
+  std::vector<std::string> hosts;
+};
+
+struct HostSlots {
+  std::string name;
+  int slots = 0;
 };
 
 // A reconfiguration requested by an operator and not yet carried out.
 struct Command {
   std::int64_t id = 0;
-  std::string kind;  // "migrate"
-  int rank = -1;
-  std::string host;
+  std::string kind;  // migrate | split | merge | resize
+  int rank = -1;     // migrate, split: the rank concerned
+  int into = 0;      // split: into how many processes
+  std::vector<int> ranks;  // merge: the ranks that become one
+  int size = 0;            // the world's size afterwards
+  std::string host;        // migrate: the target host
+  std::vector<std::string> hosts;  // split, resize growing: the new world's host for each rank
   bool delivered = false;  // rank 0 has been told
+
+  proto::json to_json() const;
+  std::string describe() const;
 };
 
 struct Job {
@@ -39,6 +54,7 @@ struct Job {
   std::string state;  // running | finished
   int size = 0;
   std::vector<std::string> hosts;  // by rank
+  std::string executable;          // what reconfigurations spawn (checked before each)
   std::int64_t iteration = 0;
   int reconfigurations = 0;
   std::optional<Command> pending;
@@ -76,8 +92,16 @@ class Server {
   proto::json op_load(const proto::json& req, std::vector<char>& reply_data);
   proto::json op_status(const proto::json& req);
   proto::json op_migrate(const proto::json& req);
+  proto::json op_reshape(const std::string& op, const proto::json& req);
+  Job& job_for_command(const proto::json& req);
+  proto::json queue(Job& job, Command c);
+  int free_slots(const std::string& host, const Job* except) const;
+  std::vector<std::string> place(const Job& job, const std::vector<int>& source_of_new_rank,
+                                 int preferred_new, const std::string& preferred_host) const;
+  std::vector<std::string> host_names() const;
 
   ServerOptions options_;
+  std::vector<HostSlots> inventory_;
   zmq::socket_t socket_;
   std::string endpoint_;
   Store store_;
