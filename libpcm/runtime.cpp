@@ -169,7 +169,8 @@ int Runtime::init(MPI_Comm* comm) {
   std::vector<std::string> hosts = gather_hosts();
   if (rank_ == 0) {
     try {
-      json req{{"op", "register"}, {"size", size_}, {"hosts", hosts}, {"executable", self_exe_}};
+      json req{{"op", "register"}, {"size", size_}, {"hosts", hosts}, {"executable", self_exe_},
+               {"pid", static_cast<long>(::getpid())}};
       if (const char* name = std::getenv("PCM_JOB"); name && *name) {
         if (!proto::valid_name(name))
           fail(PCM_ERR_ARG, "PCM_JOB='{}' is not a valid job name (1-64 of A-Z a-z 0-9 . _ -)", name);
@@ -440,6 +441,7 @@ void Runtime::report_reconfigured(const Command& cmd, bool success, const std::s
     if (success) {
       req["size"] = size_;
       req["hosts"] = gather_hosts();  // collective: every rank of the new world is here
+      req["pid"] = static_cast<long>(::getpid());
       if (rank_ != 0) return;
     } else {
       req["error"] = error;

@@ -2,7 +2,10 @@
 // becomes an error reply; the loop never dies on a bad request.
 #include "server.h"
 
+#include <signal.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <algorithm>
 #include <set>
@@ -84,10 +87,17 @@ Server::Server(zmq::context_t& context, ServerOptions options)
     fail(PCM_ERR_CONFIG, "cannot listen on {}: {}", options_.bind, e.what());
   }
   endpoint_ = socket_.get(zmq::sockopt::last_endpoint);
+  char name[256] = {0};
+  if (::gethostname(name, sizeof name - 1) == 0) my_host_ = name;
 }
 
 void Server::run(const std::atomic<bool>& stop) {
+  auto next_check = std::chrono::steady_clock::now();
   while (!stop.load()) {
+    if (std::chrono::steady_clock::now() >= next_check) {
+      check_jobs_alive();
+      next_check = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    }
     zmq::pollitem_t item{socket_.handle(), 0, ZMQ_POLLIN, 0};
     try {
       if (zmq::poll(&item, 1, std::chrono::milliseconds(200)) == 0) continue;
@@ -96,6 +106,24 @@ void Server::run(const std::atomic<bool>& stop) {
       throw;
     }
     serve_one();
+  }
+}
+
+// A job whose rank 0 ran on this host and is gone without saying "finished" has failed (killed,
+// crashed, or aborted by hydra when a spawned process died): say so, and what it was doing.
+void Server::check_jobs_alive() {
+  for (auto& [name, job] : jobs_) {
+    if (job.state != "running" || job.rank0_pid <= 0) continue;
+    if (job.rank0_host != my_host_ && job.rank0_host != "localhost") continue;
+    if (::kill(static_cast<pid_t>(job.rank0_pid), 0) == 0 || errno != ESRCH) continue;
+    job.state = "failed";
+    job.last_event = fmt::format("rank 0 (pid {}) ended without finishing", job.rank0_pid);
+    if (job.pending) {
+      job.last_event += fmt::format("; {} (command {}) did not complete", job.pending->describe(),
+                                    job.pending->id);
+      job.pending.reset();
+    }
+    log_->warn("job {}: {}", name, job.last_event);
   }
 }
 
@@ -213,6 +241,8 @@ json Server::op_register(const json& req) {
   job.size = size;
   job.hosts = std::move(hosts);
   job.executable = proto::opt_string(req, "executable", 4096).value_or("");
+  job.rank0_pid = static_cast<long>(proto::opt_int(req, "pid", 0, INT32_MAX).value_or(0));
+  job.rank0_host = job.hosts[0];
   job.last_event = "started";
   job.last_seen = std::chrono::steady_clock::now();
   jobs_[name] = std::move(job);
@@ -245,6 +275,8 @@ json Server::op_reconfigured(const json& req) {
     job.hosts = get_hosts(req, size);
     job.size = size;
     job.reconfigurations++;
+    job.rank0_pid = static_cast<long>(proto::opt_int(req, "pid", 0, INT32_MAX).value_or(0));
+    job.rank0_host = job.hosts[0];
     job.last_event = job.pending->describe() + " done";
   } else {
     job.last_event = fmt::format("{} failed: {}", job.pending->describe(),

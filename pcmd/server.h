@@ -60,6 +60,8 @@ struct Job {
   std::optional<Command> pending;
   std::string last_event;
   std::chrono::steady_clock::time_point last_seen;
+  long rank0_pid = 0;  // watched while rank 0 runs on pcmd's host
+  std::string rank0_host;
 };
 
 class Server {
@@ -79,6 +81,7 @@ class Server {
 
  private:
   void serve_one();
+  void check_jobs_alive();
   proto::json dispatch(const std::string& op, const proto::json& req, const void* data,
                        std::size_t size, std::vector<char>& reply_data);
   Job& find_job(const proto::json& req);
@@ -109,6 +112,7 @@ class Server {
   std::int64_t next_command_ = 1;
   std::int64_t next_job_ = 1;
   std::shared_ptr<spdlog::logger> log_;
+  std::string my_host_;
 };
 
 }  // namespace pcm::detail

@@ -3,6 +3,7 @@
  * every process checks every element it owns. Prints "reshape: ok" from the last world's rank 0.
  * Usage: mpi_reshape UNITS UNIT_LEN LAYOUT(block|cyclic|block-cyclic) ITERS [SLEEP_US]. */
 #define _POSIX_C_SOURCE 200809L
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,6 +79,8 @@ int main(int argc, char **argv) {
     buf = malloc((size_t)(elements > 0 ? elements : 1) * sizeof(double));
     fill(buf, dist, rank);
   } else if (PCM_Process_Status() == PCM_SPLITTED) {
+    /* Fault test: a new process dies before it has joined the data exchange. */
+    if (getenv("RESHAPE_DIE_IF_SPLITTED")) raise(SIGKILL);
     if (PCM_Split((void **)&buf, PCM_DOUBLE, &dist, &it, &rank, &size, &world, argv[0]) != PCM_SUCCESS)
       DIE("PCM_Split (new process)");
     if (PCM_Load(0, "reconfigs", &reconfigs, PCM_INT, 1) != PCM_SUCCESS) DIE("load reconfigs");

@@ -816,113 +816,64 @@ TEST(DistributionJson, RoundTrips) {
 }
 
 TEST(DistributionJson, RejectsBadMaps) {
+  // Each case replaces one field of a valid map (8 units: rank 0 [0,5), rank 1 [5,8)).
   struct Case {
     const char* what;
-    std::function<void(json&)> change;
+    const char* key;
+    json value;
   };
   const Case cases[] = {
-      {"overlap",
-       [](json& j) {
-         j["ranks"] = {{{0, 5}}, {{3, 5}}};
-       }},
-      {"same unit twice",
-       [](json& j) {
-         j["ranks"] = {{{0, 5}}, {{4, 4}}};
-       }},
-      {"gap",
-       [](json& j) {
-         j["ranks"] = {{{0, 4}}, {{5, 3}}};
-       }},
-      {"gap at the start",
-       [](json& j) {
-         j["ranks"] = {{{1, 4}}, {{5, 3}}};
-       }},
-      {"short of units",
-       [](json& j) {
-         j["ranks"] = {{{0, 5}}, {{5, 2}}};
-       }},
-      {"beyond units",
-       [](json& j) {
-         j["ranks"] = {{{0, 5}}, {{5, 4}}};
-       }},
-      {"out of order in a rank",
-       [](json& j) {
-         j["ranks"] = {{{5, 3}, {0, 5}}};
-       }},
-      {"negative count",
-       [](json& j) {
-         j["ranks"] = {{{0, 5}}, {{5, -3}}, {{2, 6}}};
-       }},
-      {"zero count",
-       [](json& j) {
-         j["ranks"] = {{{0, 5}, {6, 0}}, {{5, 3}}};
-       }},
-      {"negative first",
-       [](json& j) {
-         j["ranks"] = {{{-2, 7}}, {{5, 3}}};
-       }},
-      {"no ranks", [](json& j) { j["ranks"] = json::array(); }},
-      {"units 0", [](json& j) { j["units"] = 0; }},
-      {"units -8", [](json& j) { j["units"] = -8; }},
-      {"unit_len 0", [](json& j) { j["unit_len"] = 0; }},
-      {"unit_len -1", [](json& j) { j["unit_len"] = -1; }},
-      {"block 0", [](json& j) { j["block"] = 0; }},
-      {"halo -1", [](json& j) { j["halo"] = -1; }},
-      {"layout 0", [](json& j) { j["layout"] = 0; }},
-      {"layout 5", [](json& j) { j["layout"] = 5; }},
-      {"layout -1", [](json& j) { j["layout"] = -1; }},
-      {"no layout", [](json& j) { j.erase("layout"); }},
-      {"no units", [](json& j) { j.erase("units"); }},
-      {"no unit_len", [](json& j) { j.erase("unit_len"); }},
-      {"no block", [](json& j) { j.erase("block"); }},
-      {"no halo", [](json& j) { j.erase("halo"); }},
-      {"no ranks", [](json& j) { j.erase("ranks"); }},
-      {"units a string", [](json& j) { j["units"] = "8"; }},
-      {"units null", [](json& j) { j["units"] = nullptr; }},
-      {"units a bool", [](json& j) { j["units"] = true; }},
-      {"units an array", [](json& j) { j["units"] = {8}; }},
-      {"layout a string", [](json& j) { j["layout"] = "block"; }},
-      {"halo an object", [](json& j) { j["halo"] = json::object(); }},
-      {"ranks a string", [](json& j) { j["ranks"] = "ranks"; }},
-      {"ranks a number", [](json& j) { j["ranks"] = 2; }},
-      {"ranks null", [](json& j) { j["ranks"] = nullptr; }},
-      {"ranks of numbers",
-       [](json& j) {
-         j["ranks"] = {5, 3};
-       }},
-      {"segment a number",
-       [](json& j) {
-         j["ranks"] = {{0, 5}, {{5, 3}}};
-       }},
-      {"segment a string",
-       [](json& j) {
-         j["ranks"] = {{{0, 5}}, {"5,3"}};
-       }},
-      {"segment too short",
-       [](json& j) {
-         j["ranks"] = {{{0, 5}}, {{5}}};
-       }},
-      {"segment empty",
-       [](json& j) {
-         j["ranks"] = {{{0, 5}}, {json::array()}};
-       }},
-      {"segment an object",
-       [](json& j) {
-         j["ranks"] = {{{0, 5}}, {{{"first", 5}}}};
-       }},
-      {"segment of strings",
-       [](json& j) {
-         j["ranks"] = {{{0, 5}}, {{"5", "3"}}};
-       }},
-      {"segment of nulls",
-       [](json& j) {
-         j["ranks"] = {{{0, 5}}, {{nullptr, nullptr}}};
-       }},
+      {"overlap", "ranks", {{{0, 5}}, {{3, 5}}}},
+      {"a unit owned twice", "ranks", {{{0, 5}}, {{4, 4}}}},
+      {"whole segment twice", "ranks", {{{0, 5}}, {{5, 3}}, {{5, 3}}}},
+      {"gap", "ranks", {{{0, 4}}, {{5, 3}}}},
+      {"gap at the start", "ranks", {{{1, 4}}, {{5, 3}}}},
+      {"short of units", "ranks", {{{0, 5}}, {{5, 2}}}},
+      {"beyond units", "ranks", {{{0, 5}}, {{5, 4}}}},
+      {"out of order in a rank", "ranks", {{{5, 3}, {0, 5}}}},
+      {"negative count", "ranks", {{{0, 5}}, {{5, -3}}, {{2, 6}}}},
+      {"zero count", "ranks", {{{0, 5}, {6, 0}}, {{5, 3}}}},
+      {"zero count at the end", "ranks", {{{0, 5}}, {{5, 3}}, {{8, 0}}}},
+      {"negative first", "ranks", {{{-2, 7}}, {{5, 3}}}},
+      {"no ranks", "ranks", json::array()},
+      {"units 0", "units", 0},
+      {"units -8", "units", -8},
+      {"unit_len 0", "unit_len", 0},
+      {"unit_len -1", "unit_len", -1},
+      {"block 0", "block", 0},
+      {"halo -1", "halo", -1},
+      {"layout 0", "layout", 0},
+      {"layout 5", "layout", 5},
+      {"layout -1", "layout", -1},
+      {"units a string", "units", "8"},
+      {"units null", "units", nullptr},
+      {"units a bool", "units", true},
+      {"units an array", "units", json::array({8})},
+      {"unit_len a string", "unit_len", "1"},
+      {"block a string", "block", "1"},
+      {"layout a string", "layout", "block"},
+      {"halo an object", "halo", json::object()},
+      {"ranks a string", "ranks", "ranks"},
+      {"ranks a number", "ranks", 2},
+      {"ranks null", "ranks", nullptr},
+      {"ranks of numbers", "ranks", json::array({5, 3})},
+      {"segment a number", "ranks", {{0, 5}, {{5, 3}}}},
+      {"segment a string", "ranks", {{{0, 5}}, {"5,3"}}},
+      {"segment too short", "ranks", {{{0, 5}}, {{5}}}},
+      {"segment empty", "ranks", {{{0, 5}}, {json::array()}}},
+      {"segment an object", "ranks", {{{0, 5}}, {{{"first", 5}}}}},
+      {"segment of strings", "ranks", {{{0, 5}}, json::array({json::array({"5", "3"})})}},
+      {"segment of nulls", "ranks", {{{0, 5}}, {{nullptr, nullptr}}}},
   };
   for (const Case& c : cases) {
     json j = valid_json();
-    c.change(j);
+    j[c.key] = c.value;
     EXPECT_EQ(from_json_code(j), PCM_ERR_ARG) << c.what << ": " << j.dump();
+  }
+  for (const char* key : {"layout", "units", "unit_len", "block", "halo", "ranks"}) {
+    json j = valid_json();
+    j.erase(key);
+    EXPECT_EQ(from_json_code(j), PCM_ERR_ARG) << "no " << key;
   }
   // Not an object at all.
   for (const json& j :

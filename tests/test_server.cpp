@@ -3,6 +3,10 @@
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -25,7 +29,7 @@ class ServerTest : public ::testing::Test {
     o.bind = "tcp://127.0.0.1:*";
     o.data_dir = dir_.string();
     o.secret = "right-secret";
-    o.hosts = {"localhost", "nodeb"};
+    o.hosts = {"localhost:4", "nodeb:2"};
     server_ = std::make_unique<pcm::detail::Server>(ctx_, o);
     thread_ = std::thread([this] { server_->run(stop_); });
     client_ = std::make_unique<Client>(ctx_, server_->endpoint(), "right-secret");
@@ -180,4 +184,65 @@ TEST_F(ServerTest, StoreAndLoadWithSizeChecks) {
   EXPECT_EQ(code({{"op", "store"}, {"job", "s"}, {"rank", 0}, {"key", "../../x"}, {"type", PCM_INT},
                   {"count", 0}}),
             PCM_ERR_ARG);
+}
+
+TEST_F(ServerTest, SplitMergeResizeAreValidatedBeforeAnythingHappens) {
+  register_job("r", 2);  // both ranks on localhost (4 slots), nodeb has 2
+  EXPECT_EQ(code({{"op", "split"}, {"job", "r"}, {"rank", 5}, {"into", 2}}), PCM_ERR_REFUSED);
+  EXPECT_EQ(code({{"op", "split"}, {"job", "r"}, {"rank", 0}, {"into", 1}}), PCM_ERR_REFUSED);
+  EXPECT_EQ(code({{"op", "split"}, {"job", "r"}, {"rank", 0}, {"into", 6}}), PCM_ERR_REFUSED);
+  EXPECT_NE(last_error_.find("no free slot"), std::string::npos) << last_error_;
+  EXPECT_EQ(code({{"op", "split"}, {"job", "r"}, {"rank", 0}, {"into", 2}, {"host", "nowhere"}}),
+            PCM_ERR_REFUSED);
+  EXPECT_EQ(code({{"op", "merge"}, {"job", "r"}, {"ranks", {0}}}), PCM_ERR_REFUSED);
+  EXPECT_EQ(code({{"op", "merge"}, {"job", "r"}, {"ranks", {0, 0}}}), PCM_ERR_REFUSED);
+  EXPECT_EQ(code({{"op", "merge"}, {"job", "r"}, {"ranks", {0, 2}}}), PCM_ERR_REFUSED);
+  EXPECT_EQ(code({{"op", "merge"}, {"job", "r"}, {"ranks", "0,1"}}), PCM_ERR_ARG);
+  EXPECT_EQ(code({{"op", "resize"}, {"job", "r"}, {"size", 0}}), PCM_ERR_REFUSED);
+  EXPECT_EQ(code({{"op", "resize"}, {"job", "r"}, {"size", 2}}), PCM_ERR_REFUSED);
+  EXPECT_EQ(code({{"op", "resize"}, {"job", "r"}, {"size", 7}}), PCM_ERR_REFUSED);  // 6 slots
+  // Nothing was queued by the refusals.
+  auto st = client_->request({{"op", "status"}, {"job", "r"}});
+  EXPECT_TRUE(st.header["jobs"][0]["pending"].is_null());
+
+  // A valid split: the new world fills localhost first, then nodeb; one command at a time.
+  auto r = client_->request({{"op", "split"}, {"job", "r"}, {"rank", 1}, {"into", 4}});
+  EXPECT_EQ(r.header.at("size"), 5);
+  EXPECT_EQ(r.header.at("hosts"),
+            json({"localhost", "localhost", "localhost", "localhost", "nodeb"}));
+  EXPECT_EQ(code({{"op", "merge"}, {"job", "r"}, {"ranks", {0, 1}}}), PCM_ERR_REFUSED);
+  EXPECT_NE(last_error_.find("in flight"), std::string::npos) << last_error_;
+  auto p = client_->request({{"op", "poll"}, {"job", "r"}, {"iteration", 3}});
+  EXPECT_EQ(p.header["command"]["kind"], "split");
+  EXPECT_EQ(p.header["command"]["into"], 4);
+}
+
+TEST_F(ServerTest, AMissingProgramIsRefusedBeforeSpawning) {
+  fs::path exe = dir_ / "prog";
+  std::ofstream(exe.string()) << "#!/bin/sh\n";
+  fs::permissions(exe, fs::perms::owner_all);
+  client_->request({{"op", "register"}, {"job", "e"}, {"size", 1}, {"hosts", {"localhost"}},
+                    {"executable", exe.string()}});
+  fs::remove(exe);
+  EXPECT_EQ(code({{"op", "split"}, {"job", "e"}, {"rank", 0}, {"into", 2}}), PCM_ERR_REFUSED);
+  EXPECT_NE(last_error_.find("no longer executable"), std::string::npos) << last_error_;
+  EXPECT_EQ(code({{"op", "migrate"}, {"job", "e"}, {"rank", 0}}), PCM_ERR_REFUSED);
+}
+
+TEST_F(ServerTest, AJobWhoseRank0VanishedIsMarkedFailed) {
+  pid_t child = fork();
+  if (child == 0) _exit(0);
+  waitpid(child, nullptr, 0);  // a pid that no longer exists
+  client_->request({{"op", "register"}, {"job", "gone"}, {"size", 1}, {"hosts", {"localhost"}},
+                    {"pid", child}});
+  client_->request({{"op", "resize"}, {"job", "gone"}, {"size", 2}});
+  std::string state;
+  for (int i = 0; i < 50 && state != "failed"; ++i) {  // pcmd checks once a second
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    state = client_->request({{"op", "status"}, {"job", "gone"}}).header["jobs"][0]["state"];
+  }
+  auto job = client_->request({{"op", "status"}, {"job", "gone"}}).header["jobs"][0];
+  EXPECT_EQ(job["state"], "failed");
+  EXPECT_NE(job["last_event"].get<std::string>().find("resize to 2 (command"), std::string::npos)
+      << job.dump();
 }

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# reshape_failures.sh BUILD — run under with_pcmd.sh. Reconfigurations that cannot work:
+#  1. a split to a host outside the inventory and 2. a split after the program was deleted are
+#     refused by pcmd before anything happens, and the job runs on to a correct result;
+#  3. a split whose new process is killed before it joins ends the job with an error within a
+#     bounded time (no hang), pcmctl says what happened, and what was stored is still there.
+set -uo pipefail
+MPIEXEC=${MPIEXEC:-mpiexec}
+build=$1
+pcmctl=$build/pcmctl
+fail() { echo "reshape_failures: FAIL: $*" >&2; exit 1; }
+
+# The program runs from a copy, so that case 2 can delete it.
+prog=$PCM_TEST_DIR/reshape_copy
+cp "$build/tests/mpi_reshape" "$prog"
+
+job=fail-$$
+PCM_JOB=$job timeout 300 "$MPIEXEC" -n 2 "$prog" 40 4 block 3000 1500 >"$PCM_TEST_DIR/a.out" 2>&1 &
+mpi=$!
+"$pcmctl" wait "$job" --iteration 10 --timeout 120 || fail "job did not start"
+err=$("$pcmctl" split "$job" 0 --into 2 --host no-such-host 2>&1) && fail "split to an unknown host accepted"
+echo "$err" | grep -q inventory || fail "unexpected message: $err"
+echo "refused as expected: $err"
+"$pcmctl" split "$job" 1 --into 2 || fail "a valid split was refused"
+"$pcmctl" wait "$job" --reconfigurations 1 --timeout 120 || fail "the valid split did not complete"
+rm -f "$prog"
+err=$("$pcmctl" resize "$job" --to 4 2>&1) && fail "a split with the program deleted was accepted"
+echo "$err" | grep -q "no longer executable" || fail "unexpected message: $err"
+echo "refused as expected: $err"
+wait $mpi || fail "the job failed after refused commands: $(cat "$PCM_TEST_DIR/a.out")"
+grep -q '^reshape: ok: 1 reconfigurations, 3 processes, 0 wrong' "$PCM_TEST_DIR/a.out" ||
+  fail "wrong result: $(cat "$PCM_TEST_DIR/a.out")"
+echo "cases 1 and 2: refused, and the job ended correctly"
+
+job=kill-$$
+start=$SECONDS
+PCM_JOB=$job RESHAPE_DIE_IF_SPLITTED=1 timeout 300 "$MPIEXEC" -n 2 "$build/tests/mpi_reshape" 40 4 block 100000 1500 \
+  >"$PCM_TEST_DIR/b.out" 2>&1 &
+mpi=$!
+"$pcmctl" wait "$job" --iteration 10 --timeout 120 || fail "job did not start"
+"$pcmctl" split "$job" 0 --into 2 || fail "split refused"
+wait $mpi
+rc=$?
+elapsed=$((SECONDS - start))
+[ $rc -ne 0 ] || fail "the job exited 0 although a new process was killed"
+[ $rc -ne 124 ] || fail "the job hung until timeout killed it"
+echo "case 3: the job ended with exit $rc after ${elapsed}s"
+end=$((SECONDS + 10))
+until "$pcmctl" status "$job" --json | grep -q '"state": "failed"'; do
+  [ $SECONDS -lt $end ] || fail "pcmd does not show the job failed: $("$pcmctl" status "$job")"
+  sleep 0.2
+done
+"$pcmctl" status "$job"
+"$pcmctl" status "$job" --json | grep -q 'split of rank 0 into 2 (command [0-9]*) did not complete' ||
+  fail "pcmctl does not say which reconfiguration failed"
+# What rank 0 stored before the split is intact in pcmd's store.
+h5dump -d /rank_0/reconfigs "$PCM_TEST_DIR"/data/jobs/"$job"/store.h5 | grep -q '(0): 1' ||
+  fail "the data stored before the failure is gone"
+echo "reshape_failures: ok"

@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""reshape_sequence.py — run under with_pcmd.sh: drive a PCM job through a seeded random sequence
+of split, merge, resize and migrate commands (pcmctl), then check its result bit for bit.
+
+  reshape_sequence.py BUILD SEED [--program heat2d|reshape] [--ops N] [--max-procs P]
+                      [--layout block|cyclic|block-cyclic]
+
+heat2d: the final checksum must equal the plain MPI run's. reshape: the program checks every
+element after every reconfiguration itself. Both must exit 0 with the expected number of
+reconfigurations, and every retired process must have used almost no CPU.
+"""
+import argparse
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+import time
+
+p = argparse.ArgumentParser()
+p.add_argument("build")
+p.add_argument("seed", type=int)
+p.add_argument("--program", default="heat2d", choices=["heat2d", "reshape"])
+p.add_argument("--ops", type=int, default=5)
+p.add_argument("--max-procs", type=int, default=4)
+p.add_argument("--layout", default=None)
+args = p.parse_args()
+
+rng = random.Random(args.seed)
+layouts = ["block", "cyclic", "block-cyclic"]
+layout = args.layout or layouts[args.seed % 3]
+np0 = 1 + args.seed % 2  # odd seeds start on 2 processes, even ones on 1 (so 1->N is covered)
+mpiexec = os.environ.get("MPIEXEC", "mpiexec")
+pcmctl = os.path.join(args.build, "pcmctl")
+tmp = os.environ["PCM_TEST_DIR"]
+job = f"seq-{args.seed}-{os.getpid()}"
+
+
+def fail(msg):
+    print(f"reshape_sequence: FAIL (seed {args.seed}, layout {layout}): {msg}", flush=True)
+    try:
+        print(open(os.path.join(tmp, "job.out")).read())
+    except OSError:
+        pass
+    sys.exit(1)
+
+
+def ctl(*a, check=True):
+    r = subprocess.run([pcmctl, *a], capture_output=True, text=True, timeout=300)
+    if check and r.returncode != 0:
+        fail(f"pcmctl {' '.join(a)}: {r.stderr.strip()}")
+    return r
+
+
+# Long enough to outlast the whole sequence: each command waits for the previous one only.
+iters = 600 * (args.ops + 2)
+if args.program == "heat2d":
+    prog_args = ["--nx", "61", "--ny", "40", "--iters", str(iters), "--throttle-us", "2000",
+                 "--layout", layout, "--block", "3"]
+    plain = subprocess.run([mpiexec, "-n", "2", os.path.join(args.build, "examples/heat2d/heat2d_plain"),
+                            *prog_args[:6]], capture_output=True, text=True, timeout=300)
+    m = re.search(r"^checksum (\w+)", plain.stdout, re.M)
+    if not m:
+        fail(f"plain heat2d printed no checksum: {plain.stdout} {plain.stderr}")
+    expected = m.group(1)
+    cmd = [os.path.join(args.build, "examples/heat2d/heat2d_pcm"), *prog_args]
+else:
+    cmd = [os.path.join(args.build, "tests/mpi_reshape"), "53", "7", layout, str(iters), "2000"]
+
+out = open(os.path.join(tmp, "job.out"), "w")
+env = dict(os.environ, PCM_JOB=job)
+proc = subprocess.Popen([mpiexec, "-n", str(np0), *cmd], stdout=out, stderr=subprocess.STDOUT,
+                        stdin=subprocess.DEVNULL, env=env)
+
+size = np0
+done = 0
+history = []
+ctl("wait", job, "--iteration", "20", "--timeout", "120")
+kinds = ["split", "merge", "resize", "migrate"] + [rng.choice(["split", "merge", "resize", "migrate"])
+                                                   for _ in range(max(0, args.ops - 4))]
+rng.shuffle(kinds)
+for kind in kinds[: args.ops]:
+    if kind == "merge" and size == 1:
+        kind = "split"
+    if kind == "split" and size >= args.max_procs:
+        kind = "merge"
+    if kind == "split":
+        r = rng.randrange(size)
+        n = rng.randint(2, args.max_procs - size + 1)
+        a, new = ["split", job, str(r), "--into", str(n)], size + n - 1
+    elif kind == "merge":
+        k = rng.randint(2, size)
+        ranks = sorted(rng.sample(range(size), k))
+        a, new = ["merge", job, *map(str, ranks)], size - k + 1
+    elif kind == "resize":
+        new = rng.choice([t for t in range(1, args.max_procs + 1) if t != size])
+        a = ["resize", job, "--to", str(new)]
+    else:
+        a, new = ["migrate", job, str(rng.randrange(size))], size
+    ctl(*a)
+    done += 1
+    ctl("wait", job, "--reconfigurations", str(done), "--timeout", "180")
+    history.append(f"{' '.join(a[:1] + a[2:])} ({size}->{new})")
+    size = new
+
+try:
+    rc = proc.wait(timeout=600)
+except subprocess.TimeoutExpired:
+    proc.kill()
+    fail("the job did not end within 600 s")
+out.close()
+text = open(os.path.join(tmp, "job.out")).read()
+if rc != 0:
+    fail(f"the job exited with {rc}")
+status = json.loads(ctl("status", job, "--json").stdout)["jobs"][0]
+if status["reconfigurations"] != done or status["state"] != "finished" or status["size"] != size:
+    fail(f"pcmd shows {status}")
+if args.program == "heat2d":
+    m = re.search(r"^checksum (\w+)", text, re.M)
+    if not m or m.group(1) != expected:
+        fail(f"checksum {m.group(1) if m else None} differs from the plain run's {expected}")
+    m = re.search(r"^reconfigurations (\d+)", text, re.M)
+    if not m or int(m.group(1)) != done:
+        fail(f"heat2d reports {m.group(1) if m else None} reconfigurations, expected {done}")
+else:
+    if not re.search(rf"^reshape: ok: {done} reconfigurations, {size} processes, 0 wrong", text, re.M):
+        fail("the reshape program did not report success")
+for parked, cpu in re.findall(r"^heat2d: retired parked ([\d.]+) s cpu ([\d.]+) s", text, re.M):
+    if float(parked) > 0.5 and float(cpu) / float(parked) > 0.05:
+        fail(f"a retired process used {cpu} s of CPU in {parked} s")
+print(f"reshape_sequence: ok: seed {args.seed}, {args.program}, layout {layout}, start {np0}: "
+      + "; ".join(history))
