@@ -29,6 +29,8 @@ void append(std::vector<Segment>& list, std::int64_t first, std::int64_t count) 
 Distribution Distribution::regular(Layout layout, std::int64_t units, std::int64_t unit_len,
                                    std::int64_t block, std::int64_t halo, int size) {
   if (units < 1) fail(PCM_ERR_ARG, "a distribution needs at least one unit (got {})", units);
+  if (units > (std::int64_t{1} << 40) || unit_len > (std::int64_t{1} << 40) || halo > (1 << 20))
+    fail(PCM_ERR_ARG, "distribution parameters too large");
   if (unit_len < 1) fail(PCM_ERR_ARG, "unit length {} must be at least 1", unit_len);
   if (halo < 0) fail(PCM_ERR_ARG, "halo {} must not be negative", halo);
   if (size < 1) fail(PCM_ERR_ARG, "a distribution needs at least one process (got {})", size);
@@ -162,6 +164,7 @@ std::int64_t Distribution::local_elements(int rank) const {
 
 std::int64_t Distribution::segment_offset(int rank, std::size_t i) const {
   const auto& list = owned_.at(rank);
+  if (i >= list.size()) fail(PCM_ERR_ARG, "rank {} has {} segments, not {}", rank, list.size(), i + 1);
   std::int64_t units = halo_;
   for (std::size_t k = 0; k < i; ++k) units += list[k].count + 2 * halo_;
   return units * unit_len_;
@@ -233,24 +236,54 @@ json Distribution::to_json() const {
               {"block", block_}, {"halo", halo_}, {"ranks", ranks}};
 }
 
+namespace {
+// A whole number in [lo, hi] (no truncation of floats or of wider integers).
+std::int64_t field(const json& j, const char* key, std::int64_t lo, std::int64_t hi) {
+  const json& v = j.at(key);
+  if (!v.is_number_integer()) fail(PCM_ERR_ARG, "distribution field \"{}\" must be an integer", key);
+  if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(hi))
+    fail(PCM_ERR_ARG, "distribution field \"{}\" is out of range", key);
+  std::int64_t x = v.get<std::int64_t>();
+  if (x < lo || x > hi) fail(PCM_ERR_ARG, "distribution field \"{}\" = {} is out of range", key, x);
+  return x;
+}
+constexpr std::int64_t kMaxUnits = std::int64_t{1} << 40;
+constexpr std::int64_t kMaxHalo = std::int64_t{1} << 20;
+constexpr std::int64_t kMaxRanks = std::int64_t{1} << 20;
+}  // namespace
+
 Distribution Distribution::from_json(const json& j) {
   try {
+    if (!j.is_object()) fail(PCM_ERR_ARG, "a distribution must be a map");
     Distribution d;
-    int layout = j.at("layout").get<int>();
-    if (layout < 1 || layout > 4) fail(PCM_ERR_ARG, "unknown layout {}", layout);
-    d.layout_ = static_cast<Layout>(layout);
-    d.units_ = j.at("units").get<std::int64_t>();
-    d.unit_len_ = j.at("unit_len").get<std::int64_t>();
-    d.block_ = j.at("block").get<std::int64_t>();
-    d.halo_ = j.at("halo").get<std::int64_t>();
-    if (d.units_ < 1 || d.unit_len_ < 1 || d.block_ < 1 || d.halo_ < 0)
-      fail(PCM_ERR_ARG, "distribution parameters out of range");
-    for (const auto& segs : j.at("ranks")) {
+    d.layout_ = static_cast<Layout>(field(j, "layout", 1, 4));
+    d.units_ = field(j, "units", 1, kMaxUnits);
+    d.unit_len_ = field(j, "unit_len", 1, kMaxUnits);
+    d.block_ = field(j, "block", 1, kMaxUnits);
+    d.halo_ = field(j, "halo", 0, kMaxHalo);
+    const json& ranks = j.at("ranks");
+    if (!ranks.is_array() || ranks.empty() || static_cast<std::int64_t>(ranks.size()) > kMaxRanks)
+      fail(PCM_ERR_ARG, "distribution field \"ranks\" must be a non-empty array");
+    std::int64_t segments = 0;
+    for (const auto& segs : ranks) {
+      if (!segs.is_array()) fail(PCM_ERR_ARG, "each rank's segments must be an array");
       std::vector<Segment> list;
-      for (const auto& s : segs) list.push_back({s.at(0).get<std::int64_t>(), s.at(1).get<std::int64_t>()});
+      for (const auto& s : segs) {
+        if (!s.is_array() || s.size() != 2 || !s[0].is_number_integer() || !s[1].is_number_integer())
+          fail(PCM_ERR_ARG, "a segment must be [first, count]");
+        std::int64_t first = s[0].get<std::int64_t>(), count = s[1].get<std::int64_t>();
+        // Checked without overflow: 0 <= first < units, 0 < count <= units - first.
+        if (first < 0 || first >= d.units_ || count <= 0 || count > d.units_ - first)
+          fail(PCM_ERR_ARG, "segment [{}, {}] is outside [0, {})", first, count, d.units_);
+        list.push_back({first, count});
+      }
+      segments += static_cast<std::int64_t>(list.size());
       d.owned_.push_back(std::move(list));
     }
-    if (d.owned_.empty()) fail(PCM_ERR_ARG, "a distribution needs at least one rank");
+    // Buffer sizes must fit: (units + 2 * halo * segments) * unit_len < 2^62.
+    long double elements = (static_cast<long double>(d.units_) + 2.0L * d.halo_ * segments) * d.unit_len_;
+    if (elements > static_cast<long double>(std::int64_t{1} << 62))
+      fail(PCM_ERR_ARG, "the distribution's buffers would be too large");
     try {
       d.validate();
     } catch (const Error& e) {

@@ -890,3 +890,23 @@ TEST(DistributionJson, AcceptsRanksWithoutUnits) {
   EXPECT_EQ(d.local_elements(1), 0);
   EXPECT_EQ(d.owner(5), 2);
 }
+
+// Hostile maps from the network: truncation and overflow must be refused, not wrapped.
+TEST(DistributionJsonHostile, RejectedCleanly) {
+  const char* bad[] = {
+      R"({"layout":4294967297,"units":8,"unit_len":1,"block":1,"halo":0,"ranks":[[[0,5]],[[5,3]]]})",
+      R"({"layout":4,"units":9223372036854775807,"unit_len":1,"block":1,"halo":0,"ranks":[[[0,5]],[[5,9223372036854775807]]]})",
+      R"({"layout":4,"units":8,"unit_len":1,"block":1,"halo":4611686018427387903,"ranks":[[[0,5]],[[5,3]]]})",
+      R"({"layout":4,"units":8.7,"unit_len":1,"block":1,"halo":0,"ranks":[[[0,5]],[[5,3]]]})",
+      R"({"layout":4,"units":8,"unit_len":1,"block":1,"halo":0,"ranks":{"a":[[0,5]],"b":[[5,3]]}})",
+      R"({"layout":4,"units":8,"unit_len":1,"block":1,"halo":0,"ranks":[[[0,5,99]],[[5,3]]]})",
+  };
+  for (const char* text : bad) {
+    try {
+      pcm::detail::Distribution::from_json(nlohmann::json::parse(text));
+      ADD_FAILURE() << "accepted: " << text;
+    } catch (const pcm::Error& e) {
+      EXPECT_EQ(e.code(), PCM_ERR_ARG) << text;
+    }
+  }
+}

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Benchmark of split and merge, side by side in one run (set up like the README commands):
+#  1. split 2 -> 4 and merge 4 -> 2 of BENCH_MB MiB of doubles (block layout), broken into spawn,
+#     data movement and rebuild, with the redistribution throughput against a plain memcpy of the
+#     same bytes measured in the same run; BENCH_REPS repetitions of each;
+#  2. heat2d right after a split 1 -> 2 against heat2d launched on 2 processes (ms/iteration).
+# Environment: BENCH_MB (64), BENCH_REPS (3).
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+bash "$ROOT/scripts/setup.sh" >/dev/null
+# shellcheck source=/dev/null
+source "$ROOT/scripts/.env"
+B=$PCM_BUILD_DIR
+mb=${BENCH_MB:-64} reps=${BENCH_REPS:-3}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/pcm-bench.XXXXXX")
+export PCM_CONFIG=$tmp/pcmd.conf
+mpi=
+cleanup() {
+  [ -n "$mpi" ] && kill "$mpi" 2>/dev/null
+  [ -f "$tmp/pcmd.pid" ] && kill "$(cat "$tmp/pcmd.pid")" 2>/dev/null
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+"$B/pcmd" --detach --pidfile "$tmp/pcmd.pid" --data-dir "$tmp/data" --config "$PCM_CONFIG" \
+  --hosts localhost:16 2>"$tmp/pcmd.log"
+
+# MB MiB of doubles as units of 1024 doubles (8 KiB).
+unit_len=1024
+units=$((mb * 1024 * 1024 / 8 / unit_len))
+bytes=$((units * unit_len * 8))
+echo "== 1. split 2 -> 4 and merge 4 -> 2 of $mb MiB ($bytes bytes), $reps times each"
+"$B/bench/memcpy_rate" "$bytes" 5 | tee "$tmp/memcpy.txt"
+job=bench-reshape
+PCM_JOB=$job mpiexec -n 2 "$B/tests/mpi_reshape" "$units" "$unit_len" block 1000000 2000 \
+  >"$tmp/reshape.out" 2>&1 &
+mpi=$!
+n=0
+for r in $(seq "$reps"); do
+  for cmd in "resize $job --to 4" "resize $job --to 2"; do
+    "$B/pcmctl" wait "$job" --iteration $(( (n + 1) * 20 )) --timeout 300 >/dev/null
+    # shellcheck disable=SC2086
+    "$B/pcmctl" $cmd >/dev/null
+    n=$((n + 1))
+    "$B/pcmctl" wait "$job" --reconfigurations "$n" --timeout 300 >/dev/null
+  done
+done
+kill "$mpi" 2>/dev/null; wait "$mpi" 2>/dev/null || true; mpi=
+grep -E '^reshape: (split|merge)' "$tmp/reshape.out"
+python3 - "$tmp/reshape.out" "$tmp/memcpy.txt" "$bytes" <<'PY'
+import re, statistics, sys
+out, memcpy, nbytes = open(sys.argv[1]).read(), open(sys.argv[2]).read(), int(sys.argv[3])
+mem = float(re.search(r"([\d.]+) GB/s", memcpy).group(1))
+splits = [(float(t), float(s), float(d)) for t, s, d in re.findall(
+    r"^reshape: split .*?: ([\d.]+) s \(old rank 0: spawn ([\d.]+) data ([\d.]+)\)", out, re.M)]
+merges = [(float(t), float(d), float(b)) for t, d, b in re.findall(
+    r"^reshape: merge .*?: ([\d.]+) s \(rank 0: spawn [\d.]+ data ([\d.]+) rebuild ([\d.]+)\)", out, re.M)]
+med = statistics.median
+if splits:
+    t, s, d = (med(x) for x in zip(*splits))
+    print(f"split 2->4 (median of {len(splits)}): total {t:.3f} s = spawn {s:.3f} s + data {d:.3f} s "
+          f"(+ rebuild in the new world); data {nbytes / d / 1e9:.2f} GB/s = {nbytes / d / 1e9 / mem:.3f} x memcpy ({mem:.2f} GB/s)")
+if merges:
+    t, d, b = (med(x) for x in zip(*merges))
+    print(f"merge 4->2 (median of {len(merges)}): total {t:.3f} s = data {d:.3f} s + rebuild {b:.3f} s; "
+          f"data {nbytes / d / 1e9:.2f} GB/s = {nbytes / d / 1e9 / mem:.3f} x memcpy")
+PY
+
+echo "== 2. heat2d after a split 1 -> 2 against heat2d launched on 2 processes (768x768)"
+h=(--nx 768 --ny 768 --report 500)
+fresh=$(mpiexec -n 2 "$B/examples/heat2d/heat2d_pcm" "${h[@]}" --iters 6000 2>&1 | tee "$tmp/fresh.out" |
+        awk '/^heat2d: iter/ && $3+0 > 3000 {s += $(NF-1); n++} END {printf "%.4f", s / n}')
+job=bench-after-split
+PCM_JOB=$job mpiexec -n 1 "$B/examples/heat2d/heat2d_pcm" "${h[@]}" --iters 6000 >"$tmp/split.out" 2>&1 &
+mpi=$!
+"$B/pcmctl" wait "$job" --iteration 300 --timeout 300 >/dev/null
+"$B/pcmctl" split "$job" 0 --into 2 >/dev/null
+wait "$mpi" || true; mpi=
+after=$(awk '/^heat2d: (split|iter)/' "$tmp/split.out" | awk '/split/ {s = 1; next} s && /^heat2d: iter/ && $3+0 > 3000 {t += $(NF-1); n++} END {printf "%.4f", t / n}')
+grep -E '^heat2d: split' "$tmp/split.out" || true
+echo "heat2d ms/iteration (iterations 3000-6000): launched on 2: $fresh; after split 1->2: $after; ratio $(python3 -c "print(f'{$after / $fresh:.3f}')")"
