@@ -221,7 +221,9 @@ int PCM_Dist_info(PCM_Dist dist, int *size, int *layout, long *units, long *unit
  * A process spawned by a split (PCM_Process_Status() == PCM_SPLITTED) calls PCM_Split right after
  * PCM_Init with *buf = NULL and *dist = NULL to receive its data, the map and the iteration.
  * Collective over the old world and the new one. If the spawn fails in a way MPI reports, or the
- * program is not executable, every process gets PCM_ERR_SPAWN and keeps its world and data.
+ * program is not executable, every process gets PCM_ERR_SPAWN and keeps its world and data
+ * (*buf, *dist and *comm are left as they were on any error). A rank that owns no units may pass
+ * *buf = NULL.
  * Errors: PCM_ERR_ARG, PCM_ERR_STATE (no split pending), PCM_ERR_SPAWN, PCM_ERR_MPI.
  */
 int PCM_Split(void **buf, PCM_Datatype type, PCM_Dist *dist, int *iteration, int *rank, int *size,
@@ -244,8 +246,9 @@ int PCM_Merge_datacnts(PCM_Dist dist, long *count, int *merge_rank, MPI_Comm com
  * PCM_Merge — carry out a pending merge (PCM_Status returned PCM_MERGE): N->1 (listed processes'
  * data gathered into one) or M->N with N < M. Nothing is spawned: data moves inside the world,
  * the survivors form the new world (ranks ordered by the data they own) and the others retire.
- * Arguments as PCM_Split (without command): in a survivor *buf and *dist are replaced; in a
- * leaver they become NULL and *comm MPI_COMM_NULL (call PCM_Exit).
+ * Arguments as PCM_Split (without command; *iteration is left as it is): in a survivor *buf and
+ * *dist are replaced; in a leaver they become NULL and *comm MPI_COMM_NULL (call PCM_Exit).
+ * On any error, *buf, *dist and *comm are left as they were.
  * Collective over comm. Errors: PCM_ERR_ARG, PCM_ERR_STATE (no merge pending), PCM_ERR_MPI.
  */
 int PCM_Merge(void **buf, PCM_Datatype type, PCM_Dist *dist, int *iteration, int *rank, int *size,

@@ -539,65 +539,88 @@ MPI_Datatype mpi_type(int type) {
   }
 }
 
-// Moves the units of plan between the processes of comm with one MPI_Alltoallv (an intra- or an
+// Moves the units of plan between the processes of comm with one MPI_Alltoallw (an intra- or an
 // intercommunicator; npeers is the size of the group addressed). me_from / me_to: the caller's
 // rank in the old / new map (-1: none). peer_of_new / peer_of_old: each new / old rank's index in
-// the group addressed. Data is packed by peer in global unit order on both sides, so the
-// receiver unpacks in the order the sender packed.
+// the group addressed. Each peer gets one indexed datatype over the application's buffers, so
+// the data goes from the old buffer to the new one with no packing copy in between.
 void exchange(MPI_Comm comm, int npeers, const std::vector<Transfer>& plan, int me_from, int me_to,
               const Distribution& from, const Distribution& to,
               const std::vector<int>& peer_of_new, const std::vector<int>& peer_of_old,
               const char* oldbuf, char* newbuf, int type) {
+  const double t0 = MPI_Wtime();
   const std::size_t elem = proto::type_size(type);
-  const std::size_t unit_bytes = elem * static_cast<std::size_t>(from.unit_len());
-  std::vector<const Transfer*> out, in;
-  for (const Transfer& t : plan) {
-    if (t.from == me_from) out.push_back(&t);
-    if (t.to == me_to) in.push_back(&t);
-  }
-  std::stable_sort(out.begin(), out.end(), [&](const Transfer* a, const Transfer* b) {
-    return peer_of_new[a->to] < peer_of_new[b->to];
-  });
-  std::stable_sort(in.begin(), in.end(), [&](const Transfer* a, const Transfer* b) {
-    return peer_of_old[a->from] < peer_of_old[b->from];
-  });
-  std::vector<long long> scount(npeers, 0), rcount(npeers, 0);
-  for (const Transfer* t : out) scount[peer_of_new[t->to]] += t->count;
-  for (const Transfer* t : in) rcount[peer_of_old[t->from]] += t->count;
-  std::vector<int> sc(npeers), sd(npeers), rc(npeers), rd(npeers);
-  long long stotal = 0, rtotal = 0;
-  for (int p = 0; p < npeers; ++p) {
-    if (stotal + scount[p] > INT_MAX || rtotal + rcount[p] > INT_MAX)
-      fail(PCM_ERR_ARG, "more than {} units move to or from one process", INT_MAX);
-    sc[p] = static_cast<int>(scount[p]);
-    rc[p] = static_cast<int>(rcount[p]);
-    sd[p] = static_cast<int>(stotal);
-    rd[p] = static_cast<int>(rtotal);
-    stotal += scount[p];
-    rtotal += rcount[p];
-  }
-  std::vector<char> sendbuf(static_cast<std::size_t>(stotal) * unit_bytes);
-  std::vector<char> recvbuf(static_cast<std::size_t>(rtotal) * unit_bytes);
-  std::size_t pos = 0;
-  for (const Transfer* t : out) {
-    std::size_t off = static_cast<std::size_t>(from.unit_offset(t->first, nullptr)) * elem;
-    std::memcpy(sendbuf.data() + pos, oldbuf + off, static_cast<std::size_t>(t->count) * unit_bytes);
-    pos += static_cast<std::size_t>(t->count) * unit_bytes;
-  }
   MPI_Datatype unit;
   mpi_check(MPI_Type_contiguous(static_cast<int>(from.unit_len()), mpi_type(type), &unit),
             "MPI_Type_contiguous");
   MPI_Type_commit(&unit);
-  int rcode = MPI_Alltoallv(sendbuf.data(), sc.data(), sd.data(), unit, recvbuf.data(), rc.data(),
-                            rd.data(), unit, comm);
-  MPI_Type_free(&unit);
-  mpi_check(rcode, "MPI_Alltoallv");
-  pos = 0;
-  for (const Transfer* t : in) {
-    std::size_t off = static_cast<std::size_t>(to.unit_offset(t->first, nullptr)) * elem;
-    std::memcpy(newbuf + off, recvbuf.data() + pos, static_cast<std::size_t>(t->count) * unit_bytes);
-    pos += static_cast<std::size_t>(t->count) * unit_bytes;
+  // Per peer: block lengths (units) and byte displacements into the buffer.
+  std::vector<std::vector<int>> slen(npeers), rlen(npeers);
+  std::vector<std::vector<MPI_Aint>> soff(npeers), roff(npeers);
+  long long sent = 0, received = 0;
+  for (const Transfer& t : plan) {
+    if (t.count > INT_MAX) fail(PCM_ERR_ARG, "a run of {} units is too long", t.count);
+    if (t.from == me_from) {
+      int p = peer_of_new[t.to];
+      slen[p].push_back(static_cast<int>(t.count));
+      soff[p].push_back(static_cast<MPI_Aint>(from.unit_offset(t.first, nullptr)) *
+                        static_cast<MPI_Aint>(elem));
+      sent += t.count;
+    }
+    if (t.to == me_to) {
+      int p = peer_of_old[t.from];
+      rlen[p].push_back(static_cast<int>(t.count));
+      roff[p].push_back(static_cast<MPI_Aint>(to.unit_offset(t.first, nullptr)) *
+                        static_cast<MPI_Aint>(elem));
+      received += t.count;
+    }
   }
+  std::vector<int> sc(npeers, 0), rc(npeers, 0), zero(npeers, 0);
+  std::vector<MPI_Datatype> st(npeers, MPI_BYTE), rt(npeers, MPI_BYTE);
+  auto make = [&](std::vector<int>& len, std::vector<MPI_Aint>& off, MPI_Datatype* t, int* c) {
+    if (len.empty()) return;
+    mpi_check(MPI_Type_create_hindexed(static_cast<int>(len.size()), len.data(), off.data(), unit, t),
+              "MPI_Type_create_hindexed");
+    MPI_Type_commit(t);
+    *c = 1;
+  };
+  for (int p = 0; p < npeers; ++p) {
+    make(slen[p], soff[p], &st[p], &sc[p]);
+    make(rlen[p], roff[p], &rt[p], &rc[p]);
+  }
+  const double t1 = MPI_Wtime();
+  // MPI wants valid pointers even where nothing moves.
+  static char dummy;
+  int rcode = MPI_Alltoallw(oldbuf ? oldbuf : &dummy, sc.data(), zero.data(), st.data(),
+                            newbuf ? newbuf : &dummy, rc.data(), zero.data(), rt.data(), comm);
+  const double t2 = MPI_Wtime();
+  for (int p = 0; p < npeers; ++p) {
+    if (sc[p]) MPI_Type_free(&st[p]);
+    if (rc[p]) MPI_Type_free(&rt[p]);
+  }
+  MPI_Type_free(&unit);
+  mpi_check(rcode, "MPI_Alltoallw");
+  const long long unit_bytes = static_cast<long long>(elem) * from.unit_len();
+  log()->debug("exchange: sent {} B, received {} B; types {:.4f} s, alltoallw {:.4f} s",
+               sent * unit_bytes, received * unit_bytes, t1 - t0, t2 - t1);
+}
+
+// A buffer for map d's rank: owned units are all overwritten by the exchange, so only the halos
+// are zeroed (zeroing all would touch every page twice).
+char* new_buffer(const Distribution& d, int rank, std::size_t elem) {
+  std::size_t n = static_cast<std::size_t>(std::max<std::int64_t>(1, d.local_elements(rank)));
+  char* buf = static_cast<char*>(std::malloc(n * elem));
+  if (!buf) fail(PCM_ERR_INTERNAL, "out of memory for {} elements", n);
+  const std::size_t halo = static_cast<std::size_t>(d.halo() * d.unit_len()) * elem;
+  if (halo > 0) {
+    const auto& segs = d.segments(rank);
+    for (std::size_t i = 0; i < segs.size(); ++i) {
+      std::size_t off = static_cast<std::size_t>(d.segment_offset(rank, i)) * elem;
+      std::memset(buf + off - halo, 0, halo);
+      std::memset(buf + off + static_cast<std::size_t>(segs[i].count * d.unit_len()) * elem, 0, halo);
+    }
+  }
+  return buf;
 }
 
 std::vector<int> identity(int n) {
@@ -760,9 +783,7 @@ int Runtime::split(void** buf, int type, PCM_Dist* dist, int* iteration, int* ra
     Command cmd = Command::from_json(ctx.at("command"), from.size());
     int sent_type = ctx.at("type").get<int>();
     std::size_t elem = proto::type_size(sent_type);
-    char* newbuf = static_cast<char*>(std::calloc(
-        static_cast<std::size_t>(std::max<std::int64_t>(1, to.local_elements(rank_))), elem));
-    if (!newbuf) fail(PCM_ERR_INTERNAL, "out of memory for {} elements", to.local_elements(rank_));
+    char* newbuf = new_buffer(to, rank_, elem);
     exchange(join_inter_, from.size(), plan(from, to), -1, rank_, from, to, identity(to.size()),
              identity(from.size()), nullptr, newbuf, sent_type);
     t_data_ = wtime() - t0;
@@ -890,11 +911,7 @@ int Runtime::merge(void** buf, int type, PCM_Dist* dist, int* iteration, int* ra
   const int me = new_of[rank_];
   const std::size_t elem = proto::type_size(type);
   char* newbuf = nullptr;
-  if (me >= 0) {
-    newbuf = static_cast<char*>(std::calloc(
-        static_cast<std::size_t>(std::max<std::int64_t>(1, next.local_elements(me))), elem));
-    if (!newbuf) fail(PCM_ERR_INTERNAL, "out of memory for {} elements", next.local_elements(me));
-  }
+  if (me >= 0) newbuf = new_buffer(next, me, elem);
   // Plan in new ranks; the exchange addresses each new rank through the old rank that keeps it.
   exchange(world_, size_, plan((*dist)->d, next), rank_, me, (*dist)->d, next, old_of_new, identity(size_),
            static_cast<const char*>(*buf), newbuf, type);

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Benchmark of split and merge, side by side in one run (set up like the README commands):
-#  1. split 2 -> 4 and merge 4 -> 2 of BENCH_MB MiB of doubles (block layout), broken into spawn,
+#  1. split 1 -> 2 and merge 2 -> 1 of BENCH_MB MiB of doubles (block layout), broken into spawn,
 #     data movement and rebuild, with the redistribution throughput against a plain memcpy of the
 #     same bytes measured in the same run; BENCH_REPS repetitions of each;
 #  2. heat2d right after a split 1 -> 2 against heat2d launched on 2 processes (ms/iteration).
@@ -28,15 +28,15 @@ trap cleanup EXIT
 unit_len=1024
 units=$((mb * 1024 * 1024 / 8 / unit_len))
 bytes=$((units * unit_len * 8))
-echo "== 1. split 2 -> 4 and merge 4 -> 2 of $mb MiB ($bytes bytes), $reps times each"
+echo "== 1. split 1 -> 2 and merge 2 -> 1 of $mb MiB ($bytes bytes), $reps times each"
 "$B/bench/memcpy_rate" "$bytes" 5 | tee "$tmp/memcpy.txt"
 job=bench-reshape
-PCM_JOB=$job mpiexec -n 2 "$B/tests/mpi_reshape" "$units" "$unit_len" block 1000000 2000 \
+PCM_JOB=$job mpiexec -n 1 "$B/tests/mpi_reshape" "$units" "$unit_len" block 1000000 2000 \
   >"$tmp/reshape.out" 2>&1 &
 mpi=$!
 n=0
 for r in $(seq "$reps"); do
-  for cmd in "resize $job --to 4" "resize $job --to 2"; do
+  for cmd in "resize $job --to 2" "resize $job --to 1"; do
     "$B/pcmctl" wait "$job" --iteration $(( (n + 1) * 20 )) --timeout 300 >/dev/null
     # shellcheck disable=SC2086
     "$B/pcmctl" $cmd >/dev/null
@@ -57,11 +57,11 @@ merges = [(float(t), float(d), float(b)) for t, d, b in re.findall(
 med = statistics.median
 if splits:
     t, s, d = (med(x) for x in zip(*splits))
-    print(f"split 2->4 (median of {len(splits)}): total {t:.3f} s = spawn {s:.3f} s + data {d:.3f} s "
+    print(f"split 1->2 (median of {len(splits)}): total {t:.3f} s = spawn {s:.3f} s + data {d:.3f} s "
           f"(+ rebuild in the new world); data {nbytes / d / 1e9:.2f} GB/s = {nbytes / d / 1e9 / mem:.3f} x memcpy ({mem:.2f} GB/s)")
 if merges:
     t, d, b = (med(x) for x in zip(*merges))
-    print(f"merge 4->2 (median of {len(merges)}): total {t:.3f} s = data {d:.3f} s + rebuild {b:.3f} s; "
+    print(f"merge 2->1 (median of {len(merges)}): total {t:.3f} s = data {d:.3f} s + rebuild {b:.3f} s; "
           f"data {nbytes / d / 1e9:.2f} GB/s = {nbytes / d / 1e9 / mem:.3f} x memcpy")
 PY
 

@@ -14,11 +14,30 @@
 
 static const char kUsage[] =
     "usage: heat2d [--nx N] [--ny N] [--iters N] [--report N] [--throttle-us N]\n"
+    "              [--layout block|cyclic|block-cyclic] [--block B] [--help]\n"
     "  --nx N           global columns (default 512)\n"
     "  --ny N           global rows (default 512)\n"
     "  --iters N        iterations (default 2000)\n"
     "  --report N       progress line every N iterations, 0 = never (default 0)\n"
-    "  --throttle-us N  sleep N microseconds per iteration on every rank (default 0)\n";
+    "  --throttle-us N  sleep N microseconds per iteration on every rank (default 0)\n"
+    "  --layout L       how heat2d_pcm deals columns to processes: block, cyclic or block-cyclic\n"
+    "                   (default block). heat2d_plain accepts it and ignores it: it always uses\n"
+    "                   block, and the result does not depend on the layout\n"
+    "  --block B        columns per block of block-cyclic (default 4); ignored otherwise\n"
+    "  --help           print this and exit\n";
+
+static int parse_layout(const char *s, int *out) {
+  if (strcmp(s, "block") == 0) {
+    *out = HEAT2D_BLOCK;
+  } else if (strcmp(s, "cyclic") == 0) {
+    *out = HEAT2D_CYCLIC;
+  } else if (strcmp(s, "block-cyclic") == 0) {
+    *out = HEAT2D_BLOCK_CYCLIC;
+  } else {
+    return -1;
+  }
+  return 0;
+}
 
 static int parse_int(const char *s, long min, int *out) {
   char *end = NULL;
@@ -39,7 +58,9 @@ int heat2d_parse_options(int argc, char **argv, int report_errors, Heat2dOptions
                {"--ny", &opt->ny, 1},
                {"--iters", &opt->iters, 0},
                {"--report", &opt->report, 0},
-               {"--throttle-us", &opt->throttle_us, 0}};
+               {"--throttle-us", &opt->throttle_us, 0},
+               {"--layout", &opt->layout, 0}, /* a name, not a number: see below */
+               {"--block", &opt->block, 1}};
   int i;
 
   opt->nx = 512;
@@ -47,11 +68,17 @@ int heat2d_parse_options(int argc, char **argv, int report_errors, Heat2dOptions
   opt->iters = 2000;
   opt->report = 0;
   opt->throttle_us = 0;
+  opt->layout = HEAT2D_BLOCK;
+  opt->block = 4;
 
   for (i = 1; i < argc; i++) {
     const char *arg = argv[i];
     const char *value = NULL;
     size_t k, n = 0;
+    if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+      if (report_errors) fputs(kUsage, stdout);
+      return 1;
+    }
     for (k = 0; k < sizeof table / sizeof table[0]; k++) {
       n = strlen(table[k].name);
       if (strncmp(arg, table[k].name, n) == 0 && (arg[n] == '\0' || arg[n] == '=')) break;
@@ -68,7 +95,15 @@ int heat2d_parse_options(int argc, char **argv, int report_errors, Heat2dOptions
       if (report_errors) fprintf(stderr, "heat2d: %s needs a value\n%s", table[k].name, kUsage);
       return -1;
     }
-    if (parse_int(value, table[k].min, table[k].dst) != 0) {
+    if (table[k].dst == &opt->layout) {
+      if (parse_layout(value, &opt->layout) != 0) {
+        if (report_errors) {
+          fprintf(stderr, "heat2d: bad value '%s' for --layout (block, cyclic or block-cyclic)\n",
+                  value);
+        }
+        return -1;
+      }
+    } else if (parse_int(value, table[k].min, table[k].dst) != 0) {
       if (report_errors) {
         fprintf(stderr, "heat2d: bad value '%s' for %s (an integer >= %ld)\n", value, table[k].name,
                 table[k].min);
@@ -145,26 +180,41 @@ int heat2d_exchange(Heat2dMesh *m, MPI_Comm comm) {
                       comm, MPI_STATUS_IGNORE);
 }
 
-void heat2d_step(Heat2dMesh *m) {
-  const size_t ny = (size_t)m->ny;
-  const double *c = m->cur;
-  double *n = m->next, *tmp;
-  /* Local column j holds global column first_col + j - 1; global columns 0 and nx-1 are fixed. */
-  int j_lo = m->first_col == 0 ? 2 : 1;
-  int j_hi = m->first_col + m->ncols == m->nx ? m->ncols - 1 : m->ncols;
-  int j;
-  size_t i;
+void heat2d_step_columns(const double *cur, double *next, int ny, int nx, long first, long count) {
+  const long lo = first < 1 ? 1 : first; /* global column 0 is fixed */
+  const long hi = first + count - 1 > nx - 2 ? nx - 2 : first + count - 1; /* and so is nx-1 */
+  long g;
+  int i;
 
-  for (j = j_lo; j <= j_hi; j++) {
-    const size_t col = (size_t)j * ny;
+  for (g = lo; g <= hi; g++) {
+    const double *c = cur + (size_t)(g - first) * (size_t)ny;
+    const double *left = c - ny, *right = c + ny;
+    double *n = next + (size_t)(g - first) * (size_t)ny;
     for (i = 1; i + 1 < ny; i++) {
-      /* One fixed expression order for every cell keeps the result bit-identical for any P. */
-      n[col + i] = 0.25 * (c[col + i - 1] + c[col + i + 1] + c[col - ny + i] + c[col + ny + i]);
+      /* One fixed expression order for every cell keeps the result bit-identical for any P and
+       * any layout. */
+      n[i] = 0.25 * (c[i - 1] + c[i + 1] + left[i] + right[i]);
     }
   }
+}
+
+void heat2d_step(Heat2dMesh *m) {
+  double *tmp;
+  /* Local column j holds global column first_col + j - 1: owned columns start at local 1. */
+  heat2d_step_columns(m->cur + m->ny, m->next + m->ny, m->ny, m->nx, m->first_col, m->ncols);
   tmp = m->cur;
   m->cur = m->next;
   m->next = tmp;
+}
+
+uint64_t heat2d_fnv1a(uint64_t h, const void *data, size_t nbytes) {
+  const unsigned char *p = data;
+  size_t k;
+  for (k = 0; k < nbytes; k++) {
+    h ^= p[k];
+    h *= 1099511628211ULL; /* FNV-1a 64-bit prime */
+  }
+  return h;
 }
 
 void heat2d_throttle(int us) {
@@ -227,14 +277,7 @@ int heat2d_checksum(const Heat2dMesh *m, MPI_Comm comm, uint64_t *sum) {
   }
 
   if (ok && rank == 0) {
-    const unsigned char *p = (const unsigned char *)grid;
-    size_t k, nbytes = (size_t)m->nx * (size_t)m->ny * sizeof(double);
-    uint64_t h = 14695981039346656037ULL; /* FNV-1a 64-bit offset basis */
-    for (k = 0; k < nbytes; k++) {
-      h ^= p[k];
-      h *= 1099511628211ULL; /* FNV-1a 64-bit prime */
-    }
-    *sum = h;
+    *sum = heat2d_fnv1a(HEAT2D_FNV_BASIS, grid, (size_t)m->nx * (size_t)m->ny * sizeof(double));
   }
   free(meta);
   free(grid);

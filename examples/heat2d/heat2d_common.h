@@ -3,7 +3,11 @@
 #define HEAT2D_COMMON_H
 
 #include <mpi.h>
+#include <stddef.h>
 #include <stdint.h>
+
+/* Column layouts of heat2d_pcm (--layout). heat2d_plain always uses block. */
+enum { HEAT2D_BLOCK = 1, HEAT2D_CYCLIC = 2, HEAT2D_BLOCK_CYCLIC = 3 };
 
 /* Command-line settings; identical on every rank because every rank parses the same argv. */
 typedef struct Heat2dOptions {
@@ -12,6 +16,8 @@ typedef struct Heat2dOptions {
   int iters;       /* iterations to compute */
   int report;      /* progress line every this many iterations; 0 = never */
   int throttle_us; /* sleep per iteration, to stretch test runs without changing the result */
+  int layout;      /* HEAT2D_BLOCK, HEAT2D_CYCLIC or HEAT2D_BLOCK_CYCLIC */
+  int block;       /* columns per block of HEAT2D_BLOCK_CYCLIC */
 } Heat2dOptions;
 
 /*
@@ -34,8 +40,9 @@ typedef struct Heat2dProgress {
 } Heat2dProgress;
 
 /*
- * Parses argv[1..argc-1]. Returns 0, or -1 after printing a message (when report_errors is
- * non-zero) for an unknown option, a missing or bad value, or a stray argument.
+ * Parses argv[1..argc-1]. Returns 0; 1 for --help (usage printed to stdout when report_errors is
+ * non-zero: the caller should exit successfully); or -1 after printing a message (when
+ * report_errors is non-zero) for an unknown option, a missing or bad value, or a stray argument.
  */
 int heat2d_parse_options(int argc, char **argv, int report_errors, Heat2dOptions *opt);
 
@@ -66,6 +73,18 @@ int heat2d_exchange(Heat2dMesh *m, MPI_Comm comm);
 
 /* One Jacobi sweep over the interior from cur into next, then swaps them. Local. */
 void heat2d_step(Heat2dMesh *m);
+
+/*
+ * The Jacobi update of global columns first .. first+count-1 of an ny x nx grid, which lie one
+ * after another (ny doubles each) from cur, with a readable column just before and just after
+ * them; results go to the same places from next. Global columns 0 and nx-1 and rows 0 and ny-1
+ * are fixed and left alone. Both versions use this one kernel, so their results stay identical.
+ */
+void heat2d_step_columns(const double *cur, double *next, int ny, int nx, long first, long count);
+
+/* FNV-1a 64-bit: heat2d_fnv1a(HEAT2D_FNV_BASIS, p, n) hashes n bytes; feed on to hash more. */
+#define HEAT2D_FNV_BASIS 14695981039346656037ULL
+uint64_t heat2d_fnv1a(uint64_t h, const void *data, size_t nbytes);
 
 /* Sleeps us microseconds (nothing if us <= 0). */
 void heat2d_throttle(int us);
