@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
-# The README's demo command: heat2d under pcmd with live migrations driven through pcmctl, then a
-# bitwise check against the plain MPI run. Options (environment): DEMO_NP (2), DEMO_NX/DEMO_NY
-# (768), DEMO_ITERS (3000), DEMO_DIR (where pcmd's files and the run's output go; build/demo).
+# The README's demo command: heat2d under pcmd, reconfigured live through pcmctl — it migrates,
+# grows and shrinks (2 -> 4 -> 3 -> 1 -> 2 processes) — then a bitwise check against the plain MPI
+# run. Options (environment): DEMO_LAYOUT (block, cyclic, block-cyclic), DEMO_NX/DEMO_NY (768),
+# DEMO_ITERS (4000), DEMO_DIR (where pcmd's files and the run's output go; build/demo).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 bash "$ROOT/scripts/setup.sh"
 # shellcheck source=/dev/null
 source "$ROOT/scripts/.env"
 B=$PCM_BUILD_DIR
-np=${DEMO_NP:-2}
-iters=${DEMO_ITERS:-3000}
-args=(--nx "${DEMO_NX:-768}" --ny "${DEMO_NY:-768}" --iters "$iters" --report $((iters / 20)))
+np=2
+iters=${DEMO_ITERS:-4000}
+args=(--nx "${DEMO_NX:-768}" --ny "${DEMO_NY:-768}" --iters "$iters" --report $((iters / 40)))
+layout=(--layout "${DEMO_LAYOUT:-block}")
 dir=${DEMO_DIR:-$B/demo}
 mkdir -p "$dir"
 rm -f "$dir"/pcmd.pid
@@ -35,31 +37,33 @@ plain=$(mpiexec -n "$np" "$B/examples/heat2d/heat2d_plain" "${args[@]}" | tee /d
 
 say "starting pcmd (log: $dir/pcmd.log)"
 "$B/pcmd" --detach --pidfile "$dir/pcmd.pid" --data-dir "$dir/data" --config "$PCM_CONFIG" \
-  2>"$dir/pcmd.log"
+  --hosts localhost:8 2>"$dir/pcmd.log"
 "$B/pcmctl" ping
 
-say "heat2d with PCM on $np processes, job $job; migrations come through pcmctl while it runs"
-PCM_JOB=$job mpiexec -n "$np" "$B/examples/heat2d/heat2d_pcm" "${args[@]}" \
+say "heat2d with PCM on $np processes (${layout[*]}), job $job; reconfigured through pcmctl as it runs"
+PCM_JOB=$job mpiexec -n "$np" "$B/examples/heat2d/heat2d_pcm" "${args[@]}" "${layout[@]}" \
   > >(tee "$dir/heat2d.out") 2>&1 </dev/null &
 mpi_pid=$!
 n=0
-for pair in "$((iters / 5)):$((np - 1))" "$((iters / 2)):0"; do
-  at=${pair%%:*} rank=${pair##*:}
-  "$B/pcmctl" wait "$job" --iteration "$at" --timeout 300
-  printf 'demo: pcmctl migrate %s %s: ' "$job" "$rank"
-  "$B/pcmctl" migrate "$job" "$rank"
+step=$((iters / 7))
+for cmd in "migrate $job 1" "split $job 0 --into 3" "merge $job 1 2" "resize $job --to 1" \
+           "resize $job --to 2" "migrate $job 0"; do
+  "$B/pcmctl" wait "$job" --iteration $(((n + 1) * step)) --timeout 300
+  printf 'demo: pcmctl %s: ' "$cmd"
+  # shellcheck disable=SC2086
+  "$B/pcmctl" $cmd
   n=$((n + 1))
   "$B/pcmctl" wait "$job" --reconfigurations "$n" --timeout 300
-  "$B/pcmctl" status "$job"
 done
+"$B/pcmctl" status "$job"
 wait "$mpi_pid"
 mpi_pid=
 
 say "result"
 got=$(awk '/^checksum/ {print $2}' "$dir/heat2d.out")
-grep -E '^heat2d: (migration|retired)' "$dir/heat2d.out" || true
+grep -E '^heat2d: (migration|split|merge|retired)' "$dir/heat2d.out" || true
 if [ -n "$got" ] && [ "$got" = "$plain" ]; then
-  echo "verification: bitwise match with the plain run (checksum $got, $n migrations)"
+  echo "verification: bitwise match with the plain run (checksum $got, $n reconfigurations)"
 else
   echo "verification: MISMATCH: PCM run $got, plain run $plain" >&2
   exit 1
