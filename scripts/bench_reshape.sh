@@ -65,16 +65,24 @@ if merges:
           f"data {nbytes / d / 1e9:.2f} GB/s = {nbytes / d / 1e9 / mem:.3f} x memcpy")
 PY
 
-echo "== 2. heat2d after a split 1 -> 2 against heat2d launched on 2 processes (768x768)"
-h=(--nx 768 --ny 768 --report 500)
-fresh=$(mpiexec -n 2 "$B/examples/heat2d/heat2d_pcm" "${h[@]}" --iters 6000 2>&1 | tee "$tmp/fresh.out" |
-        awk '/^heat2d: iter/ && $3+0 > 3000 {s += $(NF-1); n++} END {printf "%.4f", s / n}')
-job=bench-after-split
-PCM_JOB=$job mpiexec -n 1 "$B/examples/heat2d/heat2d_pcm" "${h[@]}" --iters 6000 >"$tmp/split.out" 2>&1 &
-mpi=$!
-"$B/pcmctl" wait "$job" --iteration 300 --timeout 300 >/dev/null
-"$B/pcmctl" split "$job" 0 --into 2 >/dev/null
-wait "$mpi" || true; mpi=
-after=$(awk '/^heat2d: (split|iter)/' "$tmp/split.out" | awk '/split/ {s = 1; next} s && /^heat2d: iter/ && $3+0 > 3000 {t += $(NF-1); n++} END {printf "%.4f", t / n}')
-grep -E '^heat2d: split' "$tmp/split.out" || true
-echo "heat2d ms/iteration (iterations 3000-6000): launched on 2: $fresh; after split 1->2: $after; ratio $(python3 -c "print(f'{$after / $fresh:.3f}')")"
+echo "== 2. heat2d after a split 1 -> 2 against heat2d launched on 2 processes (768x768), $reps pairs"
+h=(--nx 768 --ny 768 --report 500 --iters 6000)
+# Mean ms/iteration over the progress lines of iterations 3000-6000 (after any split).
+late() { awk '/^heat2d: iter/ && $3+0 > 3000 {t += $(NF-1); n++} END {printf "%.4f", t / n}' "$1"; }
+ratios=()
+for r in $(seq "$reps"); do
+  mpiexec -n 2 "$B/examples/heat2d/heat2d_pcm" "${h[@]}" >"$tmp/fresh.out" 2>&1
+  job=bench-after-split-$r
+  PCM_JOB=$job mpiexec -n 1 "$B/examples/heat2d/heat2d_pcm" "${h[@]}" >"$tmp/split.out" 2>&1 &
+  mpi=$!
+  "$B/pcmctl" wait "$job" --iteration 300 --timeout 300 >/dev/null
+  "$B/pcmctl" split "$job" 0 --into 2 >/dev/null
+  wait "$mpi" || true
+  mpi=
+  grep -q '^heat2d: split' "$tmp/split.out" || { echo "the split did not happen"; exit 1; }
+  fresh=$(late "$tmp/fresh.out") after=$(late "$tmp/split.out")
+  ratio=$(python3 -c "print(f'{$after / $fresh:.3f}')")
+  ratios+=("$ratio")
+  echo "pair $r: launched on 2: $fresh ms/iter; after split 1->2: $after ms/iter; ratio $ratio"
+done
+echo "after split / launched at that size: median ratio $(python3 -c 'import statistics,sys; print(f"{statistics.median(map(float, sys.argv[1:])):.3f}")' "${ratios[@]}")"
