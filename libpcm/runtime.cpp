@@ -434,7 +434,8 @@ std::vector<std::string> Runtime::gather_hosts() const {
   return hosts;
 }
 
-void Runtime::report_reconfigured(const Command& cmd, bool success, const std::string& error) {
+void Runtime::report_reconfigured(const Command& cmd, bool success, const std::string& error,
+                                  const json& layout) {
   try {
     json req{{"op", "reconfigured"}, {"job", job_}, {"command", cmd.id}, {"success", success},
              {"iteration", iteration_}};
@@ -442,6 +443,7 @@ void Runtime::report_reconfigured(const Command& cmd, bool success, const std::s
       req["size"] = size_;
       req["hosts"] = gather_hosts();  // collective: every rank of the new world is here
       req["pid"] = static_cast<long>(::getpid());
+      if (!layout.is_null()) req["layout"] = layout;
       if (rank_ != 0) return;
     } else {
       req["error"] = error;
@@ -795,7 +797,7 @@ int Runtime::split(void** buf, int type, PCM_Dist* dist, int* iteration, int* ra
     }
     join_inter_ = MPI_COMM_NULL;
     last_done_command_ = cmd.id;
-    report_reconfigured(cmd, true, "");
+    report_reconfigured(cmd, true, "", rank_ == 0 ? to.to_json() : json());
     t_spawn_ = 0;
     t_rebuild_ = wtime() - t1;
     if (sent_type != type) {
@@ -941,7 +943,7 @@ int Runtime::merge(void** buf, int type, PCM_Dist* dist, int* iteration, int* ra
   }
   adopt_world(nw);
   last_done_command_ = cmd.id;
-  report_reconfigured(cmd, true, "");
+  report_reconfigured(cmd, true, "", rank_ == 0 ? next.to_json() : json());
   t_rebuild_ = wtime() - t1;
   *buf = newbuf;
   *dist = new PCM_Dist_s{std::move(next)};

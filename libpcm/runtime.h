@@ -85,7 +85,8 @@ class Runtime {
                           bool i_am_mover, const Command& cmd);
   void poll_daemon();
   void reset_poller();
-  void report_reconfigured(const Command& cmd, bool success, const std::string& error);
+  void report_reconfigured(const Command& cmd, bool success, const std::string& error,
+                           const nlohmann::json& layout = nullptr);
   std::vector<std::string> gather_hosts() const;
   void wake_wards();
   std::string spawn_command(const char* command) const;

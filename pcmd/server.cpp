@@ -13,6 +13,7 @@
 
 #include "error.h"
 #include "log.h"
+#include "distribution.h"
 #include "pcm_types.h"
 
 namespace pcm::detail {
@@ -278,6 +279,13 @@ json Server::op_reconfigured(const json& req) {
     job.rank0_pid = static_cast<long>(proto::opt_int(req, "pid", 0, INT32_MAX).value_or(0));
     job.rank0_host = job.hosts[0];
     job.last_event = job.pending->describe() + " done";
+    if (auto it = req.find("layout"); it != req.end() && !it->is_null()) {
+      // Validated like any map from the network, then kept where a restart will look for it.
+      Distribution d = Distribution::from_json(*it);
+      if (d.size() != size) fail(PCM_ERR_ARG, "the layout describes {} ranks, not {}", d.size(), size);
+      store_.put_layout(job.name, proto::encode(d.to_json()), job.pending->id);
+      job.layout_command = job.pending->id;
+    }
   } else {
     job.last_event = fmt::format("{} failed: {}", job.pending->describe(),
                                  proto::opt_string(req, "error", 4096).value_or("?"));
@@ -345,6 +353,7 @@ json Server::job_json(const Job& job) const {
          {"hosts", job.hosts},
          {"iteration", job.iteration},
          {"reconfigurations", job.reconfigurations},
+         {"layout_command", job.layout_command},
          {"last_event", job.last_event},
          {"seconds_since_seen",
           std::chrono::duration<double>(std::chrono::steady_clock::now() - job.last_seen).count()},

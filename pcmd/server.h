@@ -60,6 +60,7 @@ struct Job {
   std::optional<Command> pending;
   std::string last_event;
   std::chrono::steady_clock::time_point last_seen;
+  std::int64_t layout_command = 0;  // the command whose data layout pcmd holds (0: none)
   long rank0_pid = 0;  // watched while rank 0 runs on pcmd's host
   std::string rank0_host;
 };

@@ -186,6 +186,31 @@ void Store::put(const std::string& job, int rank, const std::string& key, int ty
     fail(PCM_ERR_INTERNAL, "cannot flush {}", file.string());
 }
 
+void Store::put_layout(const std::string& job, const std::string& encoded, std::int64_t command) {
+  if (!proto::valid_name(job)) fail(PCM_ERR_ARG, "invalid job name '{}'", job);
+  fs::path file = job_file(job);
+  std::error_code ec;
+  fs::create_directories(file.parent_path(), ec);
+  H5Id f = fs::exists(file)
+               ? H5Id(H5Fopen(file.c_str(), H5F_ACC_RDWR, H5P_DEFAULT), H5Fclose)
+               : H5Id(H5Fcreate(file.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT), H5Fclose);
+  if (!f.valid()) fail(PCM_ERR_INTERNAL, "cannot open store {}", file.string());
+  // At the root, beside the rank groups, so no application key can collide with it.
+  if (link_exists(f.get(), "pcm_layout")) H5Ldelete(f.get(), "pcm_layout", H5P_DEFAULT);
+  hsize_t dims[1] = {encoded.size()};
+  H5Id space(H5Screate_simple(1, dims, nullptr), H5Sclose);
+  H5Id d(H5Dcreate2(f.get(), "pcm_layout", H5T_NATIVE_UCHAR, space.get(), H5P_DEFAULT, H5P_DEFAULT,
+                    H5P_DEFAULT),
+         H5Dclose);
+  if (!d.valid() ||
+      H5Dwrite(d.get(), H5T_NATIVE_UCHAR, H5S_ALL, H5S_ALL, H5P_DEFAULT, encoded.data()) < 0)
+    fail(PCM_ERR_INTERNAL, "cannot write the layout of job '{}'", job);
+  write_string_attr(d.get(), "pcm_type", "msgpack distribution map");
+  write_string_attr(d.get(), "command", std::to_string(command));
+  d.reset();
+  H5Fflush(f.get(), H5F_SCOPE_GLOBAL);
+}
+
 std::optional<Store::Meta> Store::meta(const std::string& job, int rank, const std::string& key) const {
   check_names(job, rank, key);
   fs::path file = job_file(job);

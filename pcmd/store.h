@@ -36,6 +36,10 @@ class Store {
 
   std::filesystem::path job_file(const std::string& job) const;
 
+  // Keeps the job's current data layout (a MessagePack distribution map, after a split or merge)
+  // as the byte dataset /pcm_layout, with a "command" attribute; replaced each time.
+  void put_layout(const std::string& job, const std::string& encoded, std::int64_t command);
+
  private:
   std::filesystem::path root_;
 };

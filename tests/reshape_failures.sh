@@ -30,7 +30,11 @@ echo "refused as expected: $err"
 wait $mpi || fail "the job failed after refused commands: $(cat "$PCM_TEST_DIR/a.out")"
 grep -q '^reshape: ok: 1 reconfigurations, 3 processes, 0 wrong' "$PCM_TEST_DIR/a.out" ||
   fail "wrong result: $(cat "$PCM_TEST_DIR/a.out")"
-echo "cases 1 and 2: refused, and the job ended correctly"
+# pcmd keeps the layout the split produced, where a restart will look for it.
+h5dump -a /pcm_layout/command "$PCM_TEST_DIR"/data/jobs/"$job"/store.h5 | grep -q '"1"' ||
+  fail "pcmd did not record the layout of the split"
+"$pcmctl" status "$job" --json | grep -q '"layout_command": 1' || fail "status shows no layout"
+echo "cases 1 and 2: refused, and the job ended correctly; the new layout is recorded"
 
 job=kill-$$
 start=$SECONDS
