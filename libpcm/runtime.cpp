@@ -816,17 +816,7 @@ int Runtime::split(void** buf, int type, PCM_Dist* dist, int* iteration, int* ra
   }
 
   check_pending(*comm, true);
-  int code = PCM_SUCCESS;
-  std::string msg;
-  if (!*dist || (*dist)->d.size() != size_) {
-    code = PCM_ERR_ARG;
-    msg = *dist ? fmt::format("the map describes {} processes, the world has {}", (*dist)->d.size(), size_)
-                : "dist is NULL";
-  } else if (!*buf && (*dist)->d.local_elements(rank_) > 0) {
-    code = PCM_ERR_ARG;
-    msg = "buf is NULL";
-  }
-  agree(world_, code, msg);
+  agree_reshape_args(buf, dist);
   const Command cmd = *current_;
   Distribution next = cmd.kind == "split" ? (*dist)->d.split(cmd.rank, cmd.into) : (*dist)->d.resized(cmd.size);
   std::string exe = spawn_command(command);
@@ -861,6 +851,23 @@ int Runtime::split(void** buf, int type, PCM_Dist* dist, int* iteration, int* ra
   return PCM_SUCCESS;
 }
 
+// The map and buffer a split or merge starts from must fit this world; every rank gets the same
+// answer, so no rank enters the exchange alone.
+void Runtime::agree_reshape_args(void** buf, PCM_Dist* dist) {
+  int code = PCM_SUCCESS;
+  std::string msg;
+  if (!*dist || (*dist)->d.size() != size_) {
+    code = PCM_ERR_ARG;
+    msg = *dist ? fmt::format("the map describes {} processes, the world has {}", (*dist)->d.size(),
+                              size_)
+                : "dist is NULL";
+  } else if (!*buf && (*dist)->d.local_elements(rank_) > 0) {
+    code = PCM_ERR_ARG;
+    msg = "buf is NULL";
+  }
+  agree(world_, code, msg);
+}
+
 Distribution Runtime::merged_distribution(const Distribution& d, std::vector<int>* new_of) const {
   const Command& cmd = *current_;
   if (cmd.kind == "merge") {
@@ -892,17 +899,7 @@ int Runtime::merge(void** buf, int type, PCM_Dist* dist, int* iteration, int* ra
                    MPI_Comm* comm) {
   check_reshape_args(buf, dist, iteration, rank, size, comm, type);
   check_pending(*comm, false);
-  int code = PCM_SUCCESS;
-  std::string msg;
-  if (!*dist || (*dist)->d.size() != size_) {
-    code = PCM_ERR_ARG;
-    msg = *dist ? fmt::format("the map describes {} processes, the world has {}", (*dist)->d.size(), size_)
-                : "dist is NULL";
-  } else if (!*buf && (*dist)->d.local_elements(rank_) > 0) {
-    code = PCM_ERR_ARG;
-    msg = "buf is NULL";
-  }
-  agree(world_, code, msg);
+  agree_reshape_args(buf, dist);
   const double t0 = wtime();
   const Command cmd = *current_;
   std::vector<int> new_of;

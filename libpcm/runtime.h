@@ -75,6 +75,7 @@ class Runtime {
   Client& client();
   void join_as_child(MPI_Comm parent);
   void check_pending(MPI_Comm comm, bool want_split) const;
+  void agree_reshape_args(void** buf, PCM_Dist* dist);
   void agree_spawnable(const std::string& exe, const Command& cmd);
   MPI_Comm spawn(const std::string& exe, const std::vector<std::string>& hosts);
   // Where each new rank of a merge comes from (-1: a leaver); new_of[old rank].

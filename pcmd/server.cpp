@@ -464,19 +464,24 @@ json Server::queue(Job& job, Command c) {
               {"size", c.size}, {"text", c.describe()}};
 }
 
+// The request's "host", which must be in the inventory; "" when the request names none.
+std::string Server::requested_host(const json& req) const {
+  auto wanted = proto::opt_string(req, "host", proto::kMaxHost);
+  if (!wanted) return "";
+  auto names = host_names();
+  if (std::find(names.begin(), names.end(), *wanted) == names.end())
+    fail(PCM_ERR_REFUSED, "host '{}' is not in pcmd's inventory ({})", *wanted,
+         fmt::join(names, ", "));
+  return *wanted;
+}
+
 json Server::op_migrate(const json& req) {
   Job& job = job_for_command(req);
   int rank = static_cast<int>(proto::get_int(req, "rank", -1, kMaxRanks));
   if (rank < 0 || rank >= job.size)
     fail(PCM_ERR_REFUSED, "job '{}' has no rank {} (it has {} processes)", job.name, rank, job.size);
-  std::string host;
-  if (auto wanted = proto::opt_string(req, "host", proto::kMaxHost)) {
-    auto names = host_names();
-    if (std::find(names.begin(), names.end(), *wanted) == names.end())
-      fail(PCM_ERR_REFUSED, "host '{}' is not in pcmd's inventory ({})", *wanted,
-           fmt::join(names, ", "));
-    host = *wanted;
-  } else {
+  std::string host = requested_host(req);
+  if (host.empty()) {
     // The inventory host with the fewest of this job's processes, other ranks counted only.
     std::size_t best = SIZE_MAX;
     for (const auto& h : inventory_) {
@@ -503,14 +508,7 @@ json Server::op_reshape(const std::string& op, const json& req) {
   Job& job = job_for_command(req);
   Command c;
   c.kind = op;
-  std::string preferred_host;
-  if (auto wanted = proto::opt_string(req, "host", proto::kMaxHost)) {
-    auto names = host_names();
-    if (std::find(names.begin(), names.end(), *wanted) == names.end())
-      fail(PCM_ERR_REFUSED, "host '{}' is not in pcmd's inventory ({})", *wanted,
-           fmt::join(names, ", "));
-    preferred_host = *wanted;
-  }
+  std::string preferred_host = requested_host(req);
   std::vector<int> source;  // old rank whose host each new rank prefers
   int preferred_new = INT32_MAX;
   if (op == "split") {

@@ -103,6 +103,7 @@ class Server {
   std::vector<std::string> place(const Job& job, const std::vector<int>& source_of_new_rank,
                                  int preferred_new, const std::string& preferred_host) const;
   std::vector<std::string> host_names() const;
+  std::string requested_host(const proto::json& req) const;
 
   ServerOptions options_;
   std::vector<HostSlots> inventory_;
