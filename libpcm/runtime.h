@@ -38,7 +38,6 @@ struct Command {
   // Validates a command from pcmd against a world of world_size; throws pcm::Error.
   static Command from_json(const nlohmann::json& j, int world_size);
   nlohmann::json to_json() const;
-  bool grows() const { return kind == "split" || (kind == "resize" && hosts.size() > 0); }
 };
 
 // A retired process this one must wake when it ends (by an MPI message on comm).

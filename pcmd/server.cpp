@@ -118,12 +118,13 @@ void Server::check_jobs_alive() {
     if (job.rank0_host != my_host_ && job.rank0_host != "localhost") continue;
     if (::kill(static_cast<pid_t>(job.rank0_pid), 0) == 0 || errno != ESRCH) continue;
     job.state = "failed";
-    job.last_event = fmt::format("rank 0 (pid {}) ended without finishing", job.rank0_pid);
+    std::string event = fmt::format("rank 0 (pid {}) ended without finishing", job.rank0_pid);
     if (job.pending) {
-      job.last_event += fmt::format("; {} (command {}) did not complete", job.pending->describe(),
-                                    job.pending->id);
+      event += fmt::format("; {} (command {}) did not complete", job.pending->describe(),
+                           job.pending->id);
       job.pending.reset();
     }
+    note(job, std::move(event));
     log_->warn("job {}: {}", name, job.last_event);
   }
 }
@@ -222,6 +223,14 @@ Job& Server::find_job(const json& req) {
   return it->second;
 }
 
+// A job's latest event, also appended to its history (the last kMaxEvents).
+void Server::note(Job& job, std::string event) {
+  constexpr std::size_t kMaxEvents = 32;
+  if (job.events.size() == kMaxEvents) job.events.erase(job.events.begin());
+  job.events.push_back(event);
+  job.last_event = std::move(event);
+}
+
 json Server::op_register(const json& req) {
   int size = static_cast<int>(proto::get_int(req, "size", 1, kMaxRanks));
   auto hosts = get_hosts(req, size);
@@ -244,7 +253,7 @@ json Server::op_register(const json& req) {
   job.executable = proto::opt_string(req, "executable", 4096).value_or("");
   job.rank0_pid = static_cast<long>(proto::opt_int(req, "pid", 0, INT32_MAX).value_or(0));
   job.rank0_host = job.hosts[0];
-  job.last_event = "started";
+  note(job, "started");
   job.last_seen = std::chrono::steady_clock::now();
   jobs_[name] = std::move(job);
   log_->info("job {} registered with {} processes", name, size);
@@ -278,7 +287,7 @@ json Server::op_reconfigured(const json& req) {
     job.reconfigurations++;
     job.rank0_pid = static_cast<long>(proto::opt_int(req, "pid", 0, INT32_MAX).value_or(0));
     job.rank0_host = job.hosts[0];
-    job.last_event = job.pending->describe() + " done";
+    note(job, job.pending->describe() + " done");
     if (auto it = req.find("layout"); it != req.end() && !it->is_null()) {
       // Validated like any map from the network, then kept where a restart will look for it.
       Distribution d = Distribution::from_json(*it);
@@ -287,8 +296,8 @@ json Server::op_reconfigured(const json& req) {
       job.layout_command = job.pending->id;
     }
   } else {
-    job.last_event = fmt::format("{} failed: {}", job.pending->describe(),
-                                 proto::opt_string(req, "error", 4096).value_or("?"));
+    note(job, fmt::format("{} failed: {}", job.pending->describe(),
+                                 proto::opt_string(req, "error", 4096).value_or("?")));
   }
   job.iteration = proto::opt_int(req, "iteration", 0, INT64_MAX).value_or(job.iteration);
   job.last_seen = std::chrono::steady_clock::now();
@@ -303,10 +312,10 @@ json Server::op_finished(const json& req) {
   job.state = "finished";
   job.last_seen = std::chrono::steady_clock::now();
   if (job.pending) {
-    job.last_event = fmt::format("finished before command {} ran", job.pending->id);
+    note(job, fmt::format("finished before command {} ran", job.pending->id));
     job.pending.reset();
   } else {
-    job.last_event = "finished";
+    note(job, "finished");
   }
   log_->info("job {} finished at iteration {}", job.name, job.iteration);
   return proto::ok_reply();
@@ -355,6 +364,7 @@ json Server::job_json(const Job& job) const {
          {"reconfigurations", job.reconfigurations},
          {"layout_command", job.layout_command},
          {"last_event", job.last_event},
+         {"events", job.events},
          {"seconds_since_seen",
           std::chrono::duration<double>(std::chrono::steady_clock::now() - job.last_seen).count()},
          {"pending", nullptr}};
@@ -457,7 +467,7 @@ json Server::queue(Job& job, Command c) {
     fail(PCM_ERR_REFUSED, "job '{}': its program {} is no longer executable", job.name,
          job.executable);
   c.id = next_command_++;
-  job.last_event = c.describe() + " requested";
+  note(job, c.describe() + " requested");
   log_->info("job {}: command {}: {}", job.name, c.id, job.last_event);
   job.pending = c;
   return json{{"ok", true}, {"command", c.id}, {"host", c.host}, {"hosts", c.hosts},

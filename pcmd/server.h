@@ -59,6 +59,7 @@ struct Job {
   int reconfigurations = 0;
   std::optional<Command> pending;
   std::string last_event;
+  std::vector<std::string> events;  // the last few events, oldest first
   std::chrono::steady_clock::time_point last_seen;
   std::int64_t layout_command = 0;  // the command whose data layout pcmd holds (0: none)
   long rank0_pid = 0;  // watched while rank 0 runs on pcmd's host
@@ -83,6 +84,7 @@ class Server {
  private:
   void serve_one();
   void check_jobs_alive();
+  static void note(Job& job, std::string event);
   proto::json dispatch(const std::string& op, const proto::json& req, const void* data,
                        std::size_t size, std::vector<char>& reply_data);
   Job& find_job(const proto::json& req);

@@ -121,8 +121,19 @@ int main(int argc, char **argv) {
     } else if (s == PCM_SPLIT) {
       int n = reconfigs + 1;
       if (rank == 0 && PCM_Store(0, "reconfigs", &n, PCM_INT, 1) != PCM_SUCCESS) DIE("store");
-      if (PCM_Split((void **)&buf, PCM_DOUBLE, &dist, &it, &rank, &size, &world, argv[0]) != PCM_SUCCESS)
-        DIE("PCM_Split");
+      /* Fault test: spawning a program that does not exist must be refused with every process
+       * keeping its world and data. */
+      const char *spawn = getenv("RESHAPE_SPAWN_COMMAND") ? getenv("RESHAPE_SPAWN_COMMAND") : argv[0];
+      int rc = PCM_Split((void **)&buf, PCM_DOUBLE, &dist, &it, &rank, &size, &world, spawn);
+      if (rc == PCM_ERR_SPAWN) {
+        if (rank == 0) printf("reshape: split refused at iter %d: %s\n", it, PCM_Last_error());
+        fflush(stdout);
+        bad = check(buf, dist, rank);
+        MPI_Allreduce(&bad, &allbad, 1, MPI_LONG, MPI_SUM, world);
+        if (allbad) return 1;
+        continue;
+      }
+      if (rc != PCM_SUCCESS) DIE("PCM_Split");
       what = "split";
     } else if (s == PCM_MERGE) {
       long cnt;

@@ -36,6 +36,23 @@ h5dump -a /pcm_layout/command "$PCM_TEST_DIR"/data/jobs/"$job"/store.h5 | grep -
 "$pcmctl" status "$job" --json | grep -q '"layout_command": 1' || fail "status shows no layout"
 echo "cases 1 and 2: refused, and the job ended correctly; the new layout is recorded"
 
+# 4. A spawn the library itself refuses (the program it is told to spawn does not exist): every
+#    process gets PCM_ERR_SPAWN and keeps its world and data; pcmctl shows the failure.
+job=rollback-$$
+PCM_JOB=$job RESHAPE_SPAWN_COMMAND=$PCM_TEST_DIR/no-such-program timeout 300 "$MPIEXEC" -n 2 \
+  "$build/tests/mpi_reshape" 40 4 cyclic 600 1500 >"$PCM_TEST_DIR/c.out" 2>&1 &
+mpi=$!
+"$pcmctl" wait "$job" --iteration 10 --timeout 120 || fail "job did not start"
+"$pcmctl" split "$job" 1 --into 2 || fail "split refused by pcmd"
+wait $mpi || fail "the job failed after a refused spawn: $(cat "$PCM_TEST_DIR/c.out")"
+grep -q '^reshape: split refused at iter .*not executable' "$PCM_TEST_DIR/c.out" ||
+  fail "no PCM_ERR_SPAWN: $(cat "$PCM_TEST_DIR/c.out")"
+grep -q '^reshape: ok: 0 reconfigurations, 2 processes, 0 wrong' "$PCM_TEST_DIR/c.out" ||
+  fail "wrong result after the rollback: $(cat "$PCM_TEST_DIR/c.out")"
+"$pcmctl" status "$job" --json | grep -q 'split of rank 1 into 2 failed' ||
+  fail "pcmctl does not show the failed split"
+echo "case 4: the spawn was refused inside the job, which kept its world and data"
+
 job=kill-$$
 start=$SECONDS
 PCM_JOB=$job RESHAPE_DIE_IF_SPLITTED=1 timeout 300 "$MPIEXEC" -n 2 "$build/tests/mpi_reshape" 40 4 block 100000 1500 \
