@@ -6,7 +6,7 @@
 #include "pcm.h"
 
 static double per_call_us(MPI_Comm world, int variant, long calls) {
-  long long msg[4] = {0, 0, 0, 0};
+  long long msg[2] = {0, 0};
   volatile long sink = 0;
   double t0, t;
   long i;
@@ -16,7 +16,7 @@ static double per_call_us(MPI_Comm world, int variant, long calls) {
     if (variant == 0) {
       sink += i;
     } else if (variant == 1) {
-      MPI_Bcast(msg, 4, MPI_LONG_LONG, 0, world);
+      MPI_Bcast(msg, 2, MPI_LONG_LONG, 0, world);
     } else if (PCM_Status(world) != PCM_NONE) {
       fprintf(stderr, "status_cost: unexpected reconfiguration\n");
       return -1.0;
@@ -31,7 +31,7 @@ int main(int argc, char **argv) {
   MPI_Comm world = MPI_COMM_WORLD;
   long calls = argc > 1 ? atol(argv[1]) : 200000;
   int rank, size, rep, reps = argc > 2 ? atoi(argv[2]) : 5;
-  static const char *names[] = {"empty loop", "MPI_Bcast 32 B", "PCM_Status"};
+  static const char *names[] = {"empty loop", "MPI_Bcast 16 B", "PCM_Status"};
   if (MPI_PCM_Init(&argc, &argv) != PCM_SUCCESS || PCM_Init(&world) != PCM_SUCCESS) {
     fprintf(stderr, "status_cost: %s\n", PCM_Last_error());
     PCM_Finalize(MPI_COMM_NULL);

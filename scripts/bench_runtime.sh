@@ -22,7 +22,7 @@ median() { python3 -c 'import statistics,sys; v=[float(x) for x in sys.argv[1:]]
 
 echo "== 1. PCM_Status per call ($np processes, $reps repetitions of 200000 calls)"
 mpiexec -n "$np" "$B/bench/status_cost" 200000 "$reps" >"$tmp/status.txt"
-for what in "empty loop" "MPI_Bcast 32 B" "PCM_Status"; do
+for what in "empty loop" "MPI_Bcast 16 B" "PCM_Status"; do
   printf '%-15s median %s us/call\n' "$what" \
     "$(median $(grep -F "$what" "$tmp/status.txt" | awk '{print $(NF-1)}'))"
 done
