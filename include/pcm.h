@@ -259,6 +259,19 @@ int PCM_Merge_Collective(void **buf, PCM_Datatype type, PCM_Dist *dist, int *ite
                          int *size, MPI_Comm *comm);
 
 /*
+ * PCM_Commit — turn what every rank of the world has stored with PCM_Store into one consistent,
+ * durable global version for `iteration` in pcmd. Every rank must have stored its part first
+ * (each PCM_Store has completed when it returns; the call waits for all ranks). pcmd writes the
+ * version crash-safely (file, fsync, rename, fsync of the directory, then a manifest with
+ * checksums) and keeps the newest versions (pcmd --keep). A version exists only once complete:
+ * after a crash the previous one is still there. `pcmctl checkpoints JOB` lists them.
+ * Collective over comm; the same code on every rank.
+ * Errors: PCM_ERR_ARG, PCM_ERR_STATE, PCM_ERR_DAEMON, PCM_ERR_REFUSED (a rank stored nothing),
+ * PCM_ERR_INTERNAL (the write failed, e.g. a full disk: the previous version stays valid).
+ */
+int PCM_Commit(MPI_Comm comm, int iteration);
+
+/*
  * PCM_Reconfig_times — seconds this process spent in the phases of its last PCM_Split or
  * PCM_Merge: spawning the new world, moving data (the context broadcast included), and rebuilding
  * the world (communicator and report to pcmd). Any output may be NULL. Local.

@@ -102,6 +102,9 @@ PCM_EXPORT int PCM_Merge_datacnts(PCM_Dist dist, long* count, int* merge_rank, M
     return rt().merge_datacnts(dist ? &dist->d : nullptr, count, merge_rank, comm);
   });
 }
+PCM_EXPORT int PCM_Commit(MPI_Comm comm, int iteration) {
+  return guard("PCM_Commit", [&] { return rt().commit(comm, iteration); });
+}
 PCM_EXPORT int PCM_Reconfig_times(double* spawn, double* data, double* rebuild) {
   rt().reconfig_times(spawn, data, rebuild);
   return PCM_SUCCESS;

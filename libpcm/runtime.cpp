@@ -951,6 +951,25 @@ int Runtime::merge(void** buf, int type, PCM_Dist* dist, int* iteration, int* ra
   return PCM_SUCCESS;
 }
 
+int Runtime::commit(MPI_Comm comm, int iteration) {
+  require_world(comm);
+  int code = iteration < 0 ? PCM_ERR_ARG : PCM_SUCCESS;
+  std::string msg = code ? fmt::format("iteration {} is negative", iteration) : "";
+  // Every rank's stores have returned once all are here; then rank 0 asks pcmd to commit.
+  agree(world_, code, msg);
+  if (rank_ == 0) {
+    try {
+      client().request({{"op", "commit"}, {"job", job_}, {"iteration", iteration}, {"size", size_}},
+                       nullptr, 0, 600000);
+    } catch (const Error& e) {
+      code = e.code();
+      msg = e.what();
+    }
+  }
+  agree(world_, code, msg);
+  return PCM_SUCCESS;
+}
+
 void Runtime::reconfig_times(double* spawn, double* data, double* rebuild) const {
   if (spawn) *spawn = t_spawn_;
   if (data) *data = t_data_;

@@ -65,6 +65,7 @@ class Runtime {
             MPI_Comm* comm);
   int merge_datacnts(const Distribution* dist, long* count, int* merge_rank, MPI_Comm comm);
   void reconfig_times(double* spawn, double* data, double* rebuild) const;
+  int commit(MPI_Comm comm, int iteration);
   int exit_retired();
   int finalize(MPI_Comm comm);
 

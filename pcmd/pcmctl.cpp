@@ -113,6 +113,20 @@ int main(int argc, char** argv) {
   resize->add_option("--to", to, "the new number of processes")->required();
   resize->add_option("--host", host, "put processes added by growing on this host");
 
+  long version = -1;
+  int keep = 0;
+  auto* ckpts = app.add_subcommand("checkpoints", "list a job's committed versions, verified");
+  ckpts->add_option("job", job, "job name")->required();
+  ckpts->add_flag("--json", as_json, "print JSON for scripts");
+  auto* verify = app.add_subcommand("verify", "verify a job's versions (checksums included)");
+  verify->add_option("job", job, "job name")->required();
+  verify->add_option("iteration", version, "only this version");
+  auto* prune = app.add_subcommand("prune", "remove all but the newest versions");
+  prune->add_option("job", job, "job name")->required();
+  prune->add_option("--keep", keep, "how many to keep (the newest valid one always stays)")
+      ->required()
+      ->check(CLI::Range(1, 1000000));
+
   long wait_iteration = -1;
   int wait_reconfigs = -1;
   bool wait_finished = false;
@@ -170,6 +184,28 @@ int main(int argc, char** argv) {
       if (!r.header.value("hosts", json::array()).empty())
         std::cout << " on " << fmt::format("{}", fmt::join(r.header["hosts"].get<std::vector<std::string>>(), ","));
       std::cout << "\n";
+    } else if (app.got_subcommand("checkpoints") || app.got_subcommand("verify")) {
+      json req{{"op", app.got_subcommand("verify") ? "verify" : "checkpoints"}, {"job", job}};
+      if (version >= 0) req["iteration"] = version;
+      auto r = client.request(req, nullptr, 0, timeout_ms);
+      if (as_json) {
+        std::cout << r.header.at("versions").dump(2) << "\n";
+        return 0;
+      }
+      bool all_valid = true;
+      std::cout << fmt::format("{:>12} {:>6} {:>12}  {}\n", "ITERATION", "PROCS", "BYTES", "STATE");
+      for (const auto& v : r.header.at("versions")) {
+        bool ok = v.value("valid", false);
+        all_valid = all_valid && ok;
+        std::cout << fmt::format("{:>12} {:>6} {:>12}  {}\n", v.value("iteration", 0L),
+                                 v.value("nprocs", 0), v.value("bytes", 0UL),
+                                 ok ? "valid" : "INVALID: " + v.value("why", std::string("?")));
+      }
+      if (r.header.at("versions").empty()) std::cout << "no versions\n";
+      return app.got_subcommand("verify") && !all_valid ? 1 : 0;
+    } else if (app.got_subcommand("prune")) {
+      auto r = client.request({{"op", "prune"}, {"job", job}, {"keep", keep}}, nullptr, 0, timeout_ms);
+      std::cout << "removed versions: " << r.header.at("pruned").dump() << "\n";
     } else if (app.got_subcommand("wait")) {
       return wait_for(client, job, wait_iteration, wait_reconfigs, wait_finished, wait_timeout,
                       timeout_ms);

@@ -32,6 +32,7 @@ struct Options {
   std::vector<std::string> hosts;
   bool detach = false;
   std::string pidfile;
+  int keep = 3;
 };
 
 // The part that runs in the daemon process. ready_fd (or -1): where to tell the parent that the
@@ -51,6 +52,7 @@ int serve(const Options& o, int ready_fd) {
     so.bind = "tcp://" + o.bind + ":" + (o.port == 0 ? std::string("*") : std::to_string(o.port));
     so.data_dir = o.data_dir;
     so.hosts = o.hosts;
+    so.keep_versions = static_cast<std::size_t>(o.keep);
     // Keep the secret of an earlier pcmd with the same configuration file, so that jobs that read
     // it survive a restart of pcmd on a fixed port.
     try {
@@ -103,6 +105,9 @@ int main(int argc, char** argv) {
   app.add_option("--hosts", o.hosts,
                  "hosts that reconfigurations may use (default: localhost and this host's name)")
       ->delimiter(',');
+  app.add_option("--keep", o.keep, "committed checkpoint versions kept per job")
+      ->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
   app.add_flag("--detach", o.detach, "run in the background once listening");
   app.add_option("--pidfile", o.pidfile, "write the daemon's pid to this file");
   CLI11_PARSE(app, argc, argv);

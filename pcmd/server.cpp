@@ -52,6 +52,7 @@ Server::Server(zmq::context_t& context, ServerOptions options)
     : options_(std::move(options)),
       socket_(context, zmq::socket_type::router),
       store_(options_.data_dir),
+      checkpoints_(options_.data_dir),
       log_(logger("pcmd", spdlog::level::info)) {
   if (options_.secret.empty()) fail(PCM_ERR_CONFIG, "pcmd needs a secret");
   int default_slots = 4 * static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -213,6 +214,8 @@ json Server::dispatch(const std::string& op, const json& req, const void* data, 
   if (op == "status") return op_status(req);
   if (op == "migrate") return op_migrate(req);
   if (op == "split" || op == "merge" || op == "resize") return op_reshape(op, req);
+  if (op == "commit" || op == "checkpoints" || op == "verify" || op == "prune")
+    return op_checkpoint(op, req);
   fail(PCM_ERR_ARG, "unknown operation '{}'", op);
 }
 
@@ -294,6 +297,7 @@ json Server::op_reconfigured(const json& req) {
       if (d.size() != size) fail(PCM_ERR_ARG, "the layout describes {} ranks, not {}", d.size(), size);
       store_.put_layout(job.name, proto::encode(d.to_json()), job.pending->id);
       job.layout_command = job.pending->id;
+      job.layout = d.to_json();
     }
   } else {
     note(job, fmt::format("{} failed: {}", job.pending->describe(),
@@ -472,6 +476,42 @@ json Server::queue(Job& job, Command c) {
   job.pending = c;
   return json{{"ok", true}, {"command", c.id}, {"host", c.host}, {"hosts", c.hosts},
               {"size", c.size}, {"text", c.describe()}};
+}
+
+json Server::op_checkpoint(const std::string& op, const json& req) {
+  auto name = proto::get_string(req, "job", proto::kMaxName);
+  if (!proto::valid_name(name)) fail(PCM_ERR_ARG, "invalid job name '{}'", name);
+  auto status_json = [](const VersionStatus& v) {
+    return json{{"iteration", v.iteration}, {"valid", v.valid}, {"why", v.why},
+                {"bytes", v.bytes}, {"nprocs", v.nprocs}};
+  };
+  if (op == "commit") {
+    Job& job = find_job(req);
+    auto iteration = proto::get_int(req, "iteration", 0, INT64_MAX);
+    int size = static_cast<int>(proto::get_int(req, "size", 1, kMaxRanks));
+    Manifest m = checkpoints_.commit(store_, name, iteration, size, job.layout);
+    auto removed = checkpoints_.prune(name, options_.keep_versions);
+    note(job, fmt::format("checkpoint of iteration {} committed ({} bytes)", iteration, m.file_size));
+    log_->info("job {}: {}", name, job.last_event);
+    return json{{"ok", true}, {"iteration", iteration}, {"bytes", m.file_size},
+                {"pruned", removed}};
+  }
+  if (op == "checkpoints") {
+    json versions = json::array();
+    for (const auto& v : checkpoints_.list(name)) versions.push_back(status_json(v));
+    return json{{"ok", true}, {"versions", versions}};
+  }
+  if (op == "verify") {
+    json versions = json::array();
+    if (auto it = proto::opt_int(req, "iteration", 0, INT64_MAX)) {
+      versions.push_back(status_json(checkpoints_.verify(name, *it)));
+    } else {
+      for (const auto& v : checkpoints_.list(name)) versions.push_back(status_json(v));
+    }
+    return json{{"ok", true}, {"versions", versions}};
+  }
+  auto keep = proto::get_int(req, "keep", 1, 1 << 20);
+  return json{{"ok", true}, {"pruned", checkpoints_.prune(name, static_cast<std::size_t>(keep))}};
 }
 
 // The request's "host", which must be in the inventory; "" when the request names none.

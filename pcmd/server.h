@@ -14,6 +14,7 @@
 #include <zmq.hpp>
 
 #include "protocol.h"
+#include "checkpoint.h"
 #include "store.h"
 
 namespace pcm::detail {
@@ -26,6 +27,7 @@ struct ServerOptions {
   // how many processes each may hold (over all running jobs). Default: localhost and this
   // host's name, each with 4 slots per core.
   std::vector<std::string> hosts;
+  std::size_t keep_versions = 3;  // committed checkpoint versions kept per job
 };
 
 struct HostSlots {
@@ -62,6 +64,7 @@ struct Job {
   std::vector<std::string> events;  // the last few events, oldest first
   std::chrono::steady_clock::time_point last_seen;
   std::int64_t layout_command = 0;  // the command whose data layout pcmd holds (0: none)
+  nlohmann::json layout;            // that layout (null: none reported)
   long rank0_pid = 0;  // watched while rank 0 runs on pcmd's host
   std::string rank0_host;
 };
@@ -99,6 +102,7 @@ class Server {
   proto::json op_status(const proto::json& req);
   proto::json op_migrate(const proto::json& req);
   proto::json op_reshape(const std::string& op, const proto::json& req);
+  proto::json op_checkpoint(const std::string& op, const proto::json& req);
   Job& job_for_command(const proto::json& req);
   proto::json queue(Job& job, Command c);
   int free_slots(const std::string& host, const Job* except) const;
@@ -112,6 +116,7 @@ class Server {
   zmq::socket_t socket_;
   std::string endpoint_;
   Store store_;
+  Checkpoints checkpoints_;
   std::map<std::string, Job> jobs_;
   std::int64_t next_command_ = 1;
   std::int64_t next_job_ = 1;

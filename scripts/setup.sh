@@ -20,7 +20,7 @@ log() { printf '[setup] %s\n' "$*" >&2; }
 
 PACKAGES=(build-essential cmake pkg-config dpkg-dev python3
   libhdf5-dev hdf5-tools libzmq3-dev cppzmq-dev libmsgpack-cxx-dev
-  libfmt-dev libspdlog-dev libgtest-dev libgmock-dev libcli11-dev nlohmann-json3-dev procps)
+  libfmt-dev libspdlog-dev libgtest-dev libgmock-dev libcli11-dev nlohmann-json3-dev zlib1g-dev procps)
 
 install_packages() {
   local missing=()

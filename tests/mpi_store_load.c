@@ -110,6 +110,9 @@ int main(int argc, char **argv) {
   CHECK(PCM_Store(rank, "d", iv, PCM_INT, 10) == PCM_SUCCESS, "re-store");
   CHECK(PCM_Load(rank, "d", iv2, PCM_INT, 10) == PCM_SUCCESS && iv2[9] == iv[9], "re-load");
   CHECK(PCM_Status(world) == PCM_NONE, "PCM_Status with nothing pending");
+  /* Everything stored becomes one durable global version. */
+  CHECK(PCM_Commit(world, 7) == PCM_SUCCESS, "PCM_Commit");
+  CHECK(PCM_Commit(world, -1) == PCM_ERR_ARG, "PCM_Commit of a negative iteration");
 
   MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, world);
   if (rank == 0) printf("%s: %d failures\n", all ? "FAILED" : "ok", all);

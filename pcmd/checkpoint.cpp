@@ -1,0 +1,370 @@
+// checkpoint.cpp — crash-safe versioned checkpoints: write, fsync, rename, fsync the directory;
+// manifests with CRC-32 checksums; verification before any HDF5 open; fallback and pruning.
+#include "checkpoint.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "error.h"
+#include "h5.h"
+#include "pcm_types.h"
+#include "protocol.h"
+
+namespace pcm::detail {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using namespace h5;
+
+namespace {
+
+std::string version_name(std::int64_t iteration) {
+  char b[40];
+  std::snprintf(b, sizeof b, "v%020lld", static_cast<long long>(iteration));
+  return b;
+}
+
+void fsync_path(const fs::path& p, bool directory) {
+  int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC | (directory ? O_DIRECTORY : 0));
+  if (fd < 0) fail(PCM_ERR_INTERNAL, "cannot open {} to fsync it: {}", p.string(), std::strerror(errno));
+  int rc = ::fsync(fd);
+  int err = errno;
+  ::close(fd);
+  if (rc != 0) fail(PCM_ERR_INTERNAL, "fsync of {} failed: {}", p.string(), std::strerror(err));
+}
+
+std::uint32_t crc_of(const void* data, std::size_t n, std::uint32_t crc = 0) {
+  const auto* p = static_cast<const Bytef*>(data);
+  while (n > 0) {  // zlib takes uInt lengths
+    uInt chunk = static_cast<uInt>(std::min<std::size_t>(n, 1u << 30));
+    crc = static_cast<std::uint32_t>(::crc32(crc, p, chunk));
+    p += chunk;
+    n -= chunk;
+  }
+  return crc;
+}
+
+// CRC-32 and size of a whole file, read with plain reads (never through HDF5).
+std::uint32_t file_crc(const fs::path& p, std::uint64_t* size) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) fail(PCM_ERR_NOT_FOUND, "cannot read {}", p.string());
+  std::vector<char> buf(1 << 20);
+  std::uint32_t crc = 0;
+  std::uint64_t n = 0;
+  while (in) {
+    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+    std::size_t got = static_cast<std::size_t>(in.gcount());
+    crc = crc_of(buf.data(), got, crc);
+    n += got;
+  }
+  *size = n;
+  return crc;
+}
+
+// Temporary file, fsync, rename, fsync of the directory.
+void write_atomically(const fs::path& final_path, const std::string& content) {
+  fs::path tmp = final_path.string() + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) fail(PCM_ERR_INTERNAL, "cannot create {}: {}", tmp.string(), std::strerror(errno));
+  std::size_t done = 0;
+  while (done < content.size()) {
+    ssize_t w = ::write(fd, content.data() + done, content.size() - done);
+    if (w <= 0) {
+      int err = errno;
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      fail(PCM_ERR_INTERNAL, "cannot write {}: {}", tmp.string(), std::strerror(err));
+    }
+    done += static_cast<std::size_t>(w);
+  }
+  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+    int err = errno;
+    ::unlink(tmp.c_str());
+    fail(PCM_ERR_INTERNAL, "cannot sync {}: {}", tmp.string(), std::strerror(err));
+  }
+  if (::rename(tmp.c_str(), final_path.c_str()) != 0) {
+    int err = errno;
+    ::unlink(tmp.c_str());
+    fail(PCM_ERR_INTERNAL, "cannot rename {}: {}", tmp.string(), std::strerror(err));
+  }
+  fsync_path(final_path.parent_path(), true);
+}
+
+void write_int_attr(hid_t obj, const char* name, std::int64_t value) {
+  H5Id space(H5Screate(H5S_SCALAR), H5Sclose);
+  H5Id attr(H5Acreate2(obj, name, H5T_NATIVE_INT64, space.get(), H5P_DEFAULT, H5P_DEFAULT),
+            H5Aclose);
+  if (!attr.valid() || H5Awrite(attr.get(), H5T_NATIVE_INT64, &value) < 0)
+    fail(PCM_ERR_INTERNAL, "cannot write attribute {}", name);
+}
+
+// Reads a whole 1-D dataset of a file that has already been verified.
+Meta read_dataset(hid_t file, const std::string& path, std::vector<char>& out) {
+  H5Id d(H5Dopen2(file, path.c_str(), H5P_DEFAULT), H5Dclose);
+  if (!d.valid()) fail(PCM_ERR_NOT_FOUND, "no dataset {}", path);
+  Meta m = dataset_meta(d.get());
+  if (m.type == 0) fail(PCM_ERR_INTERNAL, "{} has a type PCM does not know", path);
+  out.resize(m.count * proto::type_size(m.type));
+  if (m.count > 0 &&
+      H5Dread(d.get(), native_type(m.type), H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()) < 0)
+    fail(PCM_ERR_INTERNAL, "cannot read {}", path);
+  return m;
+}
+
+}  // namespace
+
+json Manifest::to_json() const {
+  json ds = json::array();
+  for (const auto& d : datasets)
+    ds.push_back({{"path", d.path}, {"type", d.type}, {"count", d.count}, {"crc32", d.crc}});
+  return json{{"format", "pcm-checkpoint-1"}, {"job", job}, {"iteration", iteration},
+              {"nprocs", nprocs}, {"layout", layout}, {"file_size", file_size},
+              {"file_crc32", file_crc}, {"datasets", ds}};
+}
+
+Manifest Manifest::from_json(const json& j) {
+  try {
+    if (j.at("format") != "pcm-checkpoint-1") fail(PCM_ERR_ARG, "unknown manifest format");
+    Manifest m;
+    m.job = j.at("job").get<std::string>();
+    m.iteration = j.at("iteration").get<std::int64_t>();
+    m.nprocs = j.at("nprocs").get<int>();
+    m.layout = j.at("layout");
+    m.file_size = j.at("file_size").get<std::uint64_t>();
+    m.file_crc = j.at("file_crc32").get<std::uint32_t>();
+    for (const auto& d : j.at("datasets"))
+      m.datasets.push_back({d.at("path").get<std::string>(), d.at("type").get<int>(),
+                            d.at("count").get<std::uint64_t>(), d.at("crc32").get<std::uint32_t>()});
+    if (m.nprocs < 1 || m.iteration < 0) fail(PCM_ERR_ARG, "manifest values out of range");
+    return m;
+  } catch (const json::exception& e) {
+    fail(PCM_ERR_ARG, "malformed manifest: {}", e.what());
+  }
+}
+
+Checkpoints::Checkpoints(fs::path root) : root_(std::move(root)) { quiet_hdf5(); }
+
+fs::path Checkpoints::version_file(const std::string& job, std::int64_t iteration) const {
+  return root_ / "checkpoints" / job / (version_name(iteration) + ".h5");
+}
+
+fs::path Checkpoints::manifest_file(const std::string& job, std::int64_t iteration) const {
+  return root_ / "checkpoints" / job / (version_name(iteration) + ".manifest.json");
+}
+
+Manifest Checkpoints::commit(const Store& store, const std::string& job, std::int64_t iteration,
+                             int nprocs, const json& layout) {
+  if (!proto::valid_name(job)) fail(PCM_ERR_ARG, "invalid job name '{}'", job);
+  if (iteration < 0) fail(PCM_ERR_ARG, "iteration {} is negative", iteration);
+  if (nprocs < 1) fail(PCM_ERR_ARG, "a version needs at least one process");
+  fs::path src = store.job_file(job);
+  if (!fs::exists(src)) fail(PCM_ERR_NOT_FOUND, "job '{}' has stored nothing", job);
+  fs::path final_path = version_file(job, iteration);
+  std::error_code ec;
+  fs::create_directories(final_path.parent_path(), ec);
+  if (ec) fail(PCM_ERR_INTERNAL, "cannot create {}: {}", final_path.parent_path().string(), ec.message());
+  fs::path tmp = final_path.string() + ".tmp";
+  fs::remove(tmp, ec);
+
+  Manifest m;
+  m.job = job;
+  m.iteration = iteration;
+  m.nprocs = nprocs;
+  m.layout = layout;
+  try {
+    H5Id s(H5Fopen(src.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+    if (!s.valid()) fail(PCM_ERR_INTERNAL, "cannot open {}", src.string());
+    H5Id d(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose);
+    if (!d.valid()) fail(PCM_ERR_INTERNAL, "cannot create {}", tmp.string());
+    std::vector<char> data;
+    for (int r = 0; r < nprocs; ++r) {
+      std::string g = "rank_" + std::to_string(r);
+      if (!link_exists(s.get(), g))
+        fail(PCM_ERR_REFUSED, "rank {} of job '{}' has stored nothing; no version made", r, job);
+      if (H5Ocopy(s.get(), g.c_str(), d.get(), g.c_str(), H5P_DEFAULT, H5P_DEFAULT) < 0)
+        fail(PCM_ERR_INTERNAL, "cannot copy {} into {} (disk full?)", g, tmp.string());
+      H5Id grp(H5Gopen2(s.get(), g.c_str(), H5P_DEFAULT), H5Gclose);
+      H5G_info_t info;
+      H5Gget_info(grp.get(), &info);
+      for (hsize_t i = 0; i < info.nlinks; ++i) {
+        char name[256];
+        if (H5Lget_name_by_idx(grp.get(), ".", H5_INDEX_NAME, H5_ITER_INC, i, name, sizeof name,
+                               H5P_DEFAULT) < 0)
+          fail(PCM_ERR_INTERNAL, "cannot list {}", g);
+        std::string path = "/" + g + "/" + name;
+        Meta dm = read_dataset(s.get(), path, data);
+        m.datasets.push_back({path, dm.type, dm.count, crc_of(data.data(), data.size())});
+      }
+    }
+    write_string_attr(d.get(), "pcm_job", job);
+    write_int_attr(d.get(), "pcm_iteration", iteration);
+    write_int_attr(d.get(), "pcm_nprocs", nprocs);
+    write_string_attr(d.get(), "pcm_layout", layout.is_null() ? "" : layout.dump());
+    if (H5Fflush(d.get(), H5F_SCOPE_GLOBAL) < 0)
+      fail(PCM_ERR_INTERNAL, "cannot flush {} (disk full?)", tmp.string());
+    if (H5Fclose(d.release()) < 0) fail(PCM_ERR_INTERNAL, "cannot close {} (disk full?)", tmp.string());
+    fsync_path(tmp, false);
+    m.file_crc = file_crc(tmp, &m.file_size);
+    if (::rename(tmp.c_str(), final_path.c_str()) != 0)
+      fail(PCM_ERR_INTERNAL, "cannot rename {}: {}", tmp.string(), std::strerror(errno));
+    fsync_path(final_path.parent_path(), true);
+    // The version exists from here on.
+    write_atomically(manifest_file(job, iteration), m.to_json().dump(1) + "\n");
+  } catch (...) {
+    fs::remove(tmp, ec);
+    // A data file without a manifest is no version; remove it so it is not mistaken for one.
+    if (!fs::exists(manifest_file(job, iteration))) fs::remove(final_path, ec);
+    throw;
+  }
+  return m;
+}
+
+std::optional<Manifest> Checkpoints::load_manifest(const std::string& job, std::int64_t iteration,
+                                                   std::string* why) const {
+  std::ifstream in(manifest_file(job, iteration));
+  if (!in) {
+    *why = "no manifest";
+    return std::nullopt;
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  json j = json::parse(text.str(), nullptr, false);
+  if (j.is_discarded()) {
+    *why = "manifest is not valid JSON";
+    return std::nullopt;
+  }
+  try {
+    Manifest m = Manifest::from_json(j);
+    if (m.iteration != iteration || m.job != job) {
+      *why = "manifest names another version";
+      return std::nullopt;
+    }
+    return m;
+  } catch (const Error& e) {
+    *why = e.what();
+    return std::nullopt;
+  }
+}
+
+VersionStatus Checkpoints::verify(const std::string& job, std::int64_t iteration) const {
+  VersionStatus v;
+  v.iteration = iteration;
+  auto m = load_manifest(job, iteration, &v.why);
+  if (!m) return v;
+  v.nprocs = m->nprocs;
+  fs::path file = version_file(job, iteration);
+  if (!fs::exists(file)) {
+    v.why = "data file missing";
+    return v;
+  }
+  std::uint64_t size = 0;
+  std::uint32_t crc = file_crc(file, &size);
+  v.bytes = size;
+  if (size != m->file_size) {
+    v.why = fmt::format("data file has {} bytes, manifest says {}", size, m->file_size);
+    return v;
+  }
+  if (crc != m->file_crc) {
+    v.why = "data file checksum differs from the manifest";
+    return v;
+  }
+  // Only now, with the bytes known good, may HDF5 open the file.
+  H5Id f(H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+  if (!f.valid()) {
+    v.why = "HDF5 cannot open the data file";
+    return v;
+  }
+  std::vector<char> data;
+  for (const auto& d : m->datasets) {
+    try {
+      Meta dm = read_dataset(f.get(), d.path, data);
+      if (dm.type != d.type || dm.count != d.count || crc_of(data.data(), data.size()) != d.crc) {
+        v.why = fmt::format("dataset {} differs from the manifest", d.path);
+        return v;
+      }
+    } catch (const Error& e) {
+      v.why = e.what();
+      return v;
+    }
+  }
+  v.valid = true;
+  return v;
+}
+
+std::vector<VersionStatus> Checkpoints::list(const std::string& job) const {
+  if (!proto::valid_name(job)) fail(PCM_ERR_ARG, "invalid job name '{}'", job);
+  std::set<std::int64_t, std::greater<>> found;
+  fs::path dir = root_ / "checkpoints" / job;
+  std::error_code ec;
+  static const std::regex name(R"(v(\d{20})\.(h5|manifest\.json))");
+  for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); ++it) {
+    std::smatch m;
+    std::string f = it->path().filename().string();
+    if (std::regex_match(f, m, name)) found.insert(std::stoll(m[1]));
+  }
+  std::vector<VersionStatus> out;
+  for (auto it : found) out.push_back(verify(job, it));
+  return out;
+}
+
+std::optional<Manifest> Checkpoints::latest_valid(const std::string& job) const {
+  for (const auto& v : list(job)) {
+    if (!v.valid) continue;
+    std::string why;
+    return load_manifest(job, v.iteration, &why);
+  }
+  return std::nullopt;
+}
+
+std::vector<std::int64_t> Checkpoints::prune(const std::string& job, std::size_t keep) {
+  if (keep < 1) fail(PCM_ERR_ARG, "prune must keep at least one version");
+  auto versions = list(job);
+  std::int64_t newest_valid = -1;
+  for (const auto& v : versions)
+    if (v.valid) {
+      newest_valid = v.iteration;
+      break;
+    }
+  std::vector<std::int64_t> removed;
+  std::error_code ec;
+  for (std::size_t i = keep; i < versions.size(); ++i) {
+    if (versions[i].iteration == newest_valid) continue;
+    // Manifest first: without it the data file is no version, even if pcmd dies right here.
+    fs::remove(manifest_file(job, versions[i].iteration), ec);
+    fsync_path(manifest_file(job, versions[i].iteration).parent_path(), true);
+    fs::remove(version_file(job, versions[i].iteration), ec);
+    removed.push_back(versions[i].iteration);
+  }
+  return removed;
+}
+
+Store::Meta Checkpoints::read(const Manifest& m, int rank, const std::string& key,
+                              std::vector<char>& out) const {
+  if (!proto::valid_name(key)) fail(PCM_ERR_ARG, "invalid key '{}'", key);
+  std::string path = "/rank_" + std::to_string(rank) + "/" + key;
+  auto it = std::find_if(m.datasets.begin(), m.datasets.end(),
+                         [&](const DatasetInfo& d) { return d.path == path; });
+  if (it == m.datasets.end())
+    fail(PCM_ERR_NOT_FOUND, "version {} of job '{}' has no {}", m.iteration, m.job, path);
+  fs::path file = version_file(m.job, m.iteration);
+  std::uint64_t size = 0;
+  if (file_crc(file, &size) != m.file_crc || size != m.file_size)
+    fail(PCM_ERR_NOT_FOUND, "version {} of job '{}' no longer verifies", m.iteration, m.job);
+  H5Id f(H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+  if (!f.valid()) fail(PCM_ERR_INTERNAL, "cannot open {}", file.string());
+  Meta dm = read_dataset(f.get(), path, out);
+  if (crc_of(out.data(), out.size()) != it->crc)
+    fail(PCM_ERR_INTERNAL, "{} of version {} fails its checksum", path, m.iteration);
+  return Store::Meta{dm.type, dm.count};
+}
+
+}  // namespace pcm::detail
