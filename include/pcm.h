@@ -62,6 +62,12 @@ int MPI_PCM_Init(int *argc, char ***argv);
  * rebuilt world. Use the returned communicator (PCM_COMM_WORLD in the paper) for all further work.
  * The job name shown by pcmctl comes from PCM_JOB (letters, digits, . _ -; at most 64); without
  * it pcmd chooses one.
+ * Restart: with PCM_RESTART=1 in the environment (and the same PCM_JOB as the run that
+ * committed), the job resumes from the newest version that verifies (PCM_Commit): every process
+ * is PCM_RESTARTED, PCM_Restart_info gives the version's iteration and process count, and
+ * PCM_Load, PCM_Load_count and PCM_Load_dist read that version (ranks numbered as when it was
+ * committed), at any process count; PCM_Load_redistribute rebuilds a distributed array for the
+ * new count. PCM_ERR_NOT_FOUND when no version verifies.
  * Collective over *comm (started processes) or over the world being rebuilt (spawned ones).
  * Errors: PCM_ERR_ARG, PCM_ERR_STATE, PCM_ERR_DAEMON, PCM_ERR_REFUSED, PCM_ERR_MPI.
  */
@@ -270,6 +276,23 @@ int PCM_Merge_Collective(void **buf, PCM_Datatype type, PCM_Dist *dist, int *ite
  * PCM_ERR_INTERNAL (the write failed, e.g. a full disk: the previous version stays valid).
  */
 int PCM_Commit(MPI_Comm comm, int iteration);
+
+/*
+ * PCM_Restart_info — in a restarted job, the iteration and process count of the version it
+ * restarted from. Either output may be NULL. Local. Errors: PCM_ERR_STATE (not restarted).
+ */
+int PCM_Restart_info(int *iteration, int *nprocs);
+
+/*
+ * PCM_Load_redistribute — in a restarted job: fill buf, laid out for `rank` by the map `to`, with
+ * the array that the version's ranks stored under key, laid out by the map `from` (for example
+ * loaded with PCM_Load_dist from what rank 0 stored). `from` and `to` may describe different
+ * process counts. Halos are left as they are. Local.
+ * Errors: PCM_ERR_ARG, PCM_ERR_STATE, PCM_ERR_NOT_FOUND, PCM_ERR_TYPE, PCM_ERR_COUNT,
+ * PCM_ERR_DAEMON.
+ */
+int PCM_Load_redistribute(const char *key, PCM_Datatype type, PCM_Dist from, PCM_Dist to,
+                          int rank, void *buf);
 
 /*
  * PCM_Reconfig_times — seconds this process spent in the phases of its last PCM_Split or

@@ -25,6 +25,7 @@ extern "C" {
 #define PCM_MIGRATED 2 /* spawned to replace a process that migrated */
 #define PCM_SPLITTED 3 /* spawned by a split: call PCM_Split to receive data */
 #define PCM_RETIRED 4  /* left the world in a reconfiguration; call PCM_Exit (or PCM_Finalize) */
+#define PCM_RESTARTED 5 /* started with PCM_RESTART=1: PCM_Load reads the newest valid version */
 
 /* Reconfiguration states, from PCM_Status. */
 #define PCM_ERROR (-1)      /* PCM_Status failed; see PCM_Last_error */

@@ -105,6 +105,16 @@ PCM_EXPORT int PCM_Merge_datacnts(PCM_Dist dist, long* count, int* merge_rank, M
 PCM_EXPORT int PCM_Commit(MPI_Comm comm, int iteration) {
   return guard("PCM_Commit", [&] { return rt().commit(comm, iteration); });
 }
+PCM_EXPORT int PCM_Restart_info(int* iteration, int* nprocs) {
+  return guard("PCM_Restart_info", [&] { return rt().restart_info(iteration, nprocs); });
+}
+PCM_EXPORT int PCM_Load_redistribute(const char* key, PCM_Datatype type, PCM_Dist from,
+                                     PCM_Dist to, int rank, void* buf) {
+  return guard("PCM_Load_redistribute", [&] {
+    if (!from || !to) pcm::fail(PCM_ERR_ARG, "from and to must not be NULL");
+    return rt().load_redistribute(key, type, from->d, to->d, rank, buf);
+  });
+}
 PCM_EXPORT int PCM_Reconfig_times(double* spawn, double* data, double* rebuild) {
   rt().reconfig_times(spawn, data, rebuild);
   return PCM_SUCCESS;

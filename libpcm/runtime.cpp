@@ -176,8 +176,16 @@ int Runtime::init(MPI_Comm* comm) {
           fail(PCM_ERR_ARG, "PCM_JOB='{}' is not a valid job name (1-64 of A-Z a-z 0-9 . _ -)", name);
         req["job"] = name;
       }
+      if (const char* r = std::getenv("PCM_RESTART"); r && std::string(r) == "1") {
+        if (!req.contains("job")) fail(PCM_ERR_ARG, "PCM_RESTART=1 needs PCM_JOB, the job's name");
+        req["restart"] = true;
+      }
       auto reply = client().request(req, nullptr, 0, connect_timeout_ms_);
       job_ = proto::get_string(reply.header, "job", proto::kMaxName);
+      if (auto it = reply.header.find("restart"); it != reply.header.end() && it->is_object()) {
+        restart_iteration_ = proto::get_int(*it, "iteration", 0, INT64_MAX);
+        restart_nprocs_ = static_cast<int>(proto::get_int(*it, "nprocs", 1, 1 << 20));
+      }
     } catch (const Error& e) {
       code = e.code();
       msg = e.what();
@@ -190,7 +198,13 @@ int Runtime::init(MPI_Comm* comm) {
     world_ = MPI_COMM_NULL;
     throw;
   }
-  job_ = bcast_json(json{{"job", job_}}, 0, world_).at("job").get<std::string>();
+  json shared = bcast_json(json{{"job", job_}, {"restart_iteration", restart_iteration_},
+                               {"restart_nprocs", restart_nprocs_}},
+                          0, world_);
+  job_ = shared.at("job").get<std::string>();
+  restart_iteration_ = shared.at("restart_iteration").get<std::int64_t>();
+  restart_nprocs_ = shared.at("restart_nprocs").get<int>();
+  if (restart_iteration_ >= 0) process_status_ = PCM_RESTARTED;
   world_ready_ = true;
   *comm = world_;
   log()->info("[rank {}] job {} started with {} processes", rank_, job_, size_);
@@ -390,9 +404,9 @@ int Runtime::store(int rank, const char* key, const void* buf, int type, long co
 int Runtime::load_count(int rank, const char* key, int* type, long* count) {
   if (!world_ready_) fail(PCM_ERR_STATE, "call PCM_Init first");
   check_entry(rank, key);
-  auto r = client().request(
-      {{"op", "load"}, {"job", job_}, {"rank", rank}, {"key", key}, {"meta_only", true}}, nullptr,
-      0, 60000);
+  json req{{"op", "load"}, {"job", job_}, {"rank", rank}, {"key", key}, {"meta_only", true}};
+  if (restart_iteration_ >= 0) req["version"] = restart_iteration_;
+  auto r = client().request(req, nullptr, 0, 60000);
   if (type) *type = static_cast<int>(proto::get_int(r.header, "type", 1, 1000));
   if (count) *count = static_cast<long>(proto::get_int(r.header, "count", 0, LONG_MAX));
   return PCM_SUCCESS;
@@ -401,8 +415,9 @@ int Runtime::load_count(int rank, const char* key, int* type, long* count) {
 int Runtime::load(int rank, const char* key, void* buf, int type, long count) {
   if (!world_ready_) fail(PCM_ERR_STATE, "call PCM_Init first");
   std::size_t elem = check_data(rank, key, buf, type, count);
-  auto r = client().request({{"op", "load"}, {"job", job_}, {"rank", rank}, {"key", key}},
-                            nullptr, 0, 60000);
+  json req{{"op", "load"}, {"job", job_}, {"rank", rank}, {"key", key}};
+  if (restart_iteration_ >= 0) req["version"] = restart_iteration_;
+  auto r = client().request(req, nullptr, 0, 60000);
   int stored_type = static_cast<int>(proto::get_int(r.header, "type", 1, 1000));
   auto stored_count = proto::get_int(r.header, "count", 0, INT64_MAX);
   if (stored_type != type)
@@ -967,6 +982,43 @@ int Runtime::commit(MPI_Comm comm, int iteration) {
     }
   }
   agree(world_, code, msg);
+  return PCM_SUCCESS;
+}
+
+int Runtime::restart_info(int* iteration, int* nprocs) const {
+  if (restart_iteration_ < 0) fail(PCM_ERR_STATE, "this job was not restarted");
+  if (iteration) *iteration = static_cast<int>(restart_iteration_);
+  if (nprocs) *nprocs = restart_nprocs_;
+  return PCM_SUCCESS;
+}
+
+int Runtime::load_redistribute(const char* key, int type, const Distribution& from,
+                               const Distribution& to, int rank, void* buf) {
+  if (restart_iteration_ < 0) fail(PCM_ERR_STATE, "this job was not restarted");
+  if (rank < 0 || rank >= to.size()) fail(PCM_ERR_ARG, "rank {} is not in the map", rank);
+  const std::size_t elem = proto::type_size(type);
+  if (elem == 0) fail(PCM_ERR_ARG, "unknown type {}", type);
+  if (!buf && to.local_elements(rank) > 0) fail(PCM_ERR_ARG, "buf is NULL");
+  // Each old rank that owns some of this rank's units is read once, whole, then cut up.
+  std::vector<Transfer> mine;
+  for (const Transfer& t : plan(from, to))
+    if (t.to == rank) mine.push_back(t);
+  std::stable_sort(mine.begin(), mine.end(),
+                   [](const Transfer& a, const Transfer& b) { return a.from < b.from; });
+  std::vector<char> part;
+  int loaded = -1;
+  const std::size_t unit_bytes = elem * static_cast<std::size_t>(from.unit_len());
+  for (const Transfer& t : mine) {
+    if (t.from != loaded) {
+      long count = static_cast<long>(from.local_elements(t.from));
+      part.resize(static_cast<std::size_t>(count) * elem);
+      load(t.from, key, part.data(), type, count);
+      loaded = t.from;
+    }
+    std::memcpy(static_cast<char*>(buf) + to.unit_offset(t.first, nullptr) * elem,
+                part.data() + from.unit_offset(t.first, nullptr) * elem,
+                static_cast<std::size_t>(t.count) * unit_bytes);
+  }
   return PCM_SUCCESS;
 }
 

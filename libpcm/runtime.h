@@ -66,6 +66,9 @@ class Runtime {
   int merge_datacnts(const Distribution* dist, long* count, int* merge_rank, MPI_Comm comm);
   void reconfig_times(double* spawn, double* data, double* rebuild) const;
   int commit(MPI_Comm comm, int iteration);
+  int restart_info(int* iteration, int* nprocs) const;
+  int load_redistribute(const char* key, int type, const Distribution& from, const Distribution& to,
+                        int rank, void* buf);
   int exit_retired();
   int finalize(MPI_Comm comm);
 
@@ -131,6 +134,10 @@ class Runtime {
   // the old world and what the old world told it.
   MPI_Comm join_inter_ = MPI_COMM_NULL;
   nlohmann::json join_ctx_;
+
+  // Set in a restarted job: the version it resumes from.
+  std::int64_t restart_iteration_ = -1;
+  int restart_nprocs_ = 0;
 
   // Seconds spent in the phases of this process's last split or merge.
   double t_spawn_ = 0, t_data_ = 0, t_rebuild_ = 0;

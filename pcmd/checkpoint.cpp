@@ -174,6 +174,14 @@ Manifest Checkpoints::commit(const Store& store, const std::string& job, std::in
   if (ec) fail(PCM_ERR_INTERNAL, "cannot create {}: {}", final_path.parent_path().string(), ec.message());
   fs::path tmp = final_path.string() + ".tmp";
   fs::remove(tmp, ec);
+  // A valid version is never overwritten (a crash in between would lose it); an invalid one
+  // is no version and may be replaced.
+  if (fs::exists(manifest_file(job, iteration))) {
+    if (verify(job, iteration).valid)
+      fail(PCM_ERR_REFUSED, "job '{}' already has a valid version for iteration {}", job, iteration);
+    fs::remove(manifest_file(job, iteration), ec);
+    fsync_path(final_path.parent_path(), true);
+  }
 
   Manifest m;
   m.job = job;
@@ -185,14 +193,16 @@ Manifest Checkpoints::commit(const Store& store, const std::string& job, std::in
     if (!s.valid()) fail(PCM_ERR_INTERNAL, "cannot open {}", src.string());
     H5Id d(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose);
     if (!d.valid()) fail(PCM_ERR_INTERNAL, "cannot create {}", tmp.string());
+    // Each dataset is read (for its checksum) and written by us: HDF5 1.10's H5Ocopy crashes in
+    // its error path when a write fails (a full disk), and reading once serves both.
     std::vector<char> data;
     for (int r = 0; r < nprocs; ++r) {
       std::string g = "rank_" + std::to_string(r);
       if (!link_exists(s.get(), g))
         fail(PCM_ERR_REFUSED, "rank {} of job '{}' has stored nothing; no version made", r, job);
-      if (H5Ocopy(s.get(), g.c_str(), d.get(), g.c_str(), H5P_DEFAULT, H5P_DEFAULT) < 0)
-        fail(PCM_ERR_INTERNAL, "cannot copy {} into {} (disk full?)", g, tmp.string());
       H5Id grp(H5Gopen2(s.get(), g.c_str(), H5P_DEFAULT), H5Gclose);
+      H5Id out(H5Gcreate2(d.get(), g.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose);
+      if (!grp.valid() || !out.valid()) fail(PCM_ERR_INTERNAL, "cannot copy {} (disk full?)", g);
       H5G_info_t info;
       H5Gget_info(grp.get(), &info);
       for (hsize_t i = 0; i < info.nlinks; ++i) {
@@ -202,13 +212,33 @@ Manifest Checkpoints::commit(const Store& store, const std::string& job, std::in
           fail(PCM_ERR_INTERNAL, "cannot list {}", g);
         std::string path = "/" + g + "/" + name;
         Meta dm = read_dataset(s.get(), path, data);
+        hsize_t dims[1] = {dm.count};
+        H5Id space(H5Screate_simple(1, dims, nullptr), H5Sclose);
+        H5Id ds(H5Dcreate2(out.get(), name, native_type(dm.type), space.get(), H5P_DEFAULT,
+                           H5P_DEFAULT, H5P_DEFAULT),
+                H5Dclose);
+        if (!ds.valid() || (dm.count > 0 && H5Dwrite(ds.get(), native_type(dm.type), H5S_ALL,
+                                                      H5S_ALL, H5P_DEFAULT, data.data()) < 0))
+          fail(PCM_ERR_INTERNAL, "cannot write {} into {} (disk full?)", path, tmp.string());
+        write_string_attr(ds.get(), "pcm_type", proto::type_name(dm.type));
         m.datasets.push_back({path, dm.type, dm.count, crc_of(data.data(), data.size())});
       }
     }
     write_string_attr(d.get(), "pcm_job", job);
     write_int_attr(d.get(), "pcm_iteration", iteration);
     write_int_attr(d.get(), "pcm_nprocs", nprocs);
-    write_string_attr(d.get(), "pcm_layout", layout.is_null() ? "" : layout.dump());
+    // The layout can be large (an irregular map of many units): a dataset, not an attribute
+    // (HDF5 attributes are limited to 64 KiB).
+    std::string text = layout.is_null() ? "" : layout.dump();
+    hsize_t ldims[1] = {text.size()};
+    H5Id lspace(H5Screate_simple(1, ldims, nullptr), H5Sclose);
+    H5Id lds(H5Dcreate2(d.get(), "pcm_layout", H5T_NATIVE_CHAR, lspace.get(), H5P_DEFAULT,
+                        H5P_DEFAULT, H5P_DEFAULT),
+             H5Dclose);
+    if (!lds.valid() || (!text.empty() && H5Dwrite(lds.get(), H5T_NATIVE_CHAR, H5S_ALL, H5S_ALL,
+                                                    H5P_DEFAULT, text.data()) < 0))
+      fail(PCM_ERR_INTERNAL, "cannot write the layout into {} (disk full?)", tmp.string());
+    lds.reset();
     if (H5Fflush(d.get(), H5F_SCOPE_GLOBAL) < 0)
       fail(PCM_ERR_INTERNAL, "cannot flush {} (disk full?)", tmp.string());
     if (H5Fclose(d.release()) < 0) fail(PCM_ERR_INTERNAL, "cannot close {} (disk full?)", tmp.string());
@@ -336,6 +366,17 @@ std::vector<std::int64_t> Checkpoints::prune(const std::string& job, std::size_t
     }
   std::vector<std::int64_t> removed;
   std::error_code ec;
+  // A data file without a manifest is no version (a commit that died between its two renames):
+  // it takes no place among the `keep` newest and is removed.
+  std::vector<VersionStatus> real;
+  for (const auto& v : versions) {
+    if (fs::exists(manifest_file(job, v.iteration))) {
+      real.push_back(v);
+    } else {
+      fs::remove(version_file(job, v.iteration), ec);
+    }
+  }
+  versions = std::move(real);
   for (std::size_t i = keep; i < versions.size(); ++i) {
     if (versions[i].iteration == newest_valid) continue;
     // Manifest first: without it the data file is no version, even if pcmd dies right here.
@@ -355,10 +396,8 @@ Store::Meta Checkpoints::read(const Manifest& m, int rank, const std::string& ke
                          [&](const DatasetInfo& d) { return d.path == path; });
   if (it == m.datasets.end())
     fail(PCM_ERR_NOT_FOUND, "version {} of job '{}' has no {}", m.iteration, m.job, path);
+  // The whole file was verified when m was; the dataset's own checksum is checked below.
   fs::path file = version_file(m.job, m.iteration);
-  std::uint64_t size = 0;
-  if (file_crc(file, &size) != m.file_crc || size != m.file_size)
-    fail(PCM_ERR_NOT_FOUND, "version {} of job '{}' no longer verifies", m.iteration, m.job);
   H5Id f(H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
   if (!f.valid()) fail(PCM_ERR_INTERNAL, "cannot open {}", file.string());
   Meta dm = read_dataset(f.get(), path, out);

@@ -69,7 +69,8 @@ class Checkpoints {
   // that could be mistaken for a whole one.
   std::vector<std::int64_t> prune(const std::string& job, std::size_t keep);
 
-  // Reads one dataset of a version that verified. Throws pcm::Error (PCM_ERR_NOT_FOUND).
+  // Reads one dataset of a version that verified (the whole file is not checked again; the
+  // dataset's checksum is). Throws pcm::Error (PCM_ERR_NOT_FOUND).
   Store::Meta read(const Manifest& m, int rank, const std::string& key,
                    std::vector<char>& out) const;
 

@@ -41,23 +41,24 @@ void print_status_table(const json& reply) {
 // Polls the job every 50 ms until every condition holds (exit 0); exit 1 on timeout or when the
 // job finished without meeting them. An unknown job is waited for: it may not have registered yet.
 int wait_for(pcm::detail::Client& client, const std::string& job, long iteration, int reconfigs,
-             bool finished, double timeout_s, int timeout_ms) {
+             bool finished, bool ended, double timeout_s, int timeout_ms) {
   auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
   std::string last = "not registered";
   while (true) {
     try {
       auto r = client.request({{"op", "status"}, {"job", job}}, nullptr, 0, timeout_ms);
       const auto& j = r.header.at("jobs").at(0);
-      bool done = j.value("state", "") == "finished";
+      const std::string state = j.value("state", "");
+      bool done = state == "finished" || state == "failed";
       bool met = (iteration < 0 || j.value("iteration", 0L) >= iteration) &&
                  (reconfigs < 0 || j.value("reconfigurations", 0) >= reconfigs) &&
-                 (!finished || done);
+                 (!finished || state == "finished") && (!ended || done);
       if (met) return 0;
       last = fmt::format("{} at iteration {} after {} reconfigurations", j.value("state", "?"),
                          j.value("iteration", 0L), j.value("reconfigurations", 0));
       if (done) {
-        std::cerr << "pcmctl: job " << job << " finished before the condition held (" << last
-                  << ")\n";
+        std::cerr << "pcmctl: job " << job << " " << state << " before the condition held (" << last
+                  << "): " << j.value("last_event", "") << "\n";
         return 1;
       }
     } catch (const pcm::Error& e) {
@@ -137,6 +138,8 @@ int main(int argc, char** argv) {
   wait->add_option("--reconfigurations", wait_reconfigs,
                    "until this many reconfigurations have completed");
   wait->add_flag("--finished", wait_finished, "until the job has finished");
+  bool wait_ended = false;
+  wait->add_flag("--ended", wait_ended, "until the job has finished or failed");
   wait->add_option("--timeout", wait_timeout, "give up after this many seconds")
       ->capture_default_str();
 
@@ -207,8 +210,8 @@ int main(int argc, char** argv) {
       auto r = client.request({{"op", "prune"}, {"job", job}, {"keep", keep}}, nullptr, 0, timeout_ms);
       std::cout << "removed versions: " << r.header.at("pruned").dump() << "\n";
     } else if (app.got_subcommand("wait")) {
-      return wait_for(client, job, wait_iteration, wait_reconfigs, wait_finished, wait_timeout,
-                      timeout_ms);
+      return wait_for(client, job, wait_iteration, wait_reconfigs, wait_finished, wait_ended,
+                      wait_timeout, timeout_ms);
     }
   } catch (const pcm::Error& e) {
     std::cerr << "pcmctl: " << e.what() << " [" << PCM_Error_string(e.code()) << "]\n";

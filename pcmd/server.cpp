@@ -241,7 +241,12 @@ json Server::op_register(const json& req) {
   if (auto wanted = proto::opt_string(req, "job", proto::kMaxName); wanted && !wanted->empty()) {
     if (!proto::valid_name(*wanted)) fail(PCM_ERR_ARG, "invalid job name '{}'", *wanted);
     auto it = jobs_.find(*wanted);
-    if (it != jobs_.end() && it->second.state != "finished")
+    // A restart may take over a name whose job is gone: finished, failed, or silent for 10 s
+    // (its rank 0 ran where pcmd cannot watch it).
+    bool silent = it != jobs_.end() &&
+                  std::chrono::steady_clock::now() - it->second.last_seen > std::chrono::seconds(10);
+    if (it != jobs_.end() && it->second.state == "running" &&
+        !(proto::get_bool(req, "restart", false) && silent))
       fail(PCM_ERR_REFUSED, "job name '{}' is in use by a running job", *wanted);
     name = *wanted;
   } else {
@@ -250,6 +255,12 @@ json Server::op_register(const json& req) {
   }
   Job job;
   job.name = name;
+  if (proto::get_bool(req, "restart", false)) {
+    auto m = checkpoints_.latest_valid(name);
+    if (!m) fail(PCM_ERR_NOT_FOUND, "job '{}' has no checkpoint version that verifies", name);
+    job.restarted_from = m;
+    job.layout = m->layout;
+  }
   job.state = "running";
   job.size = size;
   job.hosts = std::move(hosts);
@@ -259,8 +270,15 @@ json Server::op_register(const json& req) {
   note(job, "started");
   job.last_seen = std::chrono::steady_clock::now();
   jobs_[name] = std::move(job);
-  log_->info("job {} registered with {} processes", name, size);
-  return json{{"ok", true}, {"job", name}};
+  json reply{{"ok", true}, {"job", name}};
+  if (const auto& m = jobs_[name].restarted_from) {
+    reply["restart"] = json{{"iteration", m->iteration}, {"nprocs", m->nprocs}};
+    note(jobs_[name], fmt::format("restarted from iteration {} ({} processes then, {} now)",
+                                  m->iteration, m->nprocs, size));
+  }
+  log_->info("job {} registered with {} processes{}", name, size,
+             reply.contains("restart") ? " (restart)" : "");
+  return reply;
 }
 
 json Server::op_poll(const json& req) {
@@ -350,6 +368,20 @@ json Server::op_load(const json& req, std::vector<char>& reply_data) {
   auto key = proto::get_string(req, "key", proto::kMaxName);
   if (!proto::valid_name(key)) fail(PCM_ERR_ARG, "invalid key '{}'", key);
   bool meta_only = proto::get_bool(req, "meta_only", false);
+  if (auto version = proto::opt_int(req, "version", 0, INT64_MAX)) {
+    const auto& m = jobs_.at(job).restarted_from;
+    if (!m || m->iteration != *version)
+      fail(PCM_ERR_REFUSED, "job '{}' was not restarted from version {}", job, *version);
+    std::string path = "/rank_" + std::to_string(rank) + "/" + key;
+    auto it = std::find_if(m->datasets.begin(), m->datasets.end(),
+                           [&](const DatasetInfo& d) { return d.path == path; });
+    if (it == m->datasets.end())
+      fail(PCM_ERR_NOT_FOUND, "version {} of job '{}' has nothing for rank {} key '{}'",
+           *version, job, rank, key);
+    if (meta_only) return json{{"ok", true}, {"type", it->type}, {"count", it->count}};
+    auto meta = checkpoints_.read(*m, rank, key, reply_data);
+    return json{{"ok", true}, {"type", meta.type}, {"count", meta.count}, {"has_data", true}};
+  }
   if (meta_only) {
     auto m = store_.meta(job, rank, key);
     if (!m) fail(PCM_ERR_NOT_FOUND, "nothing stored for job '{}' rank {} key '{}'", job, rank, key);

@@ -65,6 +65,7 @@ struct Job {
   std::chrono::steady_clock::time_point last_seen;
   std::int64_t layout_command = 0;  // the command whose data layout pcmd holds (0: none)
   nlohmann::json layout;            // that layout (null: none reported)
+  std::optional<Manifest> restarted_from;  // the verified version a restarted job reads
   long rank0_pid = 0;  // watched while rank 0 runs on pcmd's host
   std::string rank0_host;
 };

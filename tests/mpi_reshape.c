@@ -84,6 +84,28 @@ int main(int argc, char **argv) {
     if (PCM_Split((void **)&buf, PCM_DOUBLE, &dist, &it, &rank, &size, &world, argv[0]) != PCM_SUCCESS)
       DIE("PCM_Split (new process)");
     if (PCM_Load(0, "reconfigs", &reconfigs, PCM_INT, 1) != PCM_SUCCESS) DIE("load reconfigs");
+  } else if (PCM_Process_Status() == PCM_RESTARTED) {
+    /* From the newest committed version, at whatever process count this run has. */
+    PCM_Dist old = NULL;
+    int then, old_layout;
+    long u, ul, blk, halo;
+    if (PCM_Restart_info(&it, &then) != PCM_SUCCESS || PCM_Load_dist(0, "dist", &old) != PCM_SUCCESS)
+      DIE("restart info");
+    PCM_Dist_info(old, NULL, &old_layout, &u, &ul, &blk, &halo);
+    if (PCM_Dist_create(old_layout == PCM_IRREGULAR ? PCM_BLOCK : old_layout, u, ul, blk, halo, size,
+                        &dist) != PCM_SUCCESS)
+      DIE("dist");
+    PCM_Dist_local(dist, rank, NULL, NULL, &elements);
+    buf = malloc((size_t)(elements > 0 ? elements : 1) * sizeof(double));
+    if (PCM_Load_redistribute("buf", PCM_DOUBLE, old, dist, rank, buf) != PCM_SUCCESS)
+      DIE("PCM_Load_redistribute");
+    PCM_Dist_free(&old);
+    bad = check(buf, dist, rank);
+    MPI_Allreduce(&bad, &allbad, 1, MPI_LONG, MPI_SUM, world);
+    if (rank == 0)
+      printf("reshape: restarted from iteration %d (%d -> %d processes), %ld wrong\n", it, then,
+             size, allbad);
+    fflush(stdout);
   } else { /* migrated */
     if (PCM_Load_dist(rank, "dist", &dist) != PCM_SUCCESS) DIE("load dist");
     PCM_Dist_local(dist, rank, NULL, NULL, &elements);
@@ -100,8 +122,18 @@ int main(int argc, char **argv) {
     return 1;
   }
 
+  const long commit_every = getenv("RESHAPE_COMMIT_EVERY") ? atol(getenv("RESHAPE_COMMIT_EVERY")) : 0;
   for (; it < iters; it++) {
     double t0 = MPI_Wtime(), spawn, data, rebuild;
+    if (commit_every > 0 && it > 0 && it % commit_every == 0) {
+      PCM_Dist_local(dist, rank, NULL, NULL, &elements);
+      if ((rank == 0 && PCM_Store_dist(0, "dist", dist) != PCM_SUCCESS) ||
+          PCM_Store(rank, "buf", buf, PCM_DOUBLE, elements) != PCM_SUCCESS ||
+          PCM_Commit(world, it) != PCM_SUCCESS)
+        DIE("commit");
+      if (rank == 0) printf("reshape: committed iteration %d\n", it);
+      fflush(stdout);
+    }
     const char *what = NULL;
     int before = size, rank_before = rank;
     s = PCM_Status(world);

@@ -1,4 +1,5 @@
-// test_checkpoint.cpp — unit tests of pcmd's versioned checkpoints: round trips, snapshots, corruption, pruning, killed and out-of-space writers.
+// test_checkpoint.cpp — pcmd's checkpoints: versions, corruption, pruning, crashes, a full disk.
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -13,6 +14,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
 #include <set>
@@ -21,15 +23,11 @@
 #include <utility>
 #include <vector>
 
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
-
-#include "temp_dir.h"
-
 #include "checkpoint.h"
 #include "error.h"
 #include "pcm_types.h"
 #include "store.h"
+#include "temp_dir.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -290,6 +288,24 @@ TEST_F(CheckpointTest, CommitAndReadBack) {
   EXPECT_FALSE(timed_verify(again, "job", 11).valid);
 }
 
+// A distribution map can be large: an irregular layout of 30000 units (about 200 KB of JSON).
+TEST_F(CheckpointTest, LargeLayoutRoundTrips) {
+  Store s(root_);
+  Checkpoints cp(root_);
+  Contents c = contents_of(3, 2);
+  put_all(s, "job", c);
+  std::vector<int> owners(30000);
+  for (std::size_t i = 0; i < owners.size(); ++i) owners[i] = static_cast<int>(i * 7919 % 1024);
+  json layout = {{"kind", "irregular"}, {"owners", owners}};
+  ASSERT_GT(layout.dump().size(), 100000u);
+  int code = code_of([&] { cp.commit(s, "job", 3, 2, layout); });
+  ASSERT_EQ(code, PCM_SUCCESS) << "commit with a " << layout.dump().size() << "-byte layout";
+  auto latest = cp.latest_valid("job");
+  ASSERT_TRUE(latest.has_value());
+  EXPECT_EQ(latest->layout, layout);
+  EXPECT_EQ(mismatch(cp, *latest, c), "");
+}
+
 TEST_F(CheckpointTest, VersionsAreSnapshots) {
   Store s(root_);
   Checkpoints cp(root_);
@@ -405,6 +421,13 @@ TEST_F(CheckpointCorruption, EachDamageFallsBackToPreviousVersion) {
        [&](const Checkpoints& cp) {
          auto b = read_bytes(h5_of(cp));
          b[b.size() / 2] ^= 0x10;
+         write_bytes(h5_of(cp), b);
+       }},
+      // Byte 11 of an HDF5 superblock (version 0) is reserved: HDF5 alone would not notice.
+      {"reserved superblock byte set",
+       [&](const Checkpoints& cp) {
+         auto b = read_bytes(h5_of(cp));
+         b[11] ^= 0x01;
          write_bytes(h5_of(cp), b);
        }},
       {"bytes appended",
@@ -538,14 +561,37 @@ TEST_F(CheckpointPrune, KeepsNewestAndNewestValid) {
   EXPECT_TRUE(cp.prune("nojob", 1).empty());
 }
 
+// A data file without its manifest (a crash between the two renames) is no version: it does not
+// take the place of one of the `keep` newest.
+TEST_F(CheckpointPrune, DataFileWithoutManifestIsNoVersion) {
+  Store s(root_);
+  Checkpoints cp(root_);
+  for (std::int64_t v : {10, 20, 30, 40}) {
+    put_all(s, "job", contents_of(v, 2));
+    cp.commit(s, "job", v, 2, json());
+  }
+  fs::remove(cp.manifest_file("job", 40));
+  auto removed = cp.prune("job", 2);
+  EXPECT_EQ(std::count(removed.begin(), removed.end(), 10), 1);
+  std::vector<std::int64_t> valid;
+  for (const auto& st : cp.list("job"))
+    if (st.valid) valid.push_back(st.iteration);
+  EXPECT_EQ(valid, (std::vector<std::int64_t>{30, 20})) << "prune(keep 2) must leave two versions";
+  for (std::int64_t v : {20, 30}) {
+    if (!fs::exists(cp.manifest_file("job", v))) continue;  // reported above
+    EXPECT_EQ(mismatch(cp, manifest_from_file(cp.manifest_file("job", v)), contents_of(v, 2)), "");
+  }
+}
+
 TEST_F(CheckpointCrash, KilledWriterLeavesOnlyWholeVersions) {
-  constexpr int kRoots = 2, kTrialsPerRoot = 110;
+  constexpr int kRoots = 4, kTrialsPerRoot = 55;
   constexpr unsigned kSeed = 20240917;
   constexpr int kMaxDelayUs = 30000;
   const std::string job = "job";
   std::mt19937 rng(kSeed);
   std::uniform_int_distribution<int> delay_us(0, kMaxDelayUs);
   int advanced = 0, leftovers = 0, trials = 0;
+  int orphans = 0;  // data files left without a manifest (killed between the two renames)
   auto t_start = Clock::now();
 
   for (int ri = 0; ri < kRoots && !HasFailure(); ++ri) {
@@ -620,6 +666,7 @@ TEST_F(CheckpointCrash, KilledWriterLeavesOnlyWholeVersions) {
     Checkpoints cp(root);
     int versions = 0;
     for (const auto& st : cp.list(job)) {
+      if (!fs::exists(cp.manifest_file(job, st.iteration))) ++orphans;
       if (!st.valid) continue;
       ++versions;
       Manifest m = manifest_from_file(cp.manifest_file(job, st.iteration));
@@ -631,9 +678,73 @@ TEST_F(CheckpointCrash, KilledWriterLeavesOnlyWholeVersions) {
   double secs = seconds_since(t_start);
   std::printf(
       "[ crash    ] %d trials (seed %u, kill after 0-%d us) in %.1f s: the latest version "
-      "advanced in %d, temporary files left after %d\n",
-      trials, kSeed, kMaxDelayUs, secs, advanced, leftovers);
+      "advanced in %d, temporary files left after %d, %d data files without a manifest\n",
+      trials, kSeed, kMaxDelayUs, secs, advanced, leftovers, orphans);
   EXPECT_GT(advanced, 0) << "no trial committed anything before the kill: the test proved nothing";
+}
+
+// Committing an iteration that already exists, killed at random: the version is refused, or it is
+// afterwards whole, with the old or the new data, never lost.
+TEST_F(CheckpointCrash, KilledRecommitKeepsOldOrNew) {
+  constexpr int kTrials = 60;
+  constexpr unsigned kSeed = 20240918;
+  const std::string job = "job";
+  std::mt19937 rng(kSeed);
+  std::uniform_int_distribution<int> delay_us(0, 20000);
+  {
+    Store s(root_);
+    Checkpoints cp(root_);
+    put_all(s, job, contents_of(1, 2));
+    cp.commit(s, job, 10, 2, json());
+  }
+  for (int t = 0; t < kTrials && !HasFailure(); ++t) {
+    const int delay = delay_us(rng);
+    SCOPED_TRACE("seed " + std::to_string(kSeed) + " trial " + std::to_string(t) + " delay " +
+                 std::to_string(delay) + " us");
+    fs::remove_all(root_ / "jobs" / job);
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      int rc = 0;
+      try {
+        Store s(root_);
+        Checkpoints cp(root_);
+        for (std::int64_t j = (t + 2) * 1000; j < (t + 3) * 1000; ++j) {
+          put_all(s, job, contents_of(j, 2));  // rank 0's "n" is j * 10: the data says which j
+          try {
+            cp.commit(s, job, 10, 2, json());
+          } catch (const pcm::Error&) {
+            _exit(4);  // re-commit refused: acceptable
+          }
+        }
+      } catch (...) {
+        rc = 3;
+      }
+      _exit(rc);
+    }
+    usleep(delay);
+    kill(pid, SIGKILL);
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_FALSE(WIFEXITED(status) && WEXITSTATUS(status) == 3);
+    const bool refused = WIFEXITED(status) && WEXITSTATUS(status) == 4;
+
+    Checkpoints cp(root_);
+    VersionStatus st = cp.verify(job, 10);
+    ASSERT_TRUE(st.valid) << "version 10 lost: " << st.why;
+    auto latest = cp.latest_valid(job);
+    ASSERT_TRUE(latest.has_value());
+    std::vector<char> out;
+    cp.read(*latest, 0, "n", out);
+    ASSERT_EQ(out.size(), sizeof(int));
+    int n = 0;
+    std::memcpy(&n, out.data(), sizeof n);
+    EXPECT_EQ(mismatch(cp, *latest, contents_of(n / 10, 2)), "");
+    if (refused) {
+      EXPECT_EQ(n / 10, 1) << "refused, yet version 10 changed";
+      break;
+    }
+  }
 }
 
 TEST_F(CheckpointFullDisk, CommitFailsAndKeepsEarlierVersion) {
@@ -643,8 +754,8 @@ TEST_F(CheckpointFullDisk, CommitFailsAndKeepsEarlierVersion) {
   Contents small = contents_of(1, 2);
   put_all(s, job, small);
   cp.commit(s, job, 1, 2, json());
-  // Version 2 is far larger than the file size limit the writer gets (2 x 800 KB).
-  Contents large;
+  // Version 2 is far larger than the file size limit the writer gets (2 x 800 KB more).
+  Contents large = small;
   for (int r = 0; r < 2; ++r) {
     std::vector<double> x(100000);
     for (std::size_t i = 0; i < x.size(); ++i) x[i] = r * 1e6 + i;
@@ -680,8 +791,12 @@ TEST_F(CheckpointFullDisk, CommitFailsAndKeepsEarlierVersion) {
   }
   int status = 0;
   ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  ASSERT_TRUE(WIFEXITED(status)) << "the writer died of signal " << WTERMSIG(status);
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: commit succeeded, 2: threw a non-pcm::Error, 3: setup";
+  ASSERT_FALSE(WIFEXITED(status) && WEXITSTATUS(status) == 3) << "could not lower the limit";
+  // Whether or not the writer failed cleanly, the earlier version must be intact.
+  EXPECT_TRUE(WIFEXITED(status)) << "the writer died of signal " << WTERMSIG(status)
+                                 << " instead of failing with a pcm::Error";
+  EXPECT_FALSE(WIFEXITED(status) && WEXITSTATUS(status) != 0)
+      << "exit " << WEXITSTATUS(status) << " (1: commit succeeded, 2: threw a non-pcm::Error)";
 
   Checkpoints after(root_);
   auto latest = after.latest_valid(job);
