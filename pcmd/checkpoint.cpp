@@ -339,7 +339,12 @@ std::vector<VersionStatus> Checkpoints::list(const std::string& job) const {
   for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); ++it) {
     std::smatch m;
     std::string f = it->path().filename().string();
-    if (std::regex_match(f, m, name)) found.insert(std::stoll(m[1]));
+    if (!std::regex_match(f, m, name)) continue;
+    // 20 digits can exceed a 64-bit integer: such a name is no version of ours.
+    errno = 0;
+    char* end = nullptr;
+    long long v = std::strtoll(m.str(1).c_str(), &end, 10);
+    if (errno == 0 && *end == '\0') found.insert(v);
   }
   std::vector<VersionStatus> out;
   for (auto it : found) out.push_back(verify(job, it));
@@ -377,6 +382,12 @@ std::vector<std::int64_t> Checkpoints::prune(const std::string& job, std::size_t
     }
   }
   versions = std::move(real);
+  // Temporary files of commits that died are no versions either (pcmd serves one request at a
+  // time, so no commit is in progress while this runs).
+  static const std::regex tmp_name(R"(v\d{20}\.(h5|manifest\.json)\.tmp)");
+  fs::path dir = root_ / "checkpoints" / job;
+  for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); ++it)
+    if (std::regex_match(it->path().filename().string(), tmp_name)) fs::remove(it->path(), ec);
   for (std::size_t i = keep; i < versions.size(); ++i) {
     if (versions[i].iteration == newest_valid) continue;
     // Manifest first: without it the data file is no version, even if pcmd dies right here.

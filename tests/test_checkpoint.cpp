@@ -210,6 +210,8 @@ TEST_F(CheckpointTest, CommitAndReadBack) {
   c[{1, "empty"}] = blob(PCM_DOUBLE, std::vector<double>{});
   c[{0, "bytes"}] = blob(PCM_BYTE, std::vector<unsigned char>{0, 1, 127, 128, 255});
   c[{0, "ll"}] = blob(PCM_LONG_LONG, std::vector<long long>{-1, 1LL << 62});
+  c[{0, "l"}] = blob(PCM_LONG, std::vector<long>{-2, 1L << 40});  // same native type as ll
+  c[{1, "f"}] = blob(PCM_FLOAT, std::vector<float>{0.5f, -1e30f});
   put_all(s, "job", c);
   // Not part of version 10: a rank beyond nprocs, the layout dataset, another job.
   int extra = 42;
@@ -497,6 +499,33 @@ TEST_F(CheckpointCorruption, EachDamageFallsBackToPreviousVersion) {
   }
   EXPECT_FALSE(cp.latest_valid("job").has_value());
   EXPECT_LT(seconds_since(t0), 5.0);
+}
+
+// Files that are no version in the job's directory are ignored, whatever their names.
+TEST_F(CheckpointCorruption, StrayFilesAreNoVersions) {
+  Store s(root_);
+  Checkpoints cp(root_);
+  Contents c = contents_of(10, 2);
+  put_all(s, "job", c);
+  cp.commit(s, "job", 10, 2, json());
+  const fs::path dir = cp.version_file("job", 10).parent_path();
+  std::ofstream(dir / "v99999999999999999999.h5") << "beyond int64";
+  std::ofstream(dir / "v99999999999999999999.manifest.json") << "{}";
+  std::ofstream(dir / "v00000000000000000030.h5.tmp") << "left by a crash";
+  std::ofstream(dir / "v00000000000000000040.manifest.json.tmp") << "{";
+  std::ofstream(dir / "notes.txt") << "hello";
+  fs::create_directory(dir / "v00000000000000000050.h5");
+  std::vector<VersionStatus> l;
+  ASSERT_NO_THROW(l = cp.list("job"));
+  for (const auto& st : l)
+    if (st.iteration != 10) EXPECT_FALSE(st.valid) << st.iteration;
+  std::optional<Manifest> latest;
+  ASSERT_NO_THROW(latest = cp.latest_valid("job"));
+  ASSERT_TRUE(latest.has_value());
+  EXPECT_EQ(latest->iteration, 10);
+  EXPECT_EQ(mismatch(cp, *latest, c), "");
+  ASSERT_NO_THROW(cp.prune("job", 1));
+  EXPECT_TRUE(cp.verify("job", 10).valid);
 }
 
 TEST_F(CheckpointPrune, KeepsNewestAndNewestValid) {

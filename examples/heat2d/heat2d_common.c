@@ -14,7 +14,7 @@
 
 static const char kUsage[] =
     "usage: heat2d [--nx N] [--ny N] [--iters N] [--report N] [--throttle-us N]\n"
-    "              [--layout block|cyclic|block-cyclic] [--block B] [--help]\n"
+    "              [--layout block|cyclic|block-cyclic] [--block B] [--commit-every N] [--help]\n"
     "  --nx N           global columns (default 512)\n"
     "  --ny N           global rows (default 512)\n"
     "  --iters N        iterations (default 2000)\n"
@@ -24,6 +24,9 @@ static const char kUsage[] =
     "                   (default block). heat2d_plain accepts it and ignores it: it always uses\n"
     "                   block, and the result does not depend on the layout\n"
     "  --block B        columns per block of block-cyclic (default 4); ignored otherwise\n"
+    "  --commit-every N heat2d_pcm commits a durable checkpoint (PCM_Commit) every N iterations,\n"
+    "                   0 = never (default 0); heat2d_plain accepts it and ignores it. With\n"
+    "                   PCM_RESTART=1, heat2d_pcm resumes from the newest one\n"
     "  --help           print this and exit\n";
 
 static int parse_layout(const char *s, int *out) {
@@ -60,7 +63,8 @@ int heat2d_parse_options(int argc, char **argv, int report_errors, Heat2dOptions
                {"--report", &opt->report, 0},
                {"--throttle-us", &opt->throttle_us, 0},
                {"--layout", &opt->layout, 0}, /* a name, not a number: see below */
-               {"--block", &opt->block, 1}};
+               {"--block", &opt->block, 1},
+               {"--commit-every", &opt->commit_every, 0}};
   int i;
 
   opt->nx = 512;
@@ -70,6 +74,7 @@ int heat2d_parse_options(int argc, char **argv, int report_errors, Heat2dOptions
   opt->throttle_us = 0;
   opt->layout = HEAT2D_BLOCK;
   opt->block = 4;
+  opt->commit_every = 0;
 
   for (i = 1; i < argc; i++) {
     const char *arg = argv[i];

@@ -17,7 +17,8 @@ typedef struct Heat2dOptions {
   int report;      /* progress line every this many iterations; 0 = never */
   int throttle_us; /* sleep per iteration, to stretch test runs without changing the result */
   int layout;      /* HEAT2D_BLOCK, HEAT2D_CYCLIC or HEAT2D_BLOCK_CYCLIC */
-  int block;       /* columns per block of HEAT2D_BLOCK_CYCLIC */
+  int block;        /* columns per block of HEAT2D_BLOCK_CYCLIC */
+  int commit_every; /* heat2d_pcm: PCM_Commit every this many iterations; 0 = never */
 } Heat2dOptions;
 
 /*

@@ -14,8 +14,9 @@ int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
-  /* --layout and --block are accepted (so both versions take one command line) but ignored: the
-   * plain version is the reference and always uses the block layout. */
+  /* --layout, --block and --commit-every are accepted (so both versions take one command line)
+   * but ignored: the plain version is the reference, always uses the block layout and never
+   * checkpoints. */
   rc = heat2d_parse_options(argc, argv, rank == 0, &opt);
   if (rc != 0) {
     MPI_Finalize();
