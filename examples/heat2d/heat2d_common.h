@@ -11,12 +11,12 @@ enum { HEAT2D_BLOCK = 1, HEAT2D_CYCLIC = 2, HEAT2D_BLOCK_CYCLIC = 3 };
 
 /* Command-line settings; identical on every rank because every rank parses the same argv. */
 typedef struct Heat2dOptions {
-  int nx;          /* global columns */
-  int ny;          /* global rows */
-  int iters;       /* iterations to compute */
-  int report;      /* progress line every this many iterations; 0 = never */
-  int throttle_us; /* sleep per iteration, to stretch test runs without changing the result */
-  int layout;      /* HEAT2D_BLOCK, HEAT2D_CYCLIC or HEAT2D_BLOCK_CYCLIC */
+  int nx;           /* global columns */
+  int ny;           /* global rows */
+  int iters;        /* iterations to compute */
+  int report;       /* progress line every this many iterations; 0 = never */
+  int throttle_us;  /* sleep per iteration, to stretch test runs without changing the result */
+  int layout;       /* HEAT2D_BLOCK, HEAT2D_CYCLIC or HEAT2D_BLOCK_CYCLIC */
   int block;        /* columns per block of HEAT2D_BLOCK_CYCLIC */
   int commit_every; /* heat2d_pcm: PCM_Commit every this many iterations; 0 = never */
 } Heat2dOptions;

@@ -249,13 +249,17 @@ out:
   return ok ? 0 : -1;
 }
 
+/* The PCM layout that --layout names. */
+static int pcm_layout(const Heat2dOptions *opt) {
+  return opt->layout == HEAT2D_CYCLIC         ? PCM_CYCLIC
+         : opt->layout == HEAT2D_BLOCK_CYCLIC ? PCM_BLOCK_CYCLIC
+                                              : PCM_BLOCK;
+}
+
 /* The initial grid of a started process: top row 100, the rest 0 (ghosts included). */
 static int grid_start(Grid *g, const Heat2dOptions *opt, int rank, int nprocs) {
-  const int layout = opt->layout == HEAT2D_CYCLIC         ? PCM_CYCLIC
-                     : opt->layout == HEAT2D_BLOCK_CYCLIC ? PCM_BLOCK_CYCLIC
-                                                          : PCM_BLOCK;
   long elements = 0, k;
-  if (failed(PCM_Dist_create(layout, opt->nx, opt->ny, opt->block, 1, nprocs, &g->dist),
+  if (failed(PCM_Dist_create(pcm_layout(opt), opt->nx, opt->ny, opt->block, 1, nprocs, &g->dist),
              "PCM_Dist_create") ||
       failed(PCM_Dist_local(g->dist, rank, NULL, NULL, &elements), "PCM_Dist_local")) {
     return -1;
@@ -393,6 +397,69 @@ static int load_state(Run *r) {
   }
   if (failed(PCM_Load(r->rank, "grid", g->cur, PCM_DOUBLE, elements), "PCM_Load(grid)")) return -1;
   return grid_adopt(g, r->rank, r->nprocs);
+}
+
+/*
+ * --commit-every: makes the grid as it stands before iteration r->it a durable version in pcmd
+ * (rank 0 adds the map and the reconfiguration count), so that a restart computes r->it next.
+ * Collective. Returns 0, or -1 on every process (reported).
+ */
+static int commit(const Run *r) {
+  int ok = 1;
+  if (r->rank == 0) {
+    ok = !failed(PCM_Store_dist(0, "dist", r->grid.dist), "PCM_Store_dist(dist)") &&
+         !failed(PCM_Store(0, "reconfigs", &r->reconfigs, PCM_INT, 1), "PCM_Store(reconfigs)");
+  }
+  ok = ok && !failed(PCM_Store(r->rank, "grid", r->grid.cur, PCM_DOUBLE, r->grid.elements),
+                     "PCM_Store(grid)");
+  if (!all_ok(ok, r->world)) return -1;
+  /* Collective and the same code everywhere: no vote needed after it. */
+  return failed(PCM_Commit(r->world, r->it), "PCM_Commit") ? -1 : 0;
+}
+
+/*
+ * A process of a job restarted (PCM_RESTART=1) from its newest committed version: lays the grid
+ * out by the command line's layout over this run's processes, whatever count and map the version
+ * was committed with, and takes up the iteration and reconfiguration count. Local; returns 0 or
+ * -1 (reported), to be voted on. *then gets the version's process count.
+ */
+static int restart(Run *r, int *then) {
+  Grid *g = &r->grid;
+  PCM_Dist old = NULL;
+  long elements = 0;
+  int rc = -1;
+  if (failed(PCM_Restart_info(&r->it, then), "PCM_Restart_info") ||
+      failed(PCM_Load(0, "reconfigs", &r->reconfigs, PCM_INT, 1), "PCM_Load(reconfigs)") ||
+      failed(PCM_Load_dist(0, "dist", &old), "PCM_Load_dist(dist)")) {
+    goto out;
+  }
+  if (r->it < 0 || r->it > r->opt.iters) {
+    fprintf(stderr, "heat2d: rank %d: the version's iteration %d is not in [0, %d]\n", r->rank,
+            r->it, r->opt.iters);
+    goto out;
+  }
+  /* The stored map must describe this grid (same --nx and --ny) before it indexes the store. */
+  if (check_map(old, g->nx, g->ny, *then) != 0 ||
+      failed(PCM_Dist_create(pcm_layout(&r->opt), r->opt.nx, r->opt.ny, r->opt.block, 1, r->nprocs,
+                             &g->dist),
+             "PCM_Dist_create") ||
+      failed(PCM_Dist_local(g->dist, r->rank, NULL, NULL, &elements), "PCM_Dist_local")) {
+    goto out;
+  }
+  /* Zeroed: PCM_Load_redistribute leaves the ghosts alone, and the first exchange fills them. */
+  g->cur = calloc((size_t)(elements > 0 ? elements : 1), sizeof(double));
+  if (g->cur == NULL) {
+    fprintf(stderr, "heat2d: rank %d: out of memory for %ld values\n", r->rank, elements);
+    goto out;
+  }
+  if (failed(PCM_Load_redistribute("grid", PCM_DOUBLE, old, g->dist, r->rank, g->cur),
+             "PCM_Load_redistribute(grid)")) {
+    goto out;
+  }
+  rc = grid_adopt(g, r->rank, r->nprocs);
+out:
+  PCM_Dist_free(&old);
+  return rc;
 }
 
 /* PCM_MIGRATE / PCM_RECONFIGURE: one process moves; ranks and the map stay as they are. */
@@ -538,7 +605,7 @@ static int join_split(Run *r, int *procs_before, int *ok) {
 int main(int argc, char **argv) {
   Run run;
   Heat2dProgress progress;
-  int s, rc, ok = 0, start_it, procs_before = 0, outcome = GO_ON;
+  int s, rc, ok = 0, start_it, procs_before = 0, then = 0, outcome = GO_ON;
   uint64_t sum;
   double t0, seconds, t_start = heat2d_wall_seconds();
 
@@ -572,6 +639,10 @@ int main(int argc, char **argv) {
   } else if (s == PCM_MIGRATED) {
     MPI_Comm_size(run.world, &run.nprocs);
     ok = !failed(PCM_Comm_rank(run.world, &run.rank), "PCM_Comm_rank") && load_state(&run) == 0;
+  } else if (s == PCM_RESTARTED) {
+    MPI_Comm_rank(run.world, &run.rank);
+    MPI_Comm_size(run.world, &run.nprocs);
+    ok = restart(&run, &then) == 0;
   } else if (s == PCM_SPLITTED) {
     /* Must come right after PCM_Init: the old world waits in PCM_Split. PCM_Split is collective
      * and fails alike everywhere, so a failure goes straight to the exit. */
@@ -583,7 +654,13 @@ int main(int argc, char **argv) {
   /* A migrated process votes together with the survivors' vote right after PCM_Reconfigure;
    * the processes of a split vote among themselves (the old ones have retired). */
   if (!all_ok(ok, run.world)) goto fail;
-  if (s != PCM_STARTED && run.rank == 0) {
+  if (s == PCM_RESTARTED) {
+    if (run.rank == 0) {
+      printf("heat2d: restarted from iteration %d (%d -> %d processes)\n", run.it, then,
+             run.nprocs);
+      fflush(stdout);
+    }
+  } else if (s != PCM_STARTED && run.rank == 0) {
     /* The old rank 0 has retired (or was never in this world), so a new process reports; its
      * view of the cost is from its own start (before MPI_Init) to here, which includes joining
      * the world and receiving the data but not the old world's spawn call before it started. */
@@ -617,6 +694,10 @@ int main(int argc, char **argv) {
     }
     if (outcome == FAIL) goto fail;
     if (outcome == RETIRE) break;
+    if (run.opt.commit_every > 0 && run.it > 0 && run.it % run.opt.commit_every == 0 &&
+        commit(&run) != 0) {
+      goto fail;
+    }
     if (grid_exchange(&run.grid, run.world) != MPI_SUCCESS) {
       /* The neighbours may be anywhere in the exchange: no collective way out is left. */
       fprintf(stderr, "heat2d: rank %d: halo exchange failed\n", run.rank);
