@@ -29,7 +29,7 @@
 #include "error.h"
 #include "pcm_types.h"
 #include "store.h"
-#include "temp_dir.h"
+#include "test_util.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -119,14 +119,6 @@ std::string mismatch(const Checkpoints& cp, const Manifest& m, const Contents& c
   return why.str();
 }
 
-int code_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const pcm::Error& e) {
-    return e.code();
-  }
-  return PCM_SUCCESS;
-}
 
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();

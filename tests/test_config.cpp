@@ -7,7 +7,7 @@
 
 #include <gtest/gtest.h>
 
-#include "temp_dir.h"
+#include "test_util.h"
 
 #include "config.h"
 #include "error.h"

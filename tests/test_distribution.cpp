@@ -1,6 +1,8 @@
 // test_distribution.cpp — unit tests of ownership maps: regular layouts, split, merge, plans, JSON.
 #include <gtest/gtest.h>
 
+#include "test_util.h"
+
 #include <algorithm>
 #include <cstdint>
 #include <functional>
@@ -21,14 +23,6 @@ using pcm::detail::Transfer;
 
 namespace {
 
-int code_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const pcm::Error& e) {
-    return e.code();
-  }
-  return PCM_SUCCESS;
-}
 
 struct LayoutCase {
   Layout layout;

@@ -1,6 +1,8 @@
 // test_protocol.cpp — unit tests of header encoding and field validation.
 #include <gtest/gtest.h>
 
+#include "test_util.h"
+
 #include "error.h"
 #include "pcm_types.h"
 #include "protocol.h"
@@ -8,14 +10,6 @@
 using pcm::proto::json;
 namespace proto = pcm::proto;
 
-static int code_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const pcm::Error& e) {
-    return e.code();
-  }
-  return PCM_SUCCESS;
-}
 
 TEST(Protocol, RoundTrip) {
   json h{{"op", "store"}, {"rank", 3}, {"key", "grid"}, {"count", 1LL << 40}, {"flag", true}};

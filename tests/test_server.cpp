@@ -11,7 +11,7 @@
 
 #include <gtest/gtest.h>
 
-#include "temp_dir.h"
+#include "test_util.h"
 
 #include "client.h"
 #include "error.h"

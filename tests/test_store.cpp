@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "temp_dir.h"
+#include "test_util.h"
 
 #include "error.h"
 #include "pcm_types.h"
@@ -17,14 +17,6 @@ using pcm::detail::Store;
 
 class StoreTest : public ::testing::Test {
  protected:
-  int code_of(const std::function<void()>& f) {
-    try {
-      f();
-    } catch (const pcm::Error& e) {
-      return e.code();
-    }
-    return PCM_SUCCESS;
-  }
   TempDir tmp_;
   const fs::path& dir_ = tmp_.path();
 };

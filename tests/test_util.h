@@ -1,10 +1,14 @@
-// temp_dir.h — a temporary directory for one test, removed with everything in it afterwards.
+// test_util.h — helpers shared by the unit tests: a temporary directory, and the error code of a call.
 #pragma once
 
 #include <stdlib.h>
 
 #include <filesystem>
+#include <functional>
 #include <string>
+
+#include "error.h"
+#include "pcm_types.h"
 
 class TempDir {
  public:
@@ -23,3 +27,13 @@ class TempDir {
  private:
   std::filesystem::path path_;
 };
+
+// The pcm::Error code that f throws, or PCM_SUCCESS.
+inline int code_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const pcm::Error& e) {
+    return e.code();
+  }
+  return PCM_SUCCESS;
+}
