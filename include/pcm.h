@@ -64,10 +64,11 @@ int MPI_PCM_Init(int *argc, char ***argv);
  * it pcmd chooses one.
  * Restart: with PCM_RESTART=1 in the environment (and the same PCM_JOB as the run that
  * committed), the job resumes from the newest version that verifies (PCM_Commit): every process
- * is PCM_RESTARTED, PCM_Restart_info gives the version's iteration and process count, and
- * PCM_Load, PCM_Load_count and PCM_Load_dist read that version (ranks numbered as when it was
- * committed), at any process count; PCM_Load_redistribute rebuilds a distributed array for the
- * new count. PCM_ERR_NOT_FOUND when no version verifies.
+ * is PCM_RESTARTED, PCM_Restart_info gives the version's iteration and process count, and until
+ * its first PCM_Status (its set-up) PCM_Load, PCM_Load_count and PCM_Load_dist read that version
+ * (ranks numbered as when it was committed), at any process count; PCM_Load_redistribute
+ * rebuilds a distributed array for the new count. From the first PCM_Status on, loads read what
+ * the job stores, as in any run. PCM_ERR_NOT_FOUND when no version verifies.
  * Collective over *comm (started processes) or over the world being rebuilt (spawned ones).
  * Errors: PCM_ERR_ARG, PCM_ERR_STATE, PCM_ERR_DAEMON, PCM_ERR_REFUSED, PCM_ERR_MPI.
  */
@@ -284,7 +285,7 @@ int PCM_Commit(MPI_Comm comm, int iteration);
 int PCM_Restart_info(int *iteration, int *nprocs);
 
 /*
- * PCM_Load_redistribute — in a restarted job: fill buf, laid out for `rank` by the map `to`, with
+ * PCM_Load_redistribute — in a restarted job, before its first PCM_Status: fill buf, laid out for `rank` by the map `to`, with
  * the array that the version's ranks stored under key, laid out by the map `from` (for example
  * loaded with PCM_Load_dist from what rank 0 stored). `from` and `to` may describe different
  * process counts. Halos are left as they are. Local.

@@ -151,7 +151,8 @@ int Runtime::init(MPI_Comm* comm) {
   if (!init_error_.empty()) fail(PCM_ERR_STATE, "MPI_PCM_Init failed: {}", init_error_);
   if (!comm) fail(PCM_ERR_ARG, "comm is NULL");
   if (world_ready_) {
-    if (process_status_ == PCM_STARTED) fail(PCM_ERR_STATE, "PCM_Init was already called");
+    if (process_status_ != PCM_MIGRATED && process_status_ != PCM_SPLITTED)
+      fail(PCM_ERR_STATE, "PCM_Init was already called");
     *comm = world_;  // a spawned process got its world while joining
     return PCM_SUCCESS;
   }
@@ -204,7 +205,10 @@ int Runtime::init(MPI_Comm* comm) {
   job_ = shared.at("job").get<std::string>();
   restart_iteration_ = shared.at("restart_iteration").get<std::int64_t>();
   restart_nprocs_ = shared.at("restart_nprocs").get<int>();
-  if (restart_iteration_ >= 0) process_status_ = PCM_RESTARTED;
+  if (restart_iteration_ >= 0) {
+    process_status_ = PCM_RESTARTED;
+    reading_version_ = true;
+  }
   world_ready_ = true;
   *comm = world_;
   log()->info("[rank {}] job {} started with {} processes", rank_, job_, size_);
@@ -295,6 +299,7 @@ int Runtime::status(MPI_Comm comm) {
   require_world(comm);
   if (join_inter_ != MPI_COMM_NULL)
     fail(PCM_ERR_STATE, "this process was spawned by a split: call PCM_Split first");
+  reading_version_ = false;  // a restarted process's set-up is over: loads use the working store
   if (skip_next_status_) {
     skip_next_status_ = false;
     return PCM_NONE;
@@ -405,7 +410,7 @@ int Runtime::load_count(int rank, const char* key, int* type, long* count) {
   if (!world_ready_) fail(PCM_ERR_STATE, "call PCM_Init first");
   check_entry(rank, key);
   json req{{"op", "load"}, {"job", job_}, {"rank", rank}, {"key", key}, {"meta_only", true}};
-  if (restart_iteration_ >= 0) req["version"] = restart_iteration_;
+  if (reading_version_) req["version"] = restart_iteration_;
   auto r = client().request(req, nullptr, 0, 60000);
   if (type) *type = static_cast<int>(proto::get_int(r.header, "type", 1, 1000));
   if (count) *count = static_cast<long>(proto::get_int(r.header, "count", 0, LONG_MAX));
@@ -416,7 +421,7 @@ int Runtime::load(int rank, const char* key, void* buf, int type, long count) {
   if (!world_ready_) fail(PCM_ERR_STATE, "call PCM_Init first");
   std::size_t elem = check_data(rank, key, buf, type, count);
   json req{{"op", "load"}, {"job", job_}, {"rank", rank}, {"key", key}};
-  if (restart_iteration_ >= 0) req["version"] = restart_iteration_;
+  if (reading_version_) req["version"] = restart_iteration_;
   auto r = client().request(req, nullptr, 0, 60000);
   int stored_type = static_cast<int>(proto::get_int(r.header, "type", 1, 1000));
   auto stored_count = proto::get_int(r.header, "count", 0, INT64_MAX);
@@ -994,7 +999,8 @@ int Runtime::restart_info(int* iteration, int* nprocs) const {
 
 int Runtime::load_redistribute(const char* key, int type, const Distribution& from,
                                const Distribution& to, int rank, void* buf) {
-  if (restart_iteration_ < 0) fail(PCM_ERR_STATE, "this job was not restarted");
+  if (!reading_version_)
+    fail(PCM_ERR_STATE, "only a restarted process, before its first PCM_Status, reads a version");
   if (rank < 0 || rank >= to.size()) fail(PCM_ERR_ARG, "rank {} is not in the map", rank);
   const std::size_t elem = proto::type_size(type);
   if (elem == 0) fail(PCM_ERR_ARG, "unknown type {}", type);

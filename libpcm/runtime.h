@@ -138,6 +138,7 @@ class Runtime {
   // Set in a restarted job: the version it resumes from.
   std::int64_t restart_iteration_ = -1;
   int restart_nprocs_ = 0;
+  bool reading_version_ = false;  // until the first PCM_Status of a restarted process
 
   // Seconds spent in the phases of this process's last split or merge.
   double t_spawn_ = 0, t_data_ = 0, t_rebuild_ = 0;

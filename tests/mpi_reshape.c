@@ -48,7 +48,7 @@ static void fill(double *buf, PCM_Dist dist, int rank) {
 
 int main(int argc, char **argv) {
   MPI_Comm world = MPI_COMM_WORLD;
-  int rank = -1, size, it = 0, iters, layout, s, reconfigs = 0;
+  int rank = -1, size, it = 0, iters, layout, s, reconfigs = 0, probed = 0;
   long units, unit_len, elements, bad, allbad;
   long sleep_us;
   double *buf = NULL;
@@ -138,6 +138,17 @@ int main(int argc, char **argv) {
     int before = size, rank_before = rank;
     s = PCM_Status(world);
     if (s == PCM_ERROR) DIE("PCM_Status");
+    if (PCM_Process_Status() == PCM_RESTARTED && !probed) {
+      /* After set-up a restarted process reads what it stores, not the version it came from. */
+      int now = it, back = -1;
+      probed = 1;
+      if (PCM_Store(rank, "probe", &now, PCM_INT, 1) != PCM_SUCCESS ||
+          PCM_Load(rank, "probe", &back, PCM_INT, 1) != PCM_SUCCESS || back != now) {
+        fprintf(stderr, "reshape: FAIL: a restarted process read %d, not what it stored (%d): %s\n",
+                back, now, PCM_Last_error());
+        return 1;
+      }
+    }
     if (s == PCM_MIGRATE) {
       PCM_Dist_local(dist, rank, NULL, NULL, &elements);
       int n = reconfigs + 1;
