@@ -17,6 +17,9 @@ MPICH_VERSION=4.0.2
 MPICH_PREFIX=$CACHE/mpich-$MPICH_VERSION-ch3
 
 log() { printf '[setup] %s\n' "$*" >&2; }
+# Package installation needs root; a user who may use sudo gets it through sudo.
+SUDO=
+if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; fi
 
 PACKAGES=(build-essential cmake pkg-config dpkg-dev python3
   libhdf5-dev hdf5-tools libzmq3-dev cppzmq-dev libmsgpack-cxx-dev
@@ -30,8 +33,9 @@ install_packages() {
   [ ${#missing[@]} -eq 0 ] && return 0
   log "installing Debian packages: ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  $SUDO apt-get update -qq
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    "${missing[@]}" >/dev/null
 }
 
 # Compile and run a two-process job that spawns one child and merges with it.
@@ -81,17 +85,19 @@ build_mpich() {
   if ! apt-get source --print-uris mpich >/dev/null 2>&1 ||
      [ -z "$(apt-get source --print-uris mpich 2>/dev/null | grep -E '\.dsc')" ]; then
     local src=/etc/apt/sources.list.d/pcm-deb-src.sources
-    : >"$src"
-    for f in /etc/apt/sources.list.d/*.sources; do
-      [ "$f" = "$src" ] && continue
-      grep -q '^Types: deb$' "$f" || continue
-      sed 's/^Types: deb$/Types: deb-src/' "$f" >>"$src"
-      echo >>"$src"
-    done
+    {
+      for f in /etc/apt/sources.list.d/*.sources; do
+        [ "$f" = "$src" ] && continue
+        grep -q '^Types: deb$' "$f" || continue
+        sed 's/^Types: deb$/Types: deb-src/' "$f"
+        echo
+      done
+    } | $SUDO tee "$src" >/dev/null
     if [ -f /etc/apt/sources.list ]; then
-      grep -E '^deb ' /etc/apt/sources.list | sed 's/^deb /deb-src /' >/etc/apt/sources.list.d/pcm-deb-src.list || true
+      grep -E '^deb ' /etc/apt/sources.list | sed 's/^deb /deb-src /' |
+        $SUDO tee /etc/apt/sources.list.d/pcm-deb-src.list >/dev/null || true
     fi
-    apt-get update -qq
+    $SUDO apt-get update -qq
   fi
   local work=$CACHE/src
   rm -rf "$work"
