@@ -17,8 +17,8 @@ trap '[ -f "$tmp/pcmd.pid" ] && kill "$(cat "$tmp/pcmd.pid")" 2>/dev/null; rm -r
 ms() { awk '/^heat2d: done/ {print $(NF-1)}'; }
 echo "size,iterations,pair,plain_ms_per_iter,pcm_ms_per_iter,ratio" >"$tmp/all.csv"
 for n in $sizes; do
-  iters=$((400000000 / (n * n)))  # about the same work per run at every size
-  [ "$iters" -gt 200000 ] && iters=200000
+  iters=$((3200000000 / (n * n)))  # about the same work (1-2 s) per run at every size
+  [ "$iters" -gt 400000 ] && iters=400000
   for r in $(seq "$reps"); do
     p=$(mpiexec -n "$np" "$B/examples/heat2d/heat2d_plain" --nx "$n" --ny "$n" --iters "$iters" | ms)
     q=$(PCM_JOB=ovh-$n-$r mpiexec -n "$np" "$B/examples/heat2d/heat2d_pcm" --nx "$n" --ny "$n" --iters "$iters" | ms)
