@@ -3,21 +3,12 @@
 # commands): writing BENCH_MB MiB as a PCM checkpoint (PCM_Store + PCM_Commit, fsyncs included)
 # and reading it back in a restarted job (PCM_Load), against dd writing the same bytes with
 # conv=fsync and reading them back. BENCH_REPS repetitions; medians. Environment: BENCH_MB (256),
-# BENCH_NP (2), BENCH_REPS (3), BENCH_DIR (a directory on the filesystem to measure; default a
-# temporary one under build/).
+# BENCH_NP (2), BENCH_REPS (3), BENCH_DIR (a directory on the filesystem to measure; default
+# $TMPDIR or /tmp).
 set -euo pipefail
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-bash "$ROOT/scripts/setup.sh" >/dev/null
-# shellcheck source=/dev/null
-source "$ROOT/scripts/.env"
-B=$PCM_BUILD_DIR
+source "$(dirname "${BASH_SOURCE[0]}")/bench_common.sh"
 mb=${BENCH_MB:-256} np=${BENCH_NP:-2} reps=${BENCH_REPS:-3}
-mkdir -p "${BENCH_DIR:-$B}"
-tmp=$(mktemp -d "${BENCH_DIR:-$B}/pcm-bench.XXXXXX")
-export PCM_CONFIG=$tmp/pcmd.conf
-trap '[ -f "$tmp/pcmd.pid" ] && kill "$(cat "$tmp/pcmd.pid")" 2>/dev/null; rm -rf "$tmp"' EXIT
-"$B/pcmd" --detach --pidfile "$tmp/pcmd.pid" --data-dir "$tmp/data" --config "$PCM_CONFIG" --keep 1 \
-  2>"$tmp/pcmd.log"
+bench_start_pcmd --keep 1
 echo "== checkpoint of $mb MiB on $np processes against dd, $reps repetitions ($(df -T "$tmp" | awk 'NR==2 {print $2}') at $tmp)"
 for r in $(seq "$reps"); do
   job=bench-ckpt-$r

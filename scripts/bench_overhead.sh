@@ -4,16 +4,9 @@
 # Prints per-size medians and the overhead in percent; with BENCH_CSV=FILE also writes CSV.
 # Environment: BENCH_NP (2), BENCH_REPS (3), BENCH_SIZES ("128 256 512 1024"), BENCH_CSV.
 set -euo pipefail
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-bash "$ROOT/scripts/setup.sh" >/dev/null
-# shellcheck source=/dev/null
-source "$ROOT/scripts/.env"
-B=$PCM_BUILD_DIR
+source "$(dirname "${BASH_SOURCE[0]}")/bench_common.sh"
 np=${BENCH_NP:-2} reps=${BENCH_REPS:-3} sizes=${BENCH_SIZES:-128 256 512 1024}
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/pcm-bench.XXXXXX")
-export PCM_CONFIG=$tmp/pcmd.conf
-trap '[ -f "$tmp/pcmd.pid" ] && kill "$(cat "$tmp/pcmd.pid")" 2>/dev/null; rm -rf "$tmp"' EXIT
-"$B/pcmd" --detach --pidfile "$tmp/pcmd.pid" --data-dir "$tmp/data" --config "$PCM_CONFIG" 2>"$tmp/pcmd.log"
+bench_start_pcmd
 ms() { awk '/^heat2d: done/ {print $(NF-1)}'; }
 echo "size,iterations,pair,plain_ms_per_iter,pcm_ms_per_iter,ratio" >"$tmp/all.csv"
 for n in $sizes; do

@@ -6,23 +6,9 @@
 #  2. heat2d right after a split 1 -> 2 against heat2d launched on 2 processes (ms/iteration).
 # Environment: BENCH_MB (64), BENCH_REPS (3).
 set -euo pipefail
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-bash "$ROOT/scripts/setup.sh" >/dev/null
-# shellcheck source=/dev/null
-source "$ROOT/scripts/.env"
-B=$PCM_BUILD_DIR
+source "$(dirname "${BASH_SOURCE[0]}")/bench_common.sh"
 mb=${BENCH_MB:-64} reps=${BENCH_REPS:-3}
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/pcm-bench.XXXXXX")
-export PCM_CONFIG=$tmp/pcmd.conf
-mpi=
-cleanup() {
-  [ -n "$mpi" ] && kill "$mpi" 2>/dev/null
-  [ -f "$tmp/pcmd.pid" ] && kill "$(cat "$tmp/pcmd.pid")" 2>/dev/null
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-"$B/pcmd" --detach --pidfile "$tmp/pcmd.pid" --data-dir "$tmp/data" --config "$PCM_CONFIG" \
-  --hosts localhost:16 2>"$tmp/pcmd.log"
+bench_start_pcmd --hosts localhost:16
 
 # MB MiB of doubles as units of 1024 doubles (8 KiB).
 unit_len=1024
@@ -34,6 +20,7 @@ job=bench-reshape
 PCM_JOB=$job mpiexec -n 1 "$B/tests/mpi_reshape" "$units" "$unit_len" block 1000000 2000 \
   >"$tmp/reshape.out" 2>&1 &
 mpi=$!
+bench_mpi=$mpi
 n=0
 for r in $(seq "$reps"); do
   for cmd in "resize $job --to 2" "resize $job --to 1"; do
@@ -75,6 +62,7 @@ for r in $(seq "$reps"); do
   job=bench-after-split-$r
   PCM_JOB=$job mpiexec -n 1 "$B/examples/heat2d/heat2d_pcm" "${h[@]}" >"$tmp/split.out" 2>&1 &
   mpi=$!
+bench_mpi=$mpi
   "$B/pcmctl" wait "$job" --iteration 300 --timeout 300 >/dev/null
   "$B/pcmctl" split "$job" 0 --into 2 >/dev/null
   wait "$mpi" || true

@@ -6,17 +6,10 @@
 # Environment: BENCH_NP (2), BENCH_REPS (5), BENCH_NX/BENCH_NY (512), BENCH_ITERS (10000),
 # BENCH_MIGRATIONS (5).
 set -euo pipefail
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-bash "$ROOT/scripts/setup.sh" >/dev/null
-# shellcheck source=/dev/null
-source "$ROOT/scripts/.env"
-B=$PCM_BUILD_DIR
+source "$(dirname "${BASH_SOURCE[0]}")/bench_common.sh"
 np=${BENCH_NP:-2} reps=${BENCH_REPS:-5} iters=${BENCH_ITERS:-10000}
 mesh=(--nx "${BENCH_NX:-512}" --ny "${BENCH_NY:-512}")
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/pcm-bench.XXXXXX")
-export PCM_CONFIG=$tmp/pcmd.conf
-trap '[ -f "$tmp/pcmd.pid" ] && kill "$(cat "$tmp/pcmd.pid")" 2>/dev/null; rm -rf "$tmp"' EXIT
-"$B/pcmd" --detach --pidfile "$tmp/pcmd.pid" --data-dir "$tmp/data" --config "$PCM_CONFIG" 2>"$tmp/pcmd.log"
+bench_start_pcmd
 
 median() { python3 -c 'import statistics,sys; v=[float(x) for x in sys.argv[1:]]; print(f"{statistics.median(v):.4f}")' "$@"; }
 

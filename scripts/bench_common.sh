@@ -1,0 +1,24 @@
+# bench_common.sh — sourced by the bench_*.sh scripts: set-up as the README commands do, a
+# scratch directory, and a private pcmd on a free loopback port, stopped by its PID on exit.
+# After sourcing: ROOT, B (the build directory), tmp (scratch, removed on exit), PCM_CONFIG.
+# Call bench_start_pcmd [PCMD OPTIONS...]; set bench_mpi to a background job's PID to have it
+# killed on exit too.
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+bash "$ROOT/scripts/setup.sh" >/dev/null
+# shellcheck source=/dev/null
+source "$ROOT/scripts/.env"
+B=$PCM_BUILD_DIR
+mkdir -p "${BENCH_DIR:-${TMPDIR:-/tmp}}"
+tmp=$(mktemp -d "${BENCH_DIR:-${TMPDIR:-/tmp}}/pcm-bench.XXXXXX")
+export PCM_CONFIG=$tmp/pcmd.conf
+bench_mpi=
+bench_cleanup() {
+  [ -n "$bench_mpi" ] && kill "$bench_mpi" 2>/dev/null
+  [ -f "$tmp/pcmd.pid" ] && kill "$(cat "$tmp/pcmd.pid")" 2>/dev/null
+  rm -rf "$tmp"
+}
+trap bench_cleanup EXIT
+bench_start_pcmd() {
+  "$B/pcmd" --detach --pidfile "$tmp/pcmd.pid" --data-dir "$tmp/data" --config "$PCM_CONFIG" \
+    "$@" 2>"$tmp/pcmd.log"
+}
