@@ -330,7 +330,7 @@ VersionStatus Checkpoints::verify(const std::string& job, std::int64_t iteration
   return v;
 }
 
-std::vector<VersionStatus> Checkpoints::list(const std::string& job) const {
+std::vector<std::int64_t> Checkpoints::iterations(const std::string& job) const {
   if (!proto::valid_name(job)) fail(PCM_ERR_ARG, "invalid job name '{}'", job);
   std::set<std::int64_t, std::greater<>> found;
   fs::path dir = root_ / "checkpoints" / job;
@@ -346,42 +346,48 @@ std::vector<VersionStatus> Checkpoints::list(const std::string& job) const {
     long long v = std::strtoll(m.str(1).c_str(), &end, 10);
     if (errno == 0 && *end == '\0') found.insert(v);
   }
+  return {found.begin(), found.end()};
+}
+
+std::vector<VersionStatus> Checkpoints::list(const std::string& job) const {
   std::vector<VersionStatus> out;
-  for (auto it : found) out.push_back(verify(job, it));
+  for (auto it : iterations(job)) out.push_back(verify(job, it));
   return out;
 }
 
-std::optional<Manifest> Checkpoints::latest_valid(const std::string& job) const {
-  for (const auto& v : list(job)) {
-    if (!v.valid) continue;
-    std::string why;
-    return load_manifest(job, v.iteration, &why);
+std::optional<std::int64_t> Checkpoints::newest_valid(const std::string& job,
+                                                      std::optional<std::int64_t> known) const {
+  // Newest first, stopping at the first that verifies: older versions are not read.
+  for (auto it : iterations(job)) {
+    if (known && it == *known) return it;
+    if (verify(job, it).valid) return it;
   }
   return std::nullopt;
 }
 
-std::vector<std::int64_t> Checkpoints::prune(const std::string& job, std::size_t keep) {
+std::optional<Manifest> Checkpoints::latest_valid(const std::string& job) const {
+  auto it = newest_valid(job, std::nullopt);
+  if (!it) return std::nullopt;
+  std::string why;
+  return load_manifest(job, *it, &why);
+}
+
+std::vector<std::int64_t> Checkpoints::prune(const std::string& job, std::size_t keep,
+                                             std::optional<std::int64_t> known_valid) {
   if (keep < 1) fail(PCM_ERR_ARG, "prune must keep at least one version");
-  auto versions = list(job);
-  std::int64_t newest_valid = -1;
-  for (const auto& v : versions)
-    if (v.valid) {
-      newest_valid = v.iteration;
-      break;
-    }
+  const std::int64_t newest = newest_valid(job, known_valid).value_or(-1);
   std::vector<std::int64_t> removed;
   std::error_code ec;
   // A data file without a manifest is no version (a commit that died between its two renames):
   // it takes no place among the `keep` newest and is removed.
-  std::vector<VersionStatus> real;
-  for (const auto& v : versions) {
-    if (fs::exists(manifest_file(job, v.iteration))) {
-      real.push_back(v);
+  std::vector<std::int64_t> versions;
+  for (auto it : iterations(job)) {
+    if (fs::exists(manifest_file(job, it))) {
+      versions.push_back(it);
     } else {
-      fs::remove(version_file(job, v.iteration), ec);
+      fs::remove(version_file(job, it), ec);
     }
   }
-  versions = std::move(real);
   // Temporary files of commits that died are no versions either (pcmd serves one request at a
   // time, so no commit is in progress while this runs).
   static const std::regex tmp_name(R"(v\d{20}\.(h5|manifest\.json)\.tmp)");
@@ -389,12 +395,12 @@ std::vector<std::int64_t> Checkpoints::prune(const std::string& job, std::size_t
   for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); ++it)
     if (std::regex_match(it->path().filename().string(), tmp_name)) fs::remove(it->path(), ec);
   for (std::size_t i = keep; i < versions.size(); ++i) {
-    if (versions[i].iteration == newest_valid) continue;
+    if (versions[i] == newest) continue;
     // Manifest first: without it the data file is no version, even if pcmd dies right here.
-    fs::remove(manifest_file(job, versions[i].iteration), ec);
-    fsync_path(manifest_file(job, versions[i].iteration).parent_path(), true);
-    fs::remove(version_file(job, versions[i].iteration), ec);
-    removed.push_back(versions[i].iteration);
+    fs::remove(manifest_file(job, versions[i]), ec);
+    fsync_path(dir, true);
+    fs::remove(version_file(job, versions[i]), ec);
+    removed.push_back(versions[i]);
   }
   return removed;
 }

@@ -67,7 +67,10 @@ class Checkpoints {
   // Removes all but the `keep` newest versions (keep >= 1), never the newest valid one; returns
   // the iterations removed. Manifests go first, so a crash while pruning leaves no half version
   // that could be mistaken for a whole one.
-  std::vector<std::int64_t> prune(const std::string& job, std::size_t keep);
+  // known_valid: a version the caller knows is valid (the one it just committed), which is
+  // then not read again.
+  std::vector<std::int64_t> prune(const std::string& job, std::size_t keep,
+                                  std::optional<std::int64_t> known_valid = std::nullopt);
 
   // Reads one dataset of a version that verified (the whole file is not checked again; the
   // dataset's checksum is). Throws pcm::Error (PCM_ERR_NOT_FOUND).
@@ -78,6 +81,11 @@ class Checkpoints {
   std::filesystem::path manifest_file(const std::string& job, std::int64_t iteration) const;
 
  private:
+  // Iterations with a data file or a manifest, newest first; nothing is read.
+  std::vector<std::int64_t> iterations(const std::string& job) const;
+  // The newest version that verifies, verifying newest first and stopping there.
+  std::optional<std::int64_t> newest_valid(const std::string& job,
+                                           std::optional<std::int64_t> known) const;
   std::optional<Manifest> load_manifest(const std::string& job, std::int64_t iteration,
                                         std::string* why) const;
   std::filesystem::path root_;

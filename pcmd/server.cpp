@@ -522,7 +522,7 @@ json Server::op_checkpoint(const std::string& op, const json& req) {
     auto iteration = proto::get_int(req, "iteration", 0, INT64_MAX);
     int size = static_cast<int>(proto::get_int(req, "size", 1, kMaxRanks));
     Manifest m = checkpoints_.commit(store_, name, iteration, size, job.layout);
-    auto removed = checkpoints_.prune(name, options_.keep_versions);
+    auto removed = checkpoints_.prune(name, options_.keep_versions, iteration);
     note(job, fmt::format("checkpoint of iteration {} committed ({} bytes)", iteration, m.file_size));
     log_->info("job {}: {}", name, job.last_event);
     return json{{"ok", true}, {"iteration", iteration}, {"bytes", m.file_size},
