@@ -93,6 +93,11 @@ int PCM_Comm_rank(MPI_Comm comm, int *rank);
  * it. Returns PCM_NONE, PCM_MIGRATE (to the process that moves), PCM_RECONFIGURE (to the others),
  * PCM_SPLIT (the world grows: call PCM_Split), PCM_MERGE (it shrinks: call PCM_Merge), or
  * PCM_ERROR. Collective over comm; every rank learns of a command at the same call.
+ * Cost: the ranks agree (one small broadcast) once per window of calls that rank 0 sizes to last
+ * about PCM_STATUS_WINDOW_US microseconds (default 1000; at most 256 calls; 0: agree at every
+ * call); the other calls only count. A command from pcmd therefore waits up to one window
+ * more: about 1 ms in a steady loop, or up to 256 iterations if iterations suddenly become much
+ * longer than those measured before.
  * A process spawned by a reconfiguration resumes at the iteration the mover stored (the one at
  * which PCM_Status announced the migration); its first PCM_Status returns PCM_NONE without
  * communicating, because the rest of the world has already made that call.

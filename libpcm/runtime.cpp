@@ -115,6 +115,7 @@ int Runtime::mpi_pcm_init(int* argc, char*** argv) {
     config_ = read_config(default_config_path());
     connect_timeout_ms_ = static_cast<int>(env_long("PCM_CONNECT_TIMEOUT_MS", 5000, 1, 3600000));
     poll_interval_ms_ = env_long("PCM_POLL_MS", 50, 1, 3600000);
+    status_window_us_ = static_cast<double>(env_long("PCM_STATUS_WINDOW_US", 1000, 0, 1000000));
     context_ = std::make_unique<zmq::context_t>(1);
   } catch (const Error& e) {
     code = e.code();
@@ -295,6 +296,17 @@ void Runtime::poll_daemon() {
   }
 }
 
+// Rank 0: the number of PCM_Status calls until the next agreement, from the time per call in
+// the window that ends now. A slow or irregular loop gets 1 (agree at every call).
+long long Runtime::next_window_calls() {
+  const double now = MPI_Wtime();
+  const double per_call_us = (now - status_window_start_) * 1e6 / status_window_calls_;
+  status_window_start_ = now;
+  if (status_window_us_ <= 0 || per_call_us >= status_window_us_) return 1;
+  const double calls = status_window_us_ / std::max(per_call_us, 1e-3);
+  return std::min(kMaxWindowCalls, std::max(1LL, static_cast<long long>(calls)));
+}
+
 int Runtime::status(MPI_Comm comm) {
   require_world(comm);
   if (join_inter_ != MPI_COMM_NULL)
@@ -306,8 +318,13 @@ int Runtime::status(MPI_Comm comm) {
   }
   ++iteration_;
   if (!current_) {
-    // One small broadcast per iteration is all that the ranks pay when nothing is pending.
-    long long msg[2] = {0, 0};  // command id, length of its encoding
+    if (status_countdown_ > 0) {  // inside an agreed window: nothing to do
+      --status_countdown_;
+      return PCM_NONE;
+    }
+    // One small broadcast per window is all that the ranks pay when nothing is pending: the
+    // pending command's id (0: none), the length of its encoding, and the next window's size.
+    long long msg[3] = {0, 0, 1};
     std::string bytes;
     if (rank_ == 0) {
       if (!poller_) reset_poller();
@@ -317,9 +334,16 @@ int Runtime::status(MPI_Comm comm) {
         msg[0] = received_->id;
         msg[1] = static_cast<long long>(bytes.size());
       }
+      msg[2] = next_window_calls();
     }
-    mpi_check(MPI_Bcast(msg, 2, MPI_LONG_LONG, 0, world_), "MPI_Bcast");
-    if (msg[0] == 0) return PCM_NONE;
+    mpi_check(MPI_Bcast(msg, 3, MPI_LONG_LONG, 0, world_), "MPI_Bcast");
+    if (msg[0] == 0) {
+      status_window_calls_ = msg[2];
+      status_countdown_ = msg[2] - 1;
+      return PCM_NONE;
+    }
+    // A command: every process leaves the window at this call (countdown 0), so the world that
+    // the reconfiguration builds starts with the same countdown everywhere.
     bytes.resize(static_cast<std::size_t>(msg[1]));
     mpi_check(MPI_Bcast(bytes.data(), static_cast<int>(msg[1]), MPI_CHAR, 0, world_), "MPI_Bcast");
     current_ = Command::from_json(proto::decode(bytes.data(), bytes.size()), size_);

@@ -88,6 +88,7 @@ class Runtime {
   void finish_reconfigure(MPI_Comm merged, int waker_in_merged, int mover_in_merged,
                           bool i_am_mover, const Command& cmd);
   void poll_daemon();
+  long long next_window_calls();
   void reset_poller();
   void report_reconfigured(const Command& cmd, bool success, const std::string& error,
                            const nlohmann::json& layout = nullptr);
@@ -127,6 +128,17 @@ class Runtime {
   std::int64_t last_done_command_ = 0;
 
   std::optional<Command> current_;  // broadcast, not yet carried out
+
+  // The ranks agree on pending commands (one broadcast) once per window of PCM_Status calls; the
+  // calls in between only count down. Rank 0 sizes each window from the measured time per call
+  // so that a window lasts about status_window_us_ (PCM_STATUS_WINDOW_US; 0: every call), at
+  // most kMaxWindowCalls calls, and broadcasts the size with the agreement. Every process of the
+  // world holds the same countdown; it is 0 whenever the world changes.
+  static constexpr long long kMaxWindowCalls = 256;
+  long long status_countdown_ = 0;
+  long long status_window_calls_ = 1;  // size of the window that ended at the last agreement
+  double status_window_start_ = 0;     // rank 0: MPI_Wtime() of the last agreement
+  double status_window_us_ = 1000;
   // A spawned process resumes at the iteration whose PCM_Status the others have already made.
   bool skip_next_status_ = false;
 

@@ -1,33 +1,50 @@
 #!/usr/bin/env bash
 # Benchmark after the PCM paper's Figure 8: heat2d instrumented with PCM (no reconfiguration)
-# against plain heat2d, over several granularities (mesh sizes), in alternating pairs in one run.
-# Prints per-size medians and the overhead in percent; with BENCH_CSV=FILE also writes CSV.
-# Environment: BENCH_NP (2), BENCH_REPS (3), BENCH_SIZES ("128 256 512 1024"), BENCH_CSV.
+# against plain heat2d, over several granularities (mesh sizes), in alternating runs in one go.
+# PCM runs twice per repetition: with its default PCM_Status agreement window, and with
+# PCM_STATUS_WINDOW_US=0 (a broadcast at every call, as before the windows).
+# Prints per-size medians and the overhead in percent; with BENCH_CSV=FILE also writes CSV and
+# with BENCH_PNG=FILE a plot of overhead against mesh size.
+# Environment: BENCH_NP (2), BENCH_REPS (3), BENCH_SIZES ("64 128 256 512 1024"), BENCH_CSV,
+# BENCH_PNG.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/bench_common.sh"
-np=${BENCH_NP:-2} reps=${BENCH_REPS:-3} sizes=${BENCH_SIZES:-128 256 512 1024}
+np=${BENCH_NP:-2} reps=${BENCH_REPS:-3} sizes=${BENCH_SIZES:-64 128 256 512 1024}
 bench_start_pcmd
 ms() { awk '/^heat2d: done/ {print $(NF-1)}'; }
-echo "size,iterations,pair,plain_ms_per_iter,pcm_ms_per_iter,ratio" >"$tmp/all.csv"
+echo "size,iterations,rep,plain_ms_per_iter,pcm_ms_per_iter,pcm_w0_ms_per_iter" >"$tmp/all.csv"
 for n in $sizes; do
   iters=$((3200000000 / (n * n)))  # about the same work (1-2 s) per run at every size
   [ "$iters" -gt 400000 ] && iters=400000
+  echo "mesh ${n}x$n, $iters iterations, $reps repetitions ..." >&2
   for r in $(seq "$reps"); do
+    h=("$B/examples/heat2d/heat2d_pcm" --nx "$n" --ny "$n" --iters "$iters")
     p=$(mpiexec -n "$np" "$B/examples/heat2d/heat2d_plain" --nx "$n" --ny "$n" --iters "$iters" | ms)
-    q=$(PCM_JOB=ovh-$n-$r mpiexec -n "$np" "$B/examples/heat2d/heat2d_pcm" --nx "$n" --ny "$n" --iters "$iters" | ms)
-    echo "$n,$iters,$r,$p,$q,$(python3 -c "print(f'{$q / $p:.4f}')")" >>"$tmp/all.csv"
+    q=$(PCM_JOB=ovh-$n-$r mpiexec -n "$np" "${h[@]}" | ms)
+    z=$(PCM_STATUS_WINDOW_US=0 PCM_JOB=ovh0-$n-$r mpiexec -n "$np" "${h[@]}" | ms)
+    echo "$n,$iters,$r,$p,$q,$z" >>"$tmp/all.csv"
   done
 done
-python3 - "$tmp/all.csv" <<'PY'
+python3 - "$tmp/all.csv" "$tmp/plot.csv" <<'PY'
 import csv, statistics, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
-print(f"{'mesh':>6} {'iters':>7} {'plain ms/it':>12} {'pcm ms/it':>10} {'pcm/plain':>10} {'overhead':>9}  (median of pairs; range of ratios)")
+med = statistics.median
+print(f"{'mesh':>6} {'iters':>7} {'plain ms/it':>12} {'pcm/plain':>10} {'overhead':>9} {'(range)':>13}"
+      f" {'window 0':>9} {'overhead':>9}   (medians of per-repetition ratios)")
+out = csv.writer(open(sys.argv[2], "w"))
+out.writerow(["mesh", "overhead_pct", "low_pct", "high_pct", "overhead_w0_pct", "low_w0_pct", "high_w0_pct"])
 for n in dict.fromkeys(r["size"] for r in rows):
     rs = [r for r in rows if r["size"] == n]
-    ratio = [float(r["ratio"]) for r in rs]
-    med = statistics.median
-    print(f"{n:>6} {rs[0]['iterations']:>7} {med(float(r['plain_ms_per_iter']) for r in rs):>12.4f} "
-          f"{med(float(r['pcm_ms_per_iter']) for r in rs):>10.4f} {med(ratio):>10.4f} "
-          f"{(med(ratio) - 1) * 100:>+8.2f}%  ({min(ratio):.3f}-{max(ratio):.3f})")
+    plain = [float(r["plain_ms_per_iter"]) for r in rs]
+    q = [float(r["pcm_ms_per_iter"]) / p for r, p in zip(rs, plain)]
+    z = [float(r["pcm_w0_ms_per_iter"]) / p for r, p in zip(rs, plain)]
+    print(f"{n:>6} {rs[0]['iterations']:>7} {med(plain):>12.4f} {med(q):>10.4f} {(med(q) - 1) * 100:>+8.2f}%"
+          f" {f'({min(q):.3f}-{max(q):.3f})':>13} {med(z):>9.4f} {(med(z) - 1) * 100:>+8.2f}%")
+    pct = lambda v: f"{(v - 1) * 100:.3f}"
+    out.writerow([n, pct(med(q)), pct(min(q)), pct(max(q)), pct(med(z)), pct(min(z)), pct(max(z))])
 PY
 if [ -n "${BENCH_CSV:-}" ]; then cp "$tmp/all.csv" "$BENCH_CSV"; echo "CSV: $BENCH_CSV"; fi
+if [ -n "${BENCH_PNG:-}" ]; then
+  gnuplot -c "$ROOT/scripts/plots/overhead.gp" "$tmp/plot.csv" "$BENCH_PNG"
+  echo "plot: $BENCH_PNG"
+fi

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Benchmarks of the runtime core, side by side in one run (set up like the README commands):
-#  1. PCM_Status per call against the bare MPI_Bcast it uses and an empty loop;
+#  1. PCM_Status per call against the bare MPI_Bcast it uses and an empty loop, with its
+#     agreement window off (a broadcast at every call) and at its default;
 #  2. heat2d plain against heat2d with PCM (no reconfiguration): time per iteration, overhead;
 #  3. the time of a migration (several in one heat2d run).
 # Environment: BENCH_NP (2), BENCH_REPS (5), BENCH_NX/BENCH_NY (512), BENCH_ITERS (10000),
@@ -13,12 +14,16 @@ bench_start_pcmd
 
 median() { python3 -c 'import statistics,sys; v=[float(x) for x in sys.argv[1:]]; print(f"{statistics.median(v):.4f}")' "$@"; }
 
-echo "== 1. PCM_Status per call ($np processes, $reps repetitions of 200000 calls)"
-mpiexec -n "$np" "$B/bench/status_cost" 200000 "$reps" >"$tmp/status.txt"
-for what in "empty loop" "MPI_Bcast 16 B" "PCM_Status"; do
-  printf '%-15s median %s us/call\n' "$what" \
-    "$(median $(grep -F "$what" "$tmp/status.txt" | awk '{print $(NF-1)}'))"
+echo "== 1. PCM_Status per call ($np processes, $reps repetitions of 200000 calls): agreeing at every call (PCM_STATUS_WINDOW_US=0, as before the windows) and with the default window"
+for w in 0 default; do
+  if [ "$w" = 0 ]; then export PCM_STATUS_WINDOW_US=0; else unset PCM_STATUS_WINDOW_US; fi
+  mpiexec -n "$np" "$B/bench/status_cost" 200000 "$reps" >"$tmp/status-$w.txt"
+  for what in "empty loop" "MPI_Bcast 16 B" "PCM_Status"; do
+    printf 'window %-8s %-15s median %s us/call\n' "$w" "$what" \
+      "$(median $(grep -F "$what" "$tmp/status-$w.txt" | awk '{print $(NF-1)}'))"
+  done
 done
+unset PCM_STATUS_WINDOW_US
 
 echo "== 2. heat2d plain vs PCM (no reconfiguration), ${mesh[*]} --iters $iters, $np processes, $reps alternating pairs"
 ratios=() plains=() pcms=()
@@ -42,6 +47,8 @@ for k in $(seq "$nm"); do
   "$B/pcmctl" migrate "$job" $(((k - 1) % np)) >/dev/null
   "$B/pcmctl" wait "$job" --reconfigurations "$k" --timeout 120
 done
+# A little further, so that the last migration's line has been printed before the kill.
+"$B/pcmctl" wait "$job" --iteration $(((nm + 1) * 200)) --timeout 120
 kill "$mpi" 2>/dev/null
 wait "$mpi" 2>/dev/null || true
 grep '^heat2d: migration' "$tmp/mig.out"
