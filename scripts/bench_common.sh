@@ -3,11 +3,17 @@
 # After sourcing: ROOT, B (the build directory), tmp (scratch, removed on exit), PCM_CONFIG.
 # Call bench_start_pcmd [PCMD OPTIONS...]; set bench_mpi to a background job's PID to have it
 # killed on exit too.
+# PCM_BENCH_BUILD_DIR=DIR skips the set-up and uses that build (mpiexec must be on PATH): ctest
+# runs the benchmarks' quick variants that way, from inside the build.
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-bash "$ROOT/scripts/setup.sh" >/dev/null
-# shellcheck source=/dev/null
-source "$ROOT/scripts/.env"
-B=$PCM_BUILD_DIR
+if [ -n "${PCM_BENCH_BUILD_DIR:-}" ]; then
+  B=$PCM_BENCH_BUILD_DIR
+else
+  bash "$ROOT/scripts/setup.sh" >/dev/null
+  # shellcheck source=/dev/null
+  source "$ROOT/scripts/.env"
+  B=$PCM_BUILD_DIR
+fi
 mkdir -p "${BENCH_DIR:-${TMPDIR:-/tmp}}"
 tmp=$(mktemp -d "${BENCH_DIR:-${TMPDIR:-/tmp}}/pcm-bench.XXXXXX")
 export PCM_CONFIG=$tmp/pcmd.conf
