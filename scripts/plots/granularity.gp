@@ -12,5 +12,7 @@ set xtics 1
 set key top right
 set arrow from first (ARG3 + 0.5), graph 0 to first (ARG3 + 0.5), graph 1 nohead dt 2 lc rgb "#888888"
 set label "cores" at first (ARG3 + 0.55), graph 0.95 tc rgb "#666666"
+set key noautotitle
 stats ARG1 skip 1 nooutput
+set key autotitle columnhead
 plot for [i=2:STATS_columns] ARG1 using 1:i with linespoints lt (i - 1)
