@@ -1,0 +1,48 @@
+#!/usr/bin/env python3
+"""check_malleability.py SCRIPT — runs scripts/bench_malleability.sh (its quick variant: the
+caller sets BENCH_SIZES and BENCH_REPS) with BENCH_CSV and BENCH_PNG in a scratch directory, and
+checks what it made: it exits 0 having verified every move, its CSV passes check_bench's checks
+and holds, for every size, every method (live, ckpt, raw) in both directions (1->2, 2->1) with
+BENCH_REPS positive times each, and its plot is a real PNG (check_bench.check_png)."""
+import csv
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from check_bench import check_csv, check_png  # noqa: E402
+
+COLUMNS = ["size_mib", "direction", "method", "rep", "seconds"]
+
+
+def main():
+    script = sys.argv[1]
+    sizes = {int(s) for s in os.environ.get("BENCH_SIZES", "16 64 256 1024").split()}
+    reps = int(os.environ.get("BENCH_REPS", "3"))
+    with tempfile.TemporaryDirectory() as d:
+        env = dict(os.environ, BENCH_CSV=os.path.join(d, "out.csv"), BENCH_PNG=os.path.join(d, "out.png"))
+        p = subprocess.run(["bash", script], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True, timeout=280)
+        print(p.stdout)
+        assert p.returncode == 0, f"{script} exited with {p.returncode}"
+        assert "every move checked every element: all correct" in p.stdout, "no verification line"
+        check_csv(env["BENCH_CSV"], COLUMNS)
+        rows = list(csv.DictReader(open(env["BENCH_CSV"])))
+        for size in sizes:
+            for method in ("live", "ckpt", "raw"):
+                for direction in ("1->2", "2->1"):
+                    times = [float(r["seconds"]) for r in rows if int(r["size_mib"]) == size
+                             and r["method"] == method and r["direction"] == direction]
+                    assert len(times) == reps and all(t > 0 for t in times), \
+                        f"{size} MiB {method} {direction}: times {times}, expected {reps} positive"
+        assert len(rows) == len(sizes) * 6 * reps, f"{len(rows)} rows, expected {len(sizes) * 6 * reps}"
+        w, h = check_png(env["BENCH_PNG"])
+        print(f"check_malleability: CSV ok ({len(rows)} rows), PNG ok ({w}x{h})")
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except AssertionError as e:
+        sys.exit(f"check_malleability: FAIL: {e}")
