@@ -124,6 +124,8 @@ for s in sizes:
     for d in ("1->2", "2->1"):
         live, ck, raw = (med[s, m, d] for m in ("live", "ckpt", "raw"))
         print(f"{s:>5} MiB {d:>9} {live:>8.3f} {ck:>9.3f} {raw:>9.3f} {ck / live:>9.1f}x {raw / live:>8.1f}x")
+print("live: from PCM_Status returning the command to the new world holding its data; restarts: from the")
+print("start of the save to the new world holding its data (exit, mpiexec, MPI/PCM set-up and load included)")
 print("every move checked every element: all correct")
 with open(sys.argv[2], "w") as f:
     w = csv.writer(f)

@@ -7,7 +7,7 @@ dir = ARG0[:strstrt(ARG0, "malleability.gp") - 1]
 load dir . "common.gp"
 set output ARG2
 set title "Moving data between 1 and 2 processes: live (PCM split/merge) against stop-and-restart" . \
-          (ARGC >= 3 ? sprintf("\n{/*0.85 end to end, medians of %s runs each}", ARG3) : "")
+          (ARGC >= 3 ? sprintf("\n{/*0.85 end to end; %s}", ARG3 == "1" ? "one run each" : "medians of " . ARG3 . " runs each") : "")
 set xlabel "data moved (MiB, log scale)"
 set ylabel "seconds, end to end (log scale)"
 set logscale xy
