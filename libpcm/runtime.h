@@ -152,6 +152,9 @@ class Runtime {
   int restart_nprocs_ = 0;
   bool reading_version_ = false;  // until the first PCM_Status of a restarted process
 
+  // A split's old ranks: the token that proves to the new processes that they read this process.
+  std::uint64_t cma_token_ = 0;
+
   // Seconds spent in the phases of this process's last split or merge.
   double t_spawn_ = 0, t_data_ = 0, t_rebuild_ = 0;
 

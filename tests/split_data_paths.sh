@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# split_data_paths.sh BUILD — run under with_pcmd.sh. A split's new processes read the old
+# buffers directly (process_vm_readv) when they share the old processes' host, and receive them
+# over MPI otherwise (or with PCM_SPLIT_CMA=0). Both paths: a split 1 -> 2 and a split 2 -> 3 of
+# a cyclic map (many short runs per peer), every element checked after each; the debug log shows
+# which path each new process took. The job runs 2000 iterations of >= 1 ms, far longer than
+# its two splits take, so that it is still running for the second.
+set -uo pipefail
+MPIEXEC=${MPIEXEC:-mpiexec}
+build=$1
+pcmctl=$build/pcmctl
+fail() { echo "split_data_paths: FAIL: $*" >&2; exit 1; }
+
+# run NAME CMA EXPECTED-PATH: a job on 1 process, grown to 2, then to 3 (a second split from a
+# world of 2), then ended; every new process must report EXPECTED-PATH.
+run() {
+  local name=$1 cma=$2 expected=$3 job=paths-$1-$$ out=$PCM_TEST_DIR/$1.out
+  PCM_JOB=$job PCM_SPLIT_CMA=$cma PCM_LOG_LEVEL=debug timeout 300 "$MPIEXEC" -n 1 \
+    "$build/tests/mpi_reshape" 3001 7 cyclic 2000 1000 >"$out" 2>&1 &
+  local mpi=$!
+  "$pcmctl" wait "$job" --iteration 10 --timeout 120 >/dev/null || fail "$name: job did not start"
+  "$pcmctl" resize "$job" --to 2 >/dev/null || fail "$name: resize to 2 refused"
+  "$pcmctl" wait "$job" --reconfigurations 1 --timeout 120 >/dev/null || fail "$name: split 1 -> 2"
+  "$pcmctl" resize "$job" --to 3 >/dev/null || fail "$name: resize to 3 refused"
+  "$pcmctl" wait "$job" --reconfigurations 2 --timeout 120 >/dev/null || fail "$name: split 2 -> 3"
+  wait $mpi || fail "$name: the job failed: $(cat "$out")"
+  grep -q '^reshape: ok: 2 reconfigurations, 3 processes, 0 wrong' "$out" ||
+    fail "$name: wrong result: $(cat "$out")"
+  local all took
+  all=$(grep -c 'split: direct read' "$out")
+  took=$(grep -c "split: direct read .*($expected)" "$out")
+  [ "$all" -eq 5 ] && [ "$took" -eq 5 ] ||
+    fail "$name: $took of $all new processes (expected 5 of 5) report '$expected': $(grep 'split:' "$out")"
+  echo "$name: 2 splits, 5 new processes, all '$expected', every element correct"
+}
+run direct 1 done
+run mpi 0 "not possible"
+echo "split_data_paths: ok"
