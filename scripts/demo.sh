@@ -3,6 +3,9 @@
 # grows and shrinks (2 -> 4 -> 3 -> 1 -> 2 processes) — then a bitwise check against the plain MPI
 # run. Options (environment): DEMO_LAYOUT (block, cyclic, block-cyclic), DEMO_NX/DEMO_NY (768),
 # DEMO_ITERS (4000), DEMO_DIR (where pcmd's files and the run's output go; build/demo).
+# Leaves in DEMO_DIR the PCM run's trace (trace.csv), the pcmctl commands with their times
+# (events.csv), the final grids of both runs (grid.bin, grid-plain.bin; heat2d --dump) and two
+# plots: timeline.png (scripts/plots/timeline.gp) and heatmap.png (scripts/plots/heatmap.gp).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 bash "$ROOT/scripts/setup.sh"
@@ -11,11 +14,13 @@ source "$ROOT/scripts/.env"
 B=$PCM_BUILD_DIR
 np=2
 iters=${DEMO_ITERS:-4000}
-args=(--nx "${DEMO_NX:-768}" --ny "${DEMO_NY:-768}" --iters "$iters" --report $((iters / 40)))
+nx=${DEMO_NX:-768} ny=${DEMO_NY:-768}
+args=(--nx "$nx" --ny "$ny" --iters "$iters" --report $((iters / 40)))
 layout=(--layout "${DEMO_LAYOUT:-block}")
 dir=${DEMO_DIR:-$B/demo}
 mkdir -p "$dir"
-rm -f "$dir"/pcmd.pid
+rm -f "$dir"/pcmd.pid "$dir"/trace.csv "$dir"/grid.bin "$dir"/grid-plain.bin
+echo "time_s,label" >"$dir/events.csv"
 export PCM_CONFIG=$dir/pcmd.conf
 job=heat2d-demo-$$
 mpi_pid=
@@ -32,7 +37,8 @@ trap 'echo "demo: interrupted" >&2; exit 130' INT TERM
 say() { printf '\n== %s\n' "$*"; }
 
 say "plain MPI heat2d on $np processes (${args[*]})"
-plain=$(mpiexec -n "$np" "$B/examples/heat2d/heat2d_plain" "${args[@]}" | tee /dev/stderr |
+plain=$(mpiexec -n "$np" "$B/examples/heat2d/heat2d_plain" "${args[@]}" --dump "$dir/grid-plain.bin" |
+        tee /dev/stderr |
         awk '/^checksum/ {print $2}')
 
 say "starting pcmd (log: $dir/pcmd.log)"
@@ -42,7 +48,7 @@ say "starting pcmd (log: $dir/pcmd.log)"
 
 say "heat2d with PCM on $np processes (${layout[*]}), job $job; reconfigured through pcmctl as it runs"
 PCM_JOB=$job mpiexec -n "$np" "$B/examples/heat2d/heat2d_pcm" "${args[@]}" "${layout[@]}" \
-  > >(tee "$dir/heat2d.out") 2>&1 </dev/null &
+  --trace "$dir/trace.csv" --dump "$dir/grid.bin" > >(tee "$dir/heat2d.out") 2>&1 </dev/null &
 mpi_pid=$!
 n=0
 step=$((iters / 7))
@@ -50,6 +56,7 @@ for cmd in "migrate $job 1" "split $job 0 --into 3" "merge $job 1 2" "resize $jo
            "resize $job --to 2" "migrate $job 0"; do
   "$B/pcmctl" wait "$job" --iteration $(((n + 1) * step)) --timeout 300
   printf 'demo: pcmctl %s: ' "$cmd"
+  echo "$(date +%s.%6N),pcmctl ${cmd/ $job/}" >>"$dir/events.csv"
   # shellcheck disable=SC2086
   "$B/pcmctl" $cmd
   n=$((n + 1))
@@ -68,3 +75,10 @@ else
   echo "verification: MISMATCH: PCM run $got, plain run $plain" >&2
   exit 1
 fi
+cmp "$dir/grid.bin" "$dir/grid-plain.bin" ||
+  { echo "verification: the final grids (--dump) differ" >&2; exit 1; }
+echo "verification: the final grids (--dump) are byte-identical"
+gnuplot -c "$ROOT/scripts/plots/timeline.gp" "$dir/trace.csv" "$dir/events.csv" \
+  "$dir/timeline.png" "heat2d ${nx}x$ny with PCM, reconfigured live through pcmctl"
+gnuplot -c "$ROOT/scripts/plots/heatmap.gp" "$dir/grid.bin" "$nx" "$ny" "$dir/heatmap.png"
+echo "demo: plots: $dir/timeline.png $dir/heatmap.png"

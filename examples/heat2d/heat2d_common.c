@@ -14,7 +14,8 @@
 
 static const char kUsage[] =
     "usage: heat2d [--nx N] [--ny N] [--iters N] [--report N] [--throttle-us N]\n"
-    "              [--layout block|cyclic|block-cyclic] [--block B] [--commit-every N] [--help]\n"
+    "              [--layout block|cyclic|block-cyclic] [--block B] [--commit-every N]\n"
+    "              [--trace FILE] [--dump FILE] [--help]\n"
     "  --nx N           global columns (default 512)\n"
     "  --ny N           global rows (default 512)\n"
     "  --iters N        iterations (default 2000)\n"
@@ -27,7 +28,19 @@ static const char kUsage[] =
     "  --commit-every N heat2d_pcm commits a durable checkpoint (PCM_Commit) every N iterations,\n"
     "                   0 = never (default 0); heat2d_plain accepts it and ignores it. With\n"
     "                   PCM_RESTART=1, heat2d_pcm resumes from the newest one\n"
+    "  --trace FILE     rank 0 appends CSV rows to FILE (header time_s,iteration,procs,\n"
+    "                   ms_per_iter,event when FILE is new or empty): one per progress interval\n"
+    "                   (--report N, or every 100 iterations with --report 0; heat2d_pcm also\n"
+    "                   ends one early when a reconfiguration begins) with its ms/iteration,\n"
+    "                   and one per event, with ms_per_iter empty: start, and in heat2d_pcm\n"
+    "                   migrate, split, merge, restart once done (e.g. \"split 1->2 0.210s\").\n"
+    "                   time_s: wall-clock (epoch) seconds at the row, to the microsecond\n"
+    "  --dump FILE      rank 0 writes the final grid to FILE: raw native doubles, row-major,\n"
+    "                   ny rows of nx values, the hot top row first (both versions write the\n"
+    "                   same bytes)\n"
     "  --help           print this and exit\n";
+
+static const char kTraceHeader[] = "time_s,iteration,procs,ms_per_iter,event\n";
 
 static int parse_layout(const char *s, int *out) {
   if (strcmp(s, "block") == 0) {
@@ -57,14 +70,17 @@ int heat2d_parse_options(int argc, char **argv, int report_errors, Heat2dOptions
     const char *name;
     int *dst;
     long min;
-  } table[] = {{"--nx", &opt->nx, 1},
-               {"--ny", &opt->ny, 1},
-               {"--iters", &opt->iters, 0},
-               {"--report", &opt->report, 0},
-               {"--throttle-us", &opt->throttle_us, 0},
-               {"--layout", &opt->layout, 0}, /* a name, not a number: see below */
-               {"--block", &opt->block, 1},
-               {"--commit-every", &opt->commit_every, 0}};
+    const char **str; /* a file name instead of a number */
+  } table[] = {{"--nx", &opt->nx, 1, NULL},
+               {"--ny", &opt->ny, 1, NULL},
+               {"--iters", &opt->iters, 0, NULL},
+               {"--report", &opt->report, 0, NULL},
+               {"--throttle-us", &opt->throttle_us, 0, NULL},
+               {"--layout", &opt->layout, 0, NULL}, /* a name, not a number: see below */
+               {"--block", &opt->block, 1, NULL},
+               {"--commit-every", &opt->commit_every, 0, NULL},
+               {"--trace", NULL, 0, &opt->trace},
+               {"--dump", NULL, 0, &opt->dump}};
   int i;
 
   opt->nx = 512;
@@ -75,6 +91,8 @@ int heat2d_parse_options(int argc, char **argv, int report_errors, Heat2dOptions
   opt->layout = HEAT2D_BLOCK;
   opt->block = 4;
   opt->commit_every = 0;
+  opt->trace = NULL;
+  opt->dump = NULL;
 
   for (i = 1; i < argc; i++) {
     const char *arg = argv[i];
@@ -100,7 +118,13 @@ int heat2d_parse_options(int argc, char **argv, int report_errors, Heat2dOptions
       if (report_errors) fprintf(stderr, "heat2d: %s needs a value\n%s", table[k].name, kUsage);
       return -1;
     }
-    if (table[k].dst == &opt->layout) {
+    if (table[k].str != NULL) {
+      if (value[0] == '\0') {
+        if (report_errors) fprintf(stderr, "heat2d: %s needs a file name\n", table[k].name);
+        return -1;
+      }
+      *table[k].str = value;
+    } else if (table[k].dst == &opt->layout) {
       if (parse_layout(value, &opt->layout) != 0) {
         if (report_errors) {
           fprintf(stderr, "heat2d: bad value '%s' for --layout (block, cyclic or block-cyclic)\n",
@@ -243,7 +267,37 @@ double heat2d_cpu_seconds(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-int heat2d_checksum(const Heat2dMesh *m, MPI_Comm comm, uint64_t *sum) {
+int heat2d_result(const double *all, const long *colpos, int nx, int ny, const char *dump,
+                  uint64_t *sum) {
+  const size_t col_bytes = sizeof(double) * (size_t)ny;
+  uint64_t h = HEAT2D_FNV_BASIS;
+  double *row;
+  FILE *f;
+  int u, i, ok;
+
+  /* Column by column in global order: the bytes of the column-major grid, whatever the map. */
+  for (u = 0; u < nx; u++)
+    h = heat2d_fnv1a(h, all + (colpos ? colpos[u] : (long)u * ny), col_bytes);
+  *sum = h;
+  if (dump == NULL) return 0;
+
+  row = malloc(sizeof(double) * (size_t)nx);
+  f = row != NULL ? fopen(dump, "wb") : NULL;
+  ok = f != NULL;
+  for (i = 0; ok && i < ny; i++) {
+    for (u = 0; u < nx; u++) row[u] = all[(colpos ? colpos[u] : (long)u * ny) + i];
+    ok = fwrite(row, sizeof(double), (size_t)nx, f) == (size_t)nx;
+  }
+  if (f != NULL && fclose(f) != 0) ok = 0;
+  if (!ok) {
+    fprintf(stderr, "heat2d: --dump %s: %s\n", dump,
+            row != NULL ? strerror(errno) : "out of memory");
+  }
+  free(row);
+  return ok ? 0 : -1;
+}
+
+int heat2d_checksum(const Heat2dMesh *m, MPI_Comm comm, const char *dump, uint64_t *sum) {
   int rank, nprocs, r, ok = 1;
   int mine[2];
   int *meta = NULL;
@@ -281,30 +335,89 @@ int heat2d_checksum(const Heat2dMesh *m, MPI_Comm comm, uint64_t *sum) {
     ok = 0;
   }
 
-  if (ok && rank == 0) {
-    *sum = heat2d_fnv1a(HEAT2D_FNV_BASIS, grid, (size_t)m->nx * (size_t)m->ny * sizeof(double));
-  }
+  if (ok && rank == 0 && heat2d_result(grid, NULL, m->nx, m->ny, dump, sum) != 0) ok = -3;
   free(meta);
   free(grid);
-  return ok ? 0 : -2;
+  return ok == 1 ? 0 : ok == -3 ? -3 : -2;
 }
 
-void heat2d_progress_start(Heat2dProgress *p, int it) {
+/* Appends one row to the trace (rank 0); ms < 0 leaves ms_per_iter empty (an event row). */
+static void trace_row(Heat2dProgress *p, int it, int nprocs, double ms, const char *event) {
+  struct timespec ts;
+  const char *c;
+  if (p->path == NULL) return;
+  if (p->trace == NULL) {
+    /* Appending: after a reconfiguration rank 0 may be another process, which carries on the
+     * file that the processes before it wrote. */
+    p->trace = fopen(p->path, "a");
+    if (p->trace == NULL) {
+      fprintf(stderr, "heat2d: --trace %s: %s (this process writes no trace)\n", p->path,
+              strerror(errno));
+      p->path = NULL;
+      return;
+    }
+    if (fseek(p->trace, 0, SEEK_END) == 0 && ftell(p->trace) == 0) fputs(kTraceHeader, p->trace);
+  }
+  clock_gettime(CLOCK_REALTIME, &ts);
+  fprintf(p->trace, "%lld.%06ld,%d,%d,", (long long)ts.tv_sec, ts.tv_nsec / 1000, it, nprocs);
+  if (ms >= 0) fprintf(p->trace, "%.6f", ms);
+  fputc(',', p->trace);
+  for (c = event != NULL ? event : ""; *c != '\0'; c++) {
+    fputc(*c == ',' || *c == '\n' || *c == '\r' || *c == '"' ? ' ' : *c, p->trace); /* CSV-safe */
+  }
+  fputc('\n', p->trace);
+  if (fflush(p->trace) != 0) {
+    fprintf(stderr, "heat2d: --trace %s: %s\n", p->path, strerror(errno));
+  }
+}
+
+void heat2d_progress_init(Heat2dProgress *p, const Heat2dOptions *opt, int rank, int it, int nprocs,
+                          const char *event) {
+  p->print = opt->report > 0;
+  p->every = opt->report > 0 ? opt->report : opt->trace != NULL ? HEAT2D_TRACE_EVERY : 0;
+  p->path = opt->trace;
+  p->trace = NULL;
+  if (event != NULL && rank == 0) trace_row(p, it, nprocs, -1.0, event);
   p->t_last = MPI_Wtime();
   p->it_last = it;
 }
 
-void heat2d_progress(Heat2dProgress *p, int rank, int it_done, int iters, int nprocs, int every) {
-  double now;
+void heat2d_progress(Heat2dProgress *p, int rank, int it_done, int iters, int nprocs) {
+  double now, ms;
   int n;
-  if (every <= 0 || it_done % every != 0 || rank != 0) return;
+  if (p->every <= 0 || it_done % p->every != 0) return;
   now = MPI_Wtime();
   n = it_done - p->it_last;
-  printf("heat2d: iter %d/%d procs %d %.4f ms/iter\n", it_done, iters, nprocs,
-         n > 0 ? (now - p->t_last) * 1e3 / n : 0.0);
-  fflush(stdout);
+  if (rank == 0 && n > 0) {
+    ms = (now - p->t_last) * 1e3 / n;
+    if (p->print) {
+      printf("heat2d: iter %d/%d procs %d %.4f ms/iter\n", it_done, iters, nprocs, ms);
+      fflush(stdout);
+    }
+    trace_row(p, it_done, nprocs, ms, NULL);
+  }
   p->t_last = now;
   p->it_last = it_done;
+}
+
+void heat2d_progress_cut(Heat2dProgress *p, int rank, int it, int nprocs) {
+  double now;
+  if (p->path == NULL || it <= p->it_last) return;
+  now = MPI_Wtime();
+  if (rank == 0) trace_row(p, it, nprocs, (now - p->t_last) * 1e3 / (it - p->it_last), NULL);
+  p->t_last = now;
+  p->it_last = it;
+}
+
+void heat2d_progress_event(Heat2dProgress *p, int rank, int it, int nprocs, const char *event) {
+  if (rank == 0) trace_row(p, it, nprocs, -1.0, event);
+  p->t_last = MPI_Wtime();
+  p->it_last = it;
+}
+
+void heat2d_progress_close(Heat2dProgress *p) {
+  if (p->trace != NULL) fclose(p->trace);
+  p->trace = NULL;
 }
 
 void heat2d_print_result(int iters, int nprocs, double seconds, int computed, uint64_t sum) {

@@ -5,21 +5,27 @@
 #include <mpi.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* Column layouts of heat2d_pcm (--layout). heat2d_plain always uses block. */
 enum { HEAT2D_BLOCK = 1, HEAT2D_CYCLIC = 2, HEAT2D_BLOCK_CYCLIC = 3 };
 
 /* Command-line settings; identical on every rank because every rank parses the same argv. */
 typedef struct Heat2dOptions {
-  int nx;           /* global columns */
-  int ny;           /* global rows */
-  int iters;        /* iterations to compute */
-  int report;       /* progress line every this many iterations; 0 = never */
-  int throttle_us;  /* sleep per iteration, to stretch test runs without changing the result */
-  int layout;       /* HEAT2D_BLOCK, HEAT2D_CYCLIC or HEAT2D_BLOCK_CYCLIC */
-  int block;        /* columns per block of HEAT2D_BLOCK_CYCLIC */
-  int commit_every; /* heat2d_pcm: PCM_Commit every this many iterations; 0 = never */
+  int nx;            /* global columns */
+  int ny;            /* global rows */
+  int iters;         /* iterations to compute */
+  int report;        /* progress line every this many iterations; 0 = never */
+  int throttle_us;   /* sleep per iteration, to stretch test runs without changing the result */
+  int layout;        /* HEAT2D_BLOCK, HEAT2D_CYCLIC or HEAT2D_BLOCK_CYCLIC */
+  int block;         /* columns per block of HEAT2D_BLOCK_CYCLIC */
+  int commit_every;  /* heat2d_pcm: PCM_Commit every this many iterations; 0 = never */
+  const char *trace; /* --trace FILE: rank 0 appends CSV rows to it; NULL = none */
+  const char *dump;  /* --dump FILE: rank 0 writes the final grid to it; NULL = none */
 } Heat2dOptions;
+
+/* The trace's progress interval when --report is 0. */
+#define HEAT2D_TRACE_EVERY 100
 
 /*
  * The part of the global ny x nx grid one rank holds: columns first_col .. first_col+ncols-1,
@@ -34,10 +40,18 @@ typedef struct Heat2dMesh {
   double *next;    /* same size: where the Jacobi step writes */
 } Heat2dMesh;
 
-/* Tracks the time between progress lines on rank 0. */
+/*
+ * Progress intervals: the line printed (--report) and the trace row written (--trace) by rank 0.
+ * Every rank keeps the interval's start, so that whichever process is rank 0 after a
+ * reconfiguration measures the same interval.
+ */
 typedef struct Heat2dProgress {
-  double t_last;
-  int it_last;
+  double t_last;    /* MPI_Wtime at the interval's start */
+  int it_last;      /* iterations completed at the interval's start */
+  int every;        /* interval in iterations; 0 = no progress at all */
+  int print;        /* print a line per interval (--report N with N > 0) */
+  const char *path; /* --trace FILE, or NULL */
+  FILE *trace;      /* opened by the process when it first writes as rank 0 */
 } Heat2dProgress;
 
 /*
@@ -97,18 +111,55 @@ double heat2d_wall_seconds(void);
 double heat2d_cpu_seconds(void);
 
 /*
- * Gathers the owned columns of every rank to rank 0 and returns there the FNV-1a 64-bit hash of
- * the global grid's bytes in column-major order (0 elsewhere). Collective over comm. Returns 0;
- * -1 on every rank if rank 0 could not allocate the global grid; -2 if an MPI call failed, which
- * the other ranks may not have seen (possible only if comm's error handler returns errors).
+ * The end of a run on rank 0, which holds the whole grid in `all`: global column u (ny doubles,
+ * row 0 first) at all + colpos[u], or at all + u * ny if colpos is NULL. Sets *sum to the FNV-1a
+ * 64-bit hash of the grid's bytes in column-major order and, if dump is not NULL, writes the grid
+ * to that file as raw native doubles in row-major order: ny rows of nx values, row 0 (the hot
+ * top boundary) first. Local. Returns 0, or -1 if the dump could not be written (reported).
  */
-int heat2d_checksum(const Heat2dMesh *m, MPI_Comm comm, uint64_t *sum);
+int heat2d_result(const double *all, const long *colpos, int nx, int ny, const char *dump,
+                  uint64_t *sum);
 
-/* Starts timing progress intervals at iteration it. */
-void heat2d_progress_start(Heat2dProgress *p, int it);
+/*
+ * Gathers the owned columns of every rank to rank 0 and returns there the checksum of
+ * heat2d_result (0 elsewhere), writing the dump if dump is not NULL. Collective over comm.
+ * Returns 0; -1 on every rank if rank 0 could not allocate the global grid; -2 if an MPI call
+ * failed, which the other ranks may not have seen (possible only if comm's error handler returns
+ * errors); -3 on rank 0 alone if the dump could not be written (the checksum is valid).
+ */
+int heat2d_checksum(const Heat2dMesh *m, MPI_Comm comm, const char *dump, uint64_t *sum);
 
-/* Prints the progress line on rank 0 when it_done (iterations completed) is a multiple of every. */
-void heat2d_progress(Heat2dProgress *p, int rank, int it_done, int iters, int nprocs, int every);
+/*
+ * Sets up progress from the options (--report, --trace) and starts the first interval at
+ * iteration it. With --trace, rank 0 writes the row of the event `start` (the caller passes
+ * event NULL in a process that joins a running job and writes its own event).
+ */
+void heat2d_progress_init(Heat2dProgress *p, const Heat2dOptions *opt, int rank, int it, int nprocs,
+                          const char *event);
+
+/*
+ * At the end of an interval (it_done, the iterations completed, a multiple of the interval):
+ * rank 0 prints the progress line and appends the trace row; every rank starts the next
+ * interval. Costs one test elsewhere.
+ */
+void heat2d_progress(Heat2dProgress *p, int rank, int it_done, int iters, int nprocs);
+
+/*
+ * Before a reconfiguration at iteration it (it iterations completed): ends the interval early;
+ * rank 0 appends its trace row if it holds any iteration (no progress line is printed), so that
+ * the trace's gap until the event row is the reconfiguration's.
+ */
+void heat2d_progress_cut(Heat2dProgress *p, int rank, int it, int nprocs);
+
+/*
+ * After a reconfiguration (or a restart) completed at iteration it: rank 0 appends the trace
+ * row of event (one word, then details without commas, e.g. "split 1->2 0.210s"); every
+ * process that calls it starts a new interval at it, so that intervals measure computing only.
+ */
+void heat2d_progress_event(Heat2dProgress *p, int rank, int it, int nprocs, const char *event);
+
+/* Closes this process's trace file, if it opened one. */
+void heat2d_progress_close(Heat2dProgress *p);
 
 /*
  * Prints the summary and checksum lines (call on rank 0 only): seconds is the loop's wall time and

@@ -49,6 +49,7 @@ typedef struct Run {
   int it;        /* the iteration about to be computed */
   int reconfigs; /* reconfigurations this process's world has been through */
   Grid grid;
+  Heat2dProgress progress; /* --report and --trace */
 } Run;
 
 /* What a reconfiguration left this process to do. */
@@ -306,11 +307,13 @@ static void grid_step(Grid *g) {
 
 /*
  * As heat2d_checksum, for any map: every rank sends its owned columns in its buffer's (global)
- * order, rank 0 finds each global column in what it gathered through the map and hashes the
- * columns in global order, which hashes the same bytes as plain's column-major grid. Collective.
- * Returns 0; -1 on every rank after a local failure (reported); -2 if an MPI call failed.
+ * order, rank 0 finds each global column in what it gathered through the map and hands the
+ * columns to heat2d_result, which hashes (and dumps) them in global order: the same bytes as
+ * plain's column-major grid. Collective. Returns 0; -1 on every rank after a local failure
+ * (reported); -2 if an MPI call failed; -3 on rank 0 alone if the dump failed (reported).
  */
-static int grid_checksum(const Grid *g, MPI_Comm world, int rank, int nprocs, uint64_t *sum) {
+static int grid_checksum(const Grid *g, MPI_Comm world, int rank, int nprocs, const char *dump,
+                         uint64_t *sum) {
   const long ny = g->ny;
   double *pack = malloc(sizeof(double) * (size_t)(g->units > 0 ? g->units * ny : 1));
   double *all = NULL;
@@ -347,18 +350,13 @@ static int grid_checksum(const Grid *g, MPI_Comm world, int rank, int nprocs, ui
       ok = -2;
     }
   }
-  if (ok == 1 && rank == 0) {
-    uint64_t h = HEAT2D_FNV_BASIS;
-    int u;
-    for (u = 0; u < g->nx; u++) h = heat2d_fnv1a(h, all + colpos[u], sizeof(double) * (size_t)ny);
-    *sum = h;
-  }
+  if (ok == 1 && rank == 0 && heat2d_result(all, colpos, g->nx, g->ny, dump, sum) != 0) ok = -3;
   free(pack);
   free(all);
   free(counts);
   free(displs);
   free(colpos);
-  return ok == 1 ? 0 : ok == 0 ? -1 : -2;
+  return ok == 1 ? 0 : ok == 0 ? -1 : ok;
 }
 
 /* What a migrating process leaves for its replacement: loop state, map and whole buffer. */
@@ -462,6 +460,22 @@ out:
   return rc;
 }
 
+/* The trace's name for a reconfiguration (or restart) from `from` to `to` processes. */
+static void event_name(char event[64], const char *kind, int from, int to, double seconds) {
+  snprintf(event, 64, "%s %d->%d %.3fs", kind, from, to, seconds);
+}
+
+/*
+ * After a reconfiguration that took `seconds` (as this process saw it), in every process of the
+ * new world: rank 0 writes the trace's event row, and every process starts a new progress
+ * interval.
+ */
+static void trace_event(Run *r, const char *kind, int procs_before, double seconds) {
+  char event[64];
+  event_name(event, kind, procs_before, r->nprocs, seconds);
+  heat2d_progress_event(&r->progress, r->rank, r->it, r->nprocs, event);
+}
+
 /* PCM_MIGRATE / PCM_RECONFIGURE: one process moves; ranks and the map stay as they are. */
 static int migrate(Run *r, int s) {
   double t;
@@ -485,11 +499,12 @@ static int migrate(Run *r, int s) {
   /* Pairs with the replacement's start-up vote; includes waiting for it to load its state, which
    * is part of the cost. */
   if (!all_ok(ok, r->world)) return FAIL;
+  t = heat2d_wall_seconds() - t;
   if (r->rank == 0) {
-    printf("heat2d: migration %d at iter %d %.3f s\n", r->reconfigs, r->it,
-           heat2d_wall_seconds() - t);
+    printf("heat2d: migration %d at iter %d %.3f s\n", r->reconfigs, r->it, t);
     fflush(stdout);
   }
+  trace_event(r, "migrate", r->nprocs, t);
   return GO_ON;
 }
 
@@ -525,11 +540,13 @@ static int split(Run *r) {
   ok = resume == r->it && grid_adopt(&r->grid, r->rank, r->nprocs) == 0;
   r->reconfigs = n;
   if (!all_ok(ok, r->world)) return FAIL;
+  t = heat2d_wall_seconds() - t;
   if (r->rank == 0) {
-    printf("heat2d: split %d at iter %d %.3f s (procs %d -> %d)\n", n, r->it,
-           heat2d_wall_seconds() - t, procs_before, r->nprocs);
+    printf("heat2d: split %d at iter %d %.3f s (procs %d -> %d)\n", n, r->it, t, procs_before,
+           r->nprocs);
     fflush(stdout);
   }
+  trace_event(r, "split", procs_before, t);
   return GO_ON;
 }
 
@@ -568,11 +585,13 @@ static int merge(Run *r) {
   }
   r->reconfigs++; /* every survivor took part */
   if (!all_ok(ok, r->world)) return FAIL;
+  t = heat2d_wall_seconds() - t;
   if (r->rank == 0) {
-    printf("heat2d: merge %d at iter %d %.3f s (procs %d -> %d)\n", r->reconfigs, r->it,
-           heat2d_wall_seconds() - t, procs_before, r->nprocs);
+    printf("heat2d: merge %d at iter %d %.3f s (procs %d -> %d)\n", r->reconfigs, r->it, t,
+           procs_before, r->nprocs);
     fflush(stdout);
   }
+  trace_event(r, "merge", procs_before, t);
   return GO_ON;
 }
 
@@ -604,10 +623,10 @@ static int join_split(Run *r, int *procs_before, int *ok) {
 
 int main(int argc, char **argv) {
   Run run;
-  Heat2dProgress progress;
   int s, rc, ok = 0, start_it, procs_before = 0, then = 0, outcome = GO_ON;
   uint64_t sum;
-  double t0, seconds, t_start = heat2d_wall_seconds();
+  double t0, seconds, joined, t_start = heat2d_wall_seconds();
+  char event[64] = "start"; /* the trace's first row from this process */
 
   memset(&run, 0, sizeof run); /* so that the failure path may free the grid */
   run.world = MPI_COMM_NULL;
@@ -654,29 +673,36 @@ int main(int argc, char **argv) {
   /* A migrated process votes together with the survivors' vote right after PCM_Reconfigure;
    * the processes of a split vote among themselves (the old ones have retired). */
   if (!all_ok(ok, run.world)) goto fail;
+  joined = heat2d_wall_seconds() - t_start;
   if (s == PCM_RESTARTED) {
     if (run.rank == 0) {
       printf("heat2d: restarted from iteration %d (%d -> %d processes)\n", run.it, then,
              run.nprocs);
       fflush(stdout);
     }
-  } else if (s != PCM_STARTED && run.rank == 0) {
+    event_name(event, "restart", then, run.nprocs, joined);
+  } else if (s != PCM_STARTED) {
     /* The old rank 0 has retired (or was never in this world), so a new process reports; its
      * view of the cost is from its own start (before MPI_Init) to here, which includes joining
      * the world and receiving the data but not the old world's spawn call before it started. */
     if (s == PCM_MIGRATED) {
-      printf("heat2d: migration %d at iter %d %.3f s (new rank 0)\n", run.reconfigs, run.it,
-             heat2d_wall_seconds() - t_start);
-    } else {
-      printf("heat2d: split %d at iter %d %.3f s (procs %d -> %d)\n", run.reconfigs, run.it,
-             heat2d_wall_seconds() - t_start, procs_before, run.nprocs);
+      procs_before = run.nprocs;
+      if (run.rank == 0) {
+        printf("heat2d: migration %d at iter %d %.3f s (new rank 0)\n", run.reconfigs, run.it,
+               joined);
+      }
+    } else if (run.rank == 0) {
+      printf("heat2d: split %d at iter %d %.3f s (procs %d -> %d)\n", run.reconfigs, run.it, joined,
+             procs_before, run.nprocs);
     }
     fflush(stdout);
+    event_name(event, s == PCM_MIGRATED ? "migrate" : "split", procs_before, run.nprocs, joined);
   }
 
   start_it = run.it;
   t0 = MPI_Wtime();
-  heat2d_progress_start(&progress, run.it);
+  /* In a migration that rank 0 survived, rank 0 has written the event already (trace_event). */
+  heat2d_progress_init(&run.progress, &run.opt, run.rank, run.it, run.nprocs, event);
   for (; run.it < run.opt.iters; run.it++) {
     s = PCM_Status(run.world);
     if (s == PCM_ERROR) {
@@ -685,6 +711,7 @@ int main(int argc, char **argv) {
       goto fail;
     }
     outcome = GO_ON;
+    if (s != PCM_NONE) heat2d_progress_cut(&run.progress, run.rank, run.it, run.nprocs);
     if (s == PCM_MIGRATE || s == PCM_RECONFIGURE) {
       outcome = migrate(&run, s);
     } else if (s == PCM_SPLIT) {
@@ -705,9 +732,10 @@ int main(int argc, char **argv) {
     }
     grid_step(&run.grid);
     heat2d_throttle(run.opt.throttle_us);
-    heat2d_progress(&progress, run.rank, run.it + 1, run.opt.iters, run.nprocs, run.opt.report);
+    heat2d_progress(&run.progress, run.rank, run.it + 1, run.opt.iters, run.nprocs);
   }
   seconds = MPI_Wtime() - t0;
+  heat2d_progress_close(&run.progress);
 
   if (outcome == RETIRE) {
     /* The data lives on elsewhere; this process must not touch the world again. The line shows
@@ -723,12 +751,12 @@ int main(int argc, char **argv) {
     return 0;
   }
 
-  rc = grid_checksum(&run.grid, run.world, run.rank, run.nprocs, &sum);
+  rc = grid_checksum(&run.grid, run.world, run.rank, run.nprocs, run.opt.dump, &sum);
   if (rc == -2) {
     fprintf(stderr, "heat2d: rank %d: gathering the grid failed\n", run.rank);
     MPI_Abort(run.world, 1);
   }
-  if (rc != 0) goto fail;
+  if (rc == -1) goto fail;
   if (run.rank == 0) {
     heat2d_print_result(run.opt.iters, run.nprocs, seconds, run.opt.iters - start_it, sum);
     printf("reconfigurations %d\n", run.reconfigs);
@@ -736,10 +764,11 @@ int main(int argc, char **argv) {
   }
   grid_free(&run.grid);
   if (failed(PCM_Finalize(run.world), "PCM_Finalize")) return 1;
-  return 0;
+  return rc == 0 ? 0 : 1; /* -3: rank 0 could not write the dump (reported) */
 
 fail:
   /* Every path here is taken by all processes of the world together, so finalizing is safe. */
+  heat2d_progress_close(&run.progress);
   grid_free(&run.grid);
   PCM_Finalize(run.world);
   return 1;

@@ -31,7 +31,7 @@ int main(int argc, char **argv) {
   }
 
   t0 = MPI_Wtime();
-  heat2d_progress_start(&progress, 0);
+  heat2d_progress_init(&progress, &opt, rank, 0, nprocs, "start");
   for (it = 0; it < opt.iters; it++) {
     if (heat2d_exchange(&mesh, MPI_COMM_WORLD) != MPI_SUCCESS) {
       fprintf(stderr, "heat2d: rank %d: halo exchange failed\n", rank);
@@ -39,16 +39,17 @@ int main(int argc, char **argv) {
     }
     heat2d_step(&mesh);
     heat2d_throttle(opt.throttle_us);
-    heat2d_progress(&progress, rank, it + 1, opt.iters, nprocs, opt.report);
+    heat2d_progress(&progress, rank, it + 1, opt.iters, nprocs);
   }
   seconds = MPI_Wtime() - t0;
+  heat2d_progress_close(&progress);
 
-  rc = heat2d_checksum(&mesh, MPI_COMM_WORLD, &sum);
+  rc = heat2d_checksum(&mesh, MPI_COMM_WORLD, opt.dump, &sum);
   if (rc == -2) {
     fprintf(stderr, "heat2d: rank %d: gathering the grid failed\n", rank);
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
-  if (rc != 0) {
+  if (rc == -1) {
     if (rank == 0) fprintf(stderr, "heat2d: out of memory gathering the grid\n");
     heat2d_mesh_destroy(&mesh);
     MPI_Finalize();
@@ -58,5 +59,5 @@ int main(int argc, char **argv) {
 
   heat2d_mesh_destroy(&mesh);
   MPI_Finalize();
-  return 0;
+  return rc == 0 ? 0 : 1; /* -3: rank 0 could not write the dump (reported) */
 }
