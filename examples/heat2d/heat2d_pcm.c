@@ -624,6 +624,7 @@ static int join_split(Run *r, int *procs_before, int *ok) {
 int main(int argc, char **argv) {
   Run run;
   int s, rc, ok = 0, start_it, procs_before = 0, then = 0, outcome = GO_ON;
+  int restarted_at = -1; /* a restarted run does not commit again the version it came from */
   uint64_t sum;
   double t0, seconds, joined, t_start = heat2d_wall_seconds();
   char event[64] = "start"; /* the trace's first row from this process */
@@ -700,6 +701,7 @@ int main(int argc, char **argv) {
   }
 
   start_it = run.it;
+  if (PCM_Process_Status() == PCM_RESTARTED) restarted_at = run.it;
   t0 = MPI_Wtime();
   /* In a migration that rank 0 survived, rank 0 has written the event already (trace_event). */
   heat2d_progress_init(&run.progress, &run.opt, run.rank, run.it, run.nprocs, event);
@@ -722,7 +724,7 @@ int main(int argc, char **argv) {
     if (outcome == FAIL) goto fail;
     if (outcome == RETIRE) break;
     if (run.opt.commit_every > 0 && run.it > 0 && run.it % run.opt.commit_every == 0 &&
-        commit(&run) != 0) {
+        run.it != restarted_at && commit(&run) != 0) {
       goto fail;
     }
     if (grid_exchange(&run.grid, run.world) != MPI_SUCCESS) {
