@@ -57,6 +57,27 @@ def check_csv(path, columns):
     return len(rows) - 1
 
 
+def run_script(script, **env_extra):
+    """Runs a benchmark script with no standard input and the given environment on top of ours,
+    prints what it printed, checks that it exited 0 and returns its output."""
+    env = dict(os.environ, **env_extra)
+    p = subprocess.run(["bash", script], env=env, stdin=subprocess.DEVNULL,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=280)
+    print(p.stdout)
+    assert p.returncode == 0, f"{script} exited with {p.returncode}"
+    return p.stdout
+
+
+def run_main(name, main):
+    """Runs a checker's main; a failed assertion prints 'NAME: FAIL: why' and exits 1."""
+    try:
+        main()
+    except AssertionError as e:
+        print(f"{name}: FAIL: {e}", file=sys.stderr)
+        sys.exit(1)
+    print(f"{name}: ok")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("script")
@@ -65,25 +86,17 @@ def main():
     ap.add_argument("--no-png", action="store_true")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
-        env = dict(os.environ, BENCH_CSV=os.path.join(d, "out.csv"), BENCH_PNG=os.path.join(d, "out.png"))
-        p = subprocess.run(["bash", a.script], env=env, stdin=subprocess.DEVNULL,
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=280)
-        print(p.stdout)
-        assert p.returncode == 0, f"{a.script} exited with {p.returncode}"
+        csv_path, png_path = os.path.join(d, "out.csv"), os.path.join(d, "out.png")
+        out = run_script(a.script, BENCH_CSV=csv_path, BENCH_PNG=png_path)
         for text in a.expect:
-            assert text in p.stdout, f"{a.script} did not print {text!r}"
+            assert text in out, f"{a.script} did not print {text!r}"
         if a.csv_columns:
-            n = check_csv(env["BENCH_CSV"], a.csv_columns.split(","))
+            n = check_csv(csv_path, a.csv_columns.split(","))
             print(f"check_bench: CSV ok, {n} rows")
         if not a.no_png:
-            w, h = check_png(env["BENCH_PNG"])
+            w, h = check_png(png_path)
             print(f"check_bench: PNG ok, {w}x{h}")
-    print("check_bench: ok")
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except AssertionError as e:
-        print(f"check_bench: FAIL: {e}", file=sys.stderr)
-        sys.exit(1)
+    run_main("check_bench", main)

@@ -6,12 +6,11 @@ and holds, for every size, every method (live, ckpt, raw) in both directions (1-
 BENCH_REPS positive times each, and its plot is a real PNG (check_bench.check_png)."""
 import csv
 import os
-import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from check_bench import check_csv, check_png  # noqa: E402
+from check_bench import check_csv, check_png, run_main, run_script  # noqa: E402
 
 COLUMNS = ["size_mib", "direction", "method", "rep", "seconds"]
 
@@ -21,14 +20,11 @@ def main():
     sizes = {int(s) for s in os.environ.get("BENCH_SIZES", "16 64 256 1024").split()}
     reps = int(os.environ.get("BENCH_REPS", "3"))
     with tempfile.TemporaryDirectory() as d:
-        env = dict(os.environ, BENCH_CSV=os.path.join(d, "out.csv"), BENCH_PNG=os.path.join(d, "out.png"))
-        p = subprocess.run(["bash", script], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                           stderr=subprocess.STDOUT, text=True, timeout=280)
-        print(p.stdout)
-        assert p.returncode == 0, f"{script} exited with {p.returncode}"
-        assert "every move checked every element: all correct" in p.stdout, "no verification line"
-        check_csv(env["BENCH_CSV"], COLUMNS)
-        rows = list(csv.DictReader(open(env["BENCH_CSV"])))
+        csv_path, png_path = os.path.join(d, "out.csv"), os.path.join(d, "out.png")
+        out = run_script(script, BENCH_CSV=csv_path, BENCH_PNG=png_path)
+        assert "every move checked every element: all correct" in out, "no verification line"
+        check_csv(csv_path, COLUMNS)
+        rows = list(csv.DictReader(open(csv_path)))
         for size in sizes:
             for method in ("live", "ckpt", "raw"):
                 for direction in ("1->2", "2->1"):
@@ -37,12 +33,9 @@ def main():
                     assert len(times) == reps and all(t > 0 for t in times), \
                         f"{size} MiB {method} {direction}: times {times}, expected {reps} positive"
         assert len(rows) == len(sizes) * 6 * reps, f"{len(rows)} rows, expected {len(sizes) * 6 * reps}"
-        w, h = check_png(env["BENCH_PNG"])
+        w, h = check_png(png_path)
         print(f"check_malleability: CSV ok ({len(rows)} rows), PNG ok ({w}x{h})")
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except AssertionError as e:
-        sys.exit(f"check_malleability: FAIL: {e}")
+    run_main("check_malleability", main)

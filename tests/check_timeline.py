@@ -9,24 +9,19 @@ plot. Uses check_bench.py's CSV and PNG checks."""
 import csv
 import os
 import re
-import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from check_bench import check_csv, check_png  # noqa: E402
+from check_bench import check_csv, check_png, run_main, run_script  # noqa: E402
 
 
 def main():
     script = sys.argv[1]
     with tempfile.TemporaryDirectory() as d:
-        env = dict(os.environ, BENCH_QUICK="1", BENCH_OUT=d)
-        p = subprocess.run(["bash", script], env=env, stdin=subprocess.DEVNULL,
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=280)
-        print(p.stdout)
-        assert p.returncode == 0, f"{script} exited with {p.returncode}"
+        out = run_script(script, BENCH_QUICK="1", BENCH_OUT=d)
         assert re.search(r"^checksum: PCM run [0-9a-f]{16} = plain run on 2 processes: match "
-                         r"\(3 reconfigurations\)$", p.stdout, re.M), "no checksum match line"
+                         r"\(3 reconfigurations\)$", out, re.M), "no checksum match line"
 
         trace, events = os.path.join(d, "trace.csv"), os.path.join(d, "events.csv")
         check_csv(trace, ["time_s", "iteration", "procs", "ms_per_iter", "event"])
@@ -54,17 +49,12 @@ def main():
             "the load does not start before the run and change during it"
 
         phases = re.findall(r"^\s+\d+\s+[\d.]+\s+[\d.]+\s+(\d)\s+(yes|no)\s+(\d+)\s+([\d.]+)\s",
-                            p.stdout, re.M)
+                            out, re.M)
         seen = {(int(pr), load) for pr, load, n, med in phases if int(n) > 0 and float(med) > 0}
         assert {(1, "yes"), (2, "no"), (2, "yes")} <= seen, f"phases in the table: {phases}"
         w, h = check_png(os.path.join(d, "timeline.png"))
         print(f"check_timeline: {len(rows)} trace rows, {len(phases)} phases, PNG {w}x{h}")
-    print("check_timeline: ok")
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except AssertionError as e:
-        print(f"check_timeline: FAIL: {e}", file=sys.stderr)
-        sys.exit(1)
+    run_main("check_timeline", main)
