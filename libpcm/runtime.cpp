@@ -116,6 +116,7 @@ int Runtime::mpi_pcm_init(int* argc, char*** argv) {
   try {
     config_ = read_config(default_config_path());
     connect_timeout_ms_ = static_cast<int>(env_long("PCM_CONNECT_TIMEOUT_MS", 5000, 1, 3600000));
+    data_timeout_ms_ = static_cast<int>(env_long("PCM_DATA_TIMEOUT_MS", 600000, 1, 86400000));
     poll_interval_ms_ = env_long("PCM_POLL_MS", 50, 1, 3600000);
     status_window_us_ = static_cast<double>(env_long("PCM_STATUS_WINDOW_US", 1000, 0, 1000000));
     context_ = std::make_unique<zmq::context_t>(1);
@@ -184,7 +185,10 @@ int Runtime::init(MPI_Comm* comm) {
         if (!req.contains("job")) fail(PCM_ERR_ARG, "PCM_RESTART=1 needs PCM_JOB, the job's name");
         req["restart"] = true;
       }
-      auto reply = client().request(req, nullptr, 0, connect_timeout_ms_);
+      // A restart waits while pcmd verifies the newest version (every byte's checksum): that
+      // grows with the data, like a store or a load. pcmd has answered a ping already.
+      auto reply = client().request(req, nullptr, 0,
+                                    req.contains("restart") ? data_timeout_ms_ : connect_timeout_ms_);
       job_ = proto::get_string(reply.header, "job", proto::kMaxName);
       if (auto it = reply.header.find("restart"); it != reply.header.end() && it->is_object()) {
         restart_iteration_ = proto::get_int(*it, "iteration", 0, INT64_MAX);
@@ -428,7 +432,7 @@ int Runtime::store(int rank, const char* key, const void* buf, int type, long co
   std::size_t bytes = static_cast<std::size_t>(count) * check_data(rank, key, buf, type, count);
   client().request({{"op", "store"}, {"job", job_}, {"rank", rank}, {"key", key}, {"type", type},
                     {"count", count}},
-                   count > 0 ? buf : "", bytes, 60000);
+                   count > 0 ? buf : "", bytes, data_timeout_ms_);
   return PCM_SUCCESS;
 }
 
@@ -437,7 +441,7 @@ int Runtime::load_count(int rank, const char* key, int* type, long* count) {
   check_entry(rank, key);
   json req{{"op", "load"}, {"job", job_}, {"rank", rank}, {"key", key}, {"meta_only", true}};
   if (reading_version_) req["version"] = restart_iteration_;
-  auto r = client().request(req, nullptr, 0, 60000);
+  auto r = client().request(req, nullptr, 0, data_timeout_ms_);
   if (type) *type = static_cast<int>(proto::get_int(r.header, "type", 1, 1000));
   if (count) *count = static_cast<long>(proto::get_int(r.header, "count", 0, LONG_MAX));
   return PCM_SUCCESS;
@@ -448,7 +452,7 @@ int Runtime::load(int rank, const char* key, void* buf, int type, long count) {
   std::size_t elem = check_data(rank, key, buf, type, count);
   json req{{"op", "load"}, {"job", job_}, {"rank", rank}, {"key", key}};
   if (reading_version_) req["version"] = restart_iteration_;
-  auto r = client().request(req, nullptr, 0, 60000);
+  auto r = client().request(req, nullptr, 0, data_timeout_ms_);
   int stored_type = static_cast<int>(proto::get_int(r.header, "type", 1, 1000));
   auto stored_count = proto::get_int(r.header, "count", 0, INT64_MAX);
   if (stored_type != type)
@@ -1110,7 +1114,7 @@ int Runtime::commit(MPI_Comm comm, int iteration) {
   if (rank_ == 0) {
     try {
       client().request({{"op", "commit"}, {"job", job_}, {"iteration", iteration}, {"size", size_}},
-                       nullptr, 0, 600000);
+                       nullptr, 0, data_timeout_ms_);
     } catch (const Error& e) {
       code = e.code();
       msg = e.what();

@@ -106,6 +106,7 @@ class Runtime {
   // Job and world.
   Config config_;
   int connect_timeout_ms_ = 5000;
+  int data_timeout_ms_ = 600000;  // store, load, commit, restart: grows with the data
   std::string job_;
   MPI_Comm world_ = MPI_COMM_NULL;
   int rank_ = -1;
