@@ -222,7 +222,8 @@ int PCM_Dist_info(PCM_Dist dist, int *size, int *layout, long *units, long *unit
  * moves to it directly over MPI, and every process of the old world retires.
  *   buf:       in: the caller's buffer, laid out by *dist, allocated with malloc (PCM frees it).
  *              out: NULL in the old processes; in the new ones a malloc'd buffer (the caller
- *              frees it), laid out by the new *dist, halos zeroed.
+ *              frees it with free()), laid out by the new *dist, halos zeroed. From 4 MiB up it
+ *              is 2 MiB-aligned and asks for transparent huge pages (PCM_HUGEPAGES=0: not).
  *   type:      the element type (the same in every process).
  *   dist:      in: the current map; out: the new map (the old one is freed; NULL in old processes).
  *   iteration: in the old processes, the iteration to resume at; the new ones receive it.

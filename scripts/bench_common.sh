@@ -18,9 +18,11 @@ mkdir -p "${BENCH_DIR:-${TMPDIR:-/tmp}}"
 tmp=$(mktemp -d "${BENCH_DIR:-${TMPDIR:-/tmp}}/pcm-bench.XXXXXX")
 export PCM_CONFIG=$tmp/pcmd.conf
 bench_mpi=
+# Runs under set -e: a kill of a process that has already ended must not end the clean-up early
+# (it would leave pcmd running and the exit status wrong).
 bench_cleanup() {
-  [ -n "$bench_mpi" ] && kill "$bench_mpi" 2>/dev/null
-  [ -f "$tmp/pcmd.pid" ] && kill "$(cat "$tmp/pcmd.pid")" 2>/dev/null
+  if [ -n "$bench_mpi" ]; then kill "$bench_mpi" 2>/dev/null || true; fi
+  if [ -f "$tmp/pcmd.pid" ]; then kill "$(cat "$tmp/pcmd.pid")" 2>/dev/null || true; fi
   rm -rf "$tmp"
 }
 trap bench_cleanup EXIT

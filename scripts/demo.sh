@@ -26,7 +26,7 @@ job=heat2d-demo-$$
 mpi_pid=
 
 stop() {
-  [ -n "$mpi_pid" ] && kill "$mpi_pid" 2>/dev/null
+  if [ -n "$mpi_pid" ]; then kill "$mpi_pid" 2>/dev/null || true; fi
   if [ -f "$dir/pcmd.pid" ]; then
     kill "$(cat "$dir/pcmd.pid")" 2>/dev/null || true
   fi

@@ -3,7 +3,7 @@
 # buffers directly (process_vm_readv) when they share the old processes' host, and receive them
 # over MPI otherwise (or with PCM_SPLIT_CMA=0). Both paths: a split 1 -> 2 and a split 2 -> 3 of
 # a cyclic map (many short runs per peer), every element checked after each; the debug log shows
-# which path each new process took. The job runs 2000 iterations of >= 1 ms, far longer than
+# which path each new process took. Both again with 48 MiB, whose new buffers ask for huge pages. The job runs 2000 iterations of >= 1 ms, far longer than
 # its two splits take, so that it is still running for the second.
 set -uo pipefail
 MPIEXEC=${MPIEXEC:-mpiexec}
@@ -11,12 +11,12 @@ build=$1
 pcmctl=$build/pcmctl
 fail() { echo "split_data_paths: FAIL: $*" >&2; exit 1; }
 
-# run NAME CMA EXPECTED-PATH: a job on 1 process, grown to 2, then to 3 (a second split from a
-# world of 2), then ended; every new process must report EXPECTED-PATH.
+# run NAME CMA EXPECTED-PATH [UNITS UNIT-LEN]: a job on 1 process, grown to 2, then to 3 (a
+# second split from a world of 2), then ended; every new process must report EXPECTED-PATH.
 run() {
-  local name=$1 cma=$2 expected=$3 job=paths-$1-$$ out=$PCM_TEST_DIR/$1.out
+  local name=$1 cma=$2 expected=$3 units=${4:-3001} len=${5:-7} job=paths-$1-$$ out=$PCM_TEST_DIR/$1.out
   PCM_JOB=$job PCM_SPLIT_CMA=$cma PCM_LOG_LEVEL=debug timeout 300 "$MPIEXEC" -n 1 \
-    "$build/tests/mpi_reshape" 3001 7 cyclic 2000 1000 >"$out" 2>&1 &
+    "$build/tests/mpi_reshape" "$units" "$len" cyclic 2000 1000 >"$out" 2>&1 &
   local mpi=$!
   "$pcmctl" wait "$job" --iteration 10 --timeout 120 >/dev/null || fail "$name: job did not start"
   "$pcmctl" resize "$job" --to 2 >/dev/null || fail "$name: resize to 2 refused"
@@ -35,4 +35,10 @@ run() {
 }
 run direct 1 done
 run mpi 0 "not possible"
+# 48 MiB: the new buffers (24 and 16 MiB) are large enough to ask for transparent huge pages
+# (whether the kernel grants them is its affair; the data must be right either way).
+run direct-large 1 done 3001 2048
+grep -q 'new buffer of .* bytes: huge pages' "$PCM_TEST_DIR/direct-large.out" ||
+  fail "direct-large: no new buffer asked for huge pages"
+run mpi-large 0 "not possible" 3001 2048
 echo "split_data_paths: ok"
