@@ -199,14 +199,20 @@ void heat2d_mesh_destroy(Heat2dMesh *m) {
   m->ncols = 0;
 }
 
+/* Both directions in one round of nonblocking messages, as heat2d_pcm's exchange does, so that
+ * the two programs differ only by PCM (two sequential MPI_Sendrecv cost one more latency per
+ * iteration: 40 % of a 64x64 iteration on 2 processes). */
 int heat2d_exchange(Heat2dMesh *m, MPI_Comm comm) {
   const size_t ny = (size_t)m->ny, nc = (size_t)m->ncols;
   double *c = m->cur;
-  int rc = MPI_Sendrecv(c + ny, m->ny, MPI_DOUBLE, m->left, 0, c + (nc + 1) * ny, m->ny, MPI_DOUBLE,
-                        m->right, 0, comm, MPI_STATUS_IGNORE);
-  if (rc != MPI_SUCCESS) return rc;
-  return MPI_Sendrecv(c + nc * ny, m->ny, MPI_DOUBLE, m->right, 1, c, m->ny, MPI_DOUBLE, m->left, 1,
-                      comm, MPI_STATUS_IGNORE);
+  MPI_Request req[4];
+  MPI_Status st[4]; /* not MPI_STATUSES_IGNORE: GCC 12 warns about MPICH's (MPI_Status *)1 */
+  int rc = MPI_Irecv(c + (nc + 1) * ny, m->ny, MPI_DOUBLE, m->right, 0, comm, &req[0]);
+  if (rc == MPI_SUCCESS) rc = MPI_Irecv(c, m->ny, MPI_DOUBLE, m->left, 1, comm, &req[1]);
+  if (rc == MPI_SUCCESS) rc = MPI_Isend(c + ny, m->ny, MPI_DOUBLE, m->left, 0, comm, &req[2]);
+  if (rc == MPI_SUCCESS) rc = MPI_Isend(c + nc * ny, m->ny, MPI_DOUBLE, m->right, 1, comm, &req[3]);
+  if (rc != MPI_SUCCESS) return rc; /* the caller aborts */
+  return MPI_Waitall(4, req, st);
 }
 
 void heat2d_step_columns(const double *cur, double *next, int ny, int nx, long first, long count) {
