@@ -107,7 +107,9 @@ int PCM_Status(MPI_Comm comm);
 /*
  * PCM_Store — store count elements of type type from buf under (rank, key) in pcmd, replacing
  * what was there. rank is usually the caller's own rank. The data outlives this process.
- * Local (each process talks to pcmd itself).
+ * Local (each process talks to pcmd itself). PCM_Store, PCM_Load, PCM_Commit and a restart's
+ * PCM_Init wait for pcmd up to PCM_DATA_TIMEOUT_MS (default 600000): their time grows with the
+ * data; PCM_ERR_DAEMON after that.
  * Errors: PCM_ERR_ARG, PCM_ERR_STATE, PCM_ERR_DAEMON, PCM_ERR_REFUSED.
  */
 int PCM_Store(int rank, const char *key, const void *buf, PCM_Datatype type, long count);
