@@ -18,11 +18,12 @@ mkdir -p "${BENCH_DIR:-${TMPDIR:-/tmp}}"
 tmp=$(mktemp -d "${BENCH_DIR:-${TMPDIR:-/tmp}}/pcm-bench.XXXXXX")
 export PCM_CONFIG=$tmp/pcmd.conf
 bench_mpi=
-# Runs under set -e: a kill of a process that has already ended must not end the clean-up early
-# (it would leave pcmd running and the exit status wrong).
+# bench_kill [PID]: ends PID if one is given. Clean-up runs under set -e, where a kill of a
+# process that has already ended must not stop it early (that left pcmd running).
+bench_kill() { if [ -n "${1:-}" ]; then kill "$1" 2>/dev/null || true; fi; }
 bench_cleanup() {
-  if [ -n "$bench_mpi" ]; then kill "$bench_mpi" 2>/dev/null || true; fi
-  if [ -f "$tmp/pcmd.pid" ]; then kill "$(cat "$tmp/pcmd.pid")" 2>/dev/null || true; fi
+  bench_kill "$bench_mpi"
+  if [ -f "$tmp/pcmd.pid" ]; then bench_kill "$(cat "$tmp/pcmd.pid")"; fi
   rm -rf "$tmp"
 }
 trap bench_cleanup EXIT

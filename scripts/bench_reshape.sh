@@ -33,12 +33,13 @@ for r in $(seq "$reps"); do
     "$B/pcmctl" wait "$job" --reconfigurations "$n" --timeout 300 >/dev/null
   done
 done
-# pcmd hears of a reconfiguration just before the job prints its line: wait for the last line.
+# pcmd hears of a reconfiguration just before the job prints its line: wait for the last line
+# (the job's iteration numbers run ahead of any fixed target, so waiting on them would not do).
 for _ in $(seq 100); do
   [ "$(grep -cE '^reshape: (split|merge)' "$tmp/reshape.out")" -ge "$n" ] && break
   sleep 0.1
 done
-kill "$mpi" 2>/dev/null || true; wait "$mpi" 2>/dev/null || true; mpi= bench_mpi=
+bench_kill "$mpi"; wait "$mpi" 2>/dev/null || true; mpi= bench_mpi=
 grep -E '^reshape: (split|merge)' "$tmp/reshape.out"
 python3 - "$tmp/reshape.out" "$tmp/memcpy.txt" "$bytes" <<'PY'
 import re, statistics, sys

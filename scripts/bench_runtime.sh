@@ -49,7 +49,7 @@ for k in $(seq "$nm"); do
 done
 # A little further, so that the last migration's line has been printed before the kill.
 "$B/pcmctl" wait "$job" --iteration $(((nm + 1) * 200)) --timeout 120
-kill "$mpi" 2>/dev/null
+bench_kill "$mpi"
 wait "$mpi" 2>/dev/null || true
 grep '^heat2d: migration' "$tmp/mig.out"
 times=$(grep '^heat2d: migration' "$tmp/mig.out" | sed -E 's/.* ([0-9.]+) s.*/\1/')

@@ -48,7 +48,7 @@ load_stop() {
   load=
   echo "$(now),competing load ends" >>"$events"
 }
-trap 'if [ -n "$load" ]; then kill "$load" 2>/dev/null || true; fi; bench_cleanup' EXIT
+trap 'bench_kill "$load"; bench_cleanup' EXIT
 
 grid=(--nx "$nx" --ny "$ny")
 job=bench-timeline-$$

@@ -3,8 +3,9 @@
 # buffers directly (process_vm_readv) when they share the old processes' host, and receive them
 # over MPI otherwise (or with PCM_SPLIT_CMA=0). Both paths: a split 1 -> 2 and a split 2 -> 3 of
 # a cyclic map (many short runs per peer), every element checked after each; the debug log shows
-# which path each new process took. Both again with 48 MiB, whose new buffers ask for huge pages. The job runs 2000 iterations of >= 1 ms, far longer than
-# its two splits take, so that it is still running for the second.
+# which path each new process took. Both again with 48 MiB, whose new buffers ask for huge
+# pages. The job runs 2000 iterations of >= 1 ms, far longer than its two splits take, so that
+# it is still running for the second.
 set -uo pipefail
 MPIEXEC=${MPIEXEC:-mpiexec}
 build=$1
