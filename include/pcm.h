@@ -310,6 +310,196 @@ int PCM_Load_redistribute(const char *key, PCM_Datatype type, PCM_Dist from, PCM
  */
 int PCM_Reconfig_times(double *spawn, double *data, double *rebuild);
 
+/*
+ * Register once, adapt anywhere
+ * -----------------------------
+ * The calls below sit on top of the ones above and are what most applications need alone:
+ * declare the data once, then call PCM_Adapt at the top of every iteration.
+ *
+ *   MPI_PCM_Init(&argc, &argv);
+ *   MPI_Comm world = MPI_COMM_WORLD;
+ *   PCM_Init(&world);
+ *   ... if (PCM_Process_Status() == PCM_STARTED) create dist and buf, set it = 0 ...
+ *   PCM_Register_dist("grid", (void **)&buf, PCM_DOUBLE, &dist);
+ *   PCM_Register_value("it", &it, PCM_INT, 1);
+ *   PCM_Resume(&world);               // a process of any origin now holds the registered state
+ *   for (; it < n; it++) {
+ *     int s = PCM_Adapt(&world);      // PCM_Status plus whatever is pending, for all the data
+ *     if (s == PCM_RETIRED) return PCM_Exit();
+ *     if (s == PCM_RESHAPED) ... rebuild what the application derived from dist or the rank ...
+ *     if (s < 0) ... an agreed error: every rank got it; PCM_Finalize(world) ...
+ *     if (it % k == 0) PCM_Checkpoint(world, it);
+ *     ... compute, exchange ...
+ *   }
+ *   PCM_Finalize(world);
+ *
+ * Every process registers the same names, in the same order, with the same types and counts
+ * (PCM_Resume checks it). The library keeps the addresses given (of the application's variables,
+ * not copies of them) and reads and writes them in PCM_Resume, PCM_Adapt and PCM_Checkpoint only.
+ * Names: 1-48 of A-Z a-z 0-9 . _ - (keys beginning with "pcm." are the library's).
+ * The calls are collective over the PCM world, unless said otherwise, and return the same code on
+ * every process, so the application needs no votes of its own.
+ */
+
+/* PCM_Adapt: the world or a registered map changed (see PCM_Adapt). */
+#define PCM_RESHAPED 6
+
+/*
+ * PCM_Register_dist — register a distributed array: *buf holds this process's part, laid out by
+ * *dist (halos included, see PCM_Dist). The library moves it in every migration, split, merge and
+ * resize, saves it in PCM_Checkpoint and restores it in a restart, replacing *buf and *dist with
+ * the new buffer and map. *buf must come from malloc (or be NULL where the map gives the process
+ * nothing): the library frees the buffers it replaces; the application frees the last one. A new
+ * buffer's ghost units are zero. *buf and *dist may still be NULL when registering (a started
+ * process sets them before PCM_Resume; a spawned one receives them there). Local.
+ * Errors: PCM_ERR_ARG (bad name, NULL pointer, unknown type, name already registered),
+ * PCM_ERR_STATE (after PCM_Finalize, or in a retired process).
+ */
+int PCM_Register_dist(const char *name, void **buf, PCM_Datatype type, PCM_Dist *dist);
+
+/*
+ * PCM_Register_value — register count elements at value that every process holds alike (the
+ * iteration counter, a time step, a replicated table). New processes receive them from the world
+ * they join; PCM_Checkpoint saves rank 0's copy and a restart gives it to every process. Local.
+ * Errors: PCM_ERR_ARG, PCM_ERR_STATE.
+ */
+int PCM_Register_value(const char *name, void *value, PCM_Datatype type, long count);
+
+/*
+ * PCM_Register_local — register count elements at value that are this process's own (a per-rank
+ * counter, a random generator's state). They go with the process: the replacement of a migrated
+ * process receives the mover's, a survivor of a merge keeps its own, and a restart at the same
+ * process count gives rank r what rank r saved. Processes created by a split or a growing resize,
+ * and every process of a restart at another count, start with them zeroed. Local.
+ * Errors: PCM_ERR_ARG, PCM_ERR_STATE.
+ */
+int PCM_Register_local(const char *name, void *value, PCM_Datatype type, long count);
+
+/* PCM_Unregister — forget a registration (the data stays where it is). Local.
+ * Errors: PCM_ERR_ARG (no such name). */
+int PCM_Unregister(const char *name);
+
+/*
+ * PCM_Resume — after PCM_Init and the registrations, bring this process to the registered state,
+ * whatever its origin: a started process keeps what it has (its *buf and *dist must be set); the
+ * replacement of a migrated process receives the mover's state (directly over MPI); a process
+ * spawned by a split receives its part of every array, the new maps and the values; a restarted
+ * process (PCM_RESTART=1) reads the newest valid version at any process count, laid out by the
+ * map the application set in *dist if it has one for this world's size, else by the saved map
+ * resized to this world (an irregular one becomes block). Call it exactly once.
+ * Collective over the world, together with the survivors' PCM_Adapt of the same
+ * reconfiguration. Returns PCM_SUCCESS or an agreed error code.
+ * Errors: PCM_ERR_ARG (registrations differ between processes, or do not match the data
+ * received or saved: PCM_ERR_TYPE / PCM_ERR_COUNT), PCM_ERR_STATE, PCM_ERR_NOT_FOUND, PCM_ERR_MPI,
+ * PCM_ERR_DAEMON.
+ */
+int PCM_Resume(MPI_Comm *comm);
+
+/*
+ * PCM_Adapt — call once per iteration, at the top of the loop, with no message outstanding, in
+ * place of PCM_Status. When nothing is pending it costs what PCM_Status costs. Otherwise it
+ * carries out the pending migration, split, merge or resize for all registered data, replaces
+ * *comm (and the registered buffers and maps), and returns:
+ *   PCM_NONE      nothing changed;
+ *   PCM_RESHAPED  this process is in a new world: its rank, the world's size or the registered
+ *                 maps may have changed; rebuild what was derived from them (a halo plan);
+ *   PCM_RETIRED   this process has left the world (*comm is MPI_COMM_NULL): call PCM_Exit
+ *                 without further MPI communication;
+ *   a negative PCM_ERR_* code, the same on every process (the world is left as it was where the
+ *                 error allows it: call PCM_Finalize).
+ * A spawn that fails in a way MPI reports leaves the old world intact: PCM_Adapt logs a warning,
+ * pcmd records the failed command, and the call returns PCM_NONE.
+ * Collective over *comm.
+ */
+int PCM_Adapt(MPI_Comm *comm);
+
+/*
+ * PCM_Checkpoint — save every registered item and commit them as the durable version for
+ * `iteration` (PCM_Store of each process's arrays and local values, rank 0's values and maps,
+ * then PCM_Commit). In a restarted job, the iteration it restarted from is already saved: the
+ * call returns PCM_SUCCESS without writing it again.
+ * Collective over comm; the same code on every process.
+ * Errors: as PCM_Store and PCM_Commit.
+ */
+int PCM_Checkpoint(MPI_Comm comm, int iteration);
+
+/*
+ * Halo exchange for any map
+ * -------------------------
+ * A plan for filling the ghost units of a rank's buffer (laid out by a PCM_Dist, see above) from
+ * the ranks that own those units: for each segment, `width` ghost units before it and after it
+ * (width <= the map's halo; the rest of a wider ghost area is left alone). Ghosts outside
+ * [0, units) are left alone too (no wrap-around). Ghosts this rank owns itself (another of its
+ * segments) are copied locally. A unit that is a ghost of several of a rank's segments (cyclic
+ * maps, width >= 2) fills each of them. These calls need MPI initialised but not MPI_PCM_Init,
+ * nor pcmd: they work in any MPI program. A plan describes one map: after PCM_Adapt returns
+ * PCM_RESHAPED, free it and create a new one.
+ */
+typedef struct PCM_Halo_s *PCM_Halo;
+
+/* The MPI tag of PCM_Halo_exchange's messages. */
+#define PCM_HALO_TAG 0x5043
+
+/*
+ * PCM_Halo_create — the plan for `rank` of map dist, for elements of type: one MPI datatype per
+ * neighbour and direction, built once, so that each exchange moves ghosts without packing.
+ * Local. Free it with PCM_Halo_free (before MPI_Finalize). On error *halo is left as it was.
+ * Errors: PCM_ERR_ARG (NULL, bad rank, width < 0 or > the map's halo, unknown type),
+ * PCM_ERR_STATE (MPI not initialised, or finalized), PCM_ERR_MPI.
+ */
+int PCM_Halo_create(PCM_Dist dist, int rank, long width, PCM_Datatype type, PCM_Halo *halo);
+
+/*
+ * PCM_Halo_exchange — fill buf's ghost units: one nonblocking message to and from each
+ * neighbouring rank of comm, tag PCM_HALO_TAG, and memcpy for the ghosts this rank owns. comm's
+ * ranks must be the map's: every rank of comm calls it, with its own plan, at the same point
+ * (with no other message of tag PCM_HALO_TAG outstanding on comm). buf may be NULL where the map
+ * gives the rank no units. Returns when buf's ghosts are filled and its owned units may change.
+ * Errors: PCM_ERR_ARG (NULL plan or buf, comm's rank or size not the plan's; nothing is sent),
+ * PCM_ERR_STATE (MPI not initialised), PCM_ERR_MPI (PCM_Last_error says which call).
+ */
+int PCM_Halo_exchange(PCM_Halo halo, void *buf, MPI_Comm comm);
+
+/*
+ * PCM_Halo_entries / PCM_Halo_entry — the plan's receives, for applications that move the data
+ * themselves: entry i fills `units` ghost units at element offset ghost_offset of this rank's
+ * buffer from peer's buffer at element offset source_offset (peer may be this rank). Entries
+ * come in this rank's buffer order and are maximal (consecutive ghost units from one peer that
+ * are contiguous in both buffers form one entry). Outputs of PCM_Halo_entry may be NULL. Local.
+ * Errors: PCM_ERR_ARG (NULL plan or count, index not in [0, count)).
+ */
+int PCM_Halo_entries(PCM_Halo halo, long *count);
+int PCM_Halo_entry(PCM_Halo halo, long index, int *peer, long *ghost_offset, long *source_offset,
+                   long *units);
+
+/* PCM_Halo_free — frees *halo and sets it to NULL (NULL is accepted). Local. */
+int PCM_Halo_free(PCM_Halo *halo);
+
+/*
+ * PCM_Dist_gather — gather the owned units of every rank of comm (laid out by dist, comm's ranks
+ * being the map's) into `global` on root, in global unit order: units * unit_len elements, no
+ * ghosts. Each rank's units go from buf straight to their places in global (no packing copy).
+ * `global` is only written on root (it may be NULL elsewhere); buf may be NULL where the map
+ * gives the rank no units. Like PCM_Halo_*, it needs MPI but not MPI_PCM_Init.
+ * Collective over comm; the ranks check their arguments together (including that they all pass
+ * the same root, type and number of units) and return the same code.
+ * Errors: PCM_ERR_ARG (NULL, comm's size differs from the map's, bad or differing root,
+ * unknown type, comm an intercommunicator), PCM_ERR_STATE (MPI not initialised), PCM_ERR_MPI.
+ */
+int PCM_Dist_gather(PCM_Dist dist, const void *buf, PCM_Datatype type, int root, MPI_Comm comm,
+                    void *global);
+
+/*
+ * PCM_Reconfig_last — the reconfiguration this process's world went through last (or has pending,
+ * once PCM_Status or PCM_Adapt has announced it): its kind (PCM_MIGRATE, PCM_SPLIT for a split or
+ * growing resize, PCM_MERGE for a merge or shrinking resize), the world's size before it, and
+ * the wall-clock time (CLOCK_REALTIME, seconds since the epoch) at which the old world learnt of
+ * it. Processes that a reconfiguration creates receive it from the old world, so that whichever
+ * process reports the reconfiguration can say how long it took. Any output may be NULL. Local.
+ * Errors: PCM_ERR_STATE (no reconfiguration yet).
+ */
+int PCM_Reconfig_last(int *kind, int *size_before, double *started);
+
 /* PCM_Last_error — the detailed message of this thread's last failed call ("" if none). */
 const char *PCM_Last_error(void);
 

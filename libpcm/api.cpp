@@ -2,6 +2,7 @@
 // records its message, so nothing ever unwinds into C.
 #include <string>
 
+#include "c_boundary.h"
 #include "error.h"
 #include "log.h"
 #include "pcm.h"
@@ -9,37 +10,22 @@
 #include "runtime.h"
 
 using pcm::detail::Distribution;
+using pcm::detail::guard;
+using pcm::detail::t_last_error;
 
 namespace {
 
-thread_local std::string t_last_error;
-
-template <typename F>
-int guard(const char* call, F&& f) noexcept {
-  try {
-    int rc = f();
-    return rc;
-  } catch (const pcm::Error& e) {
-    t_last_error = std::string(call) + ": " + e.what();
-    return e.code();
-  } catch (const std::exception& e) {
-    t_last_error = std::string(call) + ": internal error: " + e.what();
-    return PCM_ERR_INTERNAL;
-  } catch (...) {
-    t_last_error = std::string(call) + ": internal error: unknown exception";
-    return PCM_ERR_INTERNAL;
-  }
-}
-
 pcm::detail::Runtime& rt() { return pcm::detail::Runtime::instance(); }
+
+void require_registrable() {
+  const int s = rt().process_status();
+  if (s == PCM_RETIRED) pcm::fail(PCM_ERR_STATE, "this process has retired");
+}
 
 // PCM_Status and PCM_Process_Status return a state, not a code: failures become PCM_ERROR.
 int state_or_error(int rc) { return rc < 0 ? PCM_ERROR : rc; }
 
 }  // namespace
-
-// libpcm is built with hidden visibility; only the C API is exported.
-#define PCM_EXPORT __attribute__((visibility("default")))
 
 extern "C" {
 
@@ -114,6 +100,9 @@ PCM_EXPORT int PCM_Load_redistribute(const char* key, PCM_Datatype type, PCM_Dis
     if (!from || !to) pcm::fail(PCM_ERR_ARG, "from and to must not be NULL");
     return rt().load_redistribute(key, type, from->d, to->d, rank, buf);
   });
+}
+PCM_EXPORT int PCM_Reconfig_last(int* kind, int* size_before, double* started) {
+  return guard("PCM_Reconfig_last", [&] { return rt().reconfig_last(kind, size_before, started); });
 }
 PCM_EXPORT int PCM_Reconfig_times(double* spawn, double* data, double* rebuild) {
   rt().reconfig_times(spawn, data, rebuild);
@@ -217,6 +206,43 @@ PCM_EXPORT int PCM_Load_dist(int rank, const char* key, PCM_Dist* dist) {
     return PCM_SUCCESS;
   });
 }
+PCM_EXPORT int PCM_Register_dist(const char* name, void** buf, PCM_Datatype type, PCM_Dist* dist) {
+  return guard("PCM_Register_dist", [&] {
+    require_registrable();
+    rt().registry().add_dist(name, buf, type, dist);
+    return PCM_SUCCESS;
+  });
+}
+PCM_EXPORT int PCM_Register_value(const char* name, void* value, PCM_Datatype type, long count) {
+  return guard("PCM_Register_value", [&] {
+    require_registrable();
+    rt().registry().add_value(name, value, type, count, pcm::detail::ItemKind::kValue);
+    return PCM_SUCCESS;
+  });
+}
+PCM_EXPORT int PCM_Register_local(const char* name, void* value, PCM_Datatype type, long count) {
+  return guard("PCM_Register_local", [&] {
+    require_registrable();
+    rt().registry().add_value(name, value, type, count, pcm::detail::ItemKind::kLocal);
+    return PCM_SUCCESS;
+  });
+}
+PCM_EXPORT int PCM_Unregister(const char* name) {
+  return guard("PCM_Unregister", [&] {
+    rt().registry().remove(name);
+    return PCM_SUCCESS;
+  });
+}
+PCM_EXPORT int PCM_Resume(MPI_Comm* comm) {
+  return guard("PCM_Resume", [&] { return rt().resume(comm); });
+}
+PCM_EXPORT int PCM_Adapt(MPI_Comm* comm) {
+  return guard("PCM_Adapt", [&] { return rt().adapt(comm); });
+}
+PCM_EXPORT int PCM_Checkpoint(MPI_Comm comm, int iteration) {
+  return guard("PCM_Checkpoint", [&] { return rt().checkpoint(comm, iteration); });
+}
+
 PCM_EXPORT const char* PCM_Last_error(void) { return t_last_error.c_str(); }
 
 }  // extern "C"

@@ -2,6 +2,9 @@
 // store/load through pcmd, migration by MPI_Comm_spawn, and retirement without CPU use.
 #include "runtime.h"
 
+#include "buffer.h"
+#include "mpi_util.h"
+
 #include <limits.h>
 #include <sys/mman.h>
 #include <sys/uio.h>
@@ -26,64 +29,6 @@ namespace {
 
 constexpr int kTagWake = 7701;
 constexpr int kHostLen = 256;
-
-std::shared_ptr<spdlog::logger> log() {
-  static auto l = logger("pcm", spdlog::level::warn);
-  return l;
-}
-
-std::int64_t now_ms() {
-  // The coarse clock costs a few nanoseconds; PCM_Status reads it every iteration on rank 0.
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-  return static_cast<std::int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
-}
-
-void mpi_check(int rc, const char* what) {
-  if (rc != MPI_SUCCESS) {
-    char msg[MPI_MAX_ERROR_STRING];
-    int len = 0;
-    MPI_Error_string(rc, msg, &len);
-    fail(PCM_ERR_MPI, "{} failed: {}", what, std::string(msg, static_cast<std::size_t>(len)));
-  }
-}
-
-long env_long(const char* name, long fallback, long lo, long hi) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return fallback;
-  char* end = nullptr;
-  long x = std::strtol(v, &end, 10);
-  if (*end || x < lo || x > hi) fail(PCM_ERR_ARG, "{}={} is not a number in [{}, {}]", name, v, lo, hi);
-  return x;
-}
-
-// Every rank of comm returns the same code: the most negative local one. The failing rank's
-// message is sent to the others, so everyone can say what went wrong.
-void agree(MPI_Comm comm, int local_code, const std::string& local_msg) {
-  int code = local_code;
-  mpi_check(MPI_Allreduce(&local_code, &code, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
-  if (code == PCM_SUCCESS) return;
-  int me, who = INT_MAX, cand;
-  MPI_Comm_rank(comm, &me);
-  cand = local_code == code ? me : INT_MAX;
-  mpi_check(MPI_Allreduce(&cand, &who, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
-  char msg[1024] = {0};
-  if (me == who) std::snprintf(msg, sizeof msg, "%s", local_msg.c_str());
-  mpi_check(MPI_Bcast(msg, sizeof msg, MPI_CHAR, who, comm), "MPI_Bcast");
-  throw Error(code, me == who ? local_msg : fmt::format("on rank {}: {}", who, msg));
-}
-
-// Broadcasts a header from root over comm.
-json bcast_json(const json& value, int root, MPI_Comm comm) {
-  int me;
-  MPI_Comm_rank(comm, &me);
-  std::string bytes = me == root ? proto::encode(value) : std::string();
-  long long n = static_cast<long long>(bytes.size());
-  mpi_check(MPI_Bcast(&n, 1, MPI_LONG_LONG, root, comm), "MPI_Bcast");
-  bytes.resize(static_cast<std::size_t>(n));
-  mpi_check(MPI_Bcast(bytes.data(), static_cast<int>(n), MPI_CHAR, root, comm), "MPI_Bcast");
-  return proto::decode(bytes.data(), bytes.size());
-}
 
 }  // namespace
 
@@ -219,7 +164,7 @@ int Runtime::init(MPI_Comm* comm) {
   }
   world_ready_ = true;
   *comm = world_;
-  log()->info("[rank {}] job {} started with {} processes", rank_, job_, size_);
+  plog()->info("[rank {}] job {} started with {} processes", rank_, job_, size_);
   return PCM_SUCCESS;
 }
 
@@ -261,7 +206,7 @@ void Runtime::poll_daemon() {
     zmq::message_t delim, head;
     if (!poller_->recv(delim, zmq::recv_flags::dontwait)) {
       if (now - poll_sent_ms_ > 10000) {
-        log()->warn("[rank 0] pcmd has not answered a poll for 10 s; reconnecting");
+        plog()->warn("[rank 0] pcmd has not answered a poll for 10 s; reconnecting");
         reset_poller();
       }
       return;
@@ -281,14 +226,14 @@ void Runtime::poll_daemon() {
     try {
       json reply = proto::decode(head.data(), head.size());
       if (!proto::get_bool(reply, "ok", false)) {
-        log()->warn("[rank 0] pcmd refused a poll: {}",
+        plog()->warn("[rank 0] pcmd refused a poll: {}",
                     proto::opt_string(reply, "error", 4096).value_or("?"));
       } else if (auto it = reply.find("command"); it != reply.end() && it->is_object()) {
         Command c = Command::from_json(*it, size_);
         if (c.id > last_done_command_ && !current_) received_ = c;
       }
     } catch (const Error& e) {
-      log()->warn("[rank 0] bad poll reply from pcmd: {}", e.what());
+      plog()->warn("[rank 0] bad poll reply from pcmd: {}", e.what());
     }
   }
   if (!poll_outstanding_ && now - poll_sent_ms_ >= poll_interval_ms_) {
@@ -355,6 +300,7 @@ int Runtime::status(MPI_Comm comm) {
     mpi_check(MPI_Bcast(bytes.data(), static_cast<int>(msg[1]), MPI_CHAR, 0, world_), "MPI_Bcast");
     current_ = Command::from_json(proto::decode(bytes.data(), bytes.size()), size_);
     received_.reset();
+    note_reconfig(*current_);
   }
   // Until the reconfiguration runs, every call reports the same command.
   const Command& c = *current_;
@@ -502,7 +448,7 @@ void Runtime::report_reconfigured(const Command& cmd, bool success, const std::s
     if (!context_) fail(PCM_ERR_CONFIG, "no configuration");
     client().request(req, nullptr, 0, connect_timeout_ms_);
   } catch (const Error& e) {
-    log()->warn("[rank {}] could not tell pcmd about command {}: {}", rank_, cmd.id, e.what());
+    plog()->warn("[rank {}] could not tell pcmd about command {}: {}", rank_, cmd.id, e.what());
   }
 }
 
@@ -525,7 +471,7 @@ void Runtime::retire(MPI_Comm waker_comm, int waker_rank, const Command& cmd) {
   current_.reset();
   received_.reset();
   last_done_command_ = cmd.id;
-  log()->info("[rank {}] retired ({} {})", rank_, cmd.kind, cmd.id);
+  plog()->info("[rank {}] retired ({} {})", rank_, cmd.kind, cmd.id);
   rank_ = -1;
   size_ = 0;
 }
@@ -560,37 +506,13 @@ void Runtime::finish_reconfigure(MPI_Comm merged, int waker_in_merged, int mover
   last_done_command_ = cmd.id;
   if (me_in_merged == waker_in_merged) {
     wards_.push_back({merged, mover_in_merged});
-  } else {
+  } else if (merged != migrant_comm_) {  // a migrated process keeps it for PCM_Resume
     MPI_Comm_free(&merged);
   }
   report_reconfigured(cmd, true, "");
 }
 
 namespace {
-
-// Broadcasts a header from the sending group's rank 0 to every process of the receiving group of
-// an intercommunicator. Returns what was received (the receivers) or value (the senders).
-json bcast_inter(const json& value, bool sender, int my_rank, MPI_Comm inter) {
-  int root = sender ? (my_rank == 0 ? MPI_ROOT : MPI_PROC_NULL) : 0;
-  std::string bytes = sender && my_rank == 0 ? proto::encode(value) : std::string();
-  long long n = static_cast<long long>(bytes.size());
-  mpi_check(MPI_Bcast(&n, 1, MPI_LONG_LONG, root, inter), "MPI_Bcast");
-  if (!sender) bytes.resize(static_cast<std::size_t>(n));
-  mpi_check(MPI_Bcast(bytes.data(), static_cast<int>(n), MPI_CHAR, root, inter), "MPI_Bcast");
-  return sender ? value : proto::decode(bytes.data(), bytes.size());
-}
-
-MPI_Datatype mpi_type(int type) {
-  switch (type) {
-    case PCM_CHAR: return MPI_CHAR;
-    case PCM_INT: return MPI_INT;
-    case PCM_LONG: return MPI_LONG;
-    case PCM_FLOAT: return MPI_FLOAT;
-    case PCM_DOUBLE: return MPI_DOUBLE;
-    case PCM_LONG_LONG: return MPI_LONG_LONG;
-    default: return MPI_UNSIGNED_CHAR;
-  }
-}
 
 // Moves the units of plan between the processes of comm with one MPI_Alltoallw (an intra- or an
 // intercommunicator; npeers is the size of the group addressed). me_from / me_to: the caller's
@@ -654,7 +576,7 @@ void exchange(MPI_Comm comm, int npeers, const std::vector<Transfer>& plan, int 
   MPI_Type_free(&unit);
   mpi_check(rcode, "MPI_Alltoallw");
   const long long unit_bytes = static_cast<long long>(elem) * from.unit_len();
-  log()->debug("exchange: sent {} B, received {} B; types {:.4f} s, alltoallw {:.4f} s",
+  plog()->debug("exchange: sent {} B, received {} B; types {:.4f} s, alltoallw {:.4f} s",
                sent * unit_bytes, received * unit_bytes, t1 - t0, t2 - t1);
 }
 
@@ -751,50 +673,6 @@ bool cma_all_read(bool mine, bool old_side, MPI_Comm inter, MPI_Comm world_new) 
   return old_side ? all == 1 : ok == 1;
 }
 
-// Memory for a new buffer, which the user frees with free(). From 4 MiB up it is 2 MiB-aligned
-// and asks for transparent huge pages: the exchange's first touch of a new page is most of a
-// redistribution's cost on VMs where a page fault is dear (1 GiB: 3 s in 4 KiB pages, 0.1-1.4 s
-// in 2 MiB pages, on the project's machine). PCM_HUGEPAGES=0 keeps plain malloc.
-void* alloc_for_exchange(std::size_t bytes) {
-  constexpr std::size_t kHuge = std::size_t{2} << 20;
-  static const bool huge = env_long("PCM_HUGEPAGES", 1, 0, 1) == 1;
-  if (!huge || bytes < 2 * kHuge) return std::malloc(bytes);
-  void* p = nullptr;
-  if (posix_memalign(&p, kHuge, bytes) != 0) return nullptr;
-  int rc = -1;
-#ifdef MADV_HUGEPAGE
-  rc = madvise(p, bytes / kHuge * kHuge, MADV_HUGEPAGE);  // advice: without THP it does nothing
-#endif
-  log()->debug("new buffer of {} bytes: huge pages {}", bytes, rc == 0 ? "requested" : "refused");
-  return p;
-}
-
-// A buffer for map d's rank: owned units are all overwritten by the exchange, so only the halos
-// are zeroed (zeroing all would touch every page twice).
-char* new_buffer(const Distribution& d, int rank, std::size_t elem) {
-  std::size_t n = static_cast<std::size_t>(std::max<std::int64_t>(1, d.local_elements(rank)));
-  char* buf = static_cast<char*>(alloc_for_exchange(n * elem));
-  if (!buf) fail(PCM_ERR_INTERNAL, "out of memory for {} elements", n);
-  const std::size_t halo = static_cast<std::size_t>(d.halo() * d.unit_len()) * elem;
-  if (halo > 0) {
-    const auto& segs = d.segments(rank);
-    for (std::size_t i = 0; i < segs.size(); ++i) {
-      std::size_t off = static_cast<std::size_t>(d.segment_offset(rank, i)) * elem;
-      std::memset(buf + off - halo, 0, halo);
-      std::memset(buf + off + static_cast<std::size_t>(segs[i].count * d.unit_len()) * elem, 0, halo);
-    }
-  }
-  return buf;
-}
-
-std::vector<int> identity(int n) {
-  std::vector<int> v(static_cast<std::size_t>(n));
-  std::iota(v.begin(), v.end(), 0);
-  return v;
-}
-
-double wtime() { return MPI_Wtime(); }
-
 }  // namespace
 
 void Runtime::join_as_child(MPI_Comm parent) {
@@ -803,6 +681,9 @@ void Runtime::join_as_child(MPI_Comm parent) {
   json ctx = bcast_inter(json{}, false, me, parent);
   job_ = ctx.at("job").get<std::string>();
   iteration_ = ctx.at("pcm_iteration").get<std::int64_t>();
+  restart_iteration_ = ctx.at("restart").at("iteration").get<std::int64_t>();
+  restart_nprocs_ = ctx.at("restart").at("nprocs").get<int>();
+  last_reconfig_ = ctx.at("reconfig");
   skip_next_status_ = true;
   if (ctx.at("kind") == "migrate") {
     MPI_Comm merged;
@@ -811,11 +692,15 @@ void Runtime::join_as_child(MPI_Comm parent) {
     Command cmd = Command::from_json(ctx.at("command"), ctx.at("size").get<int>());
     process_status_ = PCM_MIGRATED;
     rank_ = cmd.rank;
+    // PCM_Resume receives the mover's registered state on merged.
+    migrant_comm_ = merged;
+    migrant_src_ = cmd.rank;
+    migrant_comm_owned_ = ctx.at("waker").get<int>() != ctx.at("size").get<int>();
     finish_reconfigure(merged, ctx.at("waker").get<int>(), cmd.rank, false, cmd);
     return;
   }
   // A split: this process belongs to a new world spawned as one group. Its data arrives when the
-  // application calls PCM_Split.
+  // application calls PCM_Split (or PCM_Resume).
   process_status_ = PCM_SPLITTED;
   join_inter_ = parent;
   join_ctx_ = std::move(ctx);
@@ -845,9 +730,7 @@ void Runtime::agree_spawnable(const std::string& exe, const Command& cmd) {
   try {
     agree(world_, code, msg);
   } catch (const Error& e) {
-    current_.reset();
-    last_done_command_ = cmd.id;
-    if (rank_ == 0) report_reconfigured(cmd, false, e.what());
+    abandon(cmd, e.what());
     throw;
   }
 }
@@ -897,6 +780,12 @@ MPI_Comm Runtime::spawn(const std::string& exe, const std::vector<std::string>& 
 int Runtime::reconfigure(MPI_Comm* comm, const char* command) {
   if (!comm) fail(PCM_ERR_ARG, "comm is NULL");
   require_world(*comm);
+  migrate(command, nullptr);
+  *comm = world_;
+  return PCM_SUCCESS;
+}
+
+void Runtime::migrate(const char* command, const MigrationSender& send) {
   if (!current_ || current_->kind != "migrate")
     fail(PCM_ERR_STATE, "no migration is pending (PCM_Status returned neither PCM_MIGRATE nor "
                         "PCM_RECONFIGURE)");
@@ -907,23 +796,54 @@ int Runtime::reconfigure(MPI_Comm* comm, const char* command) {
   try {
     inter = spawn(exe, {cmd.host});
   } catch (const Error& e) {
-    current_.reset();
-    last_done_command_ = cmd.id;
-    if (rank_ == 0) report_reconfigured(cmd, false, e.what());
+    abandon(cmd, e.what());
     throw;
   }
   // In merged the parents keep their ranks and the child is last. The new rank 0 wakes the mover
   // at the end: the child if the mover was rank 0.
-  int waker = cmd.rank == 0 ? size_ : 0;
+  const int child = size_;
+  const int waker = cmd.rank == 0 ? child : 0;
   bcast_inter(json{{"kind", "migrate"}, {"job", job_}, {"command", cmd.to_json()},
-                   {"size", size_}, {"pcm_iteration", iteration_}, {"waker", waker}},
+                   {"size", size_}, {"pcm_iteration", iteration_}, {"waker", waker},
+                   {"restart", restart_json()}, {"reconfig", last_reconfig_}},
               true, rank_, inter);
   MPI_Comm merged;
   mpi_check(MPI_Intercomm_merge(inter, 0, &merged), "MPI_Intercomm_merge");
   MPI_Comm_free(&inter);
-  finish_reconfigure(merged, waker, cmd.rank, rank_ == cmd.rank, cmd);
-  *comm = world_;
+  const bool mover = rank_ == cmd.rank;
+  finish_reconfigure(merged, waker, cmd.rank, mover, cmd);
+  // The mover keeps merged (its waker's communicator) until it is woken.
+  if (mover && send) send(merged, child);
+}
+
+void Runtime::note_reconfig(const Command& cmd) {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  last_reconfig_ = json{{"kind", cmd.kind == "migrate" ? PCM_MIGRATE
+                                 : cmd.size > size_    ? PCM_SPLIT
+                                                       : PCM_MERGE},
+                        {"size_before", size_},
+                        {"started", static_cast<double>(ts.tv_sec) + 1e-9 * ts.tv_nsec}};
+}
+
+int Runtime::reconfig_last(int* kind, int* size_before, double* started) const {
+  if (last_reconfig_.is_null()) fail(PCM_ERR_STATE, "this world has not been reconfigured");
+  if (kind) *kind = last_reconfig_.at("kind").get<int>();
+  if (size_before) *size_before = last_reconfig_.at("size_before").get<int>();
+  if (started) *started = last_reconfig_.at("started").get<double>();
   return PCM_SUCCESS;
+}
+
+// A reconfiguration given up before anything changed: pcmd hears why, and the command is done.
+void Runtime::abandon(const Command& cmd, const std::string& why) {
+  current_.reset();
+  last_done_command_ = cmd.id;
+  if (rank_ == 0) report_reconfigured(cmd, false, why);
+}
+
+// What a spawned process needs to know about the restart its job came from.
+json Runtime::restart_json() const {
+  return json{{"iteration", restart_iteration_}, {"nprocs", restart_nprocs_}};
 }
 
 namespace {
@@ -938,105 +858,160 @@ void check_reshape_args(void** buf, PCM_Dist* dist, int* iteration, int* rank, i
 int Runtime::split(void** buf, int type, PCM_Dist* dist, int* iteration, int* rank, int* size,
                    MPI_Comm* comm, const char* command) {
   check_reshape_args(buf, dist, iteration, rank, size, comm, type);
-  const double t0 = wtime();
+  const std::vector<ArrayRef> arrays{{buf, type, dist}};
   if (join_inter_ != MPI_COMM_NULL) {
-    // A new process: receive the data the old world sends.
-    const json ctx = join_ctx_;
-    Distribution from = Distribution::from_json(ctx.at("from"));
-    Distribution to = Distribution::from_json(ctx.at("to"));
-    Command cmd = Command::from_json(ctx.at("command"), from.size());
-    int sent_type = ctx.at("type").get<int>();
-    std::size_t elem = proto::type_size(sent_type);
-    char* newbuf = new_buffer(to, rank_, elem);
-    const std::vector<Transfer> moves = plan(from, to);
-    const double t_read = wtime();
-    const bool read = cma_read(ctx.at("cma"), moves, rank_, from, to, newbuf, elem);
-    const double t_agree = wtime();
-    const bool all_read = cma_all_read(read, false, join_inter_, world_);
-    log()->debug("[rank {}] split: direct read {:.4f} s ({}), agreement {:.4f} s", rank_,
-                 t_agree - t_read, read ? "done" : "not possible", wtime() - t_agree);
-    if (!all_read)
-      exchange(join_inter_, from.size(), moves, -1, rank_, from, to, identity(to.size()),
-               identity(from.size()), nullptr, newbuf, sent_type);
-    t_data_ = wtime() - t0;
-    const double t1 = wtime();
-    if (rank_ == 0) {
-      for (int r = 0; r < from.size(); ++r) wards_.push_back({join_inter_, r});
-    } else {
-      MPI_Comm_free(&join_inter_);
-    }
-    join_inter_ = MPI_COMM_NULL;
-    last_done_command_ = cmd.id;
-    report_reconfigured(cmd, true, "", rank_ == 0 ? to.to_json() : json());
-    t_spawn_ = 0;
-    t_rebuild_ = wtime() - t1;
-    if (sent_type != type) {
-      std::free(newbuf);
-      fail(PCM_ERR_TYPE, "the old world sent {} data, not {}", proto::type_name(sent_type),
-           proto::type_name(type));
-    }
-    *buf = newbuf;
-    delete *dist;
-    *dist = new PCM_Dist_s{std::move(to)};
-    *iteration = ctx.at("iteration").get<int>();
-    *rank = rank_;
-    *size = size_;
-    *comm = world_;
-    return PCM_SUCCESS;
+    json extra;
+    receive_split(arrays, &extra);
+    *iteration = extra.at("iteration").get<int>();
+  } else {
+    check_pending(*comm, true);
+    send_split(arrays, json{{"iteration", *iteration}}, command);
   }
+  *rank = rank_;
+  *size = size_;
+  *comm = world_;
+  return PCM_SUCCESS;
+}
 
-  check_pending(*comm, true);
-  agree_reshape_args(buf, dist);
+// A process of the new world: receive every array the old world sends. The data moves first, then
+// what was sent is checked against what the caller expects (the old world must not be left
+// waiting for a process that gave up early).
+void Runtime::receive_split(const std::vector<ArrayRef>& arrays, json* extra) {
+  const double t0 = wtime();
+  const json ctx = join_ctx_;
+  const json& sent = ctx.at("arrays");
+  const std::size_t n = sent.size();
+  std::vector<Distribution> from(n), to(n);
+  std::vector<int> types(n);
+  std::vector<char*> bufs(n, nullptr);
+  std::vector<std::vector<Transfer>> moves(n);
+  auto free_all = [&] {
+    for (char* b : bufs) std::free(b);
+  };
+  Command cmd;
+  bool read = true;
+  try {
+    cmd = Command::from_json(ctx.at("command"), ctx.at("old_size").get<int>());
+    for (std::size_t i = 0; i < n; ++i) {
+      from[i] = Distribution::from_json(sent[i].at("from"));
+      to[i] = Distribution::from_json(sent[i].at("to"));
+      types[i] = sent[i].at("type").get<int>();
+      bufs[i] = new_buffer(to[i], rank_, proto::type_size(types[i]));
+      moves[i] = plan(from[i], to[i]);
+    }
+    const double t_read = wtime();
+    for (std::size_t i = 0; i < n && read; ++i)
+      read = cma_read(sent[i].at("cma"), moves[i], rank_, from[i], to[i], bufs[i],
+                      proto::type_size(types[i]));
+    plog()->debug("[rank {}] split: direct read {:.4f} s ({})", rank_, wtime() - t_read,
+                 read ? "done" : "not possible");
+  } catch (...) {
+    free_all();
+    throw;
+  }
+  if (!cma_all_read(read, false, join_inter_, world_)) {
+    for (std::size_t i = 0; i < n; ++i)
+      exchange(join_inter_, from[i].size(), moves[i], -1, rank_, from[i], to[i],
+               identity(to[i].size()), identity(from[i].size()), nullptr, bufs[i], types[i]);
+  }
+  t_data_ = wtime() - t0;
+  const double t1 = wtime();
+  if (rank_ == 0) {
+    for (int r = 0; r < ctx.at("old_size").get<int>(); ++r) wards_.push_back({join_inter_, r});
+  } else {
+    MPI_Comm_free(&join_inter_);
+  }
+  join_inter_ = MPI_COMM_NULL;
+  last_done_command_ = cmd.id;
+  report_reconfigured(cmd, true, "", rank_ == 0 && n > 0 ? to[0].to_json() : json());
+  t_spawn_ = 0;
+  t_rebuild_ = wtime() - t1;
+  if (n != arrays.size()) {
+    free_all();
+    fail(PCM_ERR_ARG, "the old world sent {} arrays, this process expects {}", n, arrays.size());
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    if (types[i] != arrays[i].type) {
+      free_all();
+      fail(PCM_ERR_TYPE, "the old world sent {} data, not {}", proto::type_name(types[i]),
+           proto::type_name(arrays[i].type));
+    }
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    std::free(*arrays[i].buf);
+    *arrays[i].buf = bufs[i];
+    delete *arrays[i].dist;
+    *arrays[i].dist = new PCM_Dist_s{std::move(to[i])};
+  }
+  *extra = ctx.at("extra");
+}
+
+// The old world: spawn the new one, let it read (or send it) every array, and retire.
+void Runtime::send_split(const std::vector<ArrayRef>& arrays, const json& extra,
+                         const char* command) {
+  agree_reshape_args(arrays);
+  const double t0 = wtime();
   const Command cmd = *current_;
-  Distribution next = cmd.kind == "split" ? (*dist)->d.split(cmd.rank, cmd.into) : (*dist)->d.resized(cmd.size);
+  std::vector<Distribution> next;
+  for (const ArrayRef& a : arrays)
+    next.push_back(cmd.kind == "split" ? (*a.dist)->d.split(cmd.rank, cmd.into)
+                                       : (*a.dist)->d.resized(cmd.size));
   std::string exe = spawn_command(command);
   agree_spawnable(exe, cmd);
   MPI_Comm inter;
   try {
     inter = spawn(exe, cmd.hosts);
   } catch (const Error& e) {
-    current_.reset();
-    last_done_command_ = cmd.id;
-    if (rank_ == 0) report_reconfigured(cmd, false, e.what());
+    abandon(cmd, e.what());
     throw;
   }
   t_spawn_ = wtime() - t0;
   const double t1 = wtime();
   cma_token_ = std::random_device{}() * 4294967296ULL + std::random_device{}();
-  json sources = cma_sources(world_, rank_, size_, *buf, &cma_token_);
+  json sent = json::array();
+  for (std::size_t i = 0; i < arrays.size(); ++i) {
+    sent.push_back({{"type", arrays[i].type},
+                    {"from", (*arrays[i].dist)->d.to_json()},
+                    {"to", next[i].to_json()},
+                    {"cma", cma_sources(world_, rank_, size_, *arrays[i].buf, &cma_token_)}});
+  }
   bcast_inter(json{{"kind", "split"}, {"job", job_}, {"command", cmd.to_json()},
-                   {"iteration", *iteration}, {"pcm_iteration", iteration_}, {"type", type},
-                   {"from", (*dist)->d.to_json()}, {"to", next.to_json()}, {"cma", sources}},
+                   {"old_size", size_}, {"pcm_iteration", iteration_}, {"arrays", sent},
+                   {"extra", extra}, {"restart", restart_json()}, {"reconfig", last_reconfig_}},
               true, rank_, inter);
-  if (!cma_all_read(false, true, inter, MPI_COMM_NULL))
-    exchange(inter, next.size(), plan((*dist)->d, next), rank_, -1, (*dist)->d, next,
-             identity(next.size()), identity(size_), static_cast<const char*>(*buf), nullptr, type);
+  if (!cma_all_read(false, true, inter, MPI_COMM_NULL)) {
+    for (std::size_t i = 0; i < arrays.size(); ++i)
+      exchange(inter, next[i].size(), plan((*arrays[i].dist)->d, next[i]), rank_, -1,
+               (*arrays[i].dist)->d, next[i], identity(next[i].size()), identity(size_),
+               static_cast<const char*>(*arrays[i].buf), nullptr, arrays[i].type);
+  }
   t_data_ = wtime() - t1;
   t_rebuild_ = 0;
-  std::free(*buf);
-  *buf = nullptr;
-  delete *dist;
-  *dist = nullptr;
+  for (const ArrayRef& a : arrays) {
+    std::free(*a.buf);
+    *a.buf = nullptr;
+    delete *a.dist;
+    *a.dist = nullptr;
+  }
   retire(inter, 0, cmd);  // the new world's rank 0 wakes the whole old world at the end
-  *rank = -1;
-  *size = 0;
-  *comm = MPI_COMM_NULL;
-  return PCM_SUCCESS;
 }
 
-// The map and buffer a split or merge starts from must fit this world; every rank gets the same
+// The maps and buffers a split or merge starts from must fit this world; every rank gets the same
 // answer, so no rank enters the exchange alone.
-void Runtime::agree_reshape_args(void** buf, PCM_Dist* dist) {
+void Runtime::agree_reshape_args(const std::vector<ArrayRef>& arrays) {
   int code = PCM_SUCCESS;
   std::string msg;
-  if (!*dist || (*dist)->d.size() != size_) {
-    code = PCM_ERR_ARG;
-    msg = *dist ? fmt::format("the map describes {} processes, the world has {}", (*dist)->d.size(),
-                              size_)
-                : "dist is NULL";
-  } else if (!*buf && (*dist)->d.local_elements(rank_) > 0) {
-    code = PCM_ERR_ARG;
-    msg = "buf is NULL";
+  for (const ArrayRef& a : arrays) {
+    if (!*a.dist || (*a.dist)->d.size() != size_) {
+      code = PCM_ERR_ARG;
+      msg = *a.dist ? fmt::format("the map describes {} processes, the world has {}",
+                                  (*a.dist)->d.size(), size_)
+                    : "dist is NULL";
+    } else if (!*a.buf && (*a.dist)->d.local_elements(rank_) > 0) {
+      code = PCM_ERR_ARG;
+      msg = "buf is NULL";
+    }
+    if (code != PCM_SUCCESS) break;
   }
   agree(world_, code, msg);
 }
@@ -1072,38 +1047,83 @@ int Runtime::merge(void** buf, int type, PCM_Dist* dist, int* iteration, int* ra
                    MPI_Comm* comm) {
   check_reshape_args(buf, dist, iteration, rank, size, comm, type);
   check_pending(*comm, false);
-  agree_reshape_args(buf, dist);
+  merge_arrays({{buf, type, dist}});
+  *rank = rank_;
+  *size = size_;
+  *comm = world_;
+  (void)iteration;  // nothing is spawned: every survivor already knows it
+  return PCM_SUCCESS;
+}
+
+std::vector<int> Runtime::merged_ranks() const {
+  const Command& cmd = *current_;
+  std::vector<int> new_of(static_cast<std::size_t>(size_), -1);
+  if (cmd.kind == "merge") {
+    const int keeper = *std::min_element(cmd.ranks.begin(), cmd.ranks.end());
+    int next = 0;
+    for (int r = 0; r < size_; ++r)
+      if (r == keeper || std::find(cmd.ranks.begin(), cmd.ranks.end(), r) == cmd.ranks.end())
+        new_of[r] = next++;
+  } else {
+    for (int r = 0; r < size_ && r < cmd.size; ++r) new_of[r] = r;
+  }
+  return new_of;
+}
+
+void Runtime::merge_arrays(const std::vector<ArrayRef>& arrays) {
+  agree_reshape_args(arrays);
   const double t0 = wtime();
   const Command cmd = *current_;
-  std::vector<int> new_of;
-  Distribution next = merged_distribution((*dist)->d, &new_of);
-  std::vector<int> old_of_new(static_cast<std::size_t>(next.size()), -1);
+  // Every array must number the survivors alike (maps PCM builds do: ranks follow the data).
+  std::vector<int> new_of = merged_ranks();
+  std::vector<Distribution> next;
+  for (std::size_t i = 0; i < arrays.size(); ++i) {
+    std::vector<int> of;
+    next.push_back(merged_distribution((*arrays[i].dist)->d, &of));
+    if (i == 0) {
+      new_of = of;
+    } else if (of != new_of) {
+      fail(PCM_ERR_ARG, "the maps of the registered arrays order the merged ranks differently");
+    }
+  }
+  const int new_size = static_cast<int>(
+      std::count_if(new_of.begin(), new_of.end(), [](int r) { return r >= 0; }));
+  std::vector<int> old_of_new(static_cast<std::size_t>(new_size), -1);
   for (int r = 0; r < size_; ++r)
     if (new_of[r] >= 0) old_of_new[new_of[r]] = r;
   const int me = new_of[rank_];
-  const std::size_t elem = proto::type_size(type);
-  char* newbuf = nullptr;
-  if (me >= 0) newbuf = new_buffer(next, me, elem);
-  // Plan in new ranks; the exchange addresses each new rank through the old rank that keeps it.
-  exchange(world_, size_, plan((*dist)->d, next), rank_, me, (*dist)->d, next, old_of_new, identity(size_),
-           static_cast<const char*>(*buf), newbuf, type);
+  std::vector<char*> newbufs(arrays.size(), nullptr);
+  try {
+    for (std::size_t i = 0; i < arrays.size(); ++i) {
+      const std::size_t elem = proto::type_size(arrays[i].type);
+      if (me >= 0) newbufs[i] = new_buffer(next[i], me, elem);
+      // Plan in new ranks; the exchange addresses each new rank through the old rank that keeps
+      // it.
+      exchange(world_, size_, plan((*arrays[i].dist)->d, next[i]), rank_, me, (*arrays[i].dist)->d,
+               next[i], old_of_new, identity(size_), static_cast<const char*>(*arrays[i].buf),
+               newbufs[i], arrays[i].type);
+    }
+  } catch (...) {
+    for (char* b : newbufs) std::free(b);
+    throw;
+  }
   t_spawn_ = 0;
   t_data_ = wtime() - t0;
   const double t1 = wtime();
   MPI_Comm nw = MPI_COMM_NULL;
   mpi_check(MPI_Comm_split(world_, me >= 0 ? 0 : MPI_UNDEFINED, me, &nw), "MPI_Comm_split");
-  std::free(*buf);
-  *buf = nullptr;
-  delete *dist;
-  *dist = nullptr;
+  const json layout = me == 0 && !next.empty() ? next[0].to_json() : json();
+  for (std::size_t i = 0; i < arrays.size(); ++i) {
+    std::free(*arrays[i].buf);
+    *arrays[i].buf = newbufs[i];
+    delete *arrays[i].dist;
+    *arrays[i].dist = me >= 0 ? new PCM_Dist_s{std::move(next[i])} : nullptr;
+  }
   const int waker = old_of_new[0];
   if (me < 0) {
     retire(world_, waker, cmd);  // the old world stays, for the waker's message
-    *rank = -1;
-    *size = 0;
-    *comm = MPI_COMM_NULL;
     t_rebuild_ = wtime() - t1;
-    return PCM_SUCCESS;
+    return;
   }
   if (rank_ == waker) {
     for (int r = 0; r < size_; ++r)
@@ -1113,15 +1133,8 @@ int Runtime::merge(void** buf, int type, PCM_Dist* dist, int* iteration, int* ra
   }
   adopt_world(nw);
   last_done_command_ = cmd.id;
-  report_reconfigured(cmd, true, "", rank_ == 0 ? next.to_json() : json());
+  report_reconfigured(cmd, true, "", layout);
   t_rebuild_ = wtime() - t1;
-  *buf = newbuf;
-  *dist = new PCM_Dist_s{std::move(next)};
-  *rank = rank_;
-  *size = size_;
-  *comm = world_;
-  (void)iteration;  // nothing is spawned: every survivor already knows it
-  return PCM_SUCCESS;
 }
 
 int Runtime::commit(MPI_Comm comm, int iteration) {
@@ -1194,7 +1207,7 @@ void Runtime::wake_wards() {
   for (auto& w : wards_) {
     int token = 1;
     int rc = MPI_Send(&token, 1, MPI_INT, w.rank, kTagWake, w.comm);
-    if (rc != MPI_SUCCESS) log()->warn("could not wake a retired process (MPI error {})", rc);
+    if (rc != MPI_SUCCESS) plog()->warn("could not wake a retired process (MPI error {})", rc);
     if (std::find(comms.begin(), comms.end(), w.comm) == comms.end()) comms.push_back(w.comm);
   }
   for (auto& c : comms) MPI_Comm_free(&c);  // several wards may share one communicator
@@ -1236,10 +1249,11 @@ int Runtime::finalize(MPI_Comm comm) {
         client().request({{"op", "finished"}, {"job", job_}, {"iteration", iteration_}}, nullptr, 0,
                          connect_timeout_ms_);
       } catch (const Error& e) {
-        log()->warn("[rank 0] could not tell pcmd that job {} finished: {}", job_, e.what());
+        plog()->warn("[rank 0] could not tell pcmd that job {} finished: {}", job_, e.what());
       }
     }
     wake_wards();
+    if (migrant_comm_owned_) MPI_Comm_free(&migrant_comm_);
     MPI_Comm_free(&world_);
     world_ready_ = false;
   }

@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -16,6 +17,7 @@
 #include "config.h"
 #include "distribution.h"
 #include "pcm.h"
+#include "registry.h"
 
 // What a PCM_Dist handle points to.
 struct PCM_Dist_s {
@@ -38,6 +40,14 @@ struct Command {
   // Validates a command from pcmd against a world of world_size; throws pcm::Error.
   static Command from_json(const nlohmann::json& j, int world_size);
   nlohmann::json to_json() const;
+};
+
+// One distributed array that a split or merge moves: the application's buffer and map variables
+// (replaced by the reshape).
+struct ArrayRef {
+  void** buf;
+  int type;
+  PCM_Dist* dist;
 };
 
 // A retired process this one must wake when it ends (by an MPI message on comm).
@@ -65,6 +75,7 @@ class Runtime {
             MPI_Comm* comm);
   int merge_datacnts(const Distribution* dist, long* count, int* merge_rank, MPI_Comm comm);
   void reconfig_times(double* spawn, double* data, double* rebuild) const;
+  int reconfig_last(int* kind, int* size_before, double* started) const;
   int commit(MPI_Comm comm, int iteration);
   int restart_info(int* iteration, int* nprocs) const;
   int load_redistribute(const char* key, int type, const Distribution& from, const Distribution& to,
@@ -72,17 +83,42 @@ class Runtime {
   int exit_retired();
   int finalize(MPI_Comm comm);
 
+  // The register-once layer (adapt.cpp).
+  Registry& registry() { return registry_; }
+  int resume(MPI_Comm* comm);
+  int adapt(MPI_Comm* comm);
+  int checkpoint(MPI_Comm comm, int iteration);
+
  private:
   Runtime() = default;
   void require_world(MPI_Comm comm) const;
   Client& client();
   void join_as_child(MPI_Comm parent);
   void check_pending(MPI_Comm comm, bool want_split) const;
-  void agree_reshape_args(void** buf, PCM_Dist* dist);
+  void agree_reshape_args(const std::vector<ArrayRef>& arrays);
+  // Split: the old world sends arrays (and `extra`, any header) to a newly spawned world and
+  // retires; a process of the new world receives them (replacing *buf and *dist) and `extra`.
+  void send_split(const std::vector<ArrayRef>& arrays, const nlohmann::json& extra,
+                  const char* command);
+  void receive_split(const std::vector<ArrayRef>& arrays, nlohmann::json* extra);
+  void merge_arrays(const std::vector<ArrayRef>& arrays);
+  void abandon(const Command& cmd, const std::string& why);
+  void note_reconfig(const Command& cmd);
+  nlohmann::json restart_json() const;
+  // Migration; in the mover, send(merged, child) runs once the new world is built.
+  using MigrationSender = std::function<void(MPI_Comm merged, int child)>;
+  void migrate(const char* command, const MigrationSender& send);
+  // The register-once layer's parts (adapt.cpp).
+  void check_registrations();
+  void resume_migrated();
+  void resume_restarted();
+  void send_migration(MPI_Comm merged, int child, int rank);
   void agree_spawnable(const std::string& exe, const Command& cmd);
   MPI_Comm spawn(const std::string& exe, const std::vector<std::string>& hosts);
   // Where each new rank of a merge comes from (-1: a leaver); new_of[old rank].
   Distribution merged_distribution(const Distribution& d, std::vector<int>* new_of) const;
+  // The same without a map (a merge that moves no array): survivors in old rank order.
+  std::vector<int> merged_ranks() const;
   void retire(MPI_Comm waker_comm, int waker_rank, const Command& cmd);
   void adopt_world(MPI_Comm world);
   void finish_reconfigure(MPI_Comm merged, int waker_in_merged, int mover_in_merged,
@@ -156,8 +192,21 @@ class Runtime {
   // A split's old ranks: the token that proves to the new processes that they read this process.
   std::uint64_t cma_token_ = 0;
 
+  // The reconfiguration pending or last carried out (kind, size_before, started); null if none.
+  nlohmann::json last_reconfig_;
+
   // Seconds spent in the phases of this process's last split or merge.
   double t_spawn_ = 0, t_data_ = 0, t_rebuild_ = 0;
+
+  // A migrated process, until PCM_Resume has received the mover's registered state: the
+  // communicator to the mover and the mover's rank in it (owned unless it is also in wards_).
+  MPI_Comm migrant_comm_ = MPI_COMM_NULL;
+  int migrant_src_ = -1;
+  bool migrant_comm_owned_ = false;
+
+  // The register-once layer.
+  Registry registry_;
+  bool resumed_ = false;
 
   // Retirement.
   std::vector<Ward> wards_;

@@ -2,11 +2,12 @@
 """reshape_sequence.py — run under with_pcmd.sh: drive a PCM job through a seeded random sequence
 of split, merge, resize and migrate commands (pcmctl), then check its result bit for bit.
 
-  reshape_sequence.py BUILD SEED [--program heat2d|reshape] [--ops N] [--max-procs P]
+  reshape_sequence.py BUILD SEED [--program heat2d|reshape|vecsum] [--ops N] [--max-procs P]
                       [--layout block|cyclic|block-cyclic]
 
 heat2d: the final checksum must equal the plain MPI run's. reshape: the program checks every
-element after every reconfiguration itself. Both must exit 0 with the expected number of
+element after every reconfiguration itself. vecsum (block or cyclic only): every rank checks its
+elements and the replicated history against a recomputation at the end. Both must exit 0 with the expected number of
 reconfigurations, and every retired process must have used almost no CPU.
 """
 import argparse
@@ -21,7 +22,7 @@ import time
 p = argparse.ArgumentParser()
 p.add_argument("build")
 p.add_argument("seed", type=int)
-p.add_argument("--program", default="heat2d", choices=["heat2d", "reshape"])
+p.add_argument("--program", default="heat2d", choices=["heat2d", "reshape", "vecsum"])
 p.add_argument("--ops", type=int, default=5)
 p.add_argument("--max-procs", type=int, default=4)
 p.add_argument("--layout", default=None)
@@ -30,6 +31,8 @@ args = p.parse_args()
 rng = random.Random(args.seed)
 layouts = ["block", "cyclic", "block-cyclic"]
 layout = args.layout or layouts[args.seed % 3]
+if args.program == "vecsum" and not args.layout:
+    layout = ["block", "cyclic"][args.seed // 2 % 2]  # seeds 1, 2, 3: block on 2, cyclic on 1 and 2
 np0 = 1 + args.seed % 2  # odd seeds start on 2 processes, even ones on 1 (so 1->N is covered)
 mpiexec = os.environ.get("MPIEXEC", "mpiexec")
 pcmctl = os.path.join(args.build, "pcmctl")
@@ -65,6 +68,8 @@ if args.program == "heat2d":
         fail(f"plain heat2d printed no checksum: {plain.stdout} {plain.stderr}")
     expected = m.group(1)
     cmd = [os.path.join(args.build, "examples/heat2d/heat2d_pcm"), *prog_args]
+elif args.program == "vecsum":
+    cmd = [os.path.join(args.build, "examples/vecsum/vecsum"), "997", str(iters), layout, "2000", "0"]
 else:
     cmd = [os.path.join(args.build, "tests/mpi_reshape"), "53", "7", layout, str(iters), "2000"]
 
@@ -123,6 +128,9 @@ if args.program == "heat2d":
     m = re.search(r"^reconfigurations (\d+)", text, re.M)
     if not m or int(m.group(1)) != done:
         fail(f"heat2d reports {m.group(1) if m else None} reconfigurations, expected {done}")
+elif args.program == "vecsum":
+    if not re.search(rf"^vecsum: ok: {done} reconfigurations, {size} processes, 0 wrong", text, re.M):
+        fail("vecsum did not report success")
 else:
     if not re.search(rf"^reshape: ok: {done} reconfigurations, {size} processes, 0 wrong", text, re.M):
         fail("the reshape program did not report success")

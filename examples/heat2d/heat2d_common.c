@@ -267,6 +267,12 @@ double heat2d_wall_seconds(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+double heat2d_epoch_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 double heat2d_cpu_seconds(void) {
   struct timespec ts;
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
@@ -348,8 +354,9 @@ int heat2d_checksum(const Heat2dMesh *m, MPI_Comm comm, const char *dump, uint64
 }
 
 /* Appends one row to the trace (rank 0); ms < 0 leaves ms_per_iter empty (an event row). */
-static void trace_row(Heat2dProgress *p, int it, int nprocs, double ms, const char *event) {
-  struct timespec ts;
+/* A trace row at wall-clock time `at` (epoch seconds). */
+static void trace_row(Heat2dProgress *p, double at, int it, int nprocs, double ms,
+                      const char *event) {
   const char *c;
   if (p->path == NULL) return;
   if (p->trace == NULL) {
@@ -364,8 +371,7 @@ static void trace_row(Heat2dProgress *p, int it, int nprocs, double ms, const ch
     }
     if (fseek(p->trace, 0, SEEK_END) == 0 && ftell(p->trace) == 0) fputs(kTraceHeader, p->trace);
   }
-  clock_gettime(CLOCK_REALTIME, &ts);
-  fprintf(p->trace, "%lld.%06ld,%d,%d,", (long long)ts.tv_sec, ts.tv_nsec / 1000, it, nprocs);
+  fprintf(p->trace, "%.6f,%d,%d,", at, it, nprocs);
   if (ms >= 0) fprintf(p->trace, "%.6f", ms);
   fputc(',', p->trace);
   for (c = event != NULL ? event : ""; *c != '\0'; c++) {
@@ -383,16 +389,16 @@ void heat2d_progress_init(Heat2dProgress *p, const Heat2dOptions *opt, int rank,
   p->every = opt->report > 0 ? opt->report : opt->trace != NULL ? HEAT2D_TRACE_EVERY : 0;
   p->path = opt->trace;
   p->trace = NULL;
-  if (event != NULL && rank == 0) trace_row(p, it, nprocs, -1.0, event);
-  p->t_last = MPI_Wtime();
+  p->t_last = heat2d_epoch_seconds();
   p->it_last = it;
+  if (event != NULL && rank == 0) trace_row(p, p->t_last, it, nprocs, -1.0, event);
 }
 
 void heat2d_progress(Heat2dProgress *p, int rank, int it_done, int iters, int nprocs) {
   double now, ms;
   int n;
   if (p->every <= 0 || it_done % p->every != 0) return;
-  now = MPI_Wtime();
+  now = heat2d_epoch_seconds();
   n = it_done - p->it_last;
   if (rank == 0 && n > 0) {
     ms = (now - p->t_last) * 1e3 / n;
@@ -400,25 +406,20 @@ void heat2d_progress(Heat2dProgress *p, int rank, int it_done, int iters, int np
       printf("heat2d: iter %d/%d procs %d %.4f ms/iter\n", it_done, iters, nprocs, ms);
       fflush(stdout);
     }
-    trace_row(p, it_done, nprocs, ms, NULL);
+    trace_row(p, now, it_done, nprocs, ms, NULL);
   }
   p->t_last = now;
   p->it_last = it_done;
 }
 
-void heat2d_progress_cut(Heat2dProgress *p, int rank, int it, int nprocs) {
-  double now;
-  if (p->path == NULL || it <= p->it_last) return;
-  now = MPI_Wtime();
-  if (rank == 0) trace_row(p, it, nprocs, (now - p->t_last) * 1e3 / (it - p->it_last), NULL);
-  p->t_last = now;
+void heat2d_progress_reconfigured(Heat2dProgress *p, int rank, int it, int before, int nprocs,
+                                  double started, const char *event) {
+  if (rank == 0 && it > p->it_last && started > p->t_last) {
+    trace_row(p, started, it, before, (started - p->t_last) * 1e3 / (it - p->it_last), NULL);
+  }
+  p->t_last = heat2d_epoch_seconds();
   p->it_last = it;
-}
-
-void heat2d_progress_event(Heat2dProgress *p, int rank, int it, int nprocs, const char *event) {
-  if (rank == 0) trace_row(p, it, nprocs, -1.0, event);
-  p->t_last = MPI_Wtime();
-  p->it_last = it;
+  if (rank == 0) trace_row(p, p->t_last, it, nprocs, -1.0, event);
 }
 
 void heat2d_progress_close(Heat2dProgress *p) {

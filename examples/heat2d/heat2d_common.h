@@ -46,7 +46,7 @@ typedef struct Heat2dMesh {
  * reconfiguration measures the same interval.
  */
 typedef struct Heat2dProgress {
-  double t_last;    /* MPI_Wtime at the interval's start */
+  double t_last;    /* heat2d_epoch_seconds() at the interval's start */
   int it_last;      /* iterations completed at the interval's start */
   int every;        /* interval in iterations; 0 = no progress at all */
   int print;        /* print a line per interval (--report N with N > 0) */
@@ -107,6 +107,9 @@ void heat2d_throttle(int us);
 /* Monotonic wall-clock seconds; usable before MPI_Init and after MPI_Finalize, unlike MPI_Wtime. */
 double heat2d_wall_seconds(void);
 
+/* Wall-clock seconds since the epoch (CLOCK_REALTIME): comparable between processes on a host. */
+double heat2d_epoch_seconds(void);
+
 /* CPU seconds used by this process (all threads) so far. */
 double heat2d_cpu_seconds(void);
 
@@ -145,18 +148,13 @@ void heat2d_progress_init(Heat2dProgress *p, const Heat2dOptions *opt, int rank,
 void heat2d_progress(Heat2dProgress *p, int rank, int it_done, int iters, int nprocs);
 
 /*
- * Before a reconfiguration at iteration it (it iterations completed): ends the interval early;
- * rank 0 appends its trace row if it holds any iteration (no progress line is printed), so that
- * the trace's gap until the event row is the reconfiguration's.
+ * After a reconfiguration from `before` to nprocs processes (begun at wall-clock time `started`,
+ * epoch seconds) completed at iteration it: rank 0 appends the row of the interval cut at
+ * `started` (if it holds any iteration), then the event's row (one word, then details without commas, e.g. "split 1->2
+ * 0.210s"); every process starts a new interval at it, so that intervals measure computing only.
  */
-void heat2d_progress_cut(Heat2dProgress *p, int rank, int it, int nprocs);
-
-/*
- * After a reconfiguration (or a restart) completed at iteration it: rank 0 appends the trace
- * row of event (one word, then details without commas, e.g. "split 1->2 0.210s"); every
- * process that calls it starts a new interval at it, so that intervals measure computing only.
- */
-void heat2d_progress_event(Heat2dProgress *p, int rank, int it, int nprocs, const char *event);
+void heat2d_progress_reconfigured(Heat2dProgress *p, int rank, int it, int before, int nprocs,
+                                  double started, const char *event);
 
 /* Closes this process's trace file, if it opened one. */
 void heat2d_progress_close(Heat2dProgress *p);

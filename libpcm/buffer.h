@@ -1,0 +1,25 @@
+// buffer.h — memory for the buffers a reconfiguration hands to the application (free()-able).
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "distribution.h"
+
+namespace pcm::detail {
+
+// A malloc-compatible buffer of `bytes` (huge pages from 4 MiB up, unless PCM_HUGEPAGES=0); NULL
+// when memory runs out.
+void* alloc_for_exchange(std::size_t bytes);
+
+// A buffer for map d's rank with its ghost units zeroed (the owned units are left for the caller
+// to fill). Throws PCM_ERR_INTERNAL when memory runs out.
+char* new_buffer(const Distribution& d, int rank, std::size_t elem);
+
+// 0, 1, ..., n-1.
+std::vector<int> identity(int n);
+
+// MPI_Wtime.
+double wtime();
+
+}  // namespace pcm::detail

@@ -1,0 +1,39 @@
+// c_boundary.h — what every C entry point of libpcm shares: the export macro, this thread's last
+// error message, and the guard that turns exceptions into PCM_ERR_* codes.
+#pragma once
+
+#include <exception>
+#include <string>
+
+#include "error.h"
+#include "pcm_types.h"
+
+// libpcm is built with hidden visibility; only the C API is exported.
+#define PCM_EXPORT __attribute__((visibility("default")))
+
+namespace pcm::detail {
+
+// An inline variable: one per thread for the whole library, whichever file's entry point failed,
+// so PCM_Last_error reports the last failure of any call.
+inline thread_local std::string t_last_error;
+
+// Runs f and returns its code; an exception becomes its code (PCM_ERR_INTERNAL if it is not a
+// pcm::Error) and its message is kept for PCM_Last_error. Nothing unwinds into C.
+template <typename F>
+int guard(const char* call, F&& f) noexcept {
+  try {
+    int rc = f();
+    return rc;
+  } catch (const pcm::Error& e) {
+    t_last_error = std::string(call) + ": " + e.what();
+    return e.code();
+  } catch (const std::exception& e) {
+    t_last_error = std::string(call) + ": internal error: " + e.what();
+    return PCM_ERR_INTERNAL;
+  } catch (...) {
+    t_last_error = std::string(call) + ": internal error: unknown exception";
+    return PCM_ERR_INTERNAL;
+  }
+}
+
+}  // namespace pcm::detail

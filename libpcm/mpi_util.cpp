@@ -1,0 +1,105 @@
+// mpi_util.cpp — libpcm's small MPI helpers (see mpi_util.h).
+#include "mpi_util.h"
+
+#include <time.h>
+
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+
+#include "error.h"
+#include "log.h"
+#include "pcm_types.h"
+#include "protocol.h"
+
+namespace pcm::detail {
+
+using proto::json;
+
+json decode_internal(const std::string& bytes) {
+  // The job's own processes sent it: no size limit (replicated values may be large), but it must
+  // still be well-formed.
+  json j = json::from_msgpack(bytes, /*strict=*/true, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object())
+    fail(PCM_ERR_INTERNAL, "a header between the job's processes is not a MessagePack map");
+  return j;
+}
+
+std::shared_ptr<spdlog::logger> plog() {
+  static auto l = logger("pcm", spdlog::level::warn);
+  return l;
+}
+
+std::int64_t now_ms() {
+  // The coarse clock costs a few nanoseconds; PCM_Status reads it every iteration on rank 0.
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+}
+
+void mpi_check(int rc, const char* what) {
+  if (rc != MPI_SUCCESS) {
+    char msg[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    MPI_Error_string(rc, msg, &len);
+    fail(PCM_ERR_MPI, "{} failed: {}", what, std::string(msg, static_cast<std::size_t>(len)));
+  }
+}
+
+long env_long(const char* name, long fallback, long lo, long hi) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  char* end = nullptr;
+  long x = std::strtol(v, &end, 10);
+  if (*end || x < lo || x > hi) fail(PCM_ERR_ARG, "{}={} is not a number in [{}, {}]", name, v, lo, hi);
+  return x;
+}
+
+void agree(MPI_Comm comm, int local_code, const std::string& local_msg) {
+  int code = local_code;
+  mpi_check(MPI_Allreduce(&local_code, &code, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
+  if (code == PCM_SUCCESS) return;
+  int me, who = INT_MAX, cand;
+  MPI_Comm_rank(comm, &me);
+  cand = local_code == code ? me : INT_MAX;
+  mpi_check(MPI_Allreduce(&cand, &who, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
+  char msg[1024] = {0};
+  if (me == who) std::snprintf(msg, sizeof msg, "%s", local_msg.c_str());
+  mpi_check(MPI_Bcast(msg, sizeof msg, MPI_CHAR, who, comm), "MPI_Bcast");
+  throw Error(code, me == who ? local_msg : fmt::format("on rank {}: {}", who, msg));
+}
+
+json bcast_json(const json& value, int root, MPI_Comm comm) {
+  int me;
+  MPI_Comm_rank(comm, &me);
+  std::string bytes = me == root ? proto::encode(value) : std::string();
+  long long n = static_cast<long long>(bytes.size());
+  mpi_check(MPI_Bcast(&n, 1, MPI_LONG_LONG, root, comm), "MPI_Bcast");
+  bytes.resize(static_cast<std::size_t>(n));
+  mpi_check(MPI_Bcast(bytes.data(), static_cast<int>(n), MPI_CHAR, root, comm), "MPI_Bcast");
+  return decode_internal(bytes);
+}
+
+json bcast_inter(const json& value, bool sender, int my_rank, MPI_Comm inter) {
+  int root = sender ? (my_rank == 0 ? MPI_ROOT : MPI_PROC_NULL) : 0;
+  std::string bytes = sender && my_rank == 0 ? proto::encode(value) : std::string();
+  long long n = static_cast<long long>(bytes.size());
+  mpi_check(MPI_Bcast(&n, 1, MPI_LONG_LONG, root, inter), "MPI_Bcast");
+  if (!sender) bytes.resize(static_cast<std::size_t>(n));
+  mpi_check(MPI_Bcast(bytes.data(), static_cast<int>(n), MPI_CHAR, root, inter), "MPI_Bcast");
+  return sender ? value : decode_internal(bytes);
+}
+
+MPI_Datatype mpi_type(int type) {
+  switch (type) {
+    case PCM_CHAR: return MPI_CHAR;
+    case PCM_INT: return MPI_INT;
+    case PCM_LONG: return MPI_LONG;
+    case PCM_FLOAT: return MPI_FLOAT;
+    case PCM_DOUBLE: return MPI_DOUBLE;
+    case PCM_LONG_LONG: return MPI_LONG_LONG;
+    default: return MPI_UNSIGNED_CHAR;
+  }
+}
+
+}  // namespace pcm::detail
