@@ -1,5 +1,6 @@
-/* status_cost.c — benchmark: the cost of PCM_Status per call, against the bare MPI_Bcast it is
- * built on and an empty loop, measured in the same run. Prints one line per variant. */
+/* status_cost.c — benchmark: the cost of PCM_Status and PCM_Adapt per call, against the bare
+ * MPI_Bcast PCM_Status is built on and an empty loop, measured in the same run. Prints one line
+ * per variant. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -17,6 +18,11 @@ static double per_call_us(MPI_Comm world, int variant, long calls) {
       sink += i;
     } else if (variant == 1) {
       MPI_Bcast(msg, 2, MPI_LONG_LONG, 0, world);
+    } else if (variant == 3) {
+      if (PCM_Adapt(&world) != PCM_NONE) {
+        fprintf(stderr, "status_cost: unexpected reconfiguration\n");
+        return -1.0;
+      }
     } else if (PCM_Status(world) != PCM_NONE) {
       fprintf(stderr, "status_cost: unexpected reconfiguration\n");
       return -1.0;
@@ -31,20 +37,25 @@ int main(int argc, char **argv) {
   MPI_Comm world = MPI_COMM_WORLD;
   long calls = argc > 1 ? atol(argv[1]) : 200000;
   int rank, size, rep, reps = argc > 2 ? atoi(argv[2]) : 5;
-  static const char *names[] = {"empty loop", "MPI_Bcast 16 B", "PCM_Status"};
+  static const char *names[] = {"empty loop", "MPI_Bcast 16 B", "PCM_Status", "PCM_Adapt"};
   if (MPI_PCM_Init(&argc, &argv) != PCM_SUCCESS || PCM_Init(&world) != PCM_SUCCESS) {
     fprintf(stderr, "status_cost: %s\n", PCM_Last_error());
     PCM_Finalize(MPI_COMM_NULL);
     return 1;
   }
+  if (PCM_Resume(&world) != PCM_SUCCESS) { /* nothing registered: PCM_Adapt is PCM_Status */
+    fprintf(stderr, "status_cost: %s\n", PCM_Last_error());
+    PCM_Finalize(world);
+    return 1;
+  }
   MPI_Comm_rank(world, &rank);
   MPI_Comm_size(world, &size);
   for (rep = 0; rep < reps; rep++) {
-    double us[3];
+    double us[4];
     int v;
-    for (v = 0; v < 3; v++) us[v] = per_call_us(world, v, calls);
+    for (v = 0; v < 4; v++) us[v] = per_call_us(world, v, calls);
     if (rank == 0) {
-      for (v = 0; v < 3; v++)
+      for (v = 0; v < 4; v++)
         printf("status_cost: rep %d procs %d %-15s %.3f us/call\n", rep, size, names[v], us[v]);
       fflush(stdout);
     }
