@@ -100,6 +100,26 @@ Distribution Distribution::split(int rank, int into) const {
   return d;
 }
 
+Distribution Distribution::permuted(const std::vector<int>& new_rank) const {
+  if (new_rank.size() != owned_.size())
+    fail(PCM_ERR_ARG, "a permutation of {} ranks has {} entries", owned_.size(), new_rank.size());
+  Distribution d = *this;
+  std::vector<bool> taken(owned_.size(), false);
+  bool identity = true;
+  for (std::size_t r = 0; r < owned_.size(); ++r) {
+    const int to = new_rank[r];
+    if (to < 0 || to >= size() || taken[static_cast<std::size_t>(to)])
+      fail(PCM_ERR_ARG, "rank {} -> {} is not part of a permutation", r, to);
+    taken[static_cast<std::size_t>(to)] = true;
+    d.owned_[static_cast<std::size_t>(to)] = owned_[r];
+    identity = identity && to == static_cast<int>(r);
+  }
+  if (identity) return d;
+  d.layout_ = Layout::kIrregular;
+  d.index();
+  return d;
+}
+
 Distribution Distribution::merge(const std::vector<int>& ranks, std::vector<int>* new_rank_of) const {
   if (ranks.size() < 2) fail(PCM_ERR_ARG, "a merge needs at least two ranks");
   std::vector<bool> merged(static_cast<std::size_t>(size()), false);

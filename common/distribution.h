@@ -47,6 +47,11 @@ class Distribution {
   // new_rank_of[old] gives each old rank's new rank (the merged ones share one).
   Distribution merge(const std::vector<int>& ranks, std::vector<int>* new_rank_of = nullptr) const;
 
+  // The same segments with rank r's moved to rank new_rank[r] (a permutation of the ranks): how
+  // a second array of a merge takes the first array's numbering of the new ranks. Throws
+  // pcm::Error(PCM_ERR_ARG) unless new_rank is a permutation.
+  Distribution permuted(const std::vector<int>& new_rank) const;
+
   int size() const { return static_cast<int>(owned_.size()); }
   std::int64_t units() const { return units_; }
   std::int64_t unit_len() const { return unit_len_; }

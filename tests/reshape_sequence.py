@@ -2,7 +2,7 @@
 """reshape_sequence.py — run under with_pcmd.sh: drive a PCM job through a seeded random sequence
 of split, merge, resize and migrate commands (pcmctl), then check its result bit for bit.
 
-  reshape_sequence.py BUILD SEED [--program heat2d|reshape|vecsum] [--ops N] [--max-procs P]
+  reshape_sequence.py BUILD SEED [--program heat2d|reshape|vecsum|register] [--ops N] [--max-procs P]
                       [--layout block|cyclic|block-cyclic]
 
 heat2d: the final checksum must equal the plain MPI run's. reshape: the program checks every
@@ -22,7 +22,7 @@ import time
 p = argparse.ArgumentParser()
 p.add_argument("build")
 p.add_argument("seed", type=int)
-p.add_argument("--program", default="heat2d", choices=["heat2d", "reshape", "vecsum"])
+p.add_argument("--program", default="heat2d", choices=["heat2d", "reshape", "vecsum", "register"])
 p.add_argument("--ops", type=int, default=5)
 p.add_argument("--max-procs", type=int, default=4)
 p.add_argument("--layout", default=None)
@@ -70,6 +70,8 @@ if args.program == "heat2d":
     cmd = [os.path.join(args.build, "examples/heat2d/heat2d_pcm"), *prog_args]
 elif args.program == "vecsum":
     cmd = [os.path.join(args.build, "examples/vecsum/vecsum"), "997", str(iters), layout, "2000", "0"]
+elif args.program == "register":
+    cmd = [os.path.join(args.build, "tests/mpi_register"), str(iters), "2000"]
 else:
     cmd = [os.path.join(args.build, "tests/mpi_reshape"), "53", "7", layout, str(iters), "2000"]
 
@@ -131,6 +133,9 @@ if args.program == "heat2d":
 elif args.program == "vecsum":
     if not re.search(rf"^vecsum: ok: {done} reconfigurations, {size} processes, 0 wrong", text, re.M):
         fail("vecsum did not report success")
+elif args.program == "register":
+    if not re.search(rf"^register: ok: {done} reconfigurations, {size} processes, 0 wrong", text, re.M):
+        fail("the register program did not report success")
 else:
     if not re.search(rf"^reshape: ok: {done} reconfigurations, {size} processes, 0 wrong", text, re.M):
         fail("the reshape program did not report success")

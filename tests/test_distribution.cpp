@@ -904,3 +904,32 @@ TEST(DistributionJsonHostile, RejectedCleanly) {
     }
   }
 }
+
+// A second array of a merge takes the first one's numbering: after a cyclic split, ordering the
+// merged ranks by first unit differs between a block and a cyclic array, and permuted() puts the
+// cyclic one's new ranks where the block one's are.
+TEST(DistributionPermuted, MergeOrderOfASecondArray) {
+  const Distribution block = Distribution::regular(Layout::kBlock, 53, 3, 1, 1, 2).split(0, 3);
+  const Distribution cyclic = Distribution::regular(Layout::kCyclic, 41, 2, 1, 0, 2).split(0, 3);
+  std::vector<int> of_block, of_cyclic;
+  const Distribution mb = block.merge({1, 2}, &of_block);
+  const Distribution mc = cyclic.merge({1, 2}, &of_cyclic);
+  ASSERT_NE(of_block, of_cyclic);  // the case that needs the permutation
+  std::vector<int> perm(static_cast<std::size_t>(mc.size()), -1);
+  for (int r = 0; r < cyclic.size(); ++r)
+    if (of_cyclic[r] >= 0) perm[of_cyclic[r]] = of_block[r];
+  const Distribution pc = mc.permuted(perm);
+  pc.validate();
+  EXPECT_EQ(pc.layout(), Layout::kIrregular);
+  for (int r = 0; r < cyclic.size(); ++r)
+    EXPECT_EQ(mc.segments(of_cyclic[r]), pc.segments(of_block[r])) << "old rank " << r;
+  EXPECT_EQ(mc.permuted({0, 1, 2}), mc);
+  for (const std::vector<int>& bad : std::vector<std::vector<int>>{{0, 1}, {0, 0, 1}, {0, 1, 3}}) {
+    try {
+      mc.permuted(bad);
+      ADD_FAILURE() << "accepted a non-permutation";
+    } catch (const pcm::Error& e) {
+      EXPECT_EQ(e.code(), PCM_ERR_ARG);
+    }
+  }
+}

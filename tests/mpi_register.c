@@ -1,0 +1,136 @@
+/* mpi_register.c — MPI test of the register-once calls with several arrays of different types
+ * and layouts, replicated and local values: whatever pcmd sends (migrate, split, merge, resize),
+ * every process checks after every PCM_Adapt and PCM_Resume that each element it owns holds its
+ * expected value for the iteration, and that the values came along.
+ * Prints "register: ok: N reconfigurations, P processes, 0 wrong" from the last world's rank 0.
+ * Usage: mpi_register ITERS [SLEEP_US]. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "pcm.h"
+
+/* Array a: doubles, block, halo 1; array b: ints, cyclic, no halo. */
+#define A_UNITS 53
+#define A_LEN 3
+#define B_UNITS 41
+#define B_LEN 2
+
+static double a_value(long u, long i, int it) { return (double)(u * 10 + i + it); }
+static int b_value(long u, long i, int it) { return (int)(u * 7 + i - it); }
+
+/* Visits every owned element of buf (laid out by dist for rank): sets it to its value for
+ * iteration it (set != 0) or counts those that differ. */
+static long walk(void *buf, int is_a, PCM_Dist dist, int rank, int it, int set) {
+  long nseg = 0, s, u, i, len, first, count, off, bad = 0;
+  PCM_Dist_info(dist, NULL, NULL, NULL, &len, NULL, NULL);
+  PCM_Dist_local(dist, rank, &nseg, NULL, NULL);
+  for (s = 0; s < nseg; s++) {
+    PCM_Dist_segment(dist, rank, s, &first, &count, &off);
+    for (u = 0; u < count; u++)
+      for (i = 0; i < len; i++) {
+        long k = off + u * len + i;
+        if (is_a) {
+          double *e = (double *)buf + k;
+          if (set) *e = a_value(first + u, i, it);
+          else bad += *e != a_value(first + u, i, it);
+        } else {
+          int *e = (int *)buf + k;
+          if (set) *e = b_value(first + u, i, it);
+          else bad += *e != b_value(first + u, i, it);
+        }
+      }
+  }
+  return bad;
+}
+
+int main(int argc, char **argv) {
+  MPI_Comm world = MPI_COMM_WORLD;
+  PCM_Dist da = NULL, db = NULL;
+  double *a = NULL;
+  int *b = NULL;
+  int it = 0, iters, rank, size, s, origin, reconfigs = 0;
+  long long table[2] = {0, 0}; /* replicated: 7 and the reconfiguration count */
+  long computed = 0;              /* local: iterations this process computed */
+  long bad = 0, allbad, elements;
+  struct timespec pause = {0, 0};
+
+  if (MPI_PCM_Init(&argc, &argv) != PCM_SUCCESS || PCM_Init(&world) != PCM_SUCCESS) {
+    fprintf(stderr, "register: %s\n", PCM_Last_error());
+    PCM_Finalize(MPI_COMM_NULL);
+    return 1;
+  }
+  iters = argc > 1 ? atoi(argv[1]) : 100;
+  pause.tv_nsec = (argc > 2 ? atol(argv[2]) : 0) * 1000L;
+  MPI_Comm_rank(world, &rank);
+  MPI_Comm_size(world, &size);
+  origin = PCM_Process_Status();
+  if (origin == PCM_STARTED) {
+    PCM_Dist_create(PCM_BLOCK, A_UNITS, A_LEN, 0, 1, size, &da);
+    PCM_Dist_create(PCM_CYCLIC, B_UNITS, B_LEN, 0, 0, size, &db);
+    PCM_Dist_local(da, rank, NULL, NULL, &elements);
+    a = calloc((size_t)(elements > 0 ? elements : 1), sizeof *a);
+    PCM_Dist_local(db, rank, NULL, NULL, &elements);
+    b = calloc((size_t)(elements > 0 ? elements : 1), sizeof *b);
+    walk(a, 1, da, rank, 0, 1);
+    walk(b, 0, db, rank, 0, 1);
+    table[0] = 7;
+  }
+  if (PCM_Register_dist("a", (void **)&a, PCM_DOUBLE, &da) != PCM_SUCCESS ||
+      PCM_Register_value("it", &it, PCM_INT, 1) != PCM_SUCCESS ||
+      PCM_Register_dist("b", (void **)&b, PCM_INT, &db) != PCM_SUCCESS ||
+      PCM_Register_value("table", table, PCM_LONG_LONG, 2) != PCM_SUCCESS ||
+      PCM_Register_local("computed", &computed, PCM_LONG, 1) != PCM_SUCCESS ||
+      PCM_Resume(&world) != PCM_SUCCESS) {
+    fprintf(stderr, "register: rank %d: %s\n", rank, PCM_Last_error());
+    PCM_Finalize(world);
+    return 1;
+  }
+  if (origin == PCM_SPLITTED && computed != 0) bad++; /* a split's processes start at zero */
+  if (origin == PCM_MIGRATED || origin == PCM_SPLITTED) table[1]++;
+  bad += walk(a, 1, da, rank, it, 0) + walk(b, 0, db, rank, it, 0);
+  while (it < iters) {
+    s = PCM_Adapt(&world); /* at the top of iteration it, as the old world's was */
+    if (s == PCM_RETIRED) {
+      if (a != NULL || b != NULL || da != NULL || db != NULL) {
+        fprintf(stderr, "register: a retired process still holds its arrays\n");
+        return 1;
+      }
+      return PCM_Exit();
+    }
+    if (s < 0) {
+      fprintf(stderr, "register: PCM_Adapt: %s\n", PCM_Last_error());
+      PCM_Finalize(world);
+      return 1;
+    }
+    if (s == PCM_RESHAPED) {
+      table[1]++;
+      MPI_Comm_rank(world, &rank);
+      bad += walk(a, 1, da, rank, it, 0) + walk(b, 0, db, rank, it, 0);
+    }
+    walk(a, 1, da, rank, it + 1, 1);
+    walk(b, 0, db, rank, it + 1, 1);
+    computed++;
+    it++;
+    if (pause.tv_nsec > 0) nanosleep(&pause, NULL);
+  }
+  MPI_Comm_size(world, &size);
+  bad += walk(a, 1, da, rank, it, 0) + walk(b, 0, db, rank, it, 0);
+  if (table[0] != 7) bad++;
+  /* A started process computed every iteration unless it moved; none computed more. */
+  if (computed > iters) bad++;
+  MPI_Allreduce(&bad, &allbad, 1, MPI_LONG, MPI_SUM, world);
+  reconfigs = (int)table[1];
+  if (rank == 0) {
+    printf("register: %s: %d reconfigurations, %d processes, %ld wrong\n",
+           allbad == 0 ? "ok" : "FAIL", reconfigs, size, allbad);
+    fflush(stdout);
+  }
+  free(a);
+  free(b);
+  PCM_Dist_free(&da);
+  PCM_Dist_free(&db);
+  PCM_Finalize(world);
+  return allbad == 0 ? 0 : 1;
+}
