@@ -304,53 +304,8 @@ int Runtime::status(MPI_Comm comm) {
   }
   // Until the reconfiguration runs, every call reports the same command.
   const Command& c = *current_;
-  if (c.kind == "migrate") return rank_ == c.rank ? PCM_MIGRATE : PCM_RECONFIGURE;
+  if (c.kind == Command::Kind::kMigrate) return rank_ == c.rank ? PCM_MIGRATE : PCM_RECONFIGURE;
   return c.size > size_ ? PCM_SPLIT : PCM_MERGE;
-}
-
-Command Command::from_json(const json& j, int world_size) {
-  Command c;
-  c.id = proto::get_int(j, "id", 1, INT64_MAX);
-  c.kind = proto::get_string(j, "kind", 16);
-  c.size = static_cast<int>(proto::get_int(j, "size", 1, 1 << 20));
-  if (c.kind == "migrate" || c.kind == "split")
-    c.rank = static_cast<int>(proto::get_int(j, "rank", 0, world_size - 1));
-  if (c.kind == "migrate") {
-    c.host = proto::get_string(j, "host", proto::kMaxHost);
-    if (!proto::valid_host(c.host)) fail(PCM_ERR_ARG, "invalid host '{}'", c.host);
-    if (c.size != world_size) fail(PCM_ERR_ARG, "a migration cannot change the size");
-  } else if (c.kind == "split") {
-    c.into = static_cast<int>(proto::get_int(j, "into", 2, 1 << 20));
-    if (c.size != world_size + c.into - 1) fail(PCM_ERR_ARG, "split size mismatch");
-  } else if (c.kind == "merge") {
-    for (const auto& r : j.at("ranks")) c.ranks.push_back(r.get<int>());
-    std::vector<int> sorted = c.ranks;
-    std::sort(sorted.begin(), sorted.end());
-    if (sorted.size() < 2 || sorted.front() < 0 || sorted.back() >= world_size ||
-        std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end() ||
-        c.size != world_size - static_cast<int>(sorted.size()) + 1)
-      fail(PCM_ERR_ARG, "invalid merge of ranks {}", j.at("ranks").dump());
-  } else if (c.kind == "resize") {
-    if (c.size == world_size) fail(PCM_ERR_ARG, "a resize must change the size");
-  } else {
-    fail(PCM_ERR_ARG, "unknown command '{}'", c.kind);
-  }
-  if (c.kind == "split" || (c.kind == "resize" && c.size > world_size)) {
-    auto it = j.find("hosts");
-    if (it == j.end() || !it->is_array() || it->size() != static_cast<std::size_t>(c.size))
-      fail(PCM_ERR_ARG, "a growing command needs one host per new rank");
-    for (const auto& h : *it) {
-      if (!h.is_string() || !proto::valid_host(h.get<std::string>()))
-        fail(PCM_ERR_ARG, "invalid host in command");
-      c.hosts.push_back(h.get<std::string>());
-    }
-  }
-  return c;
-}
-
-json Command::to_json() const {
-  return json{{"id", id},   {"kind", kind}, {"rank", rank}, {"into", into},
-              {"ranks", ranks}, {"size", size}, {"host", host}, {"hosts", hosts}};
 }
 
 // ---- store and load ------------------------------------------------------------------------
@@ -471,7 +426,7 @@ void Runtime::retire(MPI_Comm waker_comm, int waker_rank, const Command& cmd) {
   current_.reset();
   received_.reset();
   last_done_command_ = cmd.id;
-  plog()->info("[rank {}] retired ({} {})", rank_, cmd.kind, cmd.id);
+  plog()->info("[rank {}] retired ({} {})", rank_, proto::kind_name(cmd.kind), cmd.id);
   rank_ = -1;
   size_ = 0;
 }
@@ -711,12 +666,12 @@ void Runtime::join_as_child(MPI_Comm parent) {
 
 void Runtime::check_pending(MPI_Comm comm, bool want_split) const {
   require_world(comm);
-  if (!current_ || current_->kind == "migrate")
+  if (!current_ || current_->kind == Command::Kind::kMigrate)
     fail(PCM_ERR_STATE, "no {} is pending", want_split ? "split" : "merge");
   bool grows = current_->size > size_;
   if (grows != want_split)
     fail(PCM_ERR_STATE, "the pending reconfiguration is a {} ({} -> {} processes): call {}",
-         current_->kind, size_, current_->size, grows ? "PCM_Split" : "PCM_Merge");
+         proto::kind_name(current_->kind), size_, current_->size, grows ? "PCM_Split" : "PCM_Merge");
 }
 
 // The program must exist, or hydra aborts the job: rank 0 checks, everyone gets the same answer.
@@ -786,7 +741,7 @@ int Runtime::reconfigure(MPI_Comm* comm, const char* command) {
 }
 
 void Runtime::migrate(const char* command, const MigrationSender& send) {
-  if (!current_ || current_->kind != "migrate")
+  if (!current_ || current_->kind != Command::Kind::kMigrate)
     fail(PCM_ERR_STATE, "no migration is pending (PCM_Status returned neither PCM_MIGRATE nor "
                         "PCM_RECONFIGURE)");
   const Command cmd = *current_;
@@ -819,7 +774,7 @@ void Runtime::migrate(const char* command, const MigrationSender& send) {
 void Runtime::note_reconfig(const Command& cmd) {
   timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
-  last_reconfig_ = json{{"kind", cmd.kind == "migrate" ? PCM_MIGRATE
+  last_reconfig_ = json{{"kind", cmd.kind == Command::Kind::kMigrate ? PCM_MIGRATE
                                  : cmd.size > size_    ? PCM_SPLIT
                                                        : PCM_MERGE},
                         {"size_before", size_},
@@ -954,7 +909,7 @@ void Runtime::send_split(const std::vector<ArrayRef>& arrays, const json& extra,
   const Command cmd = *current_;
   std::vector<Distribution> next;
   for (const ArrayRef& a : arrays)
-    next.push_back(cmd.kind == "split" ? (*a.dist)->d.split(cmd.rank, cmd.into)
+    next.push_back(cmd.kind == Command::Kind::kSplit ? (*a.dist)->d.split(cmd.rank, cmd.into)
                                        : (*a.dist)->d.resized(cmd.size));
   std::string exe = spawn_command(command);
   agree_spawnable(exe, cmd);
@@ -1018,7 +973,7 @@ void Runtime::agree_reshape_args(const std::vector<ArrayRef>& arrays) {
 
 Distribution Runtime::merged_distribution(const Distribution& d, std::vector<int>* new_of) const {
   const Command& cmd = *current_;
-  if (cmd.kind == "merge") {
+  if (cmd.kind == Command::Kind::kMerge) {
     Distribution next = d.merge(cmd.ranks, new_of);
     // The lowest listed rank keeps the merged data; the other listed ranks leave.
     int keeper = *std::min_element(cmd.ranks.begin(), cmd.ranks.end());
@@ -1058,7 +1013,7 @@ int Runtime::merge(void** buf, int type, PCM_Dist* dist, int* iteration, int* ra
 std::vector<int> Runtime::merged_ranks() const {
   const Command& cmd = *current_;
   std::vector<int> new_of(static_cast<std::size_t>(size_), -1);
-  if (cmd.kind == "merge") {
+  if (cmd.kind == Command::Kind::kMerge) {
     const int keeper = *std::min_element(cmd.ranks.begin(), cmd.ranks.end());
     int next = 0;
     for (int r = 0; r < size_; ++r)

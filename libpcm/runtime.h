@@ -14,6 +14,7 @@
 #include <zmq.hpp>
 
 #include "client.h"
+#include "command.h"
 #include "config.h"
 #include "distribution.h"
 #include "pcm.h"
@@ -26,21 +27,7 @@ struct PCM_Dist_s {
 
 namespace pcm::detail {
 
-// A reconfiguration command as every rank sees it after PCM_Status broadcast it.
-struct Command {
-  std::int64_t id = 0;
-  std::string kind;        // migrate | split | merge | resize
-  int rank = -1;           // migrate, split
-  int into = 0;            // split
-  std::vector<int> ranks;  // merge
-  int size = 0;            // the world's size afterwards
-  std::string host;        // migrate
-  std::vector<std::string> hosts;  // split, growing resize: host of each new rank
-
-  // Validates a command from pcmd against a world of world_size; throws pcm::Error.
-  static Command from_json(const nlohmann::json& j, int world_size);
-  nlohmann::json to_json() const;
-};
+using proto::Command;
 
 // One distributed array that a split or merge moves: the application's buffer and map variables
 // (replaced by the reshape).

@@ -115,10 +115,10 @@ void Server::run(const std::atomic<bool>& stop) {
 // crashed, or aborted by hydra when a spawned process died): say so, and what it was doing.
 void Server::check_jobs_alive() {
   for (auto& [name, job] : jobs_) {
-    if (job.state != "running" || job.rank0_pid <= 0) continue;
+    if (job.state != JobState::kRunning || job.rank0_pid <= 0) continue;
     if (job.rank0_host != my_host_ && job.rank0_host != "localhost") continue;
     if (::kill(static_cast<pid_t>(job.rank0_pid), 0) == 0 || errno != ESRCH) continue;
-    job.state = "failed";
+    job.state = JobState::kFailed;
     std::string event = fmt::format("rank 0 (pid {}) ended without finishing", job.rank0_pid);
     if (job.pending) {
       event += fmt::format("; {} (command {}) did not complete", job.pending->describe(),
@@ -245,7 +245,7 @@ json Server::op_register(const json& req) {
     // (its rank 0 ran where pcmd cannot watch it).
     bool silent = it != jobs_.end() &&
                   std::chrono::steady_clock::now() - it->second.last_seen > std::chrono::seconds(10);
-    if (it != jobs_.end() && it->second.state == "running" &&
+    if (it != jobs_.end() && it->second.state == JobState::kRunning &&
         !(proto::get_bool(req, "restart", false) && silent))
       fail(PCM_ERR_REFUSED, "job name '{}' is in use by a running job", *wanted);
     name = *wanted;
@@ -261,7 +261,7 @@ json Server::op_register(const json& req) {
     job.restarted_from = m;
     job.layout = m->layout;
   }
-  job.state = "running";
+  job.state = JobState::kRunning;
   job.size = size;
   job.hosts = std::move(hosts);
   job.executable = proto::opt_string(req, "executable", 4096).value_or("");
@@ -288,9 +288,9 @@ json Server::op_poll(const json& req) {
   json reply{{"ok", true}, {"command", nullptr}};
   if (job.pending) {
     reply["command"] = job.pending->to_json();
-    if (!job.pending->delivered)
+    if (!job.pending_delivered)
       log_->info("job {}: command {} delivered", job.name, job.pending->id);
-    job.pending->delivered = true;
+    job.pending_delivered = true;
   }
   return reply;
 }
@@ -331,7 +331,7 @@ json Server::op_reconfigured(const json& req) {
 json Server::op_finished(const json& req) {
   Job& job = find_job(req);
   job.iteration = proto::opt_int(req, "iteration", 0, INT64_MAX).value_or(job.iteration);
-  job.state = "finished";
+  job.state = JobState::kFinished;
   job.last_seen = std::chrono::steady_clock::now();
   if (job.pending) {
     note(job, fmt::format("finished before command {} ran", job.pending->id));
@@ -393,7 +393,7 @@ json Server::op_load(const json& req, std::vector<char>& reply_data) {
 
 json Server::job_json(const Job& job) const {
   json j{{"job", job.name},
-         {"state", job.state},
+         {"state", state_name(job.state)},
          {"size", job.size},
          {"hosts", job.hosts},
          {"iteration", job.iteration},
@@ -406,7 +406,7 @@ json Server::job_json(const Job& job) const {
          {"pending", nullptr}};
   if (job.pending) {
     j["pending"] = job.pending->to_json();
-    j["pending"]["delivered"] = job.pending->delivered;
+    j["pending"]["delivered"] = job.pending_delivered;
     j["pending"]["text"] = job.pending->describe();
   }
   return j;
@@ -425,16 +425,13 @@ json Server::op_status(const json& req) {
   return json{{"ok", true}, {"jobs", jobs}, {"inventory", inv}};
 }
 
-json Command::to_json() const {
-  return json{{"id", id},     {"kind", kind},   {"rank", rank},   {"into", into},
-              {"ranks", ranks}, {"size", size}, {"host", host}, {"hosts", hosts}};
-}
-
-std::string Command::describe() const {
-  if (kind == "migrate") return fmt::format("migrate of rank {} to {}", rank, host);
-  if (kind == "split") return fmt::format("split of rank {} into {}", rank, into);
-  if (kind == "merge") return fmt::format("merge of ranks {}", fmt::join(ranks, ","));
-  return fmt::format("resize to {}", size);
+const char* state_name(JobState state) {
+  switch (state) {
+    case JobState::kRunning: return "running";
+    case JobState::kFinished: return "finished";
+    case JobState::kFailed: return "failed";
+  }
+  return "unknown";
 }
 
 std::vector<std::string> Server::host_names() const {
@@ -449,7 +446,7 @@ int Server::free_slots(const std::string& host, const Job* except) const {
   for (const auto& h : inventory_)
     if (h.name == host) slots = h.slots;
   for (const auto& [name, job] : jobs_) {
-    if (&job == except || job.state != "running") continue;
+    if (&job == except || job.state != JobState::kRunning) continue;
     for (const auto& h : job.hosts)
       if (h == host) --slots;
   }
@@ -488,16 +485,17 @@ std::vector<std::string> Server::place(const Job& job, const std::vector<int>& s
 
 Job& Server::job_for_command(const json& req) {
   Job& job = find_job(req);
-  if (job.state != "running") fail(PCM_ERR_REFUSED, "job '{}' is {}", job.name, job.state);
+  if (job.state != JobState::kRunning) fail(PCM_ERR_REFUSED, "job '{}' is {}", job.name, state_name(job.state));
   if (job.pending)
     fail(PCM_ERR_REFUSED, "job '{}' already has a reconfiguration in flight: {} (command {})",
          job.name, job.pending->describe(), job.pending->id);
   return job;
 }
 
-json Server::queue(Job& job, Command c) {
+json Server::queue(Job& job, proto::Command c) {
   // A spawn of a missing program makes MPICH's hydra abort the whole job: refuse it here.
-  if (c.kind != "merge" && !(c.kind == "resize" && c.size < job.size) &&
+  if (c.kind != proto::Command::Kind::kMerge &&
+      !(c.kind == proto::Command::Kind::kResize && c.size < job.size) &&
       !job.executable.empty() && job.executable[0] == '/' &&
       ::access(job.executable.c_str(), X_OK) != 0)
     fail(PCM_ERR_REFUSED, "job '{}': its program {} is no longer executable", job.name,
@@ -506,6 +504,7 @@ json Server::queue(Job& job, Command c) {
   note(job, c.describe() + " requested");
   log_->info("job {}: command {}: {}", job.name, c.id, job.last_event);
   job.pending = c;
+  job.pending_delivered = false;
   return json{{"ok", true}, {"command", c.id}, {"host", c.host}, {"hosts", c.hosts},
               {"size", c.size}, {"text", c.describe()}};
 }
@@ -578,8 +577,8 @@ json Server::op_migrate(const json& req) {
   }
   if (host != job.hosts[rank] && free_slots(host, nullptr) <= 0)
     fail(PCM_ERR_REFUSED, "host '{}' has no free slot", host);
-  Command c;
-  c.kind = "migrate";
+  proto::Command c;
+  c.kind = proto::Command::Kind::kMigrate;
   c.rank = rank;
   c.host = host;
   c.size = job.size;
@@ -588,12 +587,12 @@ json Server::op_migrate(const json& req) {
 
 json Server::op_reshape(const std::string& op, const json& req) {
   Job& job = job_for_command(req);
-  Command c;
-  c.kind = op;
+  proto::Command c;
+  c.kind = *proto::kind_from_name(op);
   std::string preferred_host = requested_host(req);
   std::vector<int> source;  // old rank whose host each new rank prefers
   int preferred_new = INT32_MAX;
-  if (op == "split") {
+  if (c.kind == proto::Command::Kind::kSplit) {
     c.rank = static_cast<int>(proto::get_int(req, "rank", -1, kMaxRanks));
     if (c.rank < 0 || c.rank >= job.size)
       fail(PCM_ERR_REFUSED, "job '{}' has no rank {} (it has {} processes)", job.name, c.rank,
@@ -604,7 +603,7 @@ json Server::op_reshape(const std::string& op, const json& req) {
     for (int i = 0; i < c.size; ++i)
       source.push_back(i < c.rank ? i : i < c.rank + c.into ? c.rank : i - c.into + 1);
     if (!preferred_host.empty()) preferred_new = c.rank;
-  } else if (op == "merge") {
+  } else if (c.kind == proto::Command::Kind::kMerge) {
     auto it = req.find("ranks");
     if (it == req.end() || !it->is_array()) fail(PCM_ERR_ARG, "field \"ranks\" must be an array");
     std::set<int> seen;

@@ -13,6 +13,7 @@
 #include <spdlog/spdlog.h>
 #include <zmq.hpp>
 
+#include "command.h"
 #include "protocol.h"
 #include "checkpoint.h"
 #include "store.h"
@@ -35,31 +36,20 @@ struct HostSlots {
   int slots = 0;
 };
 
-// A reconfiguration requested by an operator and not yet carried out.
-struct Command {
-  std::int64_t id = 0;
-  std::string kind;  // migrate | split | merge | resize
-  int rank = -1;     // migrate, split: the rank concerned
-  int into = 0;      // split: into how many processes
-  std::vector<int> ranks;  // merge: the ranks that become one
-  int size = 0;            // the world's size afterwards
-  std::string host;        // migrate: the target host
-  std::vector<std::string> hosts;  // split, resize growing: the new world's host for each rank
-  bool delivered = false;  // rank 0 has been told
-
-  proto::json to_json() const;
-  std::string describe() const;
-};
+// A job's state as pcmctl shows it ("running", "finished", "failed" on the wire).
+enum class JobState { kRunning, kFinished, kFailed };
+const char* state_name(JobState state);
 
 struct Job {
   std::string name;
-  std::string state;  // running | finished
+  JobState state = JobState::kRunning;
   int size = 0;
   std::vector<std::string> hosts;  // by rank
   std::string executable;          // what reconfigurations spawn (checked before each)
   std::int64_t iteration = 0;
   int reconfigurations = 0;
-  std::optional<Command> pending;
+  std::optional<proto::Command> pending;  // requested by an operator, not yet carried out
+  bool pending_delivered = false;         // rank 0 has been told
   std::string last_event;
   std::vector<std::string> events;  // the last few events, oldest first
   std::chrono::steady_clock::time_point last_seen;
@@ -105,7 +95,7 @@ class Server {
   proto::json op_reshape(const std::string& op, const proto::json& req);
   proto::json op_checkpoint(const std::string& op, const proto::json& req);
   Job& job_for_command(const proto::json& req);
-  proto::json queue(Job& job, Command c);
+  proto::json queue(Job& job, proto::Command c);
   int free_slots(const std::string& host, const Job* except) const;
   std::vector<std::string> place(const Job& job, const std::vector<int>& source_of_new_rank,
                                  int preferred_new, const std::string& preferred_host) const;

@@ -1,0 +1,94 @@
+// command.cpp — decoding, validating and encoding reconfiguration commands (see command.h).
+#include "command.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "error.h"
+#include "pcm_types.h"
+#include "protocol.h"
+
+namespace pcm::proto {
+
+const char* kind_name(Command::Kind kind) {
+  switch (kind) {
+    case Command::Kind::kMigrate: return "migrate";
+    case Command::Kind::kSplit: return "split";
+    case Command::Kind::kMerge: return "merge";
+    case Command::Kind::kResize: return "resize";
+  }
+  return "unknown";
+}
+
+std::optional<Command::Kind> kind_from_name(std::string_view name) {
+  for (auto k : {Command::Kind::kMigrate, Command::Kind::kSplit, Command::Kind::kMerge,
+                 Command::Kind::kResize})
+    if (name == kind_name(k)) return k;
+  return std::nullopt;
+}
+
+Command Command::from_json(const json& j, int world_size) {
+  Command c;
+  c.id = get_int(j, "id", 1, INT64_MAX);
+  const std::string kind = get_string(j, "kind", 16);
+  c.size = static_cast<int>(get_int(j, "size", 1, 1 << 20));
+  auto k = kind_from_name(kind);
+  if (!k) fail(PCM_ERR_ARG, "unknown command '{}'", kind);
+  c.kind = *k;
+  if (c.kind == Kind::kMigrate || c.kind == Kind::kSplit)
+    c.rank = static_cast<int>(get_int(j, "rank", 0, world_size - 1));
+  switch (c.kind) {
+    case Kind::kMigrate:
+      c.host = get_string(j, "host", kMaxHost);
+      if (!valid_host(c.host)) fail(PCM_ERR_ARG, "invalid host '{}'", c.host);
+      if (c.size != world_size) fail(PCM_ERR_ARG, "a migration cannot change the size");
+      break;
+    case Kind::kSplit:
+      c.into = static_cast<int>(get_int(j, "into", 2, 1 << 20));
+      if (c.size != world_size + c.into - 1) fail(PCM_ERR_ARG, "split size mismatch");
+      break;
+    case Kind::kMerge: {
+      for (const auto& r : j.at("ranks")) c.ranks.push_back(r.get<int>());
+      std::vector<int> sorted = c.ranks;
+      std::sort(sorted.begin(), sorted.end());
+      if (sorted.size() < 2 || sorted.front() < 0 || sorted.back() >= world_size ||
+          std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end() ||
+          c.size != world_size - static_cast<int>(sorted.size()) + 1)
+        fail(PCM_ERR_ARG, "invalid merge of ranks {}", j.at("ranks").dump());
+      break;
+    }
+    case Kind::kResize:
+      if (c.size == world_size) fail(PCM_ERR_ARG, "a resize must change the size");
+      break;
+  }
+  if (c.kind == Kind::kSplit || (c.kind == Kind::kResize && c.size > world_size)) {
+    auto it = j.find("hosts");
+    if (it == j.end() || !it->is_array() || it->size() != static_cast<std::size_t>(c.size))
+      fail(PCM_ERR_ARG, "a growing command needs one host per new rank");
+    for (const auto& h : *it) {
+      if (!h.is_string() || !valid_host(h.get<std::string>()))
+        fail(PCM_ERR_ARG, "invalid host in command");
+      c.hosts.push_back(h.get<std::string>());
+    }
+  }
+  return c;
+}
+
+json Command::to_json() const {
+  return json{{"id", id},       {"kind", kind_name(kind)}, {"rank", rank}, {"into", into},
+              {"ranks", ranks}, {"size", size},            {"host", host}, {"hosts", hosts}};
+}
+
+std::string Command::describe() const {
+  switch (kind) {
+    case Kind::kMigrate: return fmt::format("migrate of rank {} to {}", rank, host);
+    case Kind::kSplit: return fmt::format("split of rank {} into {}", rank, into);
+    case Kind::kMerge: return fmt::format("merge of ranks {}", fmt::join(ranks, ","));
+    case Kind::kResize: break;
+  }
+  return fmt::format("resize to {}", size);
+}
+
+}  // namespace pcm::proto
