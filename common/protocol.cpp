@@ -1,6 +1,8 @@
 // protocol.cpp — encoding and validating protocol headers.
 #include "protocol.h"
 
+#include <vector>
+
 #include "error.h"
 #include "pcm_types.h"
 
@@ -12,9 +14,115 @@ std::string encode(const json& header) {
   return out;
 }
 
+namespace {
+
+// Whether bytes [p, p + n) are valid UTF-8 (no overlong forms, no surrogates, at most U+10FFFF).
+bool valid_utf8(const std::uint8_t* p, std::size_t n) {
+  std::size_t i = 0;
+  while (i < n) {
+    const std::uint8_t c = p[i];
+    std::size_t len;
+    std::uint32_t cp;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if ((c & 0xe0) == 0xc0) {
+      len = 2;
+      cp = c & 0x1f;
+    } else if ((c & 0xf0) == 0xe0) {
+      len = 3;
+      cp = c & 0x0f;
+    } else if ((c & 0xf8) == 0xf0) {
+      len = 4;
+      cp = c & 0x07;
+    } else {
+      return false;
+    }
+    if (n - i < len) return false;
+    for (std::size_t k = 1; k < len; ++k) {
+      if ((p[i + k] & 0xc0) != 0x80) return false;
+      cp = (cp << 6) | (p[i + k] & 0x3f);
+    }
+    static constexpr std::uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < kMin[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
+    i += len;
+  }
+  return true;
+}
+
+std::uint64_t be(const std::uint8_t* p, std::size_t n) {
+  std::uint64_t v = 0;
+  for (std::size_t k = 0; k < n; ++k) v = (v << 8) | p[k];
+  return v;
+}
+
+}  // namespace
+
+void check_msgpack(const void* data, std::size_t size, std::size_t max_depth) {
+  // Iterative, with an explicit stack of the items each open container still holds: a message
+  // from anyone (before its secret is checked) must not make the decoder recurse without bound,
+  // allocate for lengths it does not carry, or pass strings that are not UTF-8.
+  const auto* p = static_cast<const std::uint8_t*>(data);
+  std::size_t at = 0;
+  std::vector<std::uint64_t> open{1};
+  auto need = [&](std::uint64_t n) {
+    if (n > size - at) fail(PCM_ERR_ARG, "message is truncated or declares {} bytes it lacks", n);
+  };
+  while (!open.empty()) {
+    if (open.back() == 0) {
+      open.pop_back();
+      continue;
+    }
+    --open.back();
+    need(1);
+    const std::uint8_t t = p[at++];
+    std::uint64_t items = 0, skip = 0;
+    bool container = false, str = false;
+    if (t <= 0x7f || t >= 0xe0 || t == 0xc0 || t == 0xc2 || t == 0xc3) {
+    } else if (t >= 0x80 && t <= 0x8f) {
+      container = true, items = 2 * (t & 0x0f);
+    } else if (t >= 0x90 && t <= 0x9f) {
+      container = true, items = t & 0x0f;
+    } else if (t >= 0xa0 && t <= 0xbf) {
+      str = true, skip = t & 0x1f;
+    } else {
+      // Sized headers: the width of the length (or of the value) that follows.
+      static constexpr int kWidth[] = {
+          /*c4-c6 bin*/ 1, 2, 4, /*c7-c9 ext*/ 1, 2, 4, /*ca cb float*/ 4, 8,
+          /*cc-cf uint*/ 1, 2, 4, 8, /*d0-d3 int*/ 1, 2, 4, 8,
+          /*d4-d8 fixext*/ 0, 0, 0, 0, 0, /*d9-db str*/ 1, 2, 4,
+          /*dc dd array*/ 2, 4, /*de df map*/ 2, 4};
+      if (t == 0xc1) fail(PCM_ERR_ARG, "message is not valid MessagePack");
+      const int w = kWidth[t - 0xc4];
+      need(static_cast<std::uint64_t>(w));
+      const std::uint64_t v = be(p + at, static_cast<std::size_t>(w));
+      at += static_cast<std::size_t>(w);
+      if (t <= 0xc6) skip = v;                          // bin
+      else if (t <= 0xc9) skip = 1 + v;                 // ext: type byte + data
+      else if (t <= 0xd3) skip = 0;                     // numbers: read already
+      else if (t <= 0xd8) skip = 1 + (1u << (t - 0xd4));  // fixext: type byte + 1..16
+      else if (t <= 0xdb) str = true, skip = v;
+      else if (t <= 0xdd) container = true, items = v;
+      else container = true, items = 2 * v;
+    }
+    if (container) {
+      if (open.size() >= max_depth) fail(PCM_ERR_ARG, "message nests deeper than {}", max_depth);
+      need(items);  // every item takes at least one byte
+      open.push_back(items);
+    } else {
+      need(skip);
+      if (str && !valid_utf8(p + at, static_cast<std::size_t>(skip)))
+        fail(PCM_ERR_ARG, "message holds a string that is not UTF-8");
+      at += static_cast<std::size_t>(skip);
+    }
+  }
+  if (at != size) fail(PCM_ERR_ARG, "message has {} bytes after its end", size - at);
+}
+
 json decode(const void* data, std::size_t size) {
   if (size == 0) fail(PCM_ERR_ARG, "empty message");
   if (size > kMaxHeader) fail(PCM_ERR_ARG, "message header of {} bytes is too large", size);
+  check_msgpack(data, size, kMaxDepth);
   const auto* p = static_cast<const std::uint8_t*>(data);
   json j = json::from_msgpack(p, p + size, /*strict=*/true, /*allow_exceptions=*/false);
   if (j.is_discarded()) fail(PCM_ERR_ARG, "message is not valid MessagePack");

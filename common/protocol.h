@@ -22,12 +22,18 @@ inline constexpr int kVersion = 1;
 inline constexpr std::size_t kMaxName = 64;       // job names and keys
 inline constexpr std::size_t kMaxHost = 255;      // host names
 inline constexpr std::size_t kMaxHeader = 1 << 20;  // bytes of a request header
+inline constexpr std::size_t kMaxDepth = 32;        // nesting of a header's maps and arrays
 
 // Serialises a header to MessagePack.
 std::string encode(const json& header);
 
+// Checks, without recursion or allocation beyond one small stack, that data is one well-formed
+// MessagePack value: nesting at most max_depth, every declared length present, every string
+// UTF-8, nothing after the end. Throws pcm::Error(PCM_ERR_ARG) saying what is wrong.
+void check_msgpack(const void* data, std::size_t size, std::size_t max_depth);
+
 // Parses a MessagePack header; throws pcm::Error(PCM_ERR_ARG) unless it is a map of at most
-// kMaxHeader bytes.
+// kMaxHeader bytes that check_msgpack accepts with kMaxDepth.
 json decode(const void* data, std::size_t size);
 
 // Field access that validates as it reads; each throws pcm::Error(PCM_ERR_ARG) naming the field.

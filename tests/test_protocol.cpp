@@ -69,3 +69,45 @@ TEST(Protocol, TypeSizes) {
   EXPECT_EQ(proto::type_size(0), 0u);
   EXPECT_EQ(proto::type_size(99), 0u);
 }
+
+// Hostile headers, as anyone on the port could send them before their secret is checked: they are
+// refused with an error, never a crash or an allocation of what they only declare.
+TEST(ProtocolHostile, DeepNestingIsRefusedNotACrash) {
+  // A map holding 87,000 nested one-element arrays: the size that crashed the recursive decoder.
+  std::string deep = "\x81\xa1k";
+  deep.append(87000, '\x91');
+  deep.push_back('\x01');
+  EXPECT_EQ(code_of([&] { proto::decode(deep.data(), deep.size()); }), PCM_ERR_ARG);
+  // Within the limit the same shape decodes.
+  std::string ok = "\x81\xa1k";
+  ok.append(proto::kMaxDepth - 2, '\x91');
+  ok.push_back('\x01');
+  EXPECT_NO_THROW(proto::decode(ok.data(), ok.size()));
+}
+
+TEST(ProtocolHostile, DeclaredLengthsMustBePresent) {
+  const std::string cases[] = {
+      std::string("\x81\xa1k\xdb\xff\xff\xff\xff", 8),      // str32 of 4 GiB
+      std::string("\x81\xa1k\xc6\x7f\xff\xff\xff", 8),      // bin32 of 2 GiB
+      std::string("\x81\xa1k\xdd\xff\xff\xff\xff", 8),      // array32 of 4 G items
+      std::string("\xdf\xff\xff\xff\xff", 5),               // map32 of 4 G pairs
+      std::string("\x81\xa1k\xc9\x00\x00\x10\x00\x01", 9),  // ext32 of 4 KiB
+      std::string("\x81\xa1k\xd8\x01", 5),                  // fixext16, 1 byte present
+  };
+  for (const std::string& c : cases)
+    EXPECT_EQ(code_of([&] { proto::decode(c.data(), c.size()); }), PCM_ERR_ARG) << c.size();
+}
+
+TEST(ProtocolHostile, StringsMustBeUtf8AndNothingMayFollow) {
+  const std::string bad[] = {
+      std::string("\x81\xa1k\xa2\xc3\x28", 6),          // invalid continuation
+      std::string("\x81\xa1k\xa2\xc0\xaf", 6),          // overlong '/'
+      std::string("\x81\xa1k\xa3\xed\xa0\x80", 7),      // a surrogate
+      std::string("\x81\xa2\xff\xfek\xa1v", 7),         // a key that is not UTF-8
+      std::string("\x81\xa1k\xa1v\x00", 6),             // a byte after the end
+  };
+  for (const std::string& c : bad)
+    EXPECT_EQ(code_of([&] { proto::decode(c.data(), c.size()); }), PCM_ERR_ARG) << c.size();
+  const std::string good = proto::encode(json{{"name", "h\xc3\xa9t\xe2\x82\xac\xf0\x9f\x94\xa5"}});
+  EXPECT_NO_THROW(proto::decode(good.data(), good.size()));
+}
