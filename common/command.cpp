@@ -1,10 +1,10 @@
 // command.cpp — decoding, validating and encoding reconfiguration commands (see command.h).
 #include "command.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include <algorithm>
 
 #include "error.h"
 #include "pcm_types.h"
@@ -14,10 +14,14 @@ namespace pcm::proto {
 
 const char* kind_name(Command::Kind kind) {
   switch (kind) {
-    case Command::Kind::kMigrate: return "migrate";
-    case Command::Kind::kSplit: return "split";
-    case Command::Kind::kMerge: return "merge";
-    case Command::Kind::kResize: return "resize";
+    case Command::Kind::kMigrate:
+      return "migrate";
+    case Command::Kind::kSplit:
+      return "split";
+    case Command::Kind::kMerge:
+      return "merge";
+    case Command::Kind::kResize:
+      return "resize";
   }
   return "unknown";
 }
@@ -77,16 +81,21 @@ Command Command::from_json(const json& j, int world_size) {
 }
 
 json Command::to_json() const {
-  return json{{"id", id},       {"kind", kind_name(kind)}, {"rank", rank}, {"into", into},
-              {"ranks", ranks}, {"size", size},            {"host", host}, {"hosts", hosts}};
+  return json{{"id", id},     {"kind", kind_name(kind)}, {"rank", rank},
+              {"into", into}, {"ranks", ranks},          {"size", size},
+              {"host", host}, {"hosts", hosts}};
 }
 
 std::string Command::describe() const {
   switch (kind) {
-    case Kind::kMigrate: return fmt::format("migrate of rank {} to {}", rank, host);
-    case Kind::kSplit: return fmt::format("split of rank {} into {}", rank, into);
-    case Kind::kMerge: return fmt::format("merge of ranks {}", fmt::join(ranks, ","));
-    case Kind::kResize: break;
+    case Kind::kMigrate:
+      return fmt::format("migrate of rank {} to {}", rank, host);
+    case Kind::kSplit:
+      return fmt::format("split of rank {} into {}", rank, into);
+    case Kind::kMerge:
+      return fmt::format("merge of ranks {}", fmt::join(ranks, ","));
+    case Kind::kResize:
+      break;
   }
   return fmt::format("resize to {}", size);
 }

@@ -72,10 +72,11 @@ std::vector<ArrayRef> arrays_of(const Registry& reg) {
 void Runtime::check_registrations() {
   const std::uint64_t h = registry_.signature();
   std::uint64_t v[2] = {h, ~h};
-  mpi_check(MPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_UINT64_T, MPI_MIN, world_), "MPI_Allreduce");
+  mpi_check(MPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_UINT64_T, MPI_MIN, world_.get()),
+            "MPI_Allreduce");
   // min(h) == max(h) on every process iff all are equal; max(h) = ~min(~h).
   const int code = v[0] == ~v[1] ? PCM_SUCCESS : PCM_ERR_ARG;
-  agree(world_, code,
+  agree(world_.get(), code,
         code ? fmt::format("the processes registered different data (rank {}: {})", rank_,
                            registry_.describe())
              : "");
@@ -84,7 +85,7 @@ void Runtime::check_registrations() {
 int Runtime::resume(MPI_Comm* comm) {
   if (!comm) fail(PCM_ERR_ARG, "comm is NULL");
   if (process_status_ == PCM_RETIRED) fail(PCM_ERR_STATE, "this process has retired");
-  if (!world_ready_) fail(PCM_ERR_STATE, "call PCM_Init first");
+  if (phase_ != Phase::kActive) fail(PCM_ERR_STATE, "call PCM_Init first");
   if (resumed_) fail(PCM_ERR_STATE, "PCM_Resume was already called");
   resumed_ = true;
   switch (process_status_) {
@@ -104,7 +105,7 @@ int Runtime::resume(MPI_Comm* comm) {
         code = e.code();
         msg = e.what();
       }
-      agree(world_, code, msg);
+      agree(world_.get(), code, msg);
       check_registrations();
       break;
     }
@@ -127,10 +128,10 @@ int Runtime::resume(MPI_Comm* comm) {
           msg = fmt::format("'{}': the buffer is NULL", i->name);
         }
       }
-      agree(world_, code, msg);
+      agree(world_.get(), code, msg);
     }
   }
-  *comm = world_;
+  *comm = world_.get();
   return PCM_SUCCESS;
 }
 
@@ -201,7 +202,7 @@ void Runtime::resume_migrated() {
       }
       recv_bytes(data.back(), bytes, migrant_src_, migrant_comm_);
     }
-    if (migrant_comm_owned_) MPI_Comm_free(&migrant_comm_);
+    migrant_owned_.reset();
     migrant_comm_ = MPI_COMM_NULL;
     // Check, then hand over.
     const auto& reg = registry_.items();
@@ -234,7 +235,7 @@ void Runtime::resume_migrated() {
     msg = e.what();
   }
   // Pairs with the survivors' agreement in PCM_Adapt.
-  agree(world_, code, msg);
+  agree(world_.get(), code, msg);
 }
 
 // A restarted process: the newest valid version's values, this world's share of every array
@@ -288,7 +289,7 @@ void Runtime::resume_restarted() {
     code = e.code();
     msg = e.what();
   }
-  agree(world_, code, msg);
+  agree(world_.get(), code, msg);
 }
 
 // ---- PCM_Adapt -----------------------------------------------------------------------------
@@ -310,7 +311,7 @@ int Runtime::adapt(MPI_Comm* comm) {
       case PCM_RECONFIGURE:
         migrate(nullptr, nullptr);
         // Pairs with the replacement's agreement at the end of its PCM_Resume.
-        agree(world_, PCM_SUCCESS, "");
+        agree(world_.get(), PCM_SUCCESS, "");
         break;
       case PCM_SPLIT: {
         const std::string values = registry_.pack(ItemKind::kValue);
@@ -332,7 +333,7 @@ int Runtime::adapt(MPI_Comm* comm) {
     if (rank_ == 0) plog()->warn("[rank 0] {}; continuing in the old world", e.what());
     return PCM_NONE;
   }
-  *comm = world_;
+  *comm = world_.get();
   return process_status_ == PCM_RETIRED ? PCM_RETIRED : PCM_RESHAPED;
 }
 
@@ -342,11 +343,11 @@ int Runtime::checkpoint(MPI_Comm comm, int iteration) {
   require_world(comm);
   int code = iteration < 0 ? PCM_ERR_ARG : PCM_SUCCESS;
   std::string msg = code ? fmt::format("iteration {} is negative", iteration) : "";
-  agree(world_, code, msg);
+  agree(world_.get(), code, msg);
   // A restarted job has this version already (rank 0 decides for all: a process spawned later
   // knows the restart too, but one answer leaves no doubt).
   int skip = iteration == restart_iteration_ ? 1 : 0;
-  mpi_check(MPI_Bcast(&skip, 1, MPI_INT, 0, world_), "MPI_Bcast");
+  mpi_check(MPI_Bcast(&skip, 1, MPI_INT, 0, world_.get()), "MPI_Bcast");
   if (skip) return PCM_SUCCESS;
   try {
     // Every rank stores something, so that the commit sees the whole world.
@@ -372,8 +373,8 @@ int Runtime::checkpoint(MPI_Comm comm, int iteration) {
     code = e.code();
     msg = e.what();
   }
-  agree(world_, code, msg);
-  return commit(world_, iteration);
+  agree(world_.get(), code, msg);
+  return commit(world_.get(), iteration);
 }
 
 }  // namespace pcm::detail

@@ -16,6 +16,12 @@ namespace pcm::detail {
 
 using proto::json;
 
+bool mpi::finalized() noexcept {
+  int fin = 0;
+  MPI_Finalized(&fin);
+  return fin != 0;
+}
+
 json decode_internal(const std::string& bytes) {
   // The job's own processes sent it: no size limit (replicated values may be large), but it must
   // still be well-formed.

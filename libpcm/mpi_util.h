@@ -1,5 +1,5 @@
-// mpi_util.h — libpcm's small MPI helpers: error checks, agreed error codes, header broadcasts,
-// type mapping, settings from the environment, and the library's logger.
+// mpi_util.h — libpcm's small MPI helpers: owning handles, error checks, agreed error codes,
+// header broadcasts, type mapping, settings from the environment, and the library's logger.
 #pragma once
 
 #include <mpi.h>
@@ -7,11 +7,81 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 namespace pcm::detail {
+
+namespace mpi {
+
+// Whether MPI_Finalize has run: handles are not freed after it (a static's destructor may run
+// then).
+bool finalized() noexcept;
+
+// A move-only owner of one MPI handle, freed when it goes unless it is null or MPI has ended.
+// Never give it a predefined handle (MPI_COMM_WORLD, MPI_INT, ...).
+template <typename Traits>
+class Handle {
+ public:
+  using type = typename Traits::type;
+
+  Handle() noexcept = default;
+  explicit Handle(type h) noexcept : h_(h) {}
+  Handle(Handle&& o) noexcept : h_(o.release()) {}
+  Handle& operator=(Handle&& o) noexcept {
+    if (this != &o) reset(o.release());
+    return *this;
+  }
+  Handle(const Handle&) = delete;
+  Handle& operator=(const Handle&) = delete;
+  ~Handle() { reset(); }
+
+  type get() const noexcept { return h_; }
+  explicit operator bool() const noexcept { return h_ != Traits::null(); }
+  // For the MPI call that creates the handle: frees the old one first.
+  type* out() noexcept {
+    reset();
+    return &h_;
+  }
+  type release() noexcept { return std::exchange(h_, Traits::null()); }
+  void reset(type h = Traits::null()) noexcept {
+    type old = std::exchange(h_, h);
+    if (old != Traits::null() && !finalized()) Traits::free(&old);
+  }
+
+ private:
+  type h_ = Traits::null();
+};
+
+struct CommTraits {
+  using type = MPI_Comm;
+  static MPI_Comm null() noexcept { return MPI_COMM_NULL; }
+  static void free(MPI_Comm* c) noexcept { MPI_Comm_free(c); }
+};
+struct DatatypeTraits {
+  using type = MPI_Datatype;
+  static MPI_Datatype null() noexcept { return MPI_DATATYPE_NULL; }
+  static void free(MPI_Datatype* t) noexcept { MPI_Type_free(t); }
+};
+struct InfoTraits {
+  using type = MPI_Info;
+  static MPI_Info null() noexcept { return MPI_INFO_NULL; }
+  static void free(MPI_Info* i) noexcept { MPI_Info_free(i); }
+};
+
+using Comm = Handle<CommTraits>;
+using Datatype = Handle<DatatypeTraits>;
+using Info = Handle<InfoTraits>;
+
+// Commits a datatype just created and takes ownership of it.
+inline Datatype committed(MPI_Datatype t) noexcept {
+  MPI_Type_commit(&t);
+  return Datatype(t);
+}
+
+}  // namespace mpi
 
 // The "pcm" logger (stderr, level from PCM_LOG_LEVEL).
 std::shared_ptr<spdlog::logger> plog();

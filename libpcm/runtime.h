@@ -1,24 +1,32 @@
-// runtime.h — the per-process state of libpcm behind the C API (one instance per process).
+// runtime.h — the per-process state of libpcm behind the C API (one instance per process): a
+// façade over its parts (settings, daemon link, status windows, retirement) whose member
+// functions live in one file per job:
+//   runtime.cpp  lifecycle (MPI_PCM_Init, PCM_Init, PCM_Finalize, PCM_Exit), PCM_Status
+//   world.cpp    spawning, adopting a new world, joining as a spawned child, retiring
+//   migrate.cpp  migration (PCM_Reconfigure)
+//   reshape.cpp  split and merge (PCM_Split, PCM_Merge, PCM_Merge_datacnts)
+//   restart.cpp  store and load through pcmd, commit, restart reads
+//   adapt.cpp    the register-once layer (PCM_Resume, PCM_Adapt, PCM_Checkpoint)
 #pragma once
 
 #include <mpi.h>
-#include <time.h>
 
 #include <cstdint>
 #include <functional>
-#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include <zmq.hpp>
-
-#include "client.h"
 #include "command.h"
 #include "config.h"
+#include "daemon_link.h"
 #include "distribution.h"
+#include "mpi_util.h"
 #include "pcm.h"
 #include "registry.h"
+#include "retirement.h"
+#include "settings.h"
+#include "status_window.h"
 
 // What a PCM_Dist handle points to.
 struct PCM_Dist_s {
@@ -37,14 +45,17 @@ struct ArrayRef {
   PCM_Dist* dist;
 };
 
-// A retired process this one must wake when it ends (by an MPI message on comm).
-struct Ward {
-  MPI_Comm comm;
-  int rank;
-};
-
 class Runtime {
  public:
+  // Where the process is in its life. The calls allowed in each are checked by the calls.
+  enum class Phase {
+    kUninit,     // before MPI_PCM_Init
+    kMpiReady,   // MPI_PCM_Init done (perhaps failed: init_error_), PCM_Init not yet
+    kActive,     // in a world (after PCM_Init, or joined as a spawned process)
+    kRetired,    // left the world in a reconfiguration; only PCM_Exit/PCM_Finalize remain
+    kFinalized,  // MPI_Finalize called
+  };
+
   static Runtime& instance();
 
   int mpi_pcm_init(int* argc, char*** argv);
@@ -78,9 +89,28 @@ class Runtime {
 
  private:
   Runtime() = default;
+  // Lifecycle (runtime.cpp).
   void require_world(MPI_Comm comm) const;
-  Client& client();
+  void shut_down();
+
+  // Worlds (world.cpp).
   void join_as_child(MPI_Comm parent);
+  void agree_spawnable(const std::string& exe, const Command& cmd);
+  mpi::Comm spawn(const std::string& exe, const std::vector<std::string>& hosts);
+  void adopt_world(mpi::Comm world);
+  void finish_reconfigure(mpi::Comm merged, int waker_in_merged, int mover_in_merged,
+                          bool i_am_mover, const Command& cmd);
+  void retire(mpi::Comm waker_comm, int waker_rank, const Command& cmd);
+  void abandon(const Command& cmd, const std::string& why);
+  void report_reconfigured(const Command& cmd, bool success, const std::string& error,
+                           const nlohmann::json& layout = nullptr);
+  void note_reconfig(const Command& cmd);
+
+  // Migration (migrate.cpp); in the mover, send(merged, child) runs once the new world is built.
+  using MigrationSender = std::function<void(MPI_Comm merged, int child)>;
+  void migrate(const char* command, const MigrationSender& send);
+
+  // Split and merge (reshape.cpp).
   void check_pending(MPI_Comm comm, bool want_split) const;
   void agree_reshape_args(const std::vector<ArrayRef>& arrays);
   // Split: the old world sends arrays (and `extra`, any header) to a newly spawned world and
@@ -89,49 +119,25 @@ class Runtime {
                   const char* command);
   void receive_split(const std::vector<ArrayRef>& arrays, nlohmann::json* extra);
   void merge_arrays(const std::vector<ArrayRef>& arrays);
-  void abandon(const Command& cmd, const std::string& why);
-  void note_reconfig(const Command& cmd);
+
+  // Restart (restart.cpp).
   nlohmann::json restart_json() const;
-  // Migration; in the mover, send(merged, child) runs once the new world is built.
-  using MigrationSender = std::function<void(MPI_Comm merged, int child)>;
-  void migrate(const char* command, const MigrationSender& send);
+
   // The register-once layer's parts (adapt.cpp).
   void check_registrations();
   void resume_migrated();
   void resume_restarted();
   void send_migration(MPI_Comm merged, int child, int rank);
-  void agree_spawnable(const std::string& exe, const Command& cmd);
-  MPI_Comm spawn(const std::string& exe, const std::vector<std::string>& hosts);
-  // Where each new rank of a merge comes from (-1: a leaver); new_of[old rank].
-  Distribution merged_distribution(const Distribution& d, std::vector<int>* new_of) const;
-  // The same without a map (a merge that moves no array): survivors in old rank order.
-  std::vector<int> merged_ranks() const;
-  void retire(MPI_Comm waker_comm, int waker_rank, const Command& cmd);
-  void adopt_world(MPI_Comm world);
-  void finish_reconfigure(MPI_Comm merged, int waker_in_merged, int mover_in_merged,
-                          bool i_am_mover, const Command& cmd);
-  void poll_daemon();
-  long long next_window_calls();
-  void reset_poller();
-  void report_reconfigured(const Command& cmd, bool success, const std::string& error,
-                           const nlohmann::json& layout = nullptr);
-  std::vector<std::string> gather_hosts() const;
-  void wake_wards();
-  std::string spawn_command(const char* command) const;
 
   // Lifecycle.
-  bool mpi_pcm_initialized_ = false;
-  bool world_ready_ = false;
-  bool finalized_ = false;
-  int process_status_ = PCM_STARTED;
-  std::string init_error_;  // why MPI_PCM_Init failed (then only PCM_Finalize is allowed)
+  Phase phase_ = Phase::kUninit;
+  int process_status_ = PCM_STARTED;  // how this process came to be (PCM_RETIRED once retired)
+  std::string init_error_;            // why MPI_PCM_Init failed (then only PCM_Finalize is allowed)
 
   // Job and world.
-  Config config_;
-  int connect_timeout_ms_ = 5000;
-  int data_timeout_ms_ = 600000;  // store, load, commit, restart: grows with the data
+  Settings settings_;
   std::string job_;
-  MPI_Comm world_ = MPI_COMM_NULL;
+  mpi::Comm world_;
   int rank_ = -1;
   int size_ = 0;
   std::int64_t iteration_ = 0;  // PCM_Status calls over the job's life
@@ -139,36 +145,17 @@ class Runtime {
   std::string cwd_;
   std::string self_exe_;
 
-  // Talking to pcmd.
-  std::unique_ptr<zmq::context_t> context_;
-  std::unique_ptr<Client> client_;
-
-  // Rank 0's asynchronous poll of pcmd (a DEALER socket: PCM_Status never waits for pcmd).
-  std::unique_ptr<zmq::socket_t> poller_;
-  bool poll_outstanding_ = false;
-  std::int64_t poll_sent_ms_ = 0;
-  std::int64_t poll_interval_ms_ = 50;
-  std::optional<Command> received_;  // from pcmd, not yet broadcast
+  DaemonLink link_;
+  std::optional<Command> received_;  // rank 0: from pcmd, not yet broadcast
   std::int64_t last_done_command_ = 0;
-
   std::optional<Command> current_;  // broadcast, not yet carried out
-
-  // The ranks agree on pending commands (one broadcast) once per window of PCM_Status calls; the
-  // calls in between only count down. Rank 0 sizes each window from the measured time per call
-  // so that a window lasts about status_window_us_ (PCM_STATUS_WINDOW_US; 0: every call), at
-  // most kMaxWindowCalls calls, and broadcasts the size with the agreement. Every process of the
-  // world holds the same countdown; it is 0 whenever the world changes.
-  static constexpr long long kMaxWindowCalls = 256;
-  long long status_countdown_ = 0;
-  long long status_window_calls_ = 1;  // size of the window that ended at the last agreement
-  double status_window_start_ = 0;     // rank 0: MPI_Wtime() of the last agreement
-  double status_window_us_ = 1000;
+  StatusWindow window_;
   // A spawned process resumes at the iteration whose PCM_Status the others have already made.
   bool skip_next_status_ = false;
 
   // A process spawned by a split, between PCM_Init and its PCM_Split: the intercommunicator to
   // the old world and what the old world told it.
-  MPI_Comm join_inter_ = MPI_COMM_NULL;
+  mpi::Comm join_inter_;
   nlohmann::json join_ctx_;
 
   // Set in a restarted job: the version it resumes from.
@@ -186,19 +173,17 @@ class Runtime {
   double t_spawn_ = 0, t_data_ = 0, t_rebuild_ = 0;
 
   // A migrated process, until PCM_Resume has received the mover's registered state: the
-  // communicator to the mover and the mover's rank in it (owned unless it is also in wards_).
+  // communicator to the mover and the mover's rank in it. migrant_owned_ holds it unless it
+  // is the communicator this process wakes the mover on (then retirement_ owns it).
   MPI_Comm migrant_comm_ = MPI_COMM_NULL;
+  mpi::Comm migrant_owned_;
   int migrant_src_ = -1;
-  bool migrant_comm_owned_ = false;
 
   // The register-once layer.
   Registry registry_;
   bool resumed_ = false;
 
-  // Retirement.
-  std::vector<Ward> wards_;
-  MPI_Comm waker_comm_ = MPI_COMM_NULL;
-  int waker_rank_ = -1;
+  Retirement retirement_;
 };
 
 }  // namespace pcm::detail

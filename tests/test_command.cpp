@@ -2,14 +2,13 @@
 // kind decoded and validated against a world size, each refusal, and the wire encoding.
 #include <gtest/gtest.h>
 
-#include "test_util.h"
-
 #include "command.h"
 #include "error.h"
 #include "pcm_types.h"
+#include "test_util.h"
 
-using pcm::proto::json;
 using pcm::proto::Command;
+using pcm::proto::json;
 namespace proto = pcm::proto;
 
 namespace {
@@ -18,8 +17,8 @@ json migrate_json() {
   return json{{"id", 5}, {"kind", "migrate"}, {"rank", 1}, {"size", 4}, {"host", "node-2"}};
 }
 json split_json() {
-  return json{{"id", 6}, {"kind", "split"}, {"rank", 0}, {"into", 3}, {"size", 4},
-              {"hosts", {"a", "a", "b", "b"}}};
+  return json{{"id", 6},   {"kind", "split"}, {"rank", 0},
+              {"into", 3}, {"size", 4},       {"hosts", {"a", "a", "b", "b"}}};
 }
 
 }  // namespace
@@ -119,9 +118,13 @@ TEST(Command, Resize) {
   EXPECT_EQ(code_of([&] { Command::from_json(grow, 4); }), PCM_ERR_ARG);
   grow["hosts"] = {"a", "a", "a", "b", "b"};
   EXPECT_EQ(Command::from_json(grow, 4).hosts.size(), 5u);
-  EXPECT_EQ(code_of([&] { Command::from_json(json{{"id", 9}, {"kind", "resize"}, {"size", 4}}, 4); }),
+  EXPECT_EQ(code_of([&] {
+              Command::from_json(json{{"id", 9}, {"kind", "resize"}, {"size", 4}}, 4);
+            }),
             PCM_ERR_ARG);  // no change
-  EXPECT_EQ(code_of([&] { Command::from_json(json{{"id", 9}, {"kind", "resize"}, {"size", 0}}, 4); }),
+  EXPECT_EQ(code_of([&] {
+              Command::from_json(json{{"id", 9}, {"kind", "resize"}, {"size", 0}}, 4);
+            }),
             PCM_ERR_ARG);
 }
 
@@ -129,8 +132,14 @@ TEST(Command, EncodingRoundTrips) {
   Command c = Command::from_json(split_json(), 2);
   json j = c.to_json();
   // The wire form carries every field, whatever the kind.
-  EXPECT_EQ(j, (json{{"id", 6}, {"kind", "split"}, {"rank", 0}, {"into", 3}, {"ranks", json::array()},
-                     {"size", 4}, {"host", ""}, {"hosts", {"a", "a", "b", "b"}}}));
+  EXPECT_EQ(j, (json{{"id", 6},
+                     {"kind", "split"},
+                     {"rank", 0},
+                     {"into", 3},
+                     {"ranks", json::array()},
+                     {"size", 4},
+                     {"host", ""},
+                     {"hosts", {"a", "a", "b", "b"}}}));
   Command back = Command::from_json(j, 2);
   EXPECT_EQ(back.to_json(), j);
 }

@@ -1,0 +1,21 @@
+// exchange.h — moving a distributed array's units between processes with one MPI_Alltoallw over
+// indexed datatypes, straight from the old buffer into the new one.
+#pragma once
+
+#include <mpi.h>
+
+#include <vector>
+
+#include "distribution.h"
+
+namespace pcm::detail {
+
+// Moves the units of plan between the processes of comm (an intra- or an intercommunicator;
+// npeers is the size of the group addressed). me_from / me_to: the caller's rank in the old / new
+// map (-1: none). peer_of_new / peer_of_old: each new / old rank's index in the group addressed.
+// Collective over comm; throws pcm::Error(PCM_ERR_MPI) and frees every datatype it made.
+void exchange(MPI_Comm comm, int npeers, const std::vector<Transfer>& plan, int me_from, int me_to,
+              const Distribution& from, const Distribution& to, const std::vector<int>& peer_of_new,
+              const std::vector<int>& peer_of_old, const char* oldbuf, char* newbuf, int type);
+
+}  // namespace pcm::detail

@@ -1,0 +1,337 @@
+// reshape.cpp — split and merge: planning the new maps (pure functions), the old world sending
+// to a spawned one and retiring, the new world receiving, and the survivors of a merge.
+#include "reshape.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <random>
+
+#include "buffer.h"
+#include "cma.h"
+#include "error.h"
+#include "exchange.h"
+#include "protocol.h"
+#include "runtime.h"
+#include "world.h"
+
+namespace pcm::detail {
+
+using proto::json;
+
+// ---- planning ------------------------------------------------------------------------------
+
+Distribution grown_distribution(const Command& cmd, const Distribution& d) {
+  return cmd.kind == Command::Kind::kSplit ? d.split(cmd.rank, cmd.into) : d.resized(cmd.size);
+}
+
+Distribution merged_distribution(const Command& cmd, const Distribution& d,
+                                 std::vector<int>* new_of) {
+  if (cmd.kind == Command::Kind::kMerge) {
+    Distribution next = d.merge(cmd.ranks, new_of);
+    // The lowest listed rank keeps the merged data; the other listed ranks leave.
+    int keeper = *std::min_element(cmd.ranks.begin(), cmd.ranks.end());
+    for (int r : cmd.ranks)
+      if (r != keeper) (*new_of)[r] = -1;
+    return next;
+  }
+  Distribution next = d.resized(cmd.size);
+  new_of->resize(static_cast<std::size_t>(d.size()));
+  for (int r = 0; r < d.size(); ++r) (*new_of)[r] = r < cmd.size ? r : -1;
+  return next;
+}
+
+std::vector<int> merged_ranks(const Command& cmd, int size) {
+  std::vector<int> new_of(static_cast<std::size_t>(size), -1);
+  if (cmd.kind == Command::Kind::kMerge) {
+    const int keeper = *std::min_element(cmd.ranks.begin(), cmd.ranks.end());
+    int next = 0;
+    for (int r = 0; r < size; ++r)
+      if (r == keeper || std::find(cmd.ranks.begin(), cmd.ranks.end(), r) == cmd.ranks.end())
+        new_of[r] = next++;
+  } else {
+    for (int r = 0; r < size && r < cmd.size; ++r) new_of[r] = r;
+  }
+  return new_of;
+}
+
+// ---- split ---------------------------------------------------------------------------------
+
+void Runtime::check_pending(MPI_Comm comm, bool want_split) const {
+  require_world(comm);
+  if (!current_ || current_->kind == Command::Kind::kMigrate)
+    fail(PCM_ERR_STATE, "no {} is pending", want_split ? "split" : "merge");
+  bool grows = current_->size > size_;
+  if (grows != want_split)
+    fail(PCM_ERR_STATE, "the pending reconfiguration is a {} ({} -> {} processes): call {}",
+         proto::kind_name(current_->kind), size_, current_->size,
+         grows ? "PCM_Split" : "PCM_Merge");
+}
+
+namespace {
+void check_reshape_args(void** buf, PCM_Dist* dist, int* iteration, int* rank, int* size,
+                        MPI_Comm* comm, int type) {
+  if (!buf || !dist || !iteration || !rank || !size || !comm)
+    fail(PCM_ERR_ARG, "buf, dist, iteration, rank, size and comm must not be NULL");
+  if (proto::type_size(type) == 0) fail(PCM_ERR_ARG, "unknown type {}", type);
+}
+}  // namespace
+
+int Runtime::split(void** buf, int type, PCM_Dist* dist, int* iteration, int* rank, int* size,
+                   MPI_Comm* comm, const char* command) {
+  check_reshape_args(buf, dist, iteration, rank, size, comm, type);
+  const std::vector<ArrayRef> arrays{{buf, type, dist}};
+  if (join_inter_) {
+    json extra;
+    receive_split(arrays, &extra);
+    *iteration = extra.at("iteration").get<int>();
+  } else {
+    check_pending(*comm, true);
+    send_split(arrays, json{{"iteration", *iteration}}, command);
+  }
+  *rank = rank_;
+  *size = size_;
+  *comm = world_.get();
+  return PCM_SUCCESS;
+}
+
+// A process of the new world: receive every array the old world sends. The data moves first, then
+// what was sent is checked against what the caller expects (the old world must not be left
+// waiting for a process that gave up early).
+void Runtime::receive_split(const std::vector<ArrayRef>& arrays, json* extra) {
+  const double t0 = wtime();
+  const json ctx = join_ctx_;
+  const json& sent = ctx.at("arrays");
+  const std::size_t n = sent.size();
+  std::vector<Distribution> from(n), to(n);
+  std::vector<int> types(n);
+  std::vector<char*> bufs(n, nullptr);
+  std::vector<std::vector<Transfer>> moves(n);
+  auto free_all = [&] {
+    for (char* b : bufs) std::free(b);
+  };
+  Command cmd;
+  bool read = true;
+  try {
+    cmd = Command::from_json(ctx.at("command"), ctx.at("old_size").get<int>());
+    for (std::size_t i = 0; i < n; ++i) {
+      from[i] = Distribution::from_json(sent[i].at("from"));
+      to[i] = Distribution::from_json(sent[i].at("to"));
+      types[i] = sent[i].at("type").get<int>();
+      bufs[i] = new_buffer(to[i], rank_, proto::type_size(types[i]));
+      moves[i] = plan(from[i], to[i]);
+    }
+    const double t_read = wtime();
+    for (std::size_t i = 0; i < n && read; ++i)
+      read = cma_read(sent[i].at("cma"), moves[i], rank_, from[i], to[i], bufs[i],
+                      proto::type_size(types[i]));
+    plog()->debug("[rank {}] split: direct read {:.4f} s ({})", rank_, wtime() - t_read,
+                  read ? "done" : "not possible");
+  } catch (...) {
+    free_all();
+    throw;
+  }
+  if (!cma_all_read(read, false, join_inter_.get(), world_.get())) {
+    for (std::size_t i = 0; i < n; ++i)
+      exchange(join_inter_.get(), from[i].size(), moves[i], -1, rank_, from[i], to[i],
+               identity(to[i].size()), identity(from[i].size()), nullptr, bufs[i], types[i]);
+  }
+  t_data_ = wtime() - t0;
+  const double t1 = wtime();
+  if (rank_ == 0) {
+    retirement_.watch(std::move(join_inter_), identity(ctx.at("old_size").get<int>()));
+  } else {
+    join_inter_.reset();
+  }
+  last_done_command_ = cmd.id;
+  report_reconfigured(cmd, true, "", rank_ == 0 && n > 0 ? to[0].to_json() : json());
+  t_spawn_ = 0;
+  t_rebuild_ = wtime() - t1;
+  if (n != arrays.size()) {
+    free_all();
+    fail(PCM_ERR_ARG, "the old world sent {} arrays, this process expects {}", n, arrays.size());
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    if (types[i] != arrays[i].type) {
+      free_all();
+      fail(PCM_ERR_TYPE, "the old world sent {} data, not {}", proto::type_name(types[i]),
+           proto::type_name(arrays[i].type));
+    }
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    std::free(*arrays[i].buf);
+    *arrays[i].buf = bufs[i];
+    delete *arrays[i].dist;
+    *arrays[i].dist = new PCM_Dist_s{std::move(to[i])};
+  }
+  *extra = ctx.at("extra");
+}
+
+// The old world: spawn the new one, let it read (or send it) every array, and retire.
+void Runtime::send_split(const std::vector<ArrayRef>& arrays, const json& extra,
+                         const char* command) {
+  agree_reshape_args(arrays);
+  const double t0 = wtime();
+  const Command cmd = *current_;
+  std::vector<Distribution> next;
+  for (const ArrayRef& a : arrays) next.push_back(grown_distribution(cmd, (*a.dist)->d));
+  std::string exe = spawn_command(command, self_exe_, cwd_);
+  agree_spawnable(exe, cmd);
+  mpi::Comm inter;
+  try {
+    inter = spawn(exe, cmd.hosts);
+  } catch (const Error& e) {
+    abandon(cmd, e.what());
+    throw;
+  }
+  t_spawn_ = wtime() - t0;
+  const double t1 = wtime();
+  cma_token_ = std::random_device{}() * 4294967296ULL + std::random_device{}();
+  json sent = json::array();
+  for (std::size_t i = 0; i < arrays.size(); ++i) {
+    sent.push_back({{"type", arrays[i].type},
+                    {"from", (*arrays[i].dist)->d.to_json()},
+                    {"to", next[i].to_json()},
+                    {"cma", cma_sources(world_.get(), rank_, size_, *arrays[i].buf, &cma_token_,
+                                        settings_.split_cma)}});
+  }
+  bcast_inter(json{{"kind", "split"},
+                   {"job", job_},
+                   {"command", cmd.to_json()},
+                   {"old_size", size_},
+                   {"pcm_iteration", iteration_},
+                   {"arrays", sent},
+                   {"extra", extra},
+                   {"restart", restart_json()},
+                   {"reconfig", last_reconfig_}},
+              true, rank_, inter.get());
+  if (!cma_all_read(false, true, inter.get(), MPI_COMM_NULL)) {
+    for (std::size_t i = 0; i < arrays.size(); ++i)
+      exchange(inter.get(), next[i].size(), plan((*arrays[i].dist)->d, next[i]), rank_, -1,
+               (*arrays[i].dist)->d, next[i], identity(next[i].size()), identity(size_),
+               static_cast<const char*>(*arrays[i].buf), nullptr, arrays[i].type);
+  }
+  t_data_ = wtime() - t1;
+  t_rebuild_ = 0;
+  for (const ArrayRef& a : arrays) {
+    std::free(*a.buf);
+    *a.buf = nullptr;
+    delete *a.dist;
+    *a.dist = nullptr;
+  }
+  retire(std::move(inter), 0, cmd);  // the new world's rank 0 wakes the whole old world at the end
+}
+
+// The maps and buffers a split or merge starts from must fit this world; every rank gets the same
+// answer, so no rank enters the exchange alone.
+void Runtime::agree_reshape_args(const std::vector<ArrayRef>& arrays) {
+  int code = PCM_SUCCESS;
+  std::string msg;
+  for (const ArrayRef& a : arrays) {
+    if (!*a.dist || (*a.dist)->d.size() != size_) {
+      code = PCM_ERR_ARG;
+      msg = *a.dist ? fmt::format("the map describes {} processes, the world has {}",
+                                  (*a.dist)->d.size(), size_)
+                    : "dist is NULL";
+    } else if (!*a.buf && (*a.dist)->d.local_elements(rank_) > 0) {
+      code = PCM_ERR_ARG;
+      msg = "buf is NULL";
+    }
+    if (code != PCM_SUCCESS) break;
+  }
+  agree(world_.get(), code, msg);
+}
+
+int Runtime::merge_datacnts(const Distribution* dist, long* count, int* merge_rank, MPI_Comm comm) {
+  check_pending(comm, false);
+  if (!dist || dist->size() != size_) fail(PCM_ERR_ARG, "dist does not describe this world");
+  std::vector<int> new_of;
+  Distribution next = merged_distribution(*current_, *dist, &new_of);
+  int me = new_of[rank_];
+  if (count) *count = me >= 0 ? static_cast<long>(next.local_elements(me)) : 0;
+  if (merge_rank) *merge_rank = me;
+  return PCM_SUCCESS;
+}
+
+int Runtime::merge(void** buf, int type, PCM_Dist* dist, int* iteration, int* rank, int* size,
+                   MPI_Comm* comm) {
+  check_reshape_args(buf, dist, iteration, rank, size, comm, type);
+  check_pending(*comm, false);
+  merge_arrays({{buf, type, dist}});
+  *rank = rank_;
+  *size = size_;
+  *comm = world_.get();
+  (void)iteration;  // nothing is spawned: every survivor already knows it
+  return PCM_SUCCESS;
+}
+
+void Runtime::merge_arrays(const std::vector<ArrayRef>& arrays) {
+  agree_reshape_args(arrays);
+  const double t0 = wtime();
+  const Command cmd = *current_;
+  // Every array must number the survivors alike (maps PCM builds do: ranks follow the data).
+  std::vector<int> new_of = merged_ranks(cmd, size_);
+  std::vector<Distribution> next;
+  for (std::size_t i = 0; i < arrays.size(); ++i) {
+    std::vector<int> of;
+    next.push_back(merged_distribution(cmd, (*arrays[i].dist)->d, &of));
+    if (i == 0) {
+      new_of = of;
+    } else if (of != new_of) {
+      fail(PCM_ERR_ARG, "the maps of the registered arrays order the merged ranks differently");
+    }
+  }
+  const int new_size =
+      static_cast<int>(std::count_if(new_of.begin(), new_of.end(), [](int r) { return r >= 0; }));
+  std::vector<int> old_of_new(static_cast<std::size_t>(new_size), -1);
+  for (int r = 0; r < size_; ++r)
+    if (new_of[r] >= 0) old_of_new[new_of[r]] = r;
+  const int me = new_of[rank_];
+  std::vector<char*> newbufs(arrays.size(), nullptr);
+  try {
+    for (std::size_t i = 0; i < arrays.size(); ++i) {
+      const std::size_t elem = proto::type_size(arrays[i].type);
+      if (me >= 0) newbufs[i] = new_buffer(next[i], me, elem);
+      // Plan in new ranks; the exchange addresses each new rank through the old rank that keeps
+      // it.
+      exchange(world_.get(), size_, plan((*arrays[i].dist)->d, next[i]), rank_, me,
+               (*arrays[i].dist)->d, next[i], old_of_new, identity(size_),
+               static_cast<const char*>(*arrays[i].buf), newbufs[i], arrays[i].type);
+    }
+  } catch (...) {
+    for (char* b : newbufs) std::free(b);
+    throw;
+  }
+  t_spawn_ = 0;
+  t_data_ = wtime() - t0;
+  const double t1 = wtime();
+  mpi::Comm nw;
+  mpi_check(MPI_Comm_split(world_.get(), me >= 0 ? 0 : MPI_UNDEFINED, me, nw.out()),
+            "MPI_Comm_split");
+  const json layout = me == 0 && !next.empty() ? next[0].to_json() : json();
+  for (std::size_t i = 0; i < arrays.size(); ++i) {
+    std::free(*arrays[i].buf);
+    *arrays[i].buf = newbufs[i];
+    delete *arrays[i].dist;
+    *arrays[i].dist = me >= 0 ? new PCM_Dist_s{std::move(next[i])} : nullptr;
+  }
+  const int waker = old_of_new[0];
+  if (me < 0) {
+    retire(std::move(world_), waker, cmd);  // the old world stays, for the waker's message
+    t_rebuild_ = wtime() - t1;
+    return;
+  }
+  if (rank_ == waker) {
+    std::vector<int> leavers;
+    for (int r = 0; r < size_; ++r)
+      if (new_of[r] < 0) leavers.push_back(r);
+    retirement_.watch(std::move(world_), leavers);
+  } else {
+    world_.reset();
+  }
+  adopt_world(std::move(nw));
+  last_done_command_ = cmd.id;
+  report_reconfigured(cmd, true, "", layout);
+  t_rebuild_ = wtime() - t1;
+}
+
+}  // namespace pcm::detail

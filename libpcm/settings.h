@@ -1,0 +1,22 @@
+// settings.h — libpcm's PCM_* environment variables, read once by MPI_PCM_Init.
+#pragma once
+
+#include <string>
+
+namespace pcm::detail {
+
+struct Settings {
+  int connect_timeout_ms = 5000;   // PCM_CONNECT_TIMEOUT_MS: pcmd's answer to a small request
+  int data_timeout_ms = 600000;    // PCM_DATA_TIMEOUT_MS: store, load, commit, restart
+  long poll_interval_ms = 50;      // PCM_POLL_MS: rank 0 asks pcmd for commands at most this often
+  double status_window_us = 1000;  // PCM_STATUS_WINDOW_US: length of an agreement window (0: none)
+  bool split_cma = true;           // PCM_SPLIT_CMA: a split's new processes may read old buffers
+  // PCM_JOB and PCM_RESTART (=1) as given; PCM_Init checks them on rank 0 and agrees.
+  std::string job;
+  bool restart = false;
+
+  // Throws pcm::Error(PCM_ERR_ARG) naming a variable that is set but out of range.
+  static Settings from_env();
+};
+
+}  // namespace pcm::detail

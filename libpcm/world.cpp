@@ -1,0 +1,230 @@
+// world.cpp — building new worlds: spawning processes, adopting the world a reconfiguration
+// built, joining it as a spawned process, retiring from the old one, and telling pcmd.
+#include "world.h"
+
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "error.h"
+#include "protocol.h"
+#include "runtime.h"
+
+namespace pcm::detail {
+
+using proto::json;
+
+namespace {
+constexpr int kHostLen = 256;
+}  // namespace
+
+std::vector<std::string> gather_hosts(MPI_Comm comm) {
+  int rank = 0, size = 0;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  char name[kHostLen] = {0};
+  int len = 0;
+  char proc[MPI_MAX_PROCESSOR_NAME];
+  MPI_Get_processor_name(proc, &len);
+  std::snprintf(name, sizeof name, "%s", proc);
+  if (!proto::valid_host(name)) std::snprintf(name, sizeof name, "unknown");
+  std::vector<char> all(rank == 0 ? static_cast<std::size_t>(size) * kHostLen : 0);
+  mpi_check(MPI_Gather(name, kHostLen, MPI_CHAR, all.data(), kHostLen, MPI_CHAR, 0, comm),
+            "MPI_Gather");
+  std::vector<std::string> hosts;
+  for (int r = 0; rank == 0 && r < size; ++r) hosts.emplace_back(&all[r * kHostLen]);
+  return hosts;
+}
+
+std::string spawn_command(const char* command, const std::string& self_exe,
+                          const std::string& cwd) {
+  std::string c = command && *command ? command : self_exe;
+  if (c.find('/') == std::string::npos) return c;  // found through PATH, as mpiexec did
+  if (c[0] != '/') c = cwd + "/" + c;
+  return c;
+}
+
+void Runtime::report_reconfigured(const Command& cmd, bool success, const std::string& error,
+                                  const json& layout) {
+  try {
+    json req{{"op", "reconfigured"},
+             {"job", job_},
+             {"command", cmd.id},
+             {"success", success},
+             {"iteration", iteration_}};
+    if (success) {
+      req["size"] = size_;
+      req["hosts"] = gather_hosts(world_.get());  // collective: every rank of the new world
+      req["pid"] = static_cast<long>(::getpid());
+      if (!layout.is_null()) req["layout"] = layout;
+      if (rank_ != 0) return;
+    } else {
+      req["error"] = error;
+    }
+    link_.request(req, nullptr, 0, settings_.connect_timeout_ms);
+  } catch (const Error& e) {
+    plog()->warn("[rank {}] could not tell pcmd about command {}: {}", rank_, cmd.id, e.what());
+  }
+}
+
+// A reconfiguration given up before anything changed: pcmd hears why, and the command is done.
+void Runtime::abandon(const Command& cmd, const std::string& why) {
+  current_.reset();
+  last_done_command_ = cmd.id;
+  if (rank_ == 0) report_reconfigured(cmd, false, why);
+}
+
+void Runtime::note_reconfig(const Command& cmd) {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  last_reconfig_ = json{{"kind", cmd.kind == Command::Kind::kMigrate ? PCM_MIGRATE
+                                 : cmd.size > size_                  ? PCM_SPLIT
+                                                                     : PCM_MERGE},
+                        {"size_before", size_},
+                        {"started", static_cast<double>(ts.tv_sec) + 1e-9 * ts.tv_nsec}};
+}
+
+void Runtime::retire(mpi::Comm waker_comm, int waker_rank, const Command& cmd) {
+  world_.reset();  // unless it is waker_comm, moved in by the caller
+  retirement_.retire_to(std::move(waker_comm), waker_rank);
+  phase_ = Phase::kRetired;
+  process_status_ = PCM_RETIRED;
+  link_.stop_polling();
+  current_.reset();
+  received_.reset();
+  last_done_command_ = cmd.id;
+  plog()->info("[rank {}] retired ({} {})", rank_, proto::kind_name(cmd.kind), cmd.id);
+  rank_ = -1;
+  size_ = 0;
+}
+
+void Runtime::adopt_world(mpi::Comm world) {
+  world_ = std::move(world);
+  MPI_Comm_set_errhandler(world_.get(), MPI_ERRORS_RETURN);
+  MPI_Comm_rank(world_.get(), &rank_);
+  MPI_Comm_size(world_.get(), &size_);
+  phase_ = Phase::kActive;
+  current_.reset();
+  received_.reset();
+  if (rank_ != 0) link_.stop_polling();  // only rank 0 polls; it may have moved
+}
+
+// Called in the parents (after the spawn) and in the child (after it merged with them): builds
+// the new world from merged and records who wakes whom.
+void Runtime::finish_reconfigure(mpi::Comm merged, int waker_in_merged, int mover_in_merged,
+                                 bool i_am_mover, const Command& cmd) {
+  int me_in_merged;
+  MPI_Comm_rank(merged.get(), &me_in_merged);
+  // The new process takes the mover's rank; everyone else keeps theirs.
+  mpi::Comm next;
+  mpi_check(MPI_Comm_split(merged.get(), i_am_mover ? MPI_UNDEFINED : 0, rank_, next.out()),
+            "MPI_Comm_split");
+  if (i_am_mover) {
+    retire(std::move(merged), waker_in_merged, cmd);
+    return;
+  }
+  world_.reset();
+  adopt_world(std::move(next));
+  last_done_command_ = cmd.id;
+  if (me_in_merged == waker_in_merged) {
+    retirement_.watch(std::move(merged), {mover_in_merged});
+  } else if (merged.get() == migrant_comm_) {  // a migrated process keeps it for PCM_Resume
+    migrant_owned_ = std::move(merged);
+  }  // else merged goes
+  report_reconfigured(cmd, true, "");
+}
+
+void Runtime::join_as_child(MPI_Comm parent_handle) {
+  mpi::Comm parent(parent_handle);
+  int me;
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  json ctx = bcast_inter(json{}, false, me, parent.get());
+  job_ = ctx.at("job").get<std::string>();
+  iteration_ = ctx.at("pcm_iteration").get<std::int64_t>();
+  restart_iteration_ = ctx.at("restart").at("iteration").get<std::int64_t>();
+  restart_nprocs_ = ctx.at("restart").at("nprocs").get<int>();
+  last_reconfig_ = ctx.at("reconfig");
+  skip_next_status_ = true;
+  if (ctx.at("kind") == "migrate") {
+    mpi::Comm merged;
+    mpi_check(MPI_Intercomm_merge(parent.get(), 1, merged.out()), "MPI_Intercomm_merge");
+    parent.reset();
+    Command cmd = Command::from_json(ctx.at("command"), ctx.at("size").get<int>());
+    process_status_ = PCM_MIGRATED;
+    rank_ = cmd.rank;
+    // PCM_Resume receives the mover's registered state on merged.
+    migrant_comm_ = merged.get();
+    migrant_src_ = cmd.rank;
+    finish_reconfigure(std::move(merged), ctx.at("waker").get<int>(), cmd.rank, false, cmd);
+    return;
+  }
+  // A split: this process belongs to a new world spawned as one group. Its data arrives when the
+  // application calls PCM_Split (or PCM_Resume).
+  process_status_ = PCM_SPLITTED;
+  join_inter_ = std::move(parent);
+  join_ctx_ = std::move(ctx);
+  mpi::Comm world;
+  mpi_check(MPI_Comm_dup(MPI_COMM_WORLD, world.out()), "MPI_Comm_dup");
+  adopt_world(std::move(world));
+}
+
+// The program must exist, or hydra aborts the job: rank 0 checks, everyone gets the same answer.
+void Runtime::agree_spawnable(const std::string& exe, const Command& cmd) {
+  int code = PCM_SUCCESS;
+  std::string msg;
+  if (rank_ == 0 && exe[0] == '/' && ::access(exe.c_str(), X_OK) != 0) {
+    code = PCM_ERR_SPAWN;
+    msg = fmt::format("program '{}' is not executable: {}", exe, std::strerror(errno));
+  }
+  try {
+    agree(world_.get(), code, msg);
+  } catch (const Error& e) {
+    abandon(cmd, e.what());
+    throw;
+  }
+}
+
+// Spawns one process per entry of hosts, as one group (so that they share memory among
+// themselves), with the arguments this process was started with. Collective over world_.
+mpi::Comm Runtime::spawn(const std::string& exe, const std::vector<std::string>& hosts) {
+  std::vector<char*> argv;
+  for (auto& a : args_) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  std::vector<char*> cmds;
+  std::vector<char**> argvs;
+  std::vector<int> counts;
+  std::vector<mpi::Info> owned;
+  std::vector<MPI_Info> infos;
+  for (std::size_t i = 0; i < hosts.size(); ++i) {
+    if (i > 0 && hosts[i] == hosts[i - 1]) {
+      ++counts.back();
+      continue;
+    }
+    mpi::Info info;
+    MPI_Info_create(info.out());
+    MPI_Info_set(info.get(), "host", hosts[i].c_str());
+    if (!cwd_.empty()) MPI_Info_set(info.get(), "wdir", cwd_.c_str());
+    cmds.push_back(const_cast<char*>(exe.c_str()));
+    argvs.push_back(argv.data());
+    counts.push_back(1);
+    infos.push_back(info.get());
+    owned.push_back(std::move(info));
+  }
+  mpi::Comm inter;
+  std::vector<int> errcodes(hosts.size(), MPI_SUCCESS);
+  int rc = MPI_Comm_spawn_multiple(static_cast<int>(cmds.size()), cmds.data(), argvs.data(),
+                                   counts.data(), infos.data(), 0, world_.get(), inter.out(),
+                                   errcodes.data());
+  owned.clear();
+  int local = rc == MPI_SUCCESS ? PCM_SUCCESS : PCM_ERR_SPAWN;
+  for (int e : errcodes)
+    if (e != MPI_SUCCESS) local = PCM_ERR_SPAWN;
+  // On failure inter goes with the exception.
+  agree(world_.get(), local, fmt::format("MPI_Comm_spawn of {} x '{}' failed", hosts.size(), exe));
+  return inter;
+}
+
+}  // namespace pcm::detail
