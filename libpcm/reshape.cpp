@@ -268,7 +268,8 @@ void Runtime::merge_arrays(const std::vector<ArrayRef>& arrays) {
   agree_reshape_args(arrays);
   const double t0 = wtime();
   const Command cmd = *current_;
-  // Every array must number the survivors alike (maps PCM builds do: ranks follow the data).
+  // The first array numbers the survivors (by the data they hold); the others take its numbering
+  // (maps of other layouts may order them differently, e.g. a cyclic one after a split).
   std::vector<int> new_of = merged_ranks(cmd, size_);
   std::vector<Distribution> next;
   for (std::size_t i = 0; i < arrays.size(); ++i) {
@@ -277,7 +278,10 @@ void Runtime::merge_arrays(const std::vector<ArrayRef>& arrays) {
     if (i == 0) {
       new_of = of;
     } else if (of != new_of) {
-      fail(PCM_ERR_ARG, "the maps of the registered arrays order the merged ranks differently");
+      std::vector<int> to(static_cast<std::size_t>(next.back().size()), -1);
+      for (int r = 0; r < size_; ++r)
+        if (of[r] >= 0) to[of[r]] = new_of[r];
+      next.back() = next.back().permuted(to);
     }
   }
   const int new_size =
