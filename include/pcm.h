@@ -353,7 +353,7 @@ int PCM_Reconfig_times(double *spawn, double *data, double *rebuild);
  * buffer's ghost units are zero. *buf and *dist may still be NULL when registering (a started
  * process sets them before PCM_Resume; a spawned one receives them there). Local.
  * Errors: PCM_ERR_ARG (bad name, NULL pointer, unknown type, name already registered),
- * PCM_ERR_STATE (after PCM_Finalize, or in a retired process).
+ * PCM_ERR_STATE (after PCM_Resume: every process registers before it; in a retired process).
  */
 int PCM_Register_dist(const char *name, void **buf, PCM_Datatype type, PCM_Dist *dist);
 
@@ -375,8 +375,8 @@ int PCM_Register_value(const char *name, void *value, PCM_Datatype type, long co
  */
 int PCM_Register_local(const char *name, void *value, PCM_Datatype type, long count);
 
-/* PCM_Unregister — forget a registration (the data stays where it is). Local.
- * Errors: PCM_ERR_ARG (no such name). */
+/* PCM_Unregister — forget a registration (the data stays where it is); before PCM_Resume only.
+ * Local. Errors: PCM_ERR_ARG (no such name), PCM_ERR_STATE. */
 int PCM_Unregister(const char *name);
 
 /*

@@ -341,6 +341,7 @@ int Runtime::adapt(MPI_Comm* comm) {
 
 int Runtime::checkpoint(MPI_Comm comm, int iteration) {
   require_world(comm);
+  if (!resumed_) fail(PCM_ERR_STATE, "call PCM_Resume before PCM_Checkpoint");
   int code = iteration < 0 ? PCM_ERR_ARG : PCM_SUCCESS;
   std::string msg = code ? fmt::format("iteration {} is negative", iteration) : "";
   agree(world_.get(), code, msg);

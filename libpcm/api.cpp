@@ -17,9 +17,12 @@ namespace {
 
 pcm::detail::Runtime& rt() { return pcm::detail::Runtime::instance(); }
 
+// Registrations are fixed once PCM_Resume has run: processes spawned later register before
+// their PCM_Resume, and must find the same set as the world they join.
 void require_registrable() {
   const int s = rt().process_status();
   if (s == PCM_RETIRED) pcm::fail(PCM_ERR_STATE, "this process has retired");
+  if (rt().resumed()) pcm::fail(PCM_ERR_STATE, "register before PCM_Resume, not after");
 }
 
 // PCM_Status and PCM_Process_Status return a state, not a code: failures become PCM_ERROR.
@@ -229,6 +232,7 @@ PCM_EXPORT int PCM_Register_local(const char* name, void* value, PCM_Datatype ty
 }
 PCM_EXPORT int PCM_Unregister(const char* name) {
   return guard("PCM_Unregister", [&] {
+    require_registrable();
     rt().registry().remove(name);
     return PCM_SUCCESS;
   });

@@ -172,7 +172,9 @@ int Runtime::comm_rank(MPI_Comm comm, int* rank) const {
 
 int Runtime::status(MPI_Comm comm) {
   require_world(comm);
-  if (join_inter_) fail(PCM_ERR_STATE, "this process was spawned by a split: call PCM_Split first");
+  if (join_inter_)
+    fail(PCM_ERR_STATE,
+         "this process was spawned by a split: call PCM_Resume (or PCM_Split) first");
   reading_version_ = false;  // a restarted process's set-up is over: loads use the working store
   if (skip_next_status_) {
     skip_next_status_ = false;

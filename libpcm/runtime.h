@@ -86,6 +86,7 @@ class Runtime {
   int resume(MPI_Comm* comm);
   int adapt(MPI_Comm* comm);
   int checkpoint(MPI_Comm comm, int iteration);
+  bool resumed() const { return resumed_; }
 
  private:
   Runtime() = default;
