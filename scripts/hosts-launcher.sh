@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# scripts/hosts-launcher.sh — the ssh-like launcher that MPICH's hydra uses to start processes on
+# the namespace hosts made by scripts/hosts.sh (a cluster on one machine):
+#
+#   mpiexec -launcher ssh -launcher-exec scripts/hosts-launcher.sh -iface eth0 -hosts pcmh1,pcmh2 ...
+#
+# run inside one of the hosts (ip netns exec pcmh1 mpiexec ...). Hydra calls it as ssh would be
+# called: `LAUNCHER [ssh options, e.g. -x] HOST WORD...` (the proxy path comes quoted, one word per
+# argument); like ssh, it joins the words with spaces and runs them with a shell on HOST:
+# `ip netns exec HOST bash -c "WORDS"`. It can also be used by hand: hosts-launcher.sh pcmh2 cmd.
+#
+# Per-host CPUs: when the machine has at least as many CPUs as the cluster has hosts, host k runs
+# on CPU (k-1) mod nproc (taskset -c), so that a load on one host slows only that host. With fewer
+# CPUs than hosts no pinning is done (hosts would have to share CPUs unevenly; they all share the
+# machine instead). PCM_HOSTS_PIN=0 turns pinning off.
+set -euo pipefail
+
+STATE_DIR=/run/pcm-hosts
+
+# Skip the options ssh takes (hydra passes -x); those that take a value skip it too.
+while (($#)); do
+  case $1 in
+    -[bcDEeFIiJLlmOopQRSWw]) shift 2 ;;
+    -[46AaCfGgKkMNnqsTtVvXxYy]*) shift ;;
+    --) shift && break ;;
+    *) break ;;
+  esac
+done
+(($# >= 2)) || {
+  echo "usage: $0 [-x] HOST CMD..." >&2
+  exit 2
+}
+host=$1
+shift
+# ssh semantics: the remote command is the words joined by spaces, run by a shell.
+command_line="$*"
+
+ip netns list 2>/dev/null | awk '{print $1}' | grep -qx -- "$host" || {
+  echo "hosts-launcher.sh: no such host (network namespace) '$host'; see scripts/hosts.sh" >&2
+  exit 255
+}
+
+pin=()
+if [[ ${PCM_HOSTS_PIN:-1} != 0 && $host =~ ^([a-z][a-z0-9]*[a-z])([0-9]+)$ ]]; then
+  prefix=${BASH_REMATCH[1]}
+  k=$((10#${BASH_REMATCH[2]}))
+  n=$(sed -n 's/^n=//p' "$STATE_DIR/$prefix" 2>/dev/null || true)
+  cpus=$(nproc)
+  if [[ -n $n ]] && ((n <= cpus)) && command -v taskset >/dev/null; then
+    pin=(taskset -c "$(((k - 1) % cpus))")
+  fi
+fi
+
+exec ip netns exec "$host" "${pin[@]}" bash -c "$command_line"
