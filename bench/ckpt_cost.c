@@ -55,8 +55,10 @@ int main(int argc, char **argv) {
       return 1;
     }
     if (rank == 0)
-      printf("ckpt_cost: wrote %ld MiB with %d processes: %.3f s (store %.3f s + commit %.3f s), %.3f GB/s\n",
-             mb, size, t2 - t0, t1 - t0, t2 - t1, (double)n * size * 8 / (t2 - t0) / 1e9);
+      printf(
+          "ckpt_cost: wrote %ld MiB with %d processes: %.3f s (store %.3f s + commit %.3f s), %.3f "
+          "GB/s\n",
+          mb, size, t2 - t0, t1 - t0, t2 - t1, (double)n * size * 8 / (t2 - t0) / 1e9);
   }
   free(x);
   PCM_Finalize(world);

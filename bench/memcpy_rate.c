@@ -38,7 +38,7 @@ int main(int argc, char **argv) {
     munmap(c, bytes);
   }
   qsort(fresh, (size_t)reps, sizeof fresh[0], by_value); /* for the median */
-  memset(b, 2, bytes); /* touch every page before timing */
+  memset(b, 2, bytes);                                   /* touch every page before timing */
   for (r = 0; r < reps; r++) {
     double t = now();
     memcpy(b, a, bytes);

@@ -59,8 +59,10 @@ static void start(int it) {
 static long span(double *x, long first, long n, int fill) {
   long i, bad = 0;
   for (i = 0; i < n; i++) {
-    if (fill) x[i] = (double)(first + i);
-    else bad += x[i] != (double)(first + i);
+    if (fill)
+      x[i] = (double)(first + i);
+    else
+      bad += x[i] != (double)(first + i);
   }
   return bad;
 }
@@ -130,14 +132,16 @@ static int live(MPI_Comm world, long units, const char *dir, const char *self) {
     if (s == PCM_SPLIT || s == PCM_MERGE) {
       if (rank == 0) start(it);
       if (s == PCM_SPLIT)
-        ok(PCM_Split((void **)&buf, PCM_DOUBLE, &dist, &it, &rank, &size, &world, self), "PCM_Split");
+        ok(PCM_Split((void **)&buf, PCM_DOUBLE, &dist, &it, &rank, &size, &world, self),
+           "PCM_Split");
       else
         ok(PCM_Merge((void **)&buf, PCM_DOUBLE, &dist, &it, &rank, &size, &world), "PCM_Merge");
       if (world == MPI_COMM_NULL) return PCM_Exit() == PCM_SUCCESS ? 0 : 1; /* retired */
       t = arrived(world);
       bad |= report(world, t, it, walk(buf, dist, rank, 0));
     } else if (s != PCM_NONE) {
-      die("PCM_Status", s == PCM_ERROR ? PCM_Last_error() : "a command this benchmark does not expect");
+      die("PCM_Status",
+          s == PCM_ERROR ? PCM_Last_error() : "a command this benchmark does not expect");
     }
     nanosleep(&ms, NULL);
     if (rank == 0) stop = access(path, F_OK) == 0;
@@ -254,7 +258,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: resize_cost MB live|ckpt|raw DIR\n");
     return 2;
   }
-  if (strcmp(argv[2], "raw") == 0) return raw(units * UNIT, argv[3], restart && strcmp(restart, "1") == 0);
+  if (strcmp(argv[2], "raw") == 0)
+    return raw(units * UNIT, argv[3], restart && strcmp(restart, "1") == 0);
   if (MPI_PCM_Init(&argc, &argv) != PCM_SUCCESS || PCM_Init(&world) != PCM_SUCCESS) {
     fprintf(stderr, "resize_cost: %s\n", PCM_Last_error());
     PCM_Finalize(MPI_COMM_NULL);

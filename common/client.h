@@ -2,7 +2,6 @@
 #pragma once
 
 #include <string>
-
 #include <zmq.hpp>
 
 #include "protocol.h"

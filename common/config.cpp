@@ -10,9 +10,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "error.h"
 #include "pcm_types.h"
@@ -30,7 +29,8 @@ std::string default_config_path() {
 
 Config read_config(const std::string& path) {
   std::ifstream in(path);
-  if (!in) fail(PCM_ERR_CONFIG, "cannot read configuration file {}: {}", path, std::strerror(errno));
+  if (!in)
+    fail(PCM_ERR_CONFIG, "cannot read configuration file {}: {}", path, std::strerror(errno));
   std::stringstream text;
   text << in.rdbuf();
   json j = json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
@@ -44,7 +44,8 @@ Config read_config(const std::string& path) {
     fail(PCM_ERR_CONFIG, "configuration file {} has no \"secret\" string", path);
   c.endpoint = endpoint->get<std::string>();
   c.secret = secret->get<std::string>();
-  if (auto pid = j.find("pid"); pid != j.end() && pid->is_number_integer()) c.pid = pid->get<long>();
+  if (auto pid = j.find("pid"); pid != j.end() && pid->is_number_integer())
+    c.pid = pid->get<long>();
   return c;
 }
 

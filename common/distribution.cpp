@@ -45,7 +45,8 @@ Distribution Distribution::regular(Layout layout, std::int64_t units, std::int64
     case Layout::kBlock: {
       std::int64_t base = units / size, extra = units % size;
       for (int r = 0; r < size; ++r)
-        append(d.owned_[r], r * base + std::min<std::int64_t>(r, extra), base + (r < extra ? 1 : 0));
+        append(d.owned_[r], r * base + std::min<std::int64_t>(r, extra),
+               base + (r < extra ? 1 : 0));
       break;
     }
     case Layout::kCyclic:
@@ -120,7 +121,8 @@ Distribution Distribution::permuted(const std::vector<int>& new_rank) const {
   return d;
 }
 
-Distribution Distribution::merge(const std::vector<int>& ranks, std::vector<int>* new_rank_of) const {
+Distribution Distribution::merge(const std::vector<int>& ranks,
+                                 std::vector<int>* new_rank_of) const {
   if (ranks.size() < 2) fail(PCM_ERR_ARG, "a merge needs at least two ranks");
   std::vector<bool> merged(static_cast<std::size_t>(size()), false);
   for (int r : ranks) {
@@ -145,7 +147,8 @@ Distribution Distribution::merge(const std::vector<int>& ranks, std::vector<int>
   for (const auto& g : groups) {
     std::vector<Segment> all;
     for (int r : g) all.insert(all.end(), owned_[r].begin(), owned_[r].end());
-    std::sort(all.begin(), all.end(), [](const Segment& a, const Segment& b) { return a.first < b.first; });
+    std::sort(all.begin(), all.end(),
+              [](const Segment& a, const Segment& b) { return a.first < b.first; });
     std::vector<Segment> joined;
     for (const Segment& s : all) append(joined, s.first, s.count);
     lists.push_back(std::move(joined));
@@ -156,7 +159,8 @@ Distribution Distribution::merge(const std::vector<int>& ranks, std::vector<int>
   auto key = [&](std::size_t g) {
     return std::make_tuple(lists[g].empty() ? INT64_MAX : lists[g][0].first, groups[g][0]);
   };
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return key(a) < key(b); });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return key(a) < key(b); });
   Distribution d = *this;
   d.owned_.clear();
   if (new_rank_of) new_rank_of->assign(static_cast<std::size_t>(size()), -1);
@@ -184,7 +188,8 @@ std::int64_t Distribution::local_elements(int rank) const {
 
 std::int64_t Distribution::segment_offset(int rank, std::size_t i) const {
   const auto& list = owned_.at(rank);
-  if (i >= list.size()) fail(PCM_ERR_ARG, "rank {} has {} segments, not {}", rank, list.size(), i + 1);
+  if (i >= list.size())
+    fail(PCM_ERR_ARG, "rank {} has {} segments, not {}", rank, list.size(), i + 1);
   std::int64_t units = halo_;
   for (std::size_t k = 0; k < i; ++k) units += list[k].count + 2 * halo_;
   return units * unit_len_;
@@ -239,7 +244,8 @@ void Distribution::validate() const {
   std::int64_t next = 0;
   for (auto& [first, count] : all) {
     if (first != next)
-      fail(PCM_ERR_INTERNAL, "unit {} is {}", std::min(first, next), first > next ? "not owned" : "owned twice");
+      fail(PCM_ERR_INTERNAL, "unit {} is {}", std::min(first, next),
+           first > next ? "not owned" : "owned twice");
     next = first + count;
   }
   if (next != units_) fail(PCM_ERR_INTERNAL, "units {}..{} are not owned", next, units_);
@@ -252,15 +258,20 @@ json Distribution::to_json() const {
     for (const Segment& s : list) segs.push_back({s.first, s.count});
     ranks.push_back(segs);
   }
-  return json{{"layout", static_cast<int>(layout_)}, {"units", units_}, {"unit_len", unit_len_},
-              {"block", block_}, {"halo", halo_}, {"ranks", ranks}};
+  return json{{"layout", static_cast<int>(layout_)},
+              {"units", units_},
+              {"unit_len", unit_len_},
+              {"block", block_},
+              {"halo", halo_},
+              {"ranks", ranks}};
 }
 
 namespace {
 // A whole number in [lo, hi] (no truncation of floats or of wider integers).
 std::int64_t field(const json& j, const char* key, std::int64_t lo, std::int64_t hi) {
   const json& v = j.at(key);
-  if (!v.is_number_integer()) fail(PCM_ERR_ARG, "distribution field \"{}\" must be an integer", key);
+  if (!v.is_number_integer())
+    fail(PCM_ERR_ARG, "distribution field \"{}\" must be an integer", key);
   if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(hi))
     fail(PCM_ERR_ARG, "distribution field \"{}\" is out of range", key);
   std::int64_t x = v.get<std::int64_t>();
@@ -289,7 +300,8 @@ Distribution Distribution::from_json(const json& j) {
       if (!segs.is_array()) fail(PCM_ERR_ARG, "each rank's segments must be an array");
       std::vector<Segment> list;
       for (const auto& s : segs) {
-        if (!s.is_array() || s.size() != 2 || !s[0].is_number_integer() || !s[1].is_number_integer())
+        if (!s.is_array() || s.size() != 2 || !s[0].is_number_integer() ||
+            !s[1].is_number_integer())
           fail(PCM_ERR_ARG, "a segment must be [first, count]");
         std::int64_t first = s[0].get<std::int64_t>(), count = s[1].get<std::int64_t>();
         // Checked without overflow: 0 <= first < units, 0 < count <= units - first.
@@ -301,7 +313,8 @@ Distribution Distribution::from_json(const json& j) {
       d.owned_.push_back(std::move(list));
     }
     // Buffer sizes must fit: (units + 2 * halo * segments) * unit_len < 2^62.
-    long double elements = (static_cast<long double>(d.units_) + 2.0L * d.halo_ * segments) * d.unit_len_;
+    long double elements =
+        (static_cast<long double>(d.units_) + 2.0L * d.halo_ * segments) * d.unit_len_;
     if (elements > static_cast<long double>(std::int64_t{1} << 62))
       fail(PCM_ERR_ARG, "the distribution's buffers would be too large");
     try {
@@ -341,9 +354,14 @@ std::vector<Transfer> plan(const Distribution& from, const Distribution& to) {
   while (i < a.size() && k < b.size()) {
     std::int64_t lo = std::max(a[i].first, b[k].first), hi = std::min(a[i].end, b[k].end);
     if (lo < hi) out.push_back({a[i].owner, b[k].owner, lo, hi - lo});
-    if (a[i].end < b[k].end) ++i;
-    else if (b[k].end < a[i].end) ++k;
-    else { ++i; ++k; }
+    if (a[i].end < b[k].end)
+      ++i;
+    else if (b[k].end < a[i].end)
+      ++k;
+    else {
+      ++i;
+      ++k;
+    }
   }
   return out;
 }

@@ -1,10 +1,10 @@
 // error.h — the one error type used inside PCM: a PCM_ERR_* code and a message.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <stdexcept>
 #include <string>
-
-#include <fmt/format.h>
 
 namespace pcm {
 

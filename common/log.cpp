@@ -1,9 +1,9 @@
 // log.cpp — creation of the stderr loggers shared by libpcm, pcmd and pcmctl.
 #include "log.h"
 
-#include <cstdlib>
-
 #include <spdlog/sinks/stdout_color_sinks.h>
+
+#include <cstdlib>
 
 namespace pcm::detail {
 

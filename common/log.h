@@ -1,10 +1,10 @@
 // log.h — named spdlog loggers ("pcm", "pcmd") on stderr, level from PCM_LOG_LEVEL.
 #pragma once
 
+#include <spdlog/spdlog.h>
+
 #include <memory>
 #include <string>
-
-#include <spdlog/spdlog.h>
 
 namespace pcm::detail {
 

@@ -87,23 +87,34 @@ void check_msgpack(const void* data, std::size_t size, std::size_t max_depth) {
       str = true, skip = t & 0x1f;
     } else {
       // Sized headers: the width of the length (or of the value) that follows.
-      static constexpr int kWidth[] = {
-          /*c4-c6 bin*/ 1, 2, 4, /*c7-c9 ext*/ 1, 2, 4, /*ca cb float*/ 4, 8,
-          /*cc-cf uint*/ 1, 2, 4, 8, /*d0-d3 int*/ 1, 2, 4, 8,
-          /*d4-d8 fixext*/ 0, 0, 0, 0, 0, /*d9-db str*/ 1, 2, 4,
-          /*dc dd array*/ 2, 4, /*de df map*/ 2, 4};
+      static constexpr int kWidth[] = {/*c4-c6 bin*/ 1,    2, 4,
+                                       /*c7-c9 ext*/ 1,    2, 4,
+                                       /*ca cb float*/ 4,  8,
+                                       /*cc-cf uint*/ 1,   2, 4, 8,
+                                       /*d0-d3 int*/ 1,    2, 4, 8,
+                                       /*d4-d8 fixext*/ 0, 0, 0, 0, 0,
+                                       /*d9-db str*/ 1,    2, 4,
+                                       /*dc dd array*/ 2,  4,
+                                       /*de df map*/ 2,    4};
       if (t == 0xc1) fail(PCM_ERR_ARG, "message is not valid MessagePack");
       const int w = kWidth[t - 0xc4];
       need(static_cast<std::uint64_t>(w));
       const std::uint64_t v = be(p + at, static_cast<std::size_t>(w));
       at += static_cast<std::size_t>(w);
-      if (t <= 0xc6) skip = v;                          // bin
-      else if (t <= 0xc9) skip = 1 + v;                 // ext: type byte + data
-      else if (t <= 0xd3) skip = 0;                     // numbers: read already
-      else if (t <= 0xd8) skip = 1 + (1u << (t - 0xd4));  // fixext: type byte + 1..16
-      else if (t <= 0xdb) str = true, skip = v;
-      else if (t <= 0xdd) container = true, items = v;
-      else container = true, items = 2 * v;
+      if (t <= 0xc6)
+        skip = v;  // bin
+      else if (t <= 0xc9)
+        skip = 1 + v;  // ext: type byte + data
+      else if (t <= 0xd3)
+        skip = 0;  // numbers: read already
+      else if (t <= 0xd8)
+        skip = 1 + (1u << (t - 0xd4));  // fixext: type byte + 1..16
+      else if (t <= 0xdb)
+        str = true, skip = v;
+      else if (t <= 0xdd)
+        container = true, items = v;
+      else
+        container = true, items = 2 * v;
     }
     if (container) {
       if (open.size() >= max_depth) fail(PCM_ERR_ARG, "message nests deeper than {}", max_depth);
@@ -200,27 +211,43 @@ bool valid_host(std::string_view s) {
 
 std::size_t type_size(int type) {
   switch (type) {
-    case PCM_CHAR: return sizeof(char);
-    case PCM_INT: return sizeof(int);
-    case PCM_LONG: return sizeof(long);
-    case PCM_FLOAT: return sizeof(float);
-    case PCM_DOUBLE: return sizeof(double);
-    case PCM_LONG_LONG: return sizeof(long long);
-    case PCM_BYTE: return sizeof(unsigned char);
-    default: return 0;
+    case PCM_CHAR:
+      return sizeof(char);
+    case PCM_INT:
+      return sizeof(int);
+    case PCM_LONG:
+      return sizeof(long);
+    case PCM_FLOAT:
+      return sizeof(float);
+    case PCM_DOUBLE:
+      return sizeof(double);
+    case PCM_LONG_LONG:
+      return sizeof(long long);
+    case PCM_BYTE:
+      return sizeof(unsigned char);
+    default:
+      return 0;
   }
 }
 
 const char* type_name(int type) {
   switch (type) {
-    case PCM_CHAR: return "char";
-    case PCM_INT: return "int";
-    case PCM_LONG: return "long";
-    case PCM_FLOAT: return "float";
-    case PCM_DOUBLE: return "double";
-    case PCM_LONG_LONG: return "long long";
-    case PCM_BYTE: return "byte";
-    default: return "unknown";
+    case PCM_CHAR:
+      return "char";
+    case PCM_INT:
+      return "int";
+    case PCM_LONG:
+      return "long";
+    case PCM_FLOAT:
+      return "float";
+    case PCM_DOUBLE:
+      return "double";
+    case PCM_LONG_LONG:
+      return "long long";
+    case PCM_BYTE:
+      return "byte";
+    default:
+      return "unknown";
   }
 }
 

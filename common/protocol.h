@@ -8,19 +8,18 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 namespace pcm::proto {
 
 using json = nlohmann::json;
 
 inline constexpr int kVersion = 1;
-inline constexpr std::size_t kMaxName = 64;       // job names and keys
-inline constexpr std::size_t kMaxHost = 255;      // host names
+inline constexpr std::size_t kMaxName = 64;         // job names and keys
+inline constexpr std::size_t kMaxHost = 255;        // host names
 inline constexpr std::size_t kMaxHeader = 1 << 20;  // bytes of a request header
 inline constexpr std::size_t kMaxDepth = 32;        // nesting of a header's maps and arrays
 

@@ -24,7 +24,7 @@ int main(int argc, char **argv) {
     for (long i = 0; i < n; i++) x[i] = 1.0;
   }
   PCM_Register_dist("x", (void **)&x, PCM_DOUBLE, &dist); /* moved by every reconfiguration */
-  PCM_Register_value("it", &it, PCM_INT, 1);               /* the same on every process */
+  PCM_Register_value("it", &it, PCM_INT, 1);              /* the same on every process */
   if (PCM_Resume(&world) != PCM_SUCCESS) return PCM_Finalize(world), 1;
   for (; it < 100; it++) {
     s = PCM_Adapt(&world); /* collective; cheap when nothing is pending */

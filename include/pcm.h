@@ -50,7 +50,8 @@ extern "C" {
  * spawned by a reconfiguration get the same arguments.
  * Collective over MPI_COMM_WORLD. On error MPI stays initialised: call PCM_Finalize (or
  * MPI_Finalize) before exiting.
- * Errors: PCM_ERR_CONFIG, PCM_ERR_DAEMON, PCM_ERR_REFUSED, PCM_ERR_MPI, PCM_ERR_STATE (called twice).
+ * Errors: PCM_ERR_CONFIG, PCM_ERR_DAEMON, PCM_ERR_REFUSED, PCM_ERR_MPI, PCM_ERR_STATE (called
+ * twice).
  */
 int MPI_PCM_Init(int *argc, char ***argv);
 
@@ -293,15 +294,14 @@ int PCM_Commit(MPI_Comm comm, int iteration);
 int PCM_Restart_info(int *iteration, int *nprocs);
 
 /*
- * PCM_Load_redistribute — in a restarted job, before its first PCM_Status: fill buf, laid out for `rank` by the map `to`, with
- * the array that the version's ranks stored under key, laid out by the map `from` (for example
- * loaded with PCM_Load_dist from what rank 0 stored). `from` and `to` may describe different
- * process counts. Halos are left as they are. Local.
- * Errors: PCM_ERR_ARG, PCM_ERR_STATE, PCM_ERR_NOT_FOUND, PCM_ERR_TYPE, PCM_ERR_COUNT,
- * PCM_ERR_DAEMON.
+ * PCM_Load_redistribute — in a restarted job, before its first PCM_Status: fill buf, laid out for
+ * `rank` by the map `to`, with the array that the version's ranks stored under key, laid out by the
+ * map `from` (for example loaded with PCM_Load_dist from what rank 0 stored). `from` and `to` may
+ * describe different process counts. Halos are left as they are. Local. Errors: PCM_ERR_ARG,
+ * PCM_ERR_STATE, PCM_ERR_NOT_FOUND, PCM_ERR_TYPE, PCM_ERR_COUNT, PCM_ERR_DAEMON.
  */
-int PCM_Load_redistribute(const char *key, PCM_Datatype type, PCM_Dist from, PCM_Dist to,
-                          int rank, void *buf);
+int PCM_Load_redistribute(const char *key, PCM_Datatype type, PCM_Dist from, PCM_Dist to, int rank,
+                          void *buf);
 
 /*
  * PCM_Reconfig_times — seconds this process spent in the phases of its last PCM_Split or

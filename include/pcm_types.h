@@ -21,19 +21,19 @@ extern "C" {
 #define PCM_ERR_INTERNAL (-11) /* a bug in PCM; the message says where */
 
 /* Process states, from PCM_Process_Status. */
-#define PCM_STARTED 1  /* started by mpiexec */
-#define PCM_MIGRATED 2 /* spawned to replace a process that migrated */
-#define PCM_SPLITTED 3 /* spawned by a split: call PCM_Split to receive data */
-#define PCM_RETIRED 4  /* left the world in a reconfiguration; call PCM_Exit (or PCM_Finalize) */
+#define PCM_STARTED 1   /* started by mpiexec */
+#define PCM_MIGRATED 2  /* spawned to replace a process that migrated */
+#define PCM_SPLITTED 3  /* spawned by a split: call PCM_Split to receive data */
+#define PCM_RETIRED 4   /* left the world in a reconfiguration; call PCM_Exit (or PCM_Finalize) */
 #define PCM_RESTARTED 5 /* started with PCM_RESTART=1: PCM_Load reads the newest valid version */
 
 /* Reconfiguration states, from PCM_Status. */
-#define PCM_ERROR (-1)      /* PCM_Status failed; see PCM_Last_error */
-#define PCM_NONE 0          /* nothing to do */
-#define PCM_MIGRATE 1       /* this process moves: store its state, then PCM_Reconfigure */
-#define PCM_RECONFIGURE 2   /* another process moves: call PCM_Reconfigure */
-#define PCM_SPLIT 3         /* the world grows: call PCM_Split (or PCM_Split_Collective) */
-#define PCM_MERGE 4         /* the world shrinks: call PCM_Merge (or PCM_Merge_Collective) */
+#define PCM_ERROR (-1)    /* PCM_Status failed; see PCM_Last_error */
+#define PCM_NONE 0        /* nothing to do */
+#define PCM_MIGRATE 1     /* this process moves: store its state, then PCM_Reconfigure */
+#define PCM_RECONFIGURE 2 /* another process moves: call PCM_Reconfigure */
+#define PCM_SPLIT 3       /* the world grows: call PCM_Split (or PCM_Split_Collective) */
+#define PCM_MERGE 4       /* the world shrinks: call PCM_Merge (or PCM_Merge_Collective) */
 
 /* Layouts of distributed data (PCM_Dist_create). */
 #define PCM_BLOCK 1        /* near-equal contiguous ranges, in rank order */

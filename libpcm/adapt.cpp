@@ -143,8 +143,8 @@ void Runtime::send_migration(MPI_Comm merged, int child, int rank) {
     json h{{"name", i.name}, {"kind", static_cast<int>(i.kind)}, {"type", i.type}};
     if (i.kind == ItemKind::kDist) {
       h["map"] = (*i.dist)->d.to_json();
-      h["bytes"] = (*i.dist)->d.local_elements(rank) *
-                   static_cast<std::int64_t>(proto::type_size(i.type));
+      h["bytes"] =
+          (*i.dist)->d.local_elements(rank) * static_cast<std::int64_t>(proto::type_size(i.type));
     } else {
       h["bytes"] = i.bytes();
     }
@@ -176,9 +176,9 @@ void Runtime::resume_migrated() {
   try {
     if (migrant_comm_ == MPI_COMM_NULL) fail(PCM_ERR_STATE, "no mover to receive from");
     long long n = 0;
-    mpi_check(MPI_Recv(&n, 1, MPI_LONG_LONG, migrant_src_, kTagMigrate, migrant_comm_,
-                       MPI_STATUS_IGNORE),
-              "MPI_Recv");
+    mpi_check(
+        MPI_Recv(&n, 1, MPI_LONG_LONG, migrant_src_, kTagMigrate, migrant_comm_, MPI_STATUS_IGNORE),
+        "MPI_Recv");
     std::string header(static_cast<std::size_t>(n), '\0');
     recv_bytes(header.data(), header.size(), migrant_src_, migrant_comm_);
     const json items = decode_internal(header).at("items");
@@ -217,8 +217,8 @@ void Runtime::resume_migrated() {
       if (h.at("type").get<int>() != reg[k].type)
         fail(PCM_ERR_TYPE, "'{}': the mover sent {}, not {}", reg[k].name,
              proto::type_name(h.at("type").get<int>()), proto::type_name(reg[k].type));
-      if (reg[k].kind != ItemKind::kDist && h.at("bytes").get<std::int64_t>() !=
-                                                static_cast<std::int64_t>(reg[k].bytes()))
+      if (reg[k].kind != ItemKind::kDist &&
+          h.at("bytes").get<std::int64_t>() != static_cast<std::int64_t>(reg[k].bytes()))
         fail(PCM_ERR_COUNT, "'{}': the mover sent {} bytes, {} registered", reg[k].name,
              h.at("bytes").get<std::int64_t>(), reg[k].bytes());
     }
@@ -303,9 +303,8 @@ int Runtime::adapt(MPI_Comm* comm) {
     switch (s) {
       case PCM_MIGRATE: {
         const int me = rank_;
-        migrate(nullptr, [this, me](MPI_Comm merged, int child) {
-          send_migration(merged, child, me);
-        });
+        migrate(nullptr,
+                [this, me](MPI_Comm merged, int child) { send_migration(merged, child, me); });
         break;
       }
       case PCM_RECONFIGURE:
@@ -315,10 +314,10 @@ int Runtime::adapt(MPI_Comm* comm) {
         break;
       case PCM_SPLIT: {
         const std::string values = registry_.pack(ItemKind::kValue);
-        send_split(arrays_of(registry_),
-                   json{{"values", json::binary(std::vector<std::uint8_t>(values.begin(),
-                                                                          values.end()))}},
-                   nullptr);
+        send_split(
+            arrays_of(registry_),
+            json{{"values", json::binary(std::vector<std::uint8_t>(values.begin(), values.end()))}},
+            nullptr);
         break;
       }
       case PCM_MERGE:

@@ -35,7 +35,9 @@ extern "C" {
 PCM_EXPORT int MPI_PCM_Init(int* argc, char*** argv) {
   return guard("MPI_PCM_Init", [&] { return rt().mpi_pcm_init(argc, argv); });
 }
-PCM_EXPORT int PCM_Init(MPI_Comm* comm) { return guard("PCM_Init", [&] { return rt().init(comm); }); }
+PCM_EXPORT int PCM_Init(MPI_Comm* comm) {
+  return guard("PCM_Init", [&] { return rt().init(comm); });
+}
 PCM_EXPORT int PCM_Process_Status(void) { return rt().process_status(); }
 PCM_EXPORT int PCM_Comm_rank(MPI_Comm comm, int* rank) {
   return guard("PCM_Comm_rank", [&] { return rt().comm_rank(comm, rank); });
@@ -43,7 +45,8 @@ PCM_EXPORT int PCM_Comm_rank(MPI_Comm comm, int* rank) {
 PCM_EXPORT int PCM_Status(MPI_Comm comm) {
   return state_or_error(guard("PCM_Status", [&] { return rt().status(comm); }));
 }
-PCM_EXPORT int PCM_Store(int rank, const char* key, const void* buf, PCM_Datatype type, long count) {
+PCM_EXPORT int PCM_Store(int rank, const char* key, const void* buf, PCM_Datatype type,
+                         long count) {
   return guard("PCM_Store", [&] { return rt().store(rank, key, buf, type, count); });
 }
 PCM_EXPORT int PCM_Load(int rank, const char* key, void* buf, PCM_Datatype type, long count) {
@@ -60,21 +63,21 @@ PCM_EXPORT int PCM_Load_count(int rank, const char* key, PCM_Datatype* type, lon
 PCM_EXPORT int PCM_Reconfigure(MPI_Comm* comm, const char* command) {
   return guard("PCM_Reconfigure", [&] { return rt().reconfigure(comm, command); });
 }
-PCM_EXPORT int PCM_Exit(void) { return guard("PCM_Exit", [&] { return rt().exit_retired(); }); }
+PCM_EXPORT int PCM_Exit(void) {
+  return guard("PCM_Exit", [&] { return rt().exit_retired(); });
+}
 PCM_EXPORT int PCM_Finalize(MPI_Comm comm) {
   return guard("PCM_Finalize", [&] { return rt().finalize(comm); });
 }
 PCM_EXPORT int PCM_Split(void** buf, PCM_Datatype type, PCM_Dist* dist, int* iteration, int* rank,
                          int* size, MPI_Comm* comm, const char* command) {
-  return guard("PCM_Split", [&] {
-    return rt().split(buf, type, dist, iteration, rank, size, comm, command);
-  });
+  return guard("PCM_Split",
+               [&] { return rt().split(buf, type, dist, iteration, rank, size, comm, command); });
 }
 PCM_EXPORT int PCM_Split_Collective(void** buf, PCM_Datatype type, PCM_Dist* dist, int* iteration,
                                     int* rank, int* size, MPI_Comm* comm, const char* command) {
-  return guard("PCM_Split_Collective", [&] {
-    return rt().split(buf, type, dist, iteration, rank, size, comm, command);
-  });
+  return guard("PCM_Split_Collective",
+               [&] { return rt().split(buf, type, dist, iteration, rank, size, comm, command); });
 }
 PCM_EXPORT int PCM_Merge(void** buf, PCM_Datatype type, PCM_Dist* dist, int* iteration, int* rank,
                          int* size, MPI_Comm* comm) {
@@ -97,8 +100,8 @@ PCM_EXPORT int PCM_Commit(MPI_Comm comm, int iteration) {
 PCM_EXPORT int PCM_Restart_info(int* iteration, int* nprocs) {
   return guard("PCM_Restart_info", [&] { return rt().restart_info(iteration, nprocs); });
 }
-PCM_EXPORT int PCM_Load_redistribute(const char* key, PCM_Datatype type, PCM_Dist from,
-                                     PCM_Dist to, int rank, void* buf) {
+PCM_EXPORT int PCM_Load_redistribute(const char* key, PCM_Datatype type, PCM_Dist from, PCM_Dist to,
+                                     int rank, void* buf) {
   return guard("PCM_Load_redistribute", [&] {
     if (!from || !to) pcm::fail(PCM_ERR_ARG, "from and to must not be NULL");
     return rt().load_redistribute(key, type, from->d, to->d, rank, buf);
@@ -165,7 +168,8 @@ PCM_EXPORT int PCM_Dist_segment(PCM_Dist dist, int rank, long index, long* first
       pcm::fail(PCM_ERR_ARG, "rank {} has {} segments, not {}", rank, segs.size(), index + 1);
     if (first) *first = static_cast<long>(segs[index].first);
     if (units) *units = static_cast<long>(segs[index].count);
-    if (offset) *offset = static_cast<long>(d.segment_offset(rank, static_cast<std::size_t>(index)));
+    if (offset)
+      *offset = static_cast<long>(d.segment_offset(rank, static_cast<std::size_t>(index)));
     return PCM_SUCCESS;
   });
 }
@@ -202,7 +206,8 @@ PCM_EXPORT int PCM_Load_dist(int rank, const char* key, PCM_Dist* dist) {
     int type = 0;
     long count = 0;
     rt().load_count(rank, key, &type, &count);
-    if (type != PCM_BYTE) pcm::fail(PCM_ERR_TYPE, "rank {} key '{}' does not hold a map", rank, key);
+    if (type != PCM_BYTE)
+      pcm::fail(PCM_ERR_TYPE, "rank {} key '{}' does not hold a map", rank, key);
     std::string bytes(static_cast<std::size_t>(count), '\0');
     rt().load(rank, key, bytes.data(), PCM_BYTE, count);
     *dist = new PCM_Dist_s{Distribution::from_json(pcm::proto::decode(bytes.data(), bytes.size()))};

@@ -46,7 +46,8 @@ char* new_buffer(const Distribution& d, int rank, std::size_t elem) {
     for (std::size_t i = 0; i < segs.size(); ++i) {
       std::size_t off = static_cast<std::size_t>(d.segment_offset(rank, i)) * elem;
       std::memset(buf + off - halo, 0, halo);
-      std::memset(buf + off + static_cast<std::size_t>(segs[i].count * d.unit_len()) * elem, 0, halo);
+      std::memset(buf + off + static_cast<std::size_t>(segs[i].count * d.unit_len()) * elem, 0,
+                  halo);
     }
   }
   return buf;

@@ -57,7 +57,8 @@ long env_long(const char* name, long fallback, long lo, long hi) {
   if (!v || !*v) return fallback;
   char* end = nullptr;
   long x = std::strtol(v, &end, 10);
-  if (*end || x < lo || x > hi) fail(PCM_ERR_ARG, "{}={} is not a number in [{}, {}]", name, v, lo, hi);
+  if (*end || x < lo || x > hi)
+    fail(PCM_ERR_ARG, "{}={} is not a number in [{}, {}]", name, v, lo, hi);
   return x;
 }
 
@@ -98,13 +99,20 @@ json bcast_inter(const json& value, bool sender, int my_rank, MPI_Comm inter) {
 
 MPI_Datatype mpi_type(int type) {
   switch (type) {
-    case PCM_CHAR: return MPI_CHAR;
-    case PCM_INT: return MPI_INT;
-    case PCM_LONG: return MPI_LONG;
-    case PCM_FLOAT: return MPI_FLOAT;
-    case PCM_DOUBLE: return MPI_DOUBLE;
-    case PCM_LONG_LONG: return MPI_LONG_LONG;
-    default: return MPI_UNSIGNED_CHAR;
+    case PCM_CHAR:
+      return MPI_CHAR;
+    case PCM_INT:
+      return MPI_INT;
+    case PCM_LONG:
+      return MPI_LONG;
+    case PCM_FLOAT:
+      return MPI_FLOAT;
+    case PCM_DOUBLE:
+      return MPI_DOUBLE;
+    case PCM_LONG_LONG:
+      return MPI_LONG_LONG;
+    default:
+      return MPI_UNSIGNED_CHAR;
   }
 }
 

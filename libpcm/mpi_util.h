@@ -3,14 +3,13 @@
 #pragma once
 
 #include <mpi.h>
+#include <spdlog/spdlog.h>
 
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
-
-#include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
 
 namespace pcm::detail {
 

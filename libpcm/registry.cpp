@@ -13,9 +13,12 @@ namespace {
 
 const char* kind_name(ItemKind k) {
   switch (k) {
-    case ItemKind::kDist: return "dist";
-    case ItemKind::kValue: return "value";
-    default: return "local";
+    case ItemKind::kDist:
+      return "dist";
+    case ItemKind::kValue:
+      return "value";
+    default:
+      return "local";
   }
 }
 
@@ -33,9 +36,7 @@ void check_type(int type) {
 
 }  // namespace
 
-std::size_t Item::bytes() const {
-  return static_cast<std::size_t>(count) * proto::type_size(type);
-}
+std::size_t Item::bytes() const { return static_cast<std::size_t>(count) * proto::type_size(type); }
 
 void Registry::add_dist(const char* name, void** buf, int type, PCM_Dist* dist) {
   check_name(name);
@@ -70,8 +71,8 @@ void Registry::add_value(const char* name, void* value, int type, long count, It
 
 void Registry::remove(const char* name) {
   if (!name) fail(PCM_ERR_ARG, "name is NULL");
-  auto it = std::find_if(items_.begin(), items_.end(),
-                         [&](const Item& i) { return i.name == name; });
+  auto it =
+      std::find_if(items_.begin(), items_.end(), [&](const Item& i) { return i.name == name; });
   if (it == items_.end()) fail(PCM_ERR_ARG, "'{}' is not registered", name);
   items_.erase(it);
 }

@@ -35,7 +35,8 @@ std::string version_name(std::int64_t iteration) {
 
 void fsync_path(const fs::path& p, bool directory) {
   int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC | (directory ? O_DIRECTORY : 0));
-  if (fd < 0) fail(PCM_ERR_INTERNAL, "cannot open {} to fsync it: {}", p.string(), std::strerror(errno));
+  if (fd < 0)
+    fail(PCM_ERR_INTERNAL, "cannot open {} to fsync it: {}", p.string(), std::strerror(errno));
   int rc = ::fsync(fd);
   int err = errno;
   ::close(fd);
@@ -126,9 +127,14 @@ json Manifest::to_json() const {
   json ds = json::array();
   for (const auto& d : datasets)
     ds.push_back({{"path", d.path}, {"type", d.type}, {"count", d.count}, {"crc32", d.crc}});
-  return json{{"format", "pcm-checkpoint-1"}, {"job", job}, {"iteration", iteration},
-              {"nprocs", nprocs}, {"layout", layout}, {"file_size", file_size},
-              {"file_crc32", file_crc}, {"datasets", ds}};
+  return json{{"format", "pcm-checkpoint-1"},
+              {"job", job},
+              {"iteration", iteration},
+              {"nprocs", nprocs},
+              {"layout", layout},
+              {"file_size", file_size},
+              {"file_crc32", file_crc},
+              {"datasets", ds}};
 }
 
 Manifest Manifest::from_json(const json& j) {
@@ -143,7 +149,8 @@ Manifest Manifest::from_json(const json& j) {
     m.file_crc = j.at("file_crc32").get<std::uint32_t>();
     for (const auto& d : j.at("datasets"))
       m.datasets.push_back({d.at("path").get<std::string>(), d.at("type").get<int>(),
-                            d.at("count").get<std::uint64_t>(), d.at("crc32").get<std::uint32_t>()});
+                            d.at("count").get<std::uint64_t>(),
+                            d.at("crc32").get<std::uint32_t>()});
     if (m.nprocs < 1 || m.iteration < 0) fail(PCM_ERR_ARG, "manifest values out of range");
     return m;
   } catch (const json::exception& e) {
@@ -171,14 +178,16 @@ Manifest Checkpoints::commit(const Store& store, const std::string& job, std::in
   fs::path final_path = version_file(job, iteration);
   std::error_code ec;
   fs::create_directories(final_path.parent_path(), ec);
-  if (ec) fail(PCM_ERR_INTERNAL, "cannot create {}: {}", final_path.parent_path().string(), ec.message());
+  if (ec)
+    fail(PCM_ERR_INTERNAL, "cannot create {}: {}", final_path.parent_path().string(), ec.message());
   fs::path tmp = final_path.string() + ".tmp";
   fs::remove(tmp, ec);
   // A valid version is never overwritten (a crash in between would lose it); an invalid one
   // is no version and may be replaced.
   if (fs::exists(manifest_file(job, iteration))) {
     if (verify(job, iteration).valid)
-      fail(PCM_ERR_REFUSED, "job '{}' already has a valid version for iteration {}", job, iteration);
+      fail(PCM_ERR_REFUSED, "job '{}' already has a valid version for iteration {}", job,
+           iteration);
     fs::remove(manifest_file(job, iteration), ec);
     fsync_path(final_path.parent_path(), true);
   }
@@ -218,7 +227,7 @@ Manifest Checkpoints::commit(const Store& store, const std::string& job, std::in
                            H5P_DEFAULT, H5P_DEFAULT),
                 H5Dclose);
         if (!ds.valid() || (dm.count > 0 && H5Dwrite(ds.get(), native_type(dm.type), H5S_ALL,
-                                                      H5S_ALL, H5P_DEFAULT, data.data()) < 0))
+                                                     H5S_ALL, H5P_DEFAULT, data.data()) < 0))
           fail(PCM_ERR_INTERNAL, "cannot write {} into {} (disk full?)", path, tmp.string());
         write_string_attr(ds.get(), "pcm_type", proto::type_name(dm.type));
         m.datasets.push_back({path, dm.type, dm.count, crc_of(data.data(), data.size())});
@@ -236,12 +245,13 @@ Manifest Checkpoints::commit(const Store& store, const std::string& job, std::in
                         H5P_DEFAULT, H5P_DEFAULT),
              H5Dclose);
     if (!lds.valid() || (!text.empty() && H5Dwrite(lds.get(), H5T_NATIVE_CHAR, H5S_ALL, H5S_ALL,
-                                                    H5P_DEFAULT, text.data()) < 0))
+                                                   H5P_DEFAULT, text.data()) < 0))
       fail(PCM_ERR_INTERNAL, "cannot write the layout into {} (disk full?)", tmp.string());
     lds.reset();
     if (H5Fflush(d.get(), H5F_SCOPE_GLOBAL) < 0)
       fail(PCM_ERR_INTERNAL, "cannot flush {} (disk full?)", tmp.string());
-    if (H5Fclose(d.release()) < 0) fail(PCM_ERR_INTERNAL, "cannot close {} (disk full?)", tmp.string());
+    if (H5Fclose(d.release()) < 0)
+      fail(PCM_ERR_INTERNAL, "cannot close {} (disk full?)", tmp.string());
     fsync_path(tmp, false);
     m.file_crc = file_crc(tmp, &m.file_size);
     if (::rename(tmp.c_str(), final_path.c_str()) != 0)

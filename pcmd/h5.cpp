@@ -9,14 +9,22 @@ namespace pcm::detail::h5 {
 
 hid_t native_type(int type) {
   switch (type) {
-    case PCM_CHAR: return H5T_NATIVE_CHAR;
-    case PCM_INT: return H5T_NATIVE_INT;
-    case PCM_LONG: return H5T_NATIVE_LONG;
-    case PCM_FLOAT: return H5T_NATIVE_FLOAT;
-    case PCM_DOUBLE: return H5T_NATIVE_DOUBLE;
-    case PCM_LONG_LONG: return H5T_NATIVE_LLONG;
-    case PCM_BYTE: return H5T_NATIVE_UCHAR;
-    default: fail(PCM_ERR_ARG, "unknown element type {}", type);
+    case PCM_CHAR:
+      return H5T_NATIVE_CHAR;
+    case PCM_INT:
+      return H5T_NATIVE_INT;
+    case PCM_LONG:
+      return H5T_NATIVE_LONG;
+    case PCM_FLOAT:
+      return H5T_NATIVE_FLOAT;
+    case PCM_DOUBLE:
+      return H5T_NATIVE_DOUBLE;
+    case PCM_LONG_LONG:
+      return H5T_NATIVE_LLONG;
+    case PCM_BYTE:
+      return H5T_NATIVE_UCHAR;
+    default:
+      fail(PCM_ERR_ARG, "unknown element type {}", type);
   }
 }
 
@@ -70,10 +78,10 @@ Meta dataset_meta(hid_t dset) {
   }
   H5Id space(H5Dget_space(dset), H5Sclose);
   hsize_t dims[1] = {0};
-  if (H5Sget_simple_extent_ndims(space.get()) == 1) H5Sget_simple_extent_dims(space.get(), dims, nullptr);
+  if (H5Sget_simple_extent_ndims(space.get()) == 1)
+    H5Sget_simple_extent_dims(space.get(), dims, nullptr);
   m.count = dims[0];
   return m;
 }
-
 
 }  // namespace pcm::detail::h5

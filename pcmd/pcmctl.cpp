@@ -1,11 +1,11 @@
 // pcmctl.cpp — the operator's CLI for pcmd: job status and reconfiguration commands.
-#include <chrono>
-#include <cstdio>
-#include <thread>
-#include <iostream>
+#include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
-#include <fmt/format.h>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <thread>
 
 #include "client.h"
 #include "config.h"
@@ -18,7 +18,8 @@ using pcm::proto::json;
 
 std::string pending_text(const json& p) {
   if (p.is_null()) return "-";
-  return fmt::format("{}{}", p.value("text", "?"), p.value("delivered", false) ? " (delivered)" : "");
+  return fmt::format("{}{}", p.value("text", "?"),
+                     p.value("delivered", false) ? " (delivered)" : "");
 }
 
 void print_status_table(const json& reply) {
@@ -108,7 +109,9 @@ int main(int argc, char** argv) {
   split->add_option("--host", host, "put the processes it becomes on this host");
   auto* merge = app.add_subcommand("merge", "merge processes' data into one process (N->1)");
   merge->add_option("job", job, "job name")->required();
-  merge->add_option("ranks", merge_ranks, "two or more ranks to merge")->required()->expected(2, -1);
+  merge->add_option("ranks", merge_ranks, "two or more ranks to merge")
+      ->required()
+      ->expected(2, -1);
   auto* resize = app.add_subcommand("resize", "redistribute over N processes (collective M->N)");
   resize->add_option("job", job, "job name")->required();
   resize->add_option("--to", to, "the new number of processes")->required();
@@ -168,8 +171,9 @@ int main(int argc, char** argv) {
       json req{{"op", "migrate"}, {"job", job}, {"rank", rank}};
       if (!host.empty()) req["host"] = host;
       auto r = client.request(req, nullptr, 0, timeout_ms);
-      std::cout << fmt::format("command {}: migrate {} rank {} to {}\n", r.header.value("command", 0),
-                               job, rank, r.header.value("host", "?"));
+      std::cout << fmt::format("command {}: migrate {} rank {} to {}\n",
+                               r.header.value("command", 0), job, rank,
+                               r.header.value("host", "?"));
     } else if (app.got_subcommand("split") || app.got_subcommand("merge") ||
                app.got_subcommand("resize")) {
       json req{{"job", job}};
@@ -182,10 +186,13 @@ int main(int argc, char** argv) {
       }
       if (!host.empty()) req["host"] = host;
       auto r = client.request(req, nullptr, 0, timeout_ms);
-      std::cout << fmt::format("command {}: {} of job {} -> {} processes", r.header.value("command", 0),
-                               r.header.value("text", "?"), job, r.header.value("size", 0));
+      std::cout << fmt::format("command {}: {} of job {} -> {} processes",
+                               r.header.value("command", 0), r.header.value("text", "?"), job,
+                               r.header.value("size", 0));
       if (!r.header.value("hosts", json::array()).empty())
-        std::cout << " on " << fmt::format("{}", fmt::join(r.header["hosts"].get<std::vector<std::string>>(), ","));
+        std::cout << " on "
+                  << fmt::format("{}",
+                                 fmt::join(r.header["hosts"].get<std::vector<std::string>>(), ","));
       std::cout << "\n";
     } else if (app.got_subcommand("checkpoints") || app.got_subcommand("verify")) {
       json req{{"op", app.got_subcommand("verify") ? "verify" : "checkpoints"}, {"job", job}};
@@ -207,7 +214,8 @@ int main(int argc, char** argv) {
       if (r.header.at("versions").empty()) std::cout << "no versions\n";
       return app.got_subcommand("verify") && !all_valid ? 1 : 0;
     } else if (app.got_subcommand("prune")) {
-      auto r = client.request({{"op", "prune"}, {"job", job}, {"keep", keep}}, nullptr, 0, timeout_ms);
+      auto r =
+          client.request({{"op", "prune"}, {"job", job}, {"keep", keep}}, nullptr, 0, timeout_ms);
       std::cout << "removed versions: " << r.header.at("pruned").dump() << "\n";
     } else if (app.got_subcommand("wait")) {
       return wait_for(client, job, wait_iteration, wait_reconfigs, wait_finished, wait_ended,

@@ -4,14 +4,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iostream>
-
-#include <CLI/CLI.hpp>
 
 #include "config.h"
 #include "error.h"
@@ -66,7 +65,8 @@ int serve(const Options& o, int ready_fd) {
       std::ofstream(o.pidfile) << ::getpid() << "\n";
       pidfile_written = o.pidfile;
     }
-    pcm::detail::write_config(o.config, {server.endpoint(), so.secret, static_cast<long>(::getpid())});
+    pcm::detail::write_config(o.config,
+                              {server.endpoint(), so.secret, static_cast<long>(::getpid())});
     log->info("listening on {}; configuration in {}; data in {}", server.endpoint(), o.config,
               o.data_dir);
     tell("ok");

@@ -5,15 +5,14 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <cerrno>
-
 #include <algorithm>
+#include <cerrno>
 #include <set>
 #include <thread>
 
+#include "distribution.h"
 #include "error.h"
 #include "log.h"
-#include "distribution.h"
 #include "pcm_types.h"
 
 namespace pcm::detail {
@@ -77,7 +76,8 @@ Server::Server(zmq::context_t& context, ServerOptions options)
         fail(PCM_ERR_CONFIG, "inventory entry '{}': slots must be a positive number", spec);
       }
     }
-    if (!proto::valid_host(h.name)) fail(PCM_ERR_CONFIG, "inventory entry '{}': bad host name", spec);
+    if (!proto::valid_host(h.name))
+      fail(PCM_ERR_CONFIG, "inventory entry '{}': bad host name", spec);
     inventory_.push_back(h);
   }
   socket_.set(zmq::sockopt::linger, 0);
@@ -148,7 +148,8 @@ void Server::serve_one() {
   json reply;
   std::vector<char> reply_data;
   if (frames.size() <= body || frames.size() > body + 2) {
-    reply = proto::error_reply(PCM_ERR_ARG, "a request is a header frame and at most one data frame");
+    reply =
+        proto::error_reply(PCM_ERR_ARG, "a request is a header frame and at most one data frame");
     log_->warn("malformed request: {} frames", frames.size());
   } else {
     try {
@@ -243,8 +244,8 @@ json Server::op_register(const json& req) {
     auto it = jobs_.find(*wanted);
     // A restart may take over a name whose job is gone: finished, failed, or silent for 10 s
     // (its rank 0 ran where pcmd cannot watch it).
-    bool silent = it != jobs_.end() &&
-                  std::chrono::steady_clock::now() - it->second.last_seen > std::chrono::seconds(10);
+    bool silent = it != jobs_.end() && std::chrono::steady_clock::now() - it->second.last_seen >
+                                           std::chrono::seconds(10);
     if (it != jobs_.end() && it->second.state == JobState::kRunning &&
         !(proto::get_bool(req, "restart", false) && silent))
       fail(PCM_ERR_REFUSED, "job name '{}' is in use by a running job", *wanted);
@@ -312,14 +313,15 @@ json Server::op_reconfigured(const json& req) {
     if (auto it = req.find("layout"); it != req.end() && !it->is_null()) {
       // Validated like any map from the network, then kept where a restart will look for it.
       Distribution d = Distribution::from_json(*it);
-      if (d.size() != size) fail(PCM_ERR_ARG, "the layout describes {} ranks, not {}", d.size(), size);
+      if (d.size() != size)
+        fail(PCM_ERR_ARG, "the layout describes {} ranks, not {}", d.size(), size);
       store_.put_layout(job.name, proto::encode(d.to_json()), job.pending->id);
       job.layout_command = job.pending->id;
       job.layout = d.to_json();
     }
   } else {
     note(job, fmt::format("{} failed: {}", job.pending->describe(),
-                                 proto::opt_string(req, "error", 4096).value_or("?")));
+                          proto::opt_string(req, "error", 4096).value_or("?")));
   }
   job.iteration = proto::opt_int(req, "iteration", 0, INT64_MAX).value_or(job.iteration);
   job.last_seen = std::chrono::steady_clock::now();
@@ -376,8 +378,8 @@ json Server::op_load(const json& req, std::vector<char>& reply_data) {
     auto it = std::find_if(m->datasets.begin(), m->datasets.end(),
                            [&](const DatasetInfo& d) { return d.path == path; });
     if (it == m->datasets.end())
-      fail(PCM_ERR_NOT_FOUND, "version {} of job '{}' has nothing for rank {} key '{}'",
-           *version, job, rank, key);
+      fail(PCM_ERR_NOT_FOUND, "version {} of job '{}' has nothing for rank {} key '{}'", *version,
+           job, rank, key);
     if (meta_only) return json{{"ok", true}, {"type", it->type}, {"count", it->count}};
     auto meta = checkpoints_.read(*m, rank, key, reply_data);
     return json{{"ok", true}, {"type", meta.type}, {"count", meta.count}, {"has_data", true}};
@@ -421,15 +423,19 @@ json Server::op_status(const json& req) {
   }
   json inv = json::array();
   for (const auto& h : inventory_)
-    inv.push_back(json{{"host", h.name}, {"slots", h.slots}, {"free", free_slots(h.name, nullptr)}});
+    inv.push_back(
+        json{{"host", h.name}, {"slots", h.slots}, {"free", free_slots(h.name, nullptr)}});
   return json{{"ok", true}, {"jobs", jobs}, {"inventory", inv}};
 }
 
 const char* state_name(JobState state) {
   switch (state) {
-    case JobState::kRunning: return "running";
-    case JobState::kFinished: return "finished";
-    case JobState::kFailed: return "failed";
+    case JobState::kRunning:
+      return "running";
+    case JobState::kFinished:
+      return "finished";
+    case JobState::kFailed:
+      return "failed";
   }
   return "unknown";
 }
@@ -485,7 +491,8 @@ std::vector<std::string> Server::place(const Job& job, const std::vector<int>& s
 
 Job& Server::job_for_command(const json& req) {
   Job& job = find_job(req);
-  if (job.state != JobState::kRunning) fail(PCM_ERR_REFUSED, "job '{}' is {}", job.name, state_name(job.state));
+  if (job.state != JobState::kRunning)
+    fail(PCM_ERR_REFUSED, "job '{}' is {}", job.name, state_name(job.state));
   if (job.pending)
     fail(PCM_ERR_REFUSED, "job '{}' already has a reconfiguration in flight: {} (command {})",
          job.name, job.pending->describe(), job.pending->id);
@@ -495,9 +502,8 @@ Job& Server::job_for_command(const json& req) {
 json Server::queue(Job& job, proto::Command c) {
   // A spawn of a missing program makes MPICH's hydra abort the whole job: refuse it here.
   if (c.kind != proto::Command::Kind::kMerge &&
-      !(c.kind == proto::Command::Kind::kResize && c.size < job.size) &&
-      !job.executable.empty() && job.executable[0] == '/' &&
-      ::access(job.executable.c_str(), X_OK) != 0)
+      !(c.kind == proto::Command::Kind::kResize && c.size < job.size) && !job.executable.empty() &&
+      job.executable[0] == '/' && ::access(job.executable.c_str(), X_OK) != 0)
     fail(PCM_ERR_REFUSED, "job '{}': its program {} is no longer executable", job.name,
          job.executable);
   c.id = next_command_++;
@@ -505,16 +511,19 @@ json Server::queue(Job& job, proto::Command c) {
   log_->info("job {}: command {}: {}", job.name, c.id, job.last_event);
   job.pending = c;
   job.pending_delivered = false;
-  return json{{"ok", true}, {"command", c.id}, {"host", c.host}, {"hosts", c.hosts},
-              {"size", c.size}, {"text", c.describe()}};
+  return json{{"ok", true},       {"command", c.id}, {"host", c.host},
+              {"hosts", c.hosts}, {"size", c.size},  {"text", c.describe()}};
 }
 
 json Server::op_checkpoint(const std::string& op, const json& req) {
   auto name = proto::get_string(req, "job", proto::kMaxName);
   if (!proto::valid_name(name)) fail(PCM_ERR_ARG, "invalid job name '{}'", name);
   auto status_json = [](const VersionStatus& v) {
-    return json{{"iteration", v.iteration}, {"valid", v.valid}, {"why", v.why},
-                {"bytes", v.bytes}, {"nprocs", v.nprocs}};
+    return json{{"iteration", v.iteration},
+                {"valid", v.valid},
+                {"why", v.why},
+                {"bytes", v.bytes},
+                {"nprocs", v.nprocs}};
   };
   if (op == "commit") {
     Job& job = find_job(req);
@@ -522,10 +531,11 @@ json Server::op_checkpoint(const std::string& op, const json& req) {
     int size = static_cast<int>(proto::get_int(req, "size", 1, kMaxRanks));
     Manifest m = checkpoints_.commit(store_, name, iteration, size, job.layout);
     auto removed = checkpoints_.prune(name, options_.keep_versions, iteration);
-    note(job, fmt::format("checkpoint of iteration {} committed ({} bytes)", iteration, m.file_size));
+    note(job,
+         fmt::format("checkpoint of iteration {} committed ({} bytes)", iteration, m.file_size));
     log_->info("job {}: {}", name, job.last_event);
-    return json{{"ok", true}, {"iteration", iteration}, {"bytes", m.file_size},
-                {"pruned", removed}};
+    return json{
+        {"ok", true}, {"iteration", iteration}, {"bytes", m.file_size}, {"pruned", removed}};
   }
   if (op == "checkpoints") {
     json versions = json::array();
@@ -560,7 +570,8 @@ json Server::op_migrate(const json& req) {
   Job& job = job_for_command(req);
   int rank = static_cast<int>(proto::get_int(req, "rank", -1, kMaxRanks));
   if (rank < 0 || rank >= job.size)
-    fail(PCM_ERR_REFUSED, "job '{}' has no rank {} (it has {} processes)", job.name, rank, job.size);
+    fail(PCM_ERR_REFUSED, "job '{}' has no rank {} (it has {} processes)", job.name, rank,
+         job.size);
   std::string host = requested_host(req);
   if (host.empty()) {
     // The inventory host with the fewest of this job's processes, other ranks counted only.
@@ -620,7 +631,8 @@ json Server::op_reshape(const std::string& op, const json& req) {
     c.size = job.size - static_cast<int>(c.ranks.size()) + 1;
   } else {  // resize
     c.size = static_cast<int>(proto::get_int(req, "size", -1, kMaxRanks));
-    if (c.size < 1) fail(PCM_ERR_REFUSED, "cannot resize job '{}' to {} processes", job.name, c.size);
+    if (c.size < 1)
+      fail(PCM_ERR_REFUSED, "cannot resize job '{}' to {} processes", job.name, c.size);
     if (c.size == job.size)
       fail(PCM_ERR_REFUSED, "job '{}' already has {} processes", job.name, c.size);
     if (c.size > job.size) {

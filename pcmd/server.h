@@ -1,6 +1,8 @@
 // server.h — pcmd's request loop: job table, command queue, and the HDF5 store behind one socket.
 #pragma once
 
+#include <spdlog/spdlog.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -9,13 +11,11 @@
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <spdlog/spdlog.h>
 #include <zmq.hpp>
 
+#include "checkpoint.h"
 #include "command.h"
 #include "protocol.h"
-#include "checkpoint.h"
 #include "store.h"
 
 namespace pcm::detail {
@@ -53,10 +53,10 @@ struct Job {
   std::string last_event;
   std::vector<std::string> events;  // the last few events, oldest first
   std::chrono::steady_clock::time_point last_seen;
-  std::int64_t layout_command = 0;  // the command whose data layout pcmd holds (0: none)
-  nlohmann::json layout;            // that layout (null: none reported)
+  std::int64_t layout_command = 0;         // the command whose data layout pcmd holds (0: none)
+  nlohmann::json layout;                   // that layout (null: none reported)
   std::optional<Manifest> restarted_from;  // the verified version a restarted job reads
-  long rank0_pid = 0;  // watched while rank 0 runs on pcmd's host
+  long rank0_pid = 0;                      // watched while rank 0 runs on pcmd's host
   std::string rank0_host;
 };
 

@@ -6,8 +6,8 @@
 #include <system_error>
 
 #include "error.h"
-#include "pcm_types.h"
 #include "h5.h"
+#include "pcm_types.h"
 #include "protocol.h"
 
 namespace pcm::detail {
@@ -32,13 +32,15 @@ Store::Store(fs::path root) : root_(std::move(root)) {
   quiet_hdf5();
   std::error_code ec;
   fs::create_directories(root_ / "jobs", ec);
-  if (ec) fail(PCM_ERR_INTERNAL, "cannot create data directory {}: {}", (root_ / "jobs").string(), ec.message());
+  if (ec)
+    fail(PCM_ERR_INTERNAL, "cannot create data directory {}: {}", (root_ / "jobs").string(),
+         ec.message());
 }
 
 fs::path Store::job_file(const std::string& job) const { return root_ / "jobs" / job / "store.h5"; }
 
-void Store::put(const std::string& job, int rank, const std::string& key, int type, const void* data,
-                std::uint64_t count) {
+void Store::put(const std::string& job, int rank, const std::string& key, int type,
+                const void* data, std::uint64_t count) {
   check_names(job, rank, key);
   hid_t mem_type = native_type(type);
   fs::path file = job_file(job);
@@ -79,7 +81,8 @@ void Store::put(const std::string& job, int rank, const std::string& key, int ty
     d = H5Id(H5Dcreate2(g.get(), key.c_str(), mem_type, space.get(), H5P_DEFAULT, H5P_DEFAULT,
                         H5P_DEFAULT),
              H5Dclose);
-    if (!d.valid()) fail(PCM_ERR_INTERNAL, "cannot create dataset {}/{} in {}", gname, key, file.string());
+    if (!d.valid())
+      fail(PCM_ERR_INTERNAL, "cannot create dataset {}/{} in {}", gname, key, file.string());
     write_string_attr(d.get(), "pcm_type", proto::type_name(type));
   }
   if (count > 0 && H5Dwrite(d.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0)
@@ -115,7 +118,8 @@ void Store::put_layout(const std::string& job, const std::string& encoded, std::
   H5Fflush(f.get(), H5F_SCOPE_GLOBAL);
 }
 
-std::optional<Store::Meta> Store::meta(const std::string& job, int rank, const std::string& key) const {
+std::optional<Store::Meta> Store::meta(const std::string& job, int rank,
+                                       const std::string& key) const {
   check_names(job, rank, key);
   fs::path file = job_file(job);
   if (!fs::exists(file)) return std::nullopt;
@@ -143,7 +147,8 @@ Store::Meta Store::get(const std::string& job, int rank, const std::string& key,
   if (!d.valid()) fail(PCM_ERR_INTERNAL, "cannot open {} in {}", path, file.string());
   auto hm = dataset_meta(d.get());
   Meta m{hm.type, hm.count};
-  if (m.type == 0) fail(PCM_ERR_INTERNAL, "{} in {} has a type PCM does not know", path, file.string());
+  if (m.type == 0)
+    fail(PCM_ERR_INTERNAL, "{} in {} has a type PCM does not know", path, file.string());
   out.resize(m.count * proto::type_size(m.type));
   if (m.count > 0 &&
       H5Dread(d.get(), native_type(m.type), H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()) < 0)

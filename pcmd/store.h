@@ -15,7 +15,7 @@ namespace pcm::detail {
 class Store {
  public:
   struct Meta {
-    int type = 0;            // a PCM_Datatype value
+    int type = 0;             // a PCM_Datatype value
     std::uint64_t count = 0;  // elements
   };
 

@@ -33,12 +33,16 @@ static long walk(void *buf, int is_a, PCM_Dist dist, int rank, int it, int set) 
         long k = off + u * len + i;
         if (is_a) {
           double *e = (double *)buf + k;
-          if (set) *e = a_value(first + u, i, it);
-          else bad += *e != a_value(first + u, i, it);
+          if (set)
+            *e = a_value(first + u, i, it);
+          else
+            bad += *e != a_value(first + u, i, it);
         } else {
           int *e = (int *)buf + k;
-          if (set) *e = b_value(first + u, i, it);
-          else bad += *e != b_value(first + u, i, it);
+          if (set)
+            *e = b_value(first + u, i, it);
+          else
+            bad += *e != b_value(first + u, i, it);
         }
       }
   }
@@ -52,7 +56,7 @@ int main(int argc, char **argv) {
   int *b = NULL;
   int it = 0, iters, rank, size, s, origin, reconfigs = 0;
   long long table[2] = {0, 0}; /* replicated: 7 and the reconfiguration count */
-  long computed = 0;              /* local: iterations this process computed */
+  long computed = 0;           /* local: iterations this process computed */
   long bad = 0, allbad, elements;
   struct timespec pause = {0, 0};
 

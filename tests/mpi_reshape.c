@@ -25,8 +25,10 @@ static long walk(double *buf, PCM_Dist dist, int rank, int fill) {
     for (u = 0; u < count; u++)
       for (i = 0; i < unit_len; i++) {
         double *e = &buf[off + u * unit_len + i];
-        if (fill) *e = value(first + u, i);
-        else if (*e != value(first + u, i)) bad++;
+        if (fill)
+          *e = value(first + u, i);
+        else if (*e != value(first + u, i))
+          bad++;
       }
   }
   return bad;
@@ -35,10 +37,10 @@ static long walk(double *buf, PCM_Dist dist, int rank, int fill) {
 static long check(double *buf, PCM_Dist dist, int rank) { return walk(buf, dist, rank, 0); }
 static void fill(double *buf, PCM_Dist dist, int rank) { walk(buf, dist, rank, 1); }
 
-#define DIE(what)                                                        \
-  do {                                                                   \
+#define DIE(what)                                                                \
+  do {                                                                           \
     fprintf(stderr, "reshape: rank %d: %s: %s\n", rank, what, PCM_Last_error()); \
-    return 1;                                                            \
+    return 1;                                                                    \
   } while (0)
 
 int main(int argc, char **argv) {
@@ -76,7 +78,8 @@ int main(int argc, char **argv) {
   } else if (PCM_Process_Status() == PCM_SPLITTED) {
     /* Fault test: a new process dies before it has joined the data exchange. */
     if (getenv("RESHAPE_DIE_IF_SPLITTED")) raise(SIGKILL);
-    if (PCM_Split((void **)&buf, PCM_DOUBLE, &dist, &it, &rank, &size, &world, argv[0]) != PCM_SUCCESS)
+    if (PCM_Split((void **)&buf, PCM_DOUBLE, &dist, &it, &rank, &size, &world, argv[0]) !=
+        PCM_SUCCESS)
       DIE("PCM_Split (new process)");
     if (PCM_Load(0, "reconfigs", &reconfigs, PCM_INT, 1) != PCM_SUCCESS) DIE("load reconfigs");
   } else if (PCM_Process_Status() == PCM_RESTARTED) {
@@ -84,11 +87,12 @@ int main(int argc, char **argv) {
     PCM_Dist old = NULL;
     int then, old_layout;
     long u, ul, blk, halo;
-    if (PCM_Restart_info(&it, &then) != PCM_SUCCESS || PCM_Load_dist(0, "dist", &old) != PCM_SUCCESS)
+    if (PCM_Restart_info(&it, &then) != PCM_SUCCESS ||
+        PCM_Load_dist(0, "dist", &old) != PCM_SUCCESS)
       DIE("restart info");
     PCM_Dist_info(old, NULL, &old_layout, &u, &ul, &blk, &halo);
-    if (PCM_Dist_create(old_layout == PCM_IRREGULAR ? PCM_BLOCK : old_layout, u, ul, blk, halo, size,
-                        &dist) != PCM_SUCCESS)
+    if (PCM_Dist_create(old_layout == PCM_IRREGULAR ? PCM_BLOCK : old_layout, u, ul, blk, halo,
+                        size, &dist) != PCM_SUCCESS)
       DIE("dist");
     PCM_Dist_local(dist, rank, NULL, NULL, &elements);
     buf = malloc((size_t)(elements > 0 ? elements : 1) * sizeof(double));
@@ -117,7 +121,8 @@ int main(int argc, char **argv) {
     return 1;
   }
 
-  const long commit_every = getenv("RESHAPE_COMMIT_EVERY") ? atol(getenv("RESHAPE_COMMIT_EVERY")) : 0;
+  const long commit_every =
+      getenv("RESHAPE_COMMIT_EVERY") ? atol(getenv("RESHAPE_COMMIT_EVERY")) : 0;
   for (; it < iters; it++) {
     double t0 = MPI_Wtime(), spawn, data, rebuild;
     if (commit_every > 0 && it > 0 && it % commit_every == 0) {
@@ -161,7 +166,8 @@ int main(int argc, char **argv) {
       if (rank == 0 && PCM_Store(0, "reconfigs", &n, PCM_INT, 1) != PCM_SUCCESS) DIE("store");
       /* Fault test: spawning a program that does not exist must be refused with every process
        * keeping its world and data. */
-      const char *spawn = getenv("RESHAPE_SPAWN_COMMAND") ? getenv("RESHAPE_SPAWN_COMMAND") : argv[0];
+      const char *spawn =
+          getenv("RESHAPE_SPAWN_COMMAND") ? getenv("RESHAPE_SPAWN_COMMAND") : argv[0];
       int rc = PCM_Split((void **)&buf, PCM_DOUBLE, &dist, &it, &rank, &size, &world, spawn);
       if (rc == PCM_ERR_SPAWN) {
         if (rank == 0) printf("reshape: split refused at iter %d: %s\n", it, PCM_Last_error());
@@ -182,7 +188,8 @@ int main(int argc, char **argv) {
       if (world != MPI_COMM_NULL) {
         PCM_Dist_local(dist, rank, NULL, NULL, &elements);
         if (elements != cnt || rank != mrank) {
-          fprintf(stderr, "reshape: FAIL: datacnts said %ld/%d, got %ld/%d\n", cnt, mrank, elements, rank);
+          fprintf(stderr, "reshape: FAIL: datacnts said %ld/%d, got %ld/%d\n", cnt, mrank, elements,
+                  rank);
           return 1;
         }
       }
@@ -191,8 +198,10 @@ int main(int argc, char **argv) {
     if (what && world == MPI_COMM_NULL) { /* retired */
       if (s == PCM_SPLIT && rank_before == 0) {
         PCM_Reconfig_times(&spawn, &data, &rebuild);
-        printf("reshape: split at iter %d procs %d -> new world: %.4f s (old rank 0: spawn %.4f data %.4f)\n",
-               it, before, MPI_Wtime() - t0, spawn, data);
+        printf(
+            "reshape: split at iter %d procs %d -> new world: %.4f s (old rank 0: spawn %.4f data "
+            "%.4f)\n",
+            it, before, MPI_Wtime() - t0, spawn, data);
         fflush(stdout);
       }
       return PCM_Exit();
@@ -205,8 +214,10 @@ int main(int argc, char **argv) {
       bad = check(buf, dist, rank);
       MPI_Allreduce(&bad, &allbad, 1, MPI_LONG, MPI_SUM, world);
       if (rank == 0)
-        printf("reshape: %s at iter %d procs %d -> %d: %.4f s (rank 0: spawn %.4f data %.4f rebuild %.4f), %ld wrong\n",
-               what, it, before, size, MPI_Wtime() - t0, spawn, data, rebuild, allbad);
+        printf(
+            "reshape: %s at iter %d procs %d -> %d: %.4f s (rank 0: spawn %.4f data %.4f rebuild "
+            "%.4f), %ld wrong\n",
+            what, it, before, size, MPI_Wtime() - t0, spawn, data, rebuild, allbad);
       fflush(stdout);
       if (allbad) return 1;
     }
@@ -218,8 +229,9 @@ int main(int argc, char **argv) {
   }
   bad = check(buf, dist, rank);
   MPI_Allreduce(&bad, &allbad, 1, MPI_LONG, MPI_SUM, world);
-  if (rank == 0) printf("reshape: %s: %d reconfigurations, %d processes, %ld wrong\n",
-                        allbad ? "FAILED" : "ok", reconfigs, size, allbad);
+  if (rank == 0)
+    printf("reshape: %s: %d reconfigurations, %d processes, %ld wrong\n", allbad ? "FAILED" : "ok",
+           reconfigs, size, allbad);
   free(buf);
   PCM_Dist_free(&dist);
   PCM_Finalize(world);

@@ -6,14 +6,14 @@
 
 static int failures = 0;
 
-#define CHECK(cond, ...)                                   \
-  do {                                                     \
-    if (!(cond)) {                                         \
+#define CHECK(cond, ...)                                                  \
+  do {                                                                    \
+    if (!(cond)) {                                                        \
       fprintf(stderr, "rank %d: FAIL %s:%d: ", rank, __FILE__, __LINE__); \
-      fprintf(stderr, __VA_ARGS__);                        \
-      fprintf(stderr, " [%s]\n", PCM_Last_error());        \
-      failures++;                                          \
-    }                                                      \
+      fprintf(stderr, __VA_ARGS__);                                       \
+      fprintf(stderr, " [%s]\n", PCM_Last_error());                       \
+      failures++;                                                         \
+    }                                                                     \
   } while (0)
 
 int main(int argc, char **argv) {
@@ -79,7 +79,8 @@ int main(int argc, char **argv) {
       if (c2[i] != (char)('a' + (i + other) % 26)) expect_c = 0;
       if (dv2[i] != (double)i / 7.0 + other) expect_d = 0;
       if (iv2[i] != i * 7 + other || lv2[i] != (long)i * 100000L + other ||
-          fv2[i] != (float)i / 3.0f + (float)other || llv2[i] != (long long)i * 1000000007LL + other ||
+          fv2[i] != (float)i / 3.0f + (float)other ||
+          llv2[i] != (long long)i * 1000000007LL + other ||
           bv2[i] != (unsigned char)(i * 13 + other)) {
         CHECK(0, "element %d of rank %d differs", i, other);
         break;

@@ -1,6 +1,4 @@
 // test_checkpoint.cpp — pcmd's checkpoints: versions, corruption, pruning, crashes, a full disk.
-#include <cstdlib>
-
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -11,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -118,7 +117,6 @@ std::string mismatch(const Checkpoints& cp, const Manifest& m, const Contents& c
   }
   return why.str();
 }
-
 
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();

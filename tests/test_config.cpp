@@ -1,17 +1,15 @@
 // test_config.cpp — unit tests of the configuration file: atomic write, 0600, clear errors.
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
-#include <gtest/gtest.h>
-
-#include "test_util.h"
-
 #include "config.h"
 #include "error.h"
 #include "pcm_types.h"
+#include "test_util.h"
 
 namespace fs = std::filesystem;
 using pcm::detail::Config;

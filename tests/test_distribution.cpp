@@ -1,8 +1,6 @@
 // test_distribution.cpp — unit tests of ownership maps: regular layouts, split, merge, plans, JSON.
 #include <gtest/gtest.h>
 
-#include "test_util.h"
-
 #include <algorithm>
 #include <cstdint>
 #include <functional>
@@ -14,6 +12,7 @@
 #include "distribution.h"
 #include "error.h"
 #include "pcm_types.h"
+#include "test_util.h"
 
 using nlohmann::json;
 using pcm::detail::Distribution;
@@ -22,7 +21,6 @@ using pcm::detail::Segment;
 using pcm::detail::Transfer;
 
 namespace {
-
 
 struct LayoutCase {
   Layout layout;

@@ -1,15 +1,13 @@
 // test_protocol.cpp — unit tests of header encoding and field validation.
 #include <gtest/gtest.h>
 
-#include "test_util.h"
-
 #include "error.h"
 #include "pcm_types.h"
 #include "protocol.h"
+#include "test_util.h"
 
 using pcm::proto::json;
 namespace proto = pcm::proto;
-
 
 TEST(Protocol, RoundTrip) {
   json h{{"op", "store"}, {"rank", 3}, {"key", "grid"}, {"count", 1LL << 40}, {"flag", true}};
@@ -100,11 +98,11 @@ TEST(ProtocolHostile, DeclaredLengthsMustBePresent) {
 
 TEST(ProtocolHostile, StringsMustBeUtf8AndNothingMayFollow) {
   const std::string bad[] = {
-      std::string("\x81\xa1k\xa2\xc3\x28", 6),          // invalid continuation
-      std::string("\x81\xa1k\xa2\xc0\xaf", 6),          // overlong '/'
-      std::string("\x81\xa1k\xa3\xed\xa0\x80", 7),      // a surrogate
-      std::string("\x81\xa2\xff\xfek\xa1v", 7),         // a key that is not UTF-8
-      std::string("\x81\xa1k\xa1v\x00", 6),             // a byte after the end
+      std::string("\x81\xa1k\xa2\xc3\x28", 6),      // invalid continuation
+      std::string("\x81\xa1k\xa2\xc0\xaf", 6),      // overlong '/'
+      std::string("\x81\xa1k\xa3\xed\xa0\x80", 7),  // a surrogate
+      std::string("\x81\xa2\xff\xfek\xa1v", 7),     // a key that is not UTF-8
+      std::string("\x81\xa1k\xa1v\x00", 6),         // a byte after the end
   };
   for (const std::string& c : bad)
     EXPECT_EQ(code_of([&] { proto::decode(c.data(), c.size()); }), PCM_ERR_ARG) << c.size();

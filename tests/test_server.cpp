@@ -1,22 +1,20 @@
 // test_server.cpp — pcmd's server in-process on a loopback port: validation, refusals, malformed
 // messages (each gets an error reply and the next request is still served), job table, store.
-#include <atomic>
-#include <cstdlib>
-#include <filesystem>
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <thread>
-
-#include <gtest/gtest.h>
-
-#include "test_util.h"
 
 #include "client.h"
 #include "error.h"
 #include "pcm_types.h"
 #include "server.h"
+#include "test_util.h"
 
 namespace fs = std::filesystem;
 using pcm::detail::Client;
@@ -88,14 +86,14 @@ TEST_F(ServerTest, BindsLoopbackOnAFreePort) {
 
 TEST_F(ServerTest, MalformedMessagesGetErrorRepliesAndServingGoesOn) {
   std::vector<std::vector<std::string>> bad = {
-      {"\xc1garbage"},                                           // not MessagePack
-      {pcm::proto::encode(json::array({1, 2}))},                 // not a map
-      {pcm::proto::encode(json{{"op", "ping"}})},                // no version, no secret
+      {"\xc1garbage"},                             // not MessagePack
+      {pcm::proto::encode(json::array({1, 2}))},   // not a map
+      {pcm::proto::encode(json{{"op", "ping"}})},  // no version, no secret
       {pcm::proto::encode(json{{"v", 1}, {"op", 5}, {"secret", "right-secret"}})},
       {pcm::proto::encode(json{{"v", 1}, {"op", "nosuchop"}, {"secret", "right-secret"}})},
       {pcm::proto::encode(json{{"v", 99}, {"op", "ping"}, {"secret", "right-secret"}})},
-      {pcm::proto::encode(json{{"v", 1}, {"op", "store"}, {"secret", "right-secret"},
-                               {"job", "x"}, {"rank", "zero"}})},
+      {pcm::proto::encode(json{
+          {"v", 1}, {"op", "store"}, {"secret", "right-secret"}, {"job", "x"}, {"rank", "zero"}})},
       {"a", "b", "c"},  // too many frames
   };
   for (const auto& frames : bad) {
@@ -142,15 +140,22 @@ TEST_F(ServerTest, MigrateIsValidatedThenDeliveredByPoll) {
   auto r = client_->request({{"op", "migrate"}, {"job", "j"}, {"rank", 1}});
   EXPECT_EQ(r.header.at("host"), "nodeb");
   auto id = r.header.at("command").get<long>();
-  EXPECT_EQ(code({{"op", "migrate"}, {"job", "j"}, {"rank", 0}}), PCM_ERR_REFUSED);  // one at a time
+  EXPECT_EQ(code({{"op", "migrate"}, {"job", "j"}, {"rank", 0}}),
+            PCM_ERR_REFUSED);  // one at a time
   auto p = client_->request({{"op", "poll"}, {"job", "j"}, {"iteration", 7}});
   ASSERT_TRUE(p.header.at("command").is_object());
   EXPECT_EQ(p.header["command"]["rank"], 1);
   EXPECT_EQ(p.header["command"]["id"], id);
-  EXPECT_EQ(code({{"op", "reconfigured"}, {"job", "j"}, {"command", id + 1}, {"size", 2},
+  EXPECT_EQ(code({{"op", "reconfigured"},
+                  {"job", "j"},
+                  {"command", id + 1},
+                  {"size", 2},
                   {"hosts", {"localhost", "nodeb"}}}),
             PCM_ERR_REFUSED);
-  EXPECT_EQ(code({{"op", "reconfigured"}, {"job", "j"}, {"command", id}, {"size", 2},
+  EXPECT_EQ(code({{"op", "reconfigured"},
+                  {"job", "j"},
+                  {"command", id},
+                  {"size", 2},
                   {"hosts", {"localhost", "nodeb"}}}),
             PCM_SUCCESS);
   auto s = client_->request({{"op", "status"}, {"job", "j"}});
@@ -166,8 +171,8 @@ TEST_F(ServerTest, MigrateIsValidatedThenDeliveredByPoll) {
 TEST_F(ServerTest, StoreAndLoadWithSizeChecks) {
   register_job("s", 1);
   std::vector<double> v(10, 3.5);
-  json st{{"op", "store"}, {"job", "s"}, {"rank", 0}, {"key", "grid"}, {"type", PCM_DOUBLE},
-          {"count", 10}};
+  json st{{"op", "store"}, {"job", "s"},         {"rank", 0},
+          {"key", "grid"}, {"type", PCM_DOUBLE}, {"count", 10}};
   client_->request(st, v.data(), v.size() * sizeof(double));
   try {
     client_->request(st, v.data(), 9 * sizeof(double));  // data shorter than announced
@@ -180,8 +185,13 @@ TEST_F(ServerTest, StoreAndLoadWithSizeChecks) {
   ASSERT_EQ(r.data.size(), 10 * sizeof(double));
   EXPECT_EQ(static_cast<const double*>(r.data.data())[9], 3.5);
   EXPECT_EQ(code({{"op", "load"}, {"job", "s"}, {"rank", 0}, {"key", "nokey"}}), PCM_ERR_NOT_FOUND);
-  EXPECT_EQ(code({{"op", "load"}, {"job", "nojob"}, {"rank", 0}, {"key", "grid"}}), PCM_ERR_REFUSED);
-  EXPECT_EQ(code({{"op", "store"}, {"job", "s"}, {"rank", 0}, {"key", "../../x"}, {"type", PCM_INT},
+  EXPECT_EQ(code({{"op", "load"}, {"job", "nojob"}, {"rank", 0}, {"key", "grid"}}),
+            PCM_ERR_REFUSED);
+  EXPECT_EQ(code({{"op", "store"},
+                  {"job", "s"},
+                  {"rank", 0},
+                  {"key", "../../x"},
+                  {"type", PCM_INT},
                   {"count", 0}}),
             PCM_ERR_ARG);
 }
@@ -221,7 +231,10 @@ TEST_F(ServerTest, AMissingProgramIsRefusedBeforeSpawning) {
   fs::path exe = dir_ / "prog";
   std::ofstream(exe.string()) << "#!/bin/sh\n";
   fs::permissions(exe, fs::perms::owner_all);
-  client_->request({{"op", "register"}, {"job", "e"}, {"size", 1}, {"hosts", {"localhost"}},
+  client_->request({{"op", "register"},
+                    {"job", "e"},
+                    {"size", 1},
+                    {"hosts", {"localhost"}},
                     {"executable", exe.string()}});
   fs::remove(exe);
   EXPECT_EQ(code({{"op", "split"}, {"job", "e"}, {"rank", 0}, {"into", 2}}), PCM_ERR_REFUSED);
@@ -233,8 +246,8 @@ TEST_F(ServerTest, AJobWhoseRank0VanishedIsMarkedFailed) {
   pid_t child = fork();
   if (child == 0) _exit(0);
   waitpid(child, nullptr, 0);  // a pid that no longer exists
-  client_->request({{"op", "register"}, {"job", "gone"}, {"size", 1}, {"hosts", {"localhost"}},
-                    {"pid", child}});
+  client_->request(
+      {{"op", "register"}, {"job", "gone"}, {"size", 1}, {"hosts", {"localhost"}}, {"pid", child}});
   client_->request({{"op", "resize"}, {"job", "gone"}, {"size", 2}});
   std::string state;
   for (int i = 0; i < 50 && state != "failed"; ++i) {  // pcmd checks once a second

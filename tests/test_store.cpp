@@ -1,16 +1,15 @@
 // test_store.cpp — unit tests of pcmd's HDF5 store: every type round-trips, errors are clean.
+#include <gtest/gtest.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <numeric>
 #include <vector>
 
-#include <gtest/gtest.h>
-
-#include "test_util.h"
-
 #include "error.h"
 #include "pcm_types.h"
 #include "store.h"
+#include "test_util.h"
 
 namespace fs = std::filesystem;
 using pcm::detail::Store;

@@ -1,4 +1,5 @@
-// test_util.h — helpers shared by the unit tests: a temporary directory, and the error code of a call.
+// test_util.h — helpers shared by the unit tests: a temporary directory, and the error code of a
+// call.
 #pragma once
 
 #include <stdlib.h>

@@ -150,8 +150,9 @@ void heat2d_progress(Heat2dProgress *p, int rank, int it_done, int iters, int np
 /*
  * After a reconfiguration from `before` to nprocs processes (begun at wall-clock time `started`,
  * epoch seconds) completed at iteration it: rank 0 appends the row of the interval cut at
- * `started` (if it holds any iteration), then the event's row (one word, then details without commas, e.g. "split 1->2
- * 0.210s"); every process starts a new interval at it, so that intervals measure computing only.
+ * `started` (if it holds any iteration), then the event's row (one word, then details without
+ * commas, e.g. "split 1->2 0.210s"); every process starts a new interval at it, so that intervals
+ * measure computing only.
  */
 void heat2d_progress_reconfigured(Heat2dProgress *p, int rank, int it, int before, int nprocs,
                                   double started, const char *event);

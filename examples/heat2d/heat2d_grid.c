@@ -79,7 +79,8 @@ int heat2d_grid_adopt(Heat2dGrid *g, MPI_Comm world) {
 }
 
 int heat2d_grid_exchange(Heat2dGrid *g, MPI_Comm world) {
-  if (g->halo != NULL) return PCM_Halo_exchange(g->halo, g->mesh.cur, world) == PCM_SUCCESS ? 0 : -1;
+  if (g->halo != NULL)
+    return PCM_Halo_exchange(g->halo, g->mesh.cur, world) == PCM_SUCCESS ? 0 : -1;
   return heat2d_exchange(&g->mesh, world) == MPI_SUCCESS ? 0 : -1;
 }
 
