@@ -5,11 +5,11 @@
 # PCM_STATUS_WINDOW_US=0 (a broadcast at every call, as before the windows).
 # Prints per-size medians and the overhead in percent; with BENCH_CSV=FILE also writes CSV and
 # with BENCH_PNG=FILE a plot of overhead against mesh size.
-# Environment: BENCH_NP (2), BENCH_REPS (3), BENCH_SIZES ("64 128 256 512 1024"), BENCH_CSV,
+# Environment: BENCH_NP (2), BENCH_REPS (5), BENCH_SIZES ("64 128 256 512 1024"), BENCH_CSV,
 # BENCH_PNG.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/bench_common.sh"
-np=${BENCH_NP:-2} reps=${BENCH_REPS:-3} sizes=${BENCH_SIZES:-64 128 256 512 1024}
+np=${BENCH_NP:-2} reps=${BENCH_REPS:-5} sizes=${BENCH_SIZES:-64 128 256 512 1024}
 bench_start_pcmd
 ms() { awk '/^heat2d: done/ {print $(NF-1)}'; }
 echo "size,iterations,rep,plain_ms_per_iter,pcm_ms_per_iter,pcm_w0_ms_per_iter" >"$tmp/all.csv"
