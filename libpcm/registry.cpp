@@ -38,19 +38,17 @@ void check_type(int type) {
 
 std::size_t Item::bytes() const { return static_cast<std::size_t>(count) * proto::type_size(type); }
 
+void Registry::add(Item item) {
+  for (const Item& o : items_)
+    if (o.name == item.name) fail(PCM_ERR_ARG, "'{}' is registered already", item.name);
+  items_.push_back(std::move(item));
+}
+
 void Registry::add_dist(const char* name, void** buf, int type, PCM_Dist* dist) {
   check_name(name);
   check_type(type);
   if (!buf || !dist) fail(PCM_ERR_ARG, "buf and dist must not be NULL");
-  Item it;
-  it.name = name;
-  it.kind = ItemKind::kDist;
-  it.type = type;
-  it.buf = buf;
-  it.dist = dist;
-  for (const Item& o : items_)
-    if (o.name == it.name) fail(PCM_ERR_ARG, "'{}' is registered already", it.name);
-  items_.push_back(std::move(it));
+  add(Item{name, ItemKind::kDist, type, nullptr, 0, buf, dist});
 }
 
 void Registry::add_value(const char* name, void* value, int type, long count, ItemKind kind) {
@@ -58,15 +56,7 @@ void Registry::add_value(const char* name, void* value, int type, long count, It
   check_type(type);
   if (count < 0) fail(PCM_ERR_ARG, "count {} is negative", count);
   if (!value && count > 0) fail(PCM_ERR_ARG, "value is NULL");
-  Item it;
-  it.name = name;
-  it.kind = kind;
-  it.type = type;
-  it.value = value;
-  it.count = count;
-  for (const Item& o : items_)
-    if (o.name == it.name) fail(PCM_ERR_ARG, "'{}' is registered already", it.name);
-  items_.push_back(std::move(it));
+  add(Item{name, kind, type, value, count, nullptr, nullptr});
 }
 
 void Registry::remove(const char* name) {

@@ -61,6 +61,8 @@ class Registry {
   static std::string map_key(const Item& item);
 
  private:
+  void add(Item item);  // refuses a name registered already
+
   std::vector<Item> items_;
 };
 
