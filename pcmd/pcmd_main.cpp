@@ -90,6 +90,9 @@ int serve(const Options& o, int ready_fd) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Private by default: the data directory, stored data, versions and manifests are the user's
+  // alone (0700 directories, 0600 files), whatever the caller's umask.
+  ::umask(077);
   Options o;
   const char* home = std::getenv("HOME");
   o.config = pcm::detail::default_config_path();
