@@ -147,7 +147,14 @@ int main(int argc, char** argv) {
       ->capture_default_str();
 
   app.add_subcommand("ping", "check that pcmd answers");
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help and --version exit 0; every mistake on the command line exits 2, as usage errors
+    // do elsewhere (CLI11's own codes, 100 and up, would read like refusals).
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  }
 
   try {
     auto config = pcm::detail::read_config(config_path);

@@ -16,13 +16,14 @@ mpi=$!
 trap 'kill $mpi 2>/dev/null; wait $mpi 2>/dev/null' EXIT
 "$pcmctl" wait "$job" --timeout 60 || fail "job never registered: $(cat "$PCM_TEST_DIR/job.out")"
 
-refused() {  # refused "WHAT" EXPECTED_MESSAGE_PART pcmctl-args...
+refused() {  # refused "WHAT" EXPECTED_MESSAGE_PART pcmctl-args...; EXIT=N checks the exit code
   local what=$1 part=$2
   shift 2
   local err rc
   err=$("$@" 2>&1 >/dev/null)
   rc=$?
   [ $rc -ne 0 ] || fail "$what: accepted (exit 0)"
+  [ -z "${EXIT:-}" ] || [ $rc -eq "$EXIT" ] || fail "$what: exit $rc, expected $EXIT"
   echo "$err" | grep -qi -- "$part" || fail "$what: message '$err' does not mention '$part'"
   echo "refused as expected ($what): $err"
 }
@@ -38,8 +39,10 @@ refused "unknown job" "unknown job" "$pcmctl" migrate no-such-job 0
 refused "unknown rank" "no rank 7" "$pcmctl" migrate "$job" 7
 refused "negative rank" "rank" "$pcmctl" migrate "$job" -1
 refused "unknown host" "inventory" "$pcmctl" migrate "$job" 0 --host no-such-host
-refused "rank not a number" "rank" "$pcmctl" migrate "$job" zero
-refused "missing arguments" "required" "$pcmctl" migrate
+EXIT=2 refused "rank not a number" "rank" "$pcmctl" migrate "$job" zero
+EXIT=2 refused "missing arguments" "required" "$pcmctl" migrate
+EXIT=2 refused "unknown option" "--frobnicate" "$pcmctl" status --frobnicate
+EXIT=1 refused "unknown rank, exit code" "no rank 7" "$pcmctl" migrate "$job" 7
 refused "no configuration" "configuration" "$pcmctl" --config "$PCM_TEST_DIR/absent.conf" status
 refused "bad job name" "unknown job" "$pcmctl" migrate "../../etc" 0
 
