@@ -35,15 +35,9 @@ void Runtime::migrate(const char* command, const MigrationSender& send) {
   // at the end: the child if the mover was rank 0.
   const int child = size_;
   const int waker = cmd.rank == 0 ? child : 0;
-  bcast_inter(json{{"kind", "migrate"},
-                   {"job", job_},
-                   {"command", cmd.to_json()},
-                   {"size", size_},
-                   {"pcm_iteration", iteration_},
-                   {"waker", waker},
-                   {"restart", restart_json()},
-                   {"reconfig", last_reconfig_}},
-              true, rank_, inter.get());
+  json ctx = spawn_context("migrate", cmd);
+  ctx["waker"] = waker;
+  bcast_inter(ctx, true, rank_, inter.get());
   mpi::Comm merged;
   mpi_check(MPI_Intercomm_merge(inter.get(), 0, merged.out()), "MPI_Intercomm_merge");
   inter.reset();

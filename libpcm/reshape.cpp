@@ -194,16 +194,10 @@ void Runtime::send_split(const std::vector<ArrayRef>& arrays, const json& extra,
                     {"cma", cma_sources(world_.get(), rank_, size_, *arrays[i].buf, &cma_token_,
                                         settings_.split_cma)}});
   }
-  bcast_inter(json{{"kind", "split"},
-                   {"job", job_},
-                   {"command", cmd.to_json()},
-                   {"old_size", size_},
-                   {"pcm_iteration", iteration_},
-                   {"arrays", sent},
-                   {"extra", extra},
-                   {"restart", restart_json()},
-                   {"reconfig", last_reconfig_}},
-              true, rank_, inter.get());
+  json ctx = spawn_context("split", cmd);
+  ctx["arrays"] = std::move(sent);
+  ctx["extra"] = extra;
+  bcast_inter(ctx, true, rank_, inter.get());
   if (!cma_all_read(false, true, inter.get(), MPI_COMM_NULL)) {
     for (std::size_t i = 0; i < arrays.size(); ++i)
       exchange(inter.get(), next[i].size(), plan((*arrays[i].dist)->d, next[i]), rank_, -1,

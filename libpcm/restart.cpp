@@ -74,11 +74,6 @@ int Runtime::load(int rank, const char* key, void* buf, int type, long count) {
   return PCM_SUCCESS;
 }
 
-// What a spawned process needs to know about the restart its job came from.
-json Runtime::restart_json() const {
-  return json{{"iteration", restart_iteration_}, {"nprocs", restart_nprocs_}};
-}
-
 int Runtime::commit(MPI_Comm comm, int iteration) {
   require_world(comm);
   int code = iteration < 0 ? PCM_ERR_ARG : PCM_SUCCESS;

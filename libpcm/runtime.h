@@ -121,8 +121,8 @@ class Runtime {
   void receive_split(const std::vector<ArrayRef>& arrays, nlohmann::json* extra);
   void merge_arrays(const std::vector<ArrayRef>& arrays);
 
-  // Restart (restart.cpp).
-  nlohmann::json restart_json() const;
+  // The header every spawned process receives first (world.cpp; join_as_child reads it).
+  nlohmann::json spawn_context(const char* kind, const Command& cmd) const;
 
   // The register-once layer's parts (adapt.cpp).
   void check_registrations();

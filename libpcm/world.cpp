@@ -137,6 +137,16 @@ void Runtime::finish_reconfigure(mpi::Comm merged, int waker_in_merged, int move
   report_reconfigured(cmd, true, "");
 }
 
+json Runtime::spawn_context(const char* kind, const Command& cmd) const {
+  return json{{"kind", kind},
+              {"job", job_},
+              {"command", cmd.to_json()},
+              {"old_size", size_},
+              {"pcm_iteration", iteration_},
+              {"restart", {{"iteration", restart_iteration_}, {"nprocs", restart_nprocs_}}},
+              {"reconfig", last_reconfig_}};
+}
+
 void Runtime::join_as_child(MPI_Comm parent_handle) {
   mpi::Comm parent(parent_handle);
   int me;
@@ -152,7 +162,7 @@ void Runtime::join_as_child(MPI_Comm parent_handle) {
     mpi::Comm merged;
     mpi_check(MPI_Intercomm_merge(parent.get(), 1, merged.out()), "MPI_Intercomm_merge");
     parent.reset();
-    Command cmd = Command::from_json(ctx.at("command"), ctx.at("size").get<int>());
+    Command cmd = Command::from_json(ctx.at("command"), ctx.at("old_size").get<int>());
     process_status_ = PCM_MIGRATED;
     rank_ = cmd.rank;
     // PCM_Resume receives the mover's registered state on merged.

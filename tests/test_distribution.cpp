@@ -45,20 +45,6 @@ constexpr std::int64_t kSentinel = -1;
 // The value an element holds: its global unit and its index within the unit.
 std::int64_t value_of(std::int64_t unit, std::int64_t element) { return unit * 1000 + element; }
 
-// A compact description of a map, for failure messages.
-std::string describe(const Distribution& d) {
-  std::ostringstream o;
-  o << "{units " << d.units() << ", unit_len " << d.unit_len() << ", halo " << d.halo()
-    << ", layout " << static_cast<int>(d.layout()) << ", block " << d.block() << ", ranks [";
-  for (int r = 0; r < d.size(); ++r) {
-    o << (r ? " " : "") << "[";
-    for (const Segment& s : d.segments(r)) o << "(" << s.first << "+" << s.count << ")";
-    o << "]";
-  }
-  o << "]}";
-  return o.str();
-}
-
 // The units a rank owns, in global order.
 std::vector<std::int64_t> units_of(const Distribution& d, int rank) {
   std::vector<std::int64_t> v;

@@ -38,18 +38,7 @@ constexpr std::int64_t kSentinel = -1;
 // The value an element holds: its global unit and its index within the unit.
 std::int64_t value_of(std::int64_t unit, std::int64_t element) { return unit * 1000 + element; }
 
-std::string describe(const Distribution& d) {
-  std::ostringstream o;
-  o << "{units " << d.units() << ", unit_len " << d.unit_len() << ", halo " << d.halo()
-    << ", layout " << static_cast<int>(d.layout()) << ", ranks [";
-  for (int r = 0; r < d.size(); ++r) {
-    o << (r ? " " : "") << "[";
-    for (const Segment& s : d.segments(r)) o << "(" << s.first << "+" << s.count << ")";
-    o << "]";
-  }
-  o << "]}";
-  return o.str();
-}
+using ::describe;  // of a map (test_util.h), beside this one of a run
 
 std::string describe(const HaloRun& r) {
   std::ostringstream o;

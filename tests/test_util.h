@@ -1,13 +1,15 @@
-// test_util.h — helpers shared by the unit tests: a temporary directory, and the error code of a
-// call.
+// test_util.h — helpers shared by the unit tests: a temporary directory, the error code of a
+// call, and a map described for failure messages.
 #pragma once
 
 #include <stdlib.h>
 
 #include <filesystem>
 #include <functional>
+#include <sstream>
 #include <string>
 
+#include "distribution.h"
 #include "error.h"
 #include "pcm_types.h"
 
@@ -37,4 +39,19 @@ inline int code_of(const std::function<void()>& f) {
     return e.code();
   }
   return PCM_SUCCESS;
+}
+
+// A compact description of a map, for failure messages.
+inline std::string describe(const pcm::detail::Distribution& d) {
+  std::ostringstream o;
+  o << "{units " << d.units() << ", unit_len " << d.unit_len() << ", halo " << d.halo()
+    << ", layout " << static_cast<int>(d.layout()) << ", block " << d.block() << ", ranks [";
+  for (int r = 0; r < d.size(); ++r) {
+    o << (r ? " " : "") << "[";
+    for (const pcm::detail::Segment& s : d.segments(r))
+      o << "(" << s.first << "+" << s.count << ")";
+    o << "]";
+  }
+  o << "]}";
+  return o.str();
 }
