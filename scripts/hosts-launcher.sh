@@ -13,6 +13,10 @@
 # on CPU (k-1) mod nproc (taskset -c), so that a load on one host slows only that host. With fewer
 # CPUs than hosts no pinning is done (hosts would have to share CPUs unevenly; they all share the
 # machine instead). PCM_HOSTS_PIN=0 turns pinning off.
+#
+# Host names: each command runs in a UTS namespace of its own whose hostname is HOST, so that
+# gethostname() and MPI_Get_processor_name() inside a host say which host it is, as on a real
+# cluster (network namespaces alone leave the machine's name everywhere).
 set -euo pipefail
 
 STATE_DIR=/run/pcm-hosts
@@ -51,4 +55,7 @@ if [[ ${PCM_HOSTS_PIN:-1} != 0 && $host =~ ^([a-z][a-z0-9]*[a-z])([0-9]+)$ ]]; t
   fi
 fi
 
-exec ip netns exec "$host" "${pin[@]}" bash -c "$command_line"
+# unshare --uts gives the command its own hostname; written through /proc so that no hostname
+# tool is needed. exec all the way down: the pid of this script is the pid of the command.
+exec ip netns exec "$host" unshare --uts "${pin[@]}" bash -c \
+  'printf %s "$1" >/proc/sys/kernel/hostname && exec bash -c "$2"' hosts-launcher "$host" "$command_line"
