@@ -199,6 +199,9 @@ void Runtime::agree_spawnable(const std::string& exe, const Command& cmd) {
 
 // Spawns one process per entry of hosts, as one group (so that they share memory among
 // themselves), with the arguments this process was started with. Collective over world_.
+// Consecutive entries naming one host are one command whose "host" info says "name:count":
+// hydra gives a host named without a count one slot and deals ranks round robin over the hosts,
+// which would number the new world's ranks in another order than the hosts pcmd placed.
 mpi::Comm Runtime::spawn(const std::string& exe, const std::vector<std::string>& hosts) {
   std::vector<char*> argv;
   for (auto& a : args_) argv.push_back(const_cast<char*>(a.c_str()));
@@ -208,20 +211,19 @@ mpi::Comm Runtime::spawn(const std::string& exe, const std::vector<std::string>&
   std::vector<int> counts;
   std::vector<mpi::Info> owned;
   std::vector<MPI_Info> infos;
-  for (std::size_t i = 0; i < hosts.size(); ++i) {
-    if (i > 0 && hosts[i] == hosts[i - 1]) {
-      ++counts.back();
-      continue;
-    }
+  for (std::size_t i = 0; i < hosts.size();) {
+    std::size_t run = 1;
+    while (i + run < hosts.size() && hosts[i + run] == hosts[i]) ++run;
     mpi::Info info;
     MPI_Info_create(info.out());
-    MPI_Info_set(info.get(), "host", hosts[i].c_str());
+    MPI_Info_set(info.get(), "host", fmt::format("{}:{}", hosts[i], run).c_str());
     if (!cwd_.empty()) MPI_Info_set(info.get(), "wdir", cwd_.c_str());
     cmds.push_back(const_cast<char*>(exe.c_str()));
     argvs.push_back(argv.data());
-    counts.push_back(1);
+    counts.push_back(static_cast<int>(run));
     infos.push_back(info.get());
     owned.push_back(std::move(info));
+    i += run;
   }
   mpi::Comm inter;
   std::vector<int> errcodes(hosts.size(), MPI_SUCCESS);

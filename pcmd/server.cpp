@@ -460,8 +460,8 @@ int Server::free_slots(const std::string& host, const Job* except) const {
 }
 
 // Hosts for a new world: new rank i stays on the host of old rank source_of_new_rank[i] (or
-// preferred_host for the ranks >= preferred_new that a split creates) while that host has
-// room; otherwise the first inventory host with room. Throws if the inventory is full.
+// preferred_host for the ranks from preferred_new on that a split or growth creates) while that
+// host has room; otherwise the first inventory host with room. Throws if the inventory is full.
 std::vector<std::string> Server::place(const Job& job, const std::vector<int>& source_of_new_rank,
                                        int preferred_new, const std::string& preferred_host) const {
   std::map<std::string, int> room;
@@ -469,7 +469,11 @@ std::vector<std::string> Server::place(const Job& job, const std::vector<int>& s
   std::vector<std::string> out;
   for (std::size_t i = 0; i < source_of_new_rank.size(); ++i) {
     int src = source_of_new_rank[i];
-    std::string want = !preferred_host.empty() && static_cast<int>(i) >= preferred_new
+    // The ranks a split or a growth creates share the source of the first of them; the ranks
+    // after a split's new ones keep their own hosts.
+    bool created = static_cast<int>(i) >= preferred_new &&
+                   src == source_of_new_rank[static_cast<std::size_t>(preferred_new)];
+    std::string want = !preferred_host.empty() && created
                            ? preferred_host
                            : (src >= 0 && src < job.size ? job.hosts[src] : std::string());
     if (room.count(want) == 0 || room[want] <= 0) {

@@ -1,0 +1,220 @@
+#!/usr/bin/env python3
+"""multihost.py BUILD SCENARIO — PCM on a cluster of network-namespace hosts (scripts/hosts.sh).
+
+Each scenario makes its own hosts (a prefix of its own), runs pcmd inside host 1 bound to host 1's
+address, starts the job with mpiexec inside host 1 through scripts/hosts-launcher.sh, drives it
+with pcmctl, and removes everything it made at the end. Traffic goes only to these hosts.
+
+  reconfig   heat2d on 2 hosts: migrate to a third host, split onto a host that just joined,
+             merge off a host, grow and shrink across hosts; after each step the hosts pcmctl
+             status reports must be the ones asked for; the final checksum equals the plain run's.
+
+Exits 77 (ctest SKIPPED) with the reason where namespaces cannot be made (no root).
+"""
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+HOSTS_SH = os.path.join(HERE, "..", "scripts", "hosts.sh")
+LAUNCHER = os.path.join(HERE, "..", "scripts", "hosts-launcher.sh")
+SKIP = 77
+
+
+def log(msg):
+    print(f"multihost: {msg}", flush=True)
+
+
+class Failure(Exception):
+    pass
+
+
+class Cluster:
+    """N namespace hosts, a pcmd in host 1, and the jobs started there; stop() undoes all of it."""
+
+    def __init__(self, build, n, tmp):
+        self.build = build
+        self.n = n
+        self.tmp = tmp
+        self.prefix = f"m{os.getpid() % 100000}h"
+        self.names = [f"{self.prefix}{k}" for k in range(1, n + 1)]
+        self.addr = {}
+        self.pcmd_pid = None
+        self.jobs = []  # Popen objects, each the leader of its own process group
+        self.config = os.path.join(tmp, "pcmd.conf")
+        self.env = dict(os.environ, PCM_CONFIG=self.config)
+
+    def up(self):
+        r = subprocess.run(["bash", HOSTS_SH, "up", str(self.n), "--prefix", self.prefix],
+                           capture_output=True, text=True)
+        sys.stdout.write(r.stdout)
+        sys.stderr.write(r.stderr)
+        if r.returncode == SKIP:
+            sys.exit(SKIP)
+        if r.returncode != 0:
+            raise Failure(f"hosts.sh up failed ({r.returncode})")
+        for line in r.stdout.splitlines():
+            m = re.match(r"^(\S+) (\d+\.\d+\.\d+\.\d+)/\d+ ", line)
+            if m:
+                self.addr[m.group(1)] = m.group(2)
+        if sorted(self.addr) != sorted(self.names):
+            raise Failure(f"hosts.sh status lists {self.addr}, wanted {self.names}")
+        self.host_of_addr = {a: h for h, a in self.addr.items()}
+
+    def on(self, host, *cmd, **kw):
+        """Runs cmd on host (waits); returns the CompletedProcess."""
+        return subprocess.run(["bash", LAUNCHER, host, *cmd], env=self.env, capture_output=True,
+                              text=True, **kw)
+
+    def start_pcmd(self, *extra):
+        head = self.names[0]
+        pidfile = os.path.join(self.tmp, "pcmd.pid")
+        # The detached daemon keeps its standard streams: a file, not a pipe to wait on.
+        self.pcmd_log = os.path.join(self.tmp, "pcmd.log")
+        with open(self.pcmd_log, "w") as logf:
+            r = subprocess.run(["bash", LAUNCHER, head, os.path.join(self.build, "pcmd"), "--detach",
+                                "--pidfile", pidfile, "--bind", self.addr[head], "--config",
+                                self.config, "--data-dir", os.path.join(self.tmp, "data"), *extra],
+                               env=self.env, stdout=logf, stderr=logf, stdin=subprocess.DEVNULL,
+                               timeout=60)
+        if r.returncode != 0:
+            raise Failure(f"pcmd did not start: {open(self.pcmd_log).read()}")
+        self.pcmd_pid = int(open(pidfile).read())
+
+    def pcmctl(self, *args, check=True, timeout=200):
+        r = subprocess.run([os.path.join(self.build, "pcmctl"), *args], env=self.env,
+                           capture_output=True, text=True, timeout=timeout)
+        if check and r.returncode != 0:
+            raise Failure(f"pcmctl {' '.join(args)} exited {r.returncode}: {r.stderr.strip()}")
+        return r
+
+    def status(self, job):
+        return json.loads(self.pcmctl("status", job, "--json").stdout)["jobs"][0]
+
+    def mpiexec(self, hosts, np, cmd, out_path, env=None):
+        """Starts cmd on np processes over hosts (one per host, round robin), from host 1."""
+        out = open(out_path, "w")
+        p = subprocess.Popen(
+            ["bash", LAUNCHER, self.names[0], os.environ.get("MPIEXEC", "mpiexec"), "-launcher",
+             "ssh", "-launcher-exec", LAUNCHER, "-iface", "eth0", "-hosts", ",".join(hosts), "-n",
+             str(np), *cmd],
+            env=dict(self.env, **(env or {})), stdout=out, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL, start_new_session=True)
+        self.jobs.append(p)
+        return p
+
+    def stop(self):
+        for p in self.jobs:
+            if p.poll() is None:
+                try:
+                    os.killpg(p.pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+                try:
+                    p.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    os.killpg(p.pid, signal.SIGKILL)
+        if self.pcmd_pid:
+            try:
+                os.kill(self.pcmd_pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        # hosts.sh down ends (by pid) whatever still runs inside the hosts.
+        subprocess.run(["bash", HOSTS_SH, "down", "--prefix", self.prefix], capture_output=True)
+
+
+def heat2d_plain(build, args):
+    r = subprocess.run([os.environ.get("MPIEXEC", "mpiexec"), "-n", "2",
+                        os.path.join(build, "examples/heat2d/heat2d_plain"), *args],
+                       capture_output=True, text=True, timeout=300)
+    m = re.search(r"^checksum (\w+)", r.stdout, re.M)
+    if not m:
+        raise Failure(f"plain heat2d printed no checksum: {r.stdout} {r.stderr}")
+    return m.group(1)
+
+
+def wait_job(c, job, p, out_path, reconfigs):
+    try:
+        rc = p.wait(timeout=600)
+    except subprocess.TimeoutExpired:
+        raise Failure("the job did not end within 600 s")
+    text = open(out_path).read()
+    if rc != 0:
+        raise Failure(f"the job exited with {rc}:\n{text[-3000:]}")
+    st = c.status(job)
+    if st["state"] != "finished" or st["reconfigurations"] != reconfigs:
+        raise Failure(f"pcmd shows {st}")
+    return text
+
+
+def scenario_reconfig(c):
+    h1, h2, h3 = c.names
+    c.start_pcmd("--hosts", f"{h1}:2", f"{h2}:2", f"{h3}:2")
+    job = "mh-heat"
+    args = ["--nx", "61", "--ny", "40"]
+    plain = heat2d_plain(c.build, [*args, "--iters", "6000"])
+    out = os.path.join(c.tmp, "job.out")
+    p = c.mpiexec([h1, h2], 2, [os.path.join(c.build, "examples/heat2d/heat2d_pcm"), *args,
+                                "--iters", "6000", "--throttle-us", "2000"], out,
+                  env={"PCM_JOB": job})
+    c.pcmctl("wait", job, "--iteration", "20", "--timeout", "120")
+    st = c.status(job)
+    if st["hosts"] != [h1, h2]:
+        raise Failure(f"the job starts on {st['hosts']}, expected {[h1, h2]}")
+    steps = [
+        (["migrate", job, "1", "--host", h3], [h1, h3]),
+        (["split", job, "0", "--into", "2", "--host", h2], [h2, h2, h3]),
+        (["merge", job, "1", "2"], [h2, h2]),  # merges the process on h3 off that host
+        (["resize", job, "--to", "4", "--host", h3], [h2, h2, h3, h3]),
+        (["resize", job, "--to", "3"], [h2, h2, h3]),
+        (["migrate", job, "0", "--host", h1], [h1, h2, h3]),
+    ]
+    for done, (cmd, want) in enumerate(steps, start=1):
+        c.pcmctl(*cmd)
+        c.pcmctl("wait", job, "--reconfigurations", str(done), "--timeout", "180")
+        got = c.status(job)["hosts"]
+        if got != want:
+            raise Failure(f"after {' '.join(cmd)}: pcmctl status reports hosts {got}, expected {want}")
+        log(f"{' '.join(cmd)}: hosts {got}")
+    text = wait_job(c, job, p, out, len(steps))
+    m = re.search(r"^checksum (\w+)", text, re.M)
+    if not m or m.group(1) != plain:
+        raise Failure(f"checksum {m.group(1) if m else None} differs from the plain run's {plain}")
+    log(f"ok: reconfig: {len(steps)} reconfigurations over 3 hosts, checksum {plain} as plain")
+
+
+SCENARIOS = {"reconfig": (3, scenario_reconfig)}
+
+
+def main():
+    if len(sys.argv) != 3 or sys.argv[2] not in SCENARIOS:
+        print(f"usage: {sys.argv[0]} BUILD {{{'|'.join(SCENARIOS)}}}", file=sys.stderr)
+        return 2
+    build, name = os.path.abspath(sys.argv[1]), sys.argv[2]
+    n, fn = SCENARIOS[name]
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    with tempfile.TemporaryDirectory(prefix="pcm-multihost.") as tmp:
+        os.chmod(tmp, 0o755)
+        c = Cluster(build, n, tmp)
+        try:
+            c.up()
+            fn(c)
+        except Failure as e:
+            print(f"multihost {name}: FAILED: {e}", file=sys.stderr, flush=True)
+            for path in [os.path.join(tmp, "job.out"), os.path.join(tmp, "pcmd.log")]:
+                if os.path.exists(path):
+                    sys.stderr.write(f"--- {os.path.basename(path)} (end):\n")
+                    sys.stderr.write(open(path).read()[-4000:])
+            return 1
+        finally:
+            c.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
