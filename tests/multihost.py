@@ -108,7 +108,8 @@ class Cluster:
         self.jobs.append(p)
         return p
 
-    def stop(self):
+    def stop_jobs(self):
+        """Ends the jobs started here (mpiexec and its process group; hydra ends the ranks)."""
         for p in self.jobs:
             if p.poll() is None:
                 try:
@@ -119,6 +120,9 @@ class Cluster:
                     p.wait(timeout=10)
                 except subprocess.TimeoutExpired:
                     os.killpg(p.pid, signal.SIGKILL)
+
+    def stop(self):
+        self.stop_jobs()
         if self.pcmd_pid:
             try:
                 os.kill(self.pcmd_pid, signal.SIGTERM)
