@@ -192,7 +192,63 @@ def scenario_reconfig(c):
     log(f"ok: reconfig: {len(steps)} reconfigurations over 3 hosts, checksum {plain} as plain")
 
 
-SCENARIOS = {"reconfig": (3, scenario_reconfig)}
+def scenario_failure(c):
+    h1, h2, h3 = c.names
+    c.start_pcmd("--hosts", f"{h1}:2", f"{h2}:2", f"{h3}:2")
+    heat = os.path.join(c.build, "examples/heat2d/heat2d_pcm")
+    args = ["--nx", "97", "--ny", "64", "--iters", "1200", "--layout", "cyclic"]
+    plain = heat2d_plain(c.build, args)
+    out_a, out_b = os.path.join(c.tmp, "job.out"), os.path.join(c.tmp, "b.out")
+    a = c.mpiexec([h1, h2, h3], 3, [heat, *args, "--commit-every", "100", "--throttle-us", "1500"],
+                  out_a, env={"PCM_JOB": "mh-a"})
+    b = c.mpiexec([h1, h2], 2, [heat, *args, "--throttle-us", "3000"], out_b,
+                  env={"PCM_JOB": "mh-b"})
+    c.pcmctl("wait", "mh-a", "--iteration", "450", "--timeout", "120")
+    c.pcmctl("wait", "mh-b", "--iteration", "20", "--timeout", "120")
+    if c.status("mh-a")["hosts"] != [h1, h2, h3]:
+        raise Failure(f"job a runs on {c.status('mh-a')['hosts']}, expected {[h1, h2, h3]}")
+    # Host 3 vanishes: every process in its namespace is killed (by pid).
+    pids = subprocess.run(["ip", "netns", "pids", h3], capture_output=True, text=True).stdout.split()
+    if not pids:
+        raise Failure(f"no processes run on {h3}")
+    for pid in pids:
+        try:
+            os.kill(int(pid), signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    log(f"killed {len(pids)} processes on {h3}")
+    c.pcmctl("wait", "mh-a", "--ended", "--timeout", "60", check=False)
+    st = c.status("mh-a")
+    if st["state"] != "failed":
+        raise Failure(f"after {h3} vanished pcmd shows job a {st['state']}: {st['last_event']}")
+    if h3 not in st["last_event"]:
+        raise Failure(f"job a's failure does not name {h3}: {st['last_event']}")
+    log(f"job a failed: {st['last_event']}")
+    try:
+        a.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        raise Failure("job a's mpiexec did not end after its host vanished")
+    # pcmd serves the other job to its end.
+    text = wait_job(c, "mh-b", b, out_b, 0)
+    m = re.search(r"^checksum (\w+)", text, re.M)
+    if not m or m.group(1) != plain:
+        raise Failure(f"job b: checksum {m.group(1) if m else None}, plain {plain}")
+    # The newest checkpoint restarts job a on the two hosts left.
+    out_r = os.path.join(c.tmp, "restart.out")
+    r = c.mpiexec([h1, h2], 2, [heat, *args, "--throttle-us", "0"], out_r,
+                  env={"PCM_JOB": "mh-a", "PCM_RESTART": "1"})
+    text = wait_job(c, "mh-a", r, out_r, 0)
+    k = re.search(r"^heat2d: restarted from iteration (\d+) \(3 -> 2 processes\)", text, re.M)
+    m = re.search(r"^checksum (\w+)", text, re.M)
+    if not k or int(k.group(1)) < 400:
+        raise Failure(f"the restart did not resume from a version >= 400: {text[-2000:]}")
+    if not m or m.group(1) != plain:
+        raise Failure(f"restart: checksum {m.group(1) if m else None}, plain {plain}")
+    log(f"ok: failure: {h3} vanished, job a failed naming it, job b finished, job a restarted "
+        f"on {h1},{h2} from iteration {k.group(1)}, checksum {plain} as plain")
+
+
+SCENARIOS = {"reconfig": (3, scenario_reconfig), "failure": (3, scenario_failure)}
 
 
 def main():
