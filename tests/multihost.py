@@ -101,7 +101,7 @@ class Cluster:
         out = open(out_path, "w")
         p = subprocess.Popen(
             ["bash", LAUNCHER, self.names[0], os.environ.get("MPIEXEC", "mpiexec"), "-launcher",
-             "ssh", "-launcher-exec", LAUNCHER, "-iface", "eth0", "-hosts", ",".join(hosts), "-n",
+             "ssh", "-launcher-exec", LAUNCHER, "-hosts", ",".join(hosts), "-n",
              str(np), *cmd],
             env=dict(self.env, **(env or {})), stdout=out, stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL, start_new_session=True)
