@@ -248,7 +248,79 @@ def scenario_failure(c):
         f"on {h1},{h2} from iteration {k.group(1)}, checksum {plain} as plain")
 
 
-SCENARIOS = {"reconfig": (3, scenario_reconfig), "failure": (3, scenario_failure)}
+def host_table(c):
+    """`pcmctl host list --json`: {name: row}."""
+    rows = json.loads(c.pcmctl("host", "list", "--json").stdout)
+    rows = rows.get("hosts", rows) if isinstance(rows, dict) else rows
+    return {r["host"]: r for r in rows}
+
+
+def scenario_drain(c):
+    h1, h2, h3 = c.names
+    c.start_pcmd("--hosts", f"{h1}:2", f"{h2}:2")
+    job = "mh-drain"
+    args = ["--nx", "61", "--ny", "40", "--layout", "block-cyclic", "--block", "3"]
+    plain = heat2d_plain(c.build, [*args[:4], "--iters", "6000"])
+    out = os.path.join(c.tmp, "job.out")
+    p = c.mpiexec([h1, h2], 2, [os.path.join(c.build, "examples/heat2d/heat2d_pcm"), *args,
+                                "--iters", "6000", "--throttle-us", "2000"], out,
+                  env={"PCM_JOB": job})
+    c.pcmctl("wait", job, "--iteration", "20", "--timeout", "120")
+    done = 0
+
+    def expect_hosts(what, want):
+        got = c.status(job)["hosts"]
+        if got != want:
+            raise Failure(f"after {what}: pcmctl status reports hosts {got}, expected {want}")
+        log(f"{what}: hosts {got}")
+
+    # A host joins while the job runs; pcmd measures its round trip.
+    c.pcmctl("host", "add", h3, "--slots", "2", "--site", "b")
+    for _ in range(100):
+        row = host_table(c).get(h3)
+        if row and row.get("rtt") is not None:
+            break
+        time.sleep(0.1)
+    else:
+        raise Failure(f"pcmd lists no measured round trip for {h3}: {host_table(c)}")
+    if row["slots"] != 2 or row["site"] != "b" or row["state"] != "up" or row["free"] != 2:
+        raise Failure(f"host list shows {row} for {h3}")
+    log(f"{h3} joined: rtt {row['rtt']} ms")
+    c.pcmctl("split", job, "0", "--into", "2", "--host", h3)
+    done += 1
+    c.pcmctl("wait", job, "--reconfigurations", str(done), "--timeout", "180")
+    expect_hosts(f"split onto {h3}", [h3, h3, h2])
+    # Host 2 is drained: its process migrates to host 1 (free slots there), then host 2 leaves.
+    r = c.pcmctl("host", "drain", h2, "--wait", timeout=300)
+    done += 1
+    expect_hosts(f"drain of {h2}", [h3, h3, h1])
+    if h2 in host_table(c):
+        raise Failure(f"{h2} is still in the inventory after its drain: {r.stdout}")
+    # Host 1 is drained with no free slot anywhere else: its process is merged into rank 0.
+    c.pcmctl("host", "drain", h1, "--wait", timeout=300)
+    done += 1
+    expect_hosts(f"drain of {h1}", [h3, h3])
+    # Nowhere to go: the last host cannot be drained; a host in use cannot be removed.
+    for cmd in (["drain", h3], ["remove", h3]):
+        r = c.pcmctl("host", *cmd, check=False)
+        if r.returncode != 1 or not r.stderr.strip():
+            raise Failure(f"pcmctl host {' '.join(cmd)} exited {r.returncode}: {r.stderr}")
+        log(f"host {' '.join(cmd)} refused: {r.stderr.strip()}")
+    text = wait_job(c, job, p, out, done)
+    m = re.search(r"^checksum (\w+)", text, re.M)
+    if not m or m.group(1) != plain:
+        raise Failure(f"checksum {m.group(1) if m else None} differs from the plain run's {plain}")
+    c.pcmctl("host", "remove", h3)  # empty now
+    if host_table(c):
+        raise Failure(f"the inventory should be empty: {host_table(c)}")
+    log(f"ok: drain: {h3} joined, {h2} drained by migration, {h1} by merge, checksum as plain")
+
+
+SCENARIOS = {
+    "reconfig": (3, scenario_reconfig),
+    "failure": (3, scenario_failure),
+    "drain": (3, scenario_drain),
+}
 
 
 def main():
