@@ -500,6 +500,37 @@ int PCM_Dist_gather(PCM_Dist dist, const void *buf, PCM_Datatype type, int root,
  */
 int PCM_Reconfig_last(int *kind, int *size_before, double *started);
 
+/*
+ * Topology (QCG-OMPI's colours): where the processes of a communicator are, level by level.
+ * Level PCM_TOPO_SITE groups the processes of one site, level PCM_TOPO_HOST those of one host
+ * (and site). A process's colour at a level is the lowest rank of comm in its group, so two
+ * processes share a colour at a level exactly when they share that group, and colours are small
+ * non-negative numbers. A process's host is its MPI_Get_processor_name (what pcmd is told and
+ * shows); its site is the site pcmd's inventory gives that host (`pcmctl host add H --site S`),
+ * else the PCM_SITE of that process's environment, else one unnamed site for all. Ask again after
+ * PCM_Init/PCM_Resume and after every reconfiguration: processes move.
+ */
+#define PCM_TOPO_SITE 0
+#define PCM_TOPO_HOST 1
+#define PCM_TOPO_LEVELS 2
+
+/*
+ * PCM_Topology — this process's colour at each level of comm's topology: sets *nlevels to
+ * PCM_TOPO_LEVELS and colors[PCM_TOPO_SITE], colors[PCM_TOPO_HOST]. Collective over comm (any
+ * intracommunicator: the PCM world, one derived from it, MPI_COMM_WORLD); needs MPI but not
+ * MPI_PCM_Init. With pcmd, rank 0 of comm asks it for the sites (one request).
+ * Errors: PCM_ERR_ARG (NULL, MPI_COMM_NULL, an intercommunicator), PCM_ERR_STATE (MPI not
+ * initialised), PCM_ERR_MPI.
+ */
+int PCM_Topology(MPI_Comm comm, int *nlevels, int colors[PCM_TOPO_LEVELS]);
+
+/*
+ * PCM_Host_comm — the processes of comm on this process's host (MPI_Comm_split by host colour,
+ * ordered by rank in comm), for hierarchical collectives: reduce within the host, then among one
+ * process per host. Collective over comm; free it with MPI_Comm_free. Errors: as PCM_Topology.
+ */
+int PCM_Host_comm(MPI_Comm comm, MPI_Comm *host_comm);
+
 /* PCM_Last_error — the detailed message of this thread's last failed call ("" if none). */
 const char *PCM_Last_error(void);
 

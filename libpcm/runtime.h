@@ -88,6 +88,10 @@ class Runtime {
   int checkpoint(MPI_Comm comm, int iteration);
   bool resumed() const { return resumed_; }
 
+  // pcmd's inventory site of each host, "" where it has none or cannot be asked (no pcmd, not
+  // in a world yet, an older pcmd). Rank 0 of a PCM_Topology call (topology.cpp).
+  std::vector<std::string> sites_of(const std::vector<std::string>& hosts);
+
  private:
   Runtime() = default;
   // Lifecycle (runtime.cpp).
