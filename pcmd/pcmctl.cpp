@@ -74,6 +74,57 @@ int wait_for(pcm::detail::Client& client, const std::string& job, long iteration
   }
 }
 
+std::string opt_ms(const json& v) {
+  return v.is_number() ? fmt::format("{:.3f}", v.get<double>()) : "-";
+}
+
+void print_host_table(const json& hosts) {
+  if (hosts.empty()) {
+    std::cout << "no hosts\n";
+    return;
+  }
+  std::cout << fmt::format("{:<24} {:>6} {:>5} {:>5}  {:<12} {:>10} {:>9}  {}\n", "HOST", "SLOTS",
+                           "USED", "FREE", "SITE", "LATENCY_MS", "RTT_MS", "STATE");
+  for (const auto& h : hosts)
+    std::cout << fmt::format("{:<24} {:>6} {:>5} {:>5}  {:<12} {:>10} {:>9}  {}\n",
+                             h.value("host", "?"), h.value("slots", 0), h.value("used", 0),
+                             h.value("free", 0), h.value("site", ""), opt_ms(h.at("latency")),
+                             opt_ms(h.at("rtt")), h.value("state", "?"));
+}
+
+// Polls the inventory until host has left it (exit 0), printing a line whenever the number of
+// processes on it changes; exit 1 on timeout, printing what holds it.
+int wait_drained(pcm::detail::Client& client, const std::string& host, double timeout_s,
+                 int timeout_ms) {
+  auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  int last = -1;
+  while (true) {
+    auto r = client.request({{"op", "host_list"}}, nullptr, 0, timeout_ms);
+    const json* row = nullptr;
+    for (const auto& h : r.header.at("hosts"))
+      if (h.value("host", "") == host) row = &h;
+    if (!row) {
+      std::cout << "host " << host << ": drained, it has left the inventory\n";
+      return 0;
+    }
+    int used = row->value("used", 0);
+    if (used != last) {
+      std::cout << "host " << host << ": " << used << " processes left\n" << std::flush;
+      last = used;
+    }
+    if (std::chrono::steady_clock::now() > end) {
+      auto st = client.request({{"op", "status"}}, nullptr, 0, timeout_ms);
+      std::cerr << "pcmctl: timed out after " << timeout_s << " s: host " << host << " still runs "
+                << used << " processes\n";
+      for (const auto& j : st.header.at("jobs"))
+        if (j.value("state", "") == "running")
+          std::cerr << "  job " << j.value("job", "?") << ": " << j.value("last_event", "") << "\n";
+      return 1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -99,6 +150,10 @@ int main(int argc, char** argv) {
   migrate->add_option("job", job, "job name (see status)")->required();
   migrate->add_option("rank", rank, "rank to move")->required();
   migrate->add_option("--host", host, "target host (default: chosen by pcmd from its inventory)");
+  std::string placement;
+  auto placement_check = CLI::IsMember({"spread", "concentrate"});
+  migrate->add_option("--placement", placement, "without --host: spread or concentrate")
+      ->check(placement_check);
 
   int into = 0, to = 0;
   std::vector<int> merge_ranks;
@@ -107,6 +162,11 @@ int main(int argc, char** argv) {
   split->add_option("rank", rank, "rank to split")->required();
   split->add_option("--into", into, "number of processes it becomes (2 or more)")->required();
   split->add_option("--host", host, "put the processes it becomes on this host");
+  split
+      ->add_option("--placement", placement,
+                   "without --host: place the new world spread or "
+                   "concentrate")
+      ->check(placement_check);
   auto* merge = app.add_subcommand("merge", "merge processes' data into one process (N->1)");
   merge->add_option("job", job, "job name")->required();
   merge->add_option("ranks", merge_ranks, "two or more ranks to merge")
@@ -116,6 +176,40 @@ int main(int argc, char** argv) {
   resize->add_option("job", job, "job name")->required();
   resize->add_option("--to", to, "the new number of processes")->required();
   resize->add_option("--host", host, "put processes added by growing on this host");
+  resize
+      ->add_option("--placement", placement,
+                   "without --host: place a grown world spread or "
+                   "concentrate")
+      ->check(placement_check);
+
+  std::string host_name, site;
+  int slots = 0;
+  double latency = -1;
+  bool drain_wait = false;
+  double drain_timeout = 600;
+  auto* hostcmd = app.add_subcommand("host", "the hosts pcmd may place processes on");
+  hostcmd->require_subcommand(1);
+  auto* host_add =
+      hostcmd->add_subcommand("add", "add a host, or change one's slots, site, latency");
+  host_add->add_option("name", host_name, "host name")->required();
+  host_add->add_option("--slots", slots, "processes it may run")
+      ->required()
+      ->check(CLI::Range(1, 1 << 20));
+  host_add->add_option("--site", site, "its site (topology level above hosts; default: default)");
+  host_add
+      ->add_option("--latency", latency,
+                   "declared latency in ms (placement order; else the measured RTT)")
+      ->check(CLI::Range(0.0, 1e6));
+  auto* host_list = hostcmd->add_subcommand("list", "slots, used, free, site, latency, RTT, state");
+  host_list->add_flag("--json", as_json, "print JSON for scripts");
+  auto* host_drain = hostcmd->add_subcommand(
+      "drain", "move every process off a host (migrations, else merges); then it leaves");
+  host_drain->add_option("name", host_name, "host name")->required();
+  host_drain->add_flag("--wait", drain_wait, "wait until the host has left, printing progress");
+  host_drain->add_option("--timeout", drain_timeout, "with --wait: give up after this many seconds")
+      ->capture_default_str();
+  auto* host_remove = hostcmd->add_subcommand("remove", "remove a host that runs no process");
+  host_remove->add_option("name", host_name, "host name")->required();
 
   long version = -1;
   int keep = 0;
@@ -177,6 +271,7 @@ int main(int argc, char** argv) {
     } else if (app.got_subcommand("migrate")) {
       json req{{"op", "migrate"}, {"job", job}, {"rank", rank}};
       if (!host.empty()) req["host"] = host;
+      if (!placement.empty()) req["placement"] = placement;
       auto r = client.request(req, nullptr, 0, timeout_ms);
       std::cout << fmt::format("command {}: migrate {} rank {} to {}\n",
                                r.header.value("command", 0), job, rank,
@@ -192,6 +287,7 @@ int main(int argc, char** argv) {
         req.update({{"op", "resize"}, {"size", to}});
       }
       if (!host.empty()) req["host"] = host;
+      if (!placement.empty()) req["placement"] = placement;
       auto r = client.request(req, nullptr, 0, timeout_ms);
       std::cout << fmt::format("command {}: {} of job {} -> {} processes",
                                r.header.value("command", 0), r.header.value("text", "?"), job,
@@ -224,6 +320,29 @@ int main(int argc, char** argv) {
       auto r =
           client.request({{"op", "prune"}, {"job", job}, {"keep", keep}}, nullptr, 0, timeout_ms);
       std::cout << "removed versions: " << r.header.at("pruned").dump() << "\n";
+    } else if (app.got_subcommand("host")) {
+      if (host_add->parsed()) {
+        json req{{"op", "host_add"}, {"host", host_name}, {"slots", slots}};
+        if (!site.empty()) req["site"] = site;
+        if (latency >= 0) req["latency"] = latency;
+        auto r = client.request(req, nullptr, 0, timeout_ms);
+        std::cout << fmt::format("host {} {}: {} slots\n", host_name,
+                                 r.header.value("added", false) ? "added" : "updated", slots);
+      } else if (host_list->parsed()) {
+        auto r = client.request({{"op", "host_list"}}, nullptr, 0, timeout_ms);
+        if (as_json) {
+          std::cout << r.header.at("hosts").dump(2) << "\n";
+        } else {
+          print_host_table(r.header.at("hosts"));
+        }
+      } else if (host_remove->parsed()) {
+        client.request({{"op", "host_remove"}, {"host", host_name}}, nullptr, 0, timeout_ms);
+        std::cout << "host " << host_name << " removed\n";
+      } else {
+        client.request({{"op", "host_drain"}, {"host", host_name}}, nullptr, 0, timeout_ms);
+        std::cout << "host " << host_name << ": draining\n";
+        if (drain_wait) return wait_drained(client, host_name, drain_timeout, timeout_ms);
+      }
     } else if (app.got_subcommand("wait")) {
       return wait_for(client, job, wait_iteration, wait_reconfigs, wait_finished, wait_ended,
                       wait_timeout, timeout_ms);

@@ -11,10 +11,13 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 
 #include "config.h"
 #include "error.h"
+#include "hosts.h"
 #include "log.h"
+#include "pcm_types.h"
 #include "server.h"
 
 namespace {
@@ -29,6 +32,10 @@ struct Options {
   int port = 0;
   std::string data_dir;
   std::vector<std::string> hosts;
+  std::string hostfile;
+  bool slurm = false;
+  std::string placement = "concentrate";
+  int probe_port = 9;
   bool detach = false;
   std::string pidfile;
   int keep = 3;
@@ -51,6 +58,33 @@ int serve(const Options& o, int ready_fd) {
     so.bind = "tcp://" + o.bind + ":" + (o.port == 0 ? std::string("*") : std::to_string(o.port));
     so.data_dir = o.data_dir;
     so.hosts = o.hosts;
+    if (!o.hostfile.empty()) {
+      std::ifstream in(o.hostfile);
+      if (!in) throw pcm::Error(PCM_ERR_CONFIG, "cannot read --hostfile " + o.hostfile);
+      std::stringstream text;
+      text << in.rdbuf();
+      try {
+        so.more_hosts = pcm::detail::parse_hostfile(text.str());
+      } catch (const pcm::Error& e) {
+        throw pcm::Error(PCM_ERR_CONFIG, "--hostfile " + o.hostfile + ": " + e.what());
+      }
+    }
+    if (o.slurm) {
+      const char* nodes = std::getenv("SLURM_JOB_NODELIST");
+      const char* tasks = std::getenv("SLURM_TASKS_PER_NODE");
+      if (!nodes || !tasks)
+        throw pcm::Error(PCM_ERR_CONFIG,
+                         "--slurm: SLURM_JOB_NODELIST and SLURM_TASKS_PER_NODE must be set (run "
+                         "pcmd inside a Slurm allocation)");
+      try {
+        auto h = pcm::detail::slurm_hosts(nodes, tasks);
+        so.more_hosts.insert(so.more_hosts.end(), h.begin(), h.end());
+      } catch (const pcm::Error& e) {
+        throw pcm::Error(PCM_ERR_CONFIG, std::string("--slurm: ") + e.what());
+      }
+    }
+    so.placement = *pcm::detail::parse_placement(o.placement);
+    so.probe_port = o.probe_port;
     so.keep_versions = static_cast<std::size_t>(o.keep);
     // Keep the secret of an earlier pcmd with the same configuration file, so that jobs that read
     // it survive a restart of pcmd on a fixed port.
@@ -108,6 +142,19 @@ int main(int argc, char** argv) {
   app.add_option("--hosts", o.hosts,
                  "hosts that reconfigurations may use (default: localhost and this host's name)")
       ->delimiter(',');
+  app.add_option("--hostfile", o.hostfile,
+                 "more hosts from an MPICH hostfile (lines 'host' or 'host:slots')");
+  app.add_flag("--slurm", o.slurm,
+               "more hosts from the Slurm allocation (SLURM_JOB_NODELIST, SLURM_TASKS_PER_NODE)");
+  app.add_option("--placement", o.placement,
+                 "where new processes go when a job or command says nothing: spread or "
+                 "concentrate")
+      ->check(CLI::IsMember({"spread", "concentrate"}))
+      ->capture_default_str();
+  app.add_option("--probe-port", o.probe_port,
+                 "TCP port whose answer (accept or refusal) times each host's round trip")
+      ->check(CLI::Range(1, 65535))
+      ->capture_default_str();
   app.add_option("--keep", o.keep, "committed checkpoint versions kept per job")
       ->check(CLI::Range(1, 1000000))
       ->capture_default_str();

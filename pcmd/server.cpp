@@ -55,13 +55,14 @@ Server::Server(zmq::context_t& context, ServerOptions options)
       log_(logger("pcmd", spdlog::level::info)) {
   if (options_.secret.empty()) fail(PCM_ERR_CONFIG, "pcmd needs a secret");
   int default_slots = 4 * static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  if (options_.hosts.empty()) {
+  if (options_.hosts.empty() && options_.more_hosts.empty()) {
     char name[256] = {0};
     options_.hosts.push_back("localhost");
     if (::gethostname(name, sizeof name - 1) == 0 && proto::valid_host(name) &&
         std::string(name) != "localhost")
       options_.hosts.push_back(name);
   }
+  std::vector<HostSlots> all;  // --hosts first, then --hostfile / --slurm
   for (const auto& spec : options_.hosts) {
     HostSlots h;
     auto colon = spec.find(':');
@@ -78,7 +79,16 @@ Server::Server(zmq::context_t& context, ServerOptions options)
     }
     if (!proto::valid_host(h.name))
       fail(PCM_ERR_CONFIG, "inventory entry '{}': bad host name", spec);
-    inventory_.push_back(h);
+    all.push_back(h);
+  }
+  all.insert(all.end(), options_.more_hosts.begin(), options_.more_hosts.end());
+  prober_ = std::make_unique<RttProber>(options_.probe_port, options_.probe_period);
+  for (const auto& h : all) {
+    if (find_host(h.name)) {
+      find_host(h.name)->slots += h.slots;  // named twice: its slots add up, as in a hostfile
+      continue;
+    }
+    add_host(h.name, h.slots, "default", std::nullopt);
   }
   socket_.set(zmq::sockopt::linger, 0);
   // A peer that vanishes must not make the router block or queue without bound.
@@ -114,6 +124,7 @@ void Server::run(const std::atomic<bool>& stop) {
 // A job whose rank 0 ran on this host and is gone without saying "finished" has failed (killed,
 // crashed, or aborted by hydra when a spawned process died): say so, and what it was doing.
 void Server::check_jobs_alive() {
+  bool failed = false;
   for (auto& [name, job] : jobs_) {
     if (job.state != JobState::kRunning || job.rank0_pid <= 0) continue;
     if (job.rank0_host != my_host_ && job.rank0_host != "localhost") continue;
@@ -127,7 +138,9 @@ void Server::check_jobs_alive() {
     }
     note(job, std::move(event));
     log_->warn("job {}: {}", name, job.last_event);
+    failed = true;
   }
+  if (failed) progress_drains();  // a failed job holds no host any more
 }
 
 void Server::serve_one() {
@@ -217,6 +230,9 @@ json Server::dispatch(const std::string& op, const json& req, const void* data, 
   if (op == "split" || op == "merge" || op == "resize") return op_reshape(op, req);
   if (op == "commit" || op == "checkpoints" || op == "verify" || op == "prune")
     return op_checkpoint(op, req);
+  if (op == "host_add" || op == "host_list" || op == "host_drain" || op == "host_remove")
+    return op_host(op, req);
+  if (op == "topology") return op_topology(req);
   fail(PCM_ERR_ARG, "unknown operation '{}'", op);
 }
 
@@ -268,6 +284,11 @@ json Server::op_register(const json& req) {
   job.executable = proto::opt_string(req, "executable", 4096).value_or("");
   job.rank0_pid = static_cast<long>(proto::opt_int(req, "pid", 0, INT32_MAX).value_or(0));
   job.rank0_host = job.hosts[0];
+  if (auto p = proto::opt_string(req, "placement", 32); p && !p->empty()) {
+    job.placement = parse_placement(*p);
+    if (!job.placement)
+      fail(PCM_ERR_REFUSED, "unknown placement '{}' (PCM_PLACEMENT): spread or concentrate", *p);
+  }
   note(job, "started");
   job.last_seen = std::chrono::steady_clock::now();
   jobs_[name] = std::move(job);
@@ -326,7 +347,12 @@ json Server::op_reconfigured(const json& req) {
   job.iteration = proto::opt_int(req, "iteration", 0, INT64_MAX).value_or(job.iteration);
   job.last_seen = std::chrono::steady_clock::now();
   log_->info("job {}: {}", job.name, job.last_event);
+  if (!ok && job.pending_drain) {
+    job.drain_stalled = job.last_event;
+    note(job, "drain stopped for this job: " + job.drain_stalled);
+  }
   job.pending.reset();
+  progress_drains();
   return proto::ok_reply();
 }
 
@@ -342,6 +368,7 @@ json Server::op_finished(const json& req) {
     note(job, "finished");
   }
   log_->info("job {} finished at iteration {}", job.name, job.iteration);
+  progress_drains();
   return proto::ok_reply();
 }
 
@@ -440,59 +467,6 @@ const char* state_name(JobState state) {
   return "unknown";
 }
 
-std::vector<std::string> Server::host_names() const {
-  std::vector<std::string> names;
-  for (const auto& h : inventory_) names.push_back(h.name);
-  return names;
-}
-
-// Free slots on host, counting the processes of every running job but `except`.
-int Server::free_slots(const std::string& host, const Job* except) const {
-  int slots = 0;
-  for (const auto& h : inventory_)
-    if (h.name == host) slots = h.slots;
-  for (const auto& [name, job] : jobs_) {
-    if (&job == except || job.state != JobState::kRunning) continue;
-    for (const auto& h : job.hosts)
-      if (h == host) --slots;
-  }
-  return slots;
-}
-
-// Hosts for a new world: new rank i stays on the host of old rank source_of_new_rank[i] (or
-// preferred_host for the ranks from preferred_new on that a split or growth creates) while that
-// host has room; otherwise the first inventory host with room. Throws if the inventory is full.
-std::vector<std::string> Server::place(const Job& job, const std::vector<int>& source_of_new_rank,
-                                       int preferred_new, const std::string& preferred_host) const {
-  std::map<std::string, int> room;
-  for (const auto& h : inventory_) room[h.name] = free_slots(h.name, &job);
-  std::vector<std::string> out;
-  for (std::size_t i = 0; i < source_of_new_rank.size(); ++i) {
-    int src = source_of_new_rank[i];
-    // The ranks a split or a growth creates share the source of the first of them; the ranks
-    // after a split's new ones keep their own hosts.
-    bool created = static_cast<int>(i) >= preferred_new &&
-                   src == source_of_new_rank[static_cast<std::size_t>(preferred_new)];
-    std::string want = !preferred_host.empty() && created
-                           ? preferred_host
-                           : (src >= 0 && src < job.size ? job.hosts[src] : std::string());
-    if (room.count(want) == 0 || room[want] <= 0) {
-      want.clear();
-      for (const auto& h : inventory_)
-        if (room[h.name] > 0) {
-          want = h.name;
-          break;
-        }
-    }
-    if (want.empty())
-      fail(PCM_ERR_REFUSED, "no free slot for {} processes in pcmd's inventory ({})",
-           source_of_new_rank.size(), fmt::join(host_names(), ", "));
-    --room[want];
-    out.push_back(want);
-  }
-  return out;
-}
-
 Job& Server::job_for_command(const json& req) {
   Job& job = find_job(req);
   if (job.state != JobState::kRunning)
@@ -515,6 +489,7 @@ json Server::queue(Job& job, proto::Command c) {
   log_->info("job {}: command {}: {}", job.name, c.id, job.last_event);
   job.pending = c;
   job.pending_delivered = false;
+  job.pending_drain = false;
   return json{{"ok", true},       {"command", c.id}, {"host", c.host},
               {"hosts", c.hosts}, {"size", c.size},  {"text", c.describe()}};
 }
@@ -559,17 +534,6 @@ json Server::op_checkpoint(const std::string& op, const json& req) {
   return json{{"ok", true}, {"pruned", checkpoints_.prune(name, static_cast<std::size_t>(keep))}};
 }
 
-// The request's "host", which must be in the inventory; "" when the request names none.
-std::string Server::requested_host(const json& req) const {
-  auto wanted = proto::opt_string(req, "host", proto::kMaxHost);
-  if (!wanted) return "";
-  auto names = host_names();
-  if (std::find(names.begin(), names.end(), *wanted) == names.end())
-    fail(PCM_ERR_REFUSED, "host '{}' is not in pcmd's inventory ({})", *wanted,
-         fmt::join(names, ", "));
-  return *wanted;
-}
-
 json Server::op_migrate(const json& req) {
   Job& job = job_for_command(req);
   int rank = static_cast<int>(proto::get_int(req, "rank", -1, kMaxRanks));
@@ -577,19 +541,7 @@ json Server::op_migrate(const json& req) {
     fail(PCM_ERR_REFUSED, "job '{}' has no rank {} (it has {} processes)", job.name, rank,
          job.size);
   std::string host = requested_host(req);
-  if (host.empty()) {
-    // The inventory host with the fewest of this job's processes, other ranks counted only.
-    std::size_t best = SIZE_MAX;
-    for (const auto& h : inventory_) {
-      std::size_t n = 0;
-      for (int r = 0; r < job.size; ++r)
-        if (r != rank && job.hosts[r] == h.name) ++n;
-      if (n < best) {
-        best = n;
-        host = h.name;
-      }
-    }
-  }
+  if (host.empty()) host = migration_target(job, rank, placement_for(job, req));
   if (host != job.hosts[rank] && free_slots(host, nullptr) <= 0)
     fail(PCM_ERR_REFUSED, "host '{}' has no free slot", host);
   proto::Command c;
@@ -644,7 +596,13 @@ json Server::op_reshape(const std::string& op, const json& req) {
       if (!preferred_host.empty()) preferred_new = job.size;
     }
   }
-  if (!source.empty()) c.hosts = place(job, source, preferred_new, preferred_host);
+  if (!source.empty()) {
+    // Named host: the new processes go there, the others stay near their old ranks. Otherwise
+    // the whole new world is placed by the strategy, host by host (it is spawned as one group).
+    c.hosts = !preferred_host.empty()
+                  ? place_near(job, source, preferred_new, preferred_host)
+                  : place(placement_hosts(&job), c.size, placement_for(job, req));
+  }
   return queue(job, c);
 }
 

@@ -15,6 +15,8 @@
 
 #include "checkpoint.h"
 #include "command.h"
+#include "hosts.h"
+#include "probe.h"
 #include "protocol.h"
 #include "store.h"
 
@@ -28,12 +30,20 @@ struct ServerOptions {
   // how many processes each may hold (over all running jobs). Default: localhost and this
   // host's name, each with 4 slots per core.
   std::vector<std::string> hosts;
-  std::size_t keep_versions = 3;  // committed checkpoint versions kept per job
+  std::vector<HostSlots> more_hosts;              // from --hostfile or --slurm, after `hosts`
+  std::size_t keep_versions = 3;                  // committed checkpoint versions kept per job
+  Placement placement = Placement::kConcentrate;  // for jobs and commands that name none
+  int probe_port = 9;  // the TCP port whose answer times a host's round trip (probe.h)
+  std::chrono::milliseconds probe_period{30000};
 };
 
-struct HostSlots {
+// A host of the inventory.
+struct InventoryHost {
   std::string name;
   int slots = 0;
+  std::string site = "default";
+  std::optional<double> latency_ms;  // declared by the operator; wins over the measured RTT
+  bool draining = false;             // receives no process; leaves once empty
 };
 
 // A job's state as pcmctl shows it ("running", "finished", "failed" on the wire).
@@ -50,12 +60,15 @@ struct Job {
   int reconfigurations = 0;
   std::optional<proto::Command> pending;  // requested by an operator, not yet carried out
   bool pending_delivered = false;         // rank 0 has been told
+  bool pending_drain = false;             // the pending command is a step of a host's drain
   std::string last_event;
   std::vector<std::string> events;  // the last few events, oldest first
   std::chrono::steady_clock::time_point last_seen;
   std::int64_t layout_command = 0;         // the command whose data layout pcmd holds (0: none)
   nlohmann::json layout;                   // that layout (null: none reported)
   std::optional<Manifest> restarted_from;  // the verified version a restarted job reads
+  std::optional<Placement> placement;      // the job's own (PCM_PLACEMENT at launch)
+  std::string drain_stalled;               // a drain step failed: the job is no longer drained
   long rank0_pid = 0;                      // watched while rank 0 runs on pcmd's host
   std::string rank0_host;
 };
@@ -96,14 +109,29 @@ class Server {
   proto::json op_checkpoint(const std::string& op, const proto::json& req);
   Job& job_for_command(const proto::json& req);
   proto::json queue(Job& job, proto::Command c);
+
+  // The inventory (inventory.cpp).
+  void add_host(const std::string& name, int slots, const std::string& site,
+                std::optional<double> latency_ms);
+  InventoryHost* find_host(const std::string& name);
+  int used_slots(const std::string& host, const Job* except) const;
   int free_slots(const std::string& host, const Job* except) const;
-  std::vector<std::string> place(const Job& job, const std::vector<int>& source_of_new_rank,
-                                 int preferred_new, const std::string& preferred_host) const;
+  double sort_latency(const InventoryHost& h) const;
+  std::vector<Host> placement_hosts(const Job* except) const;
+  Placement placement_for(const Job& job, const proto::json& req) const;
+  std::vector<std::string> place_near(const Job& job, const std::vector<int>& source_of_new_rank,
+                                      int preferred_new, const std::string& preferred_host) const;
+  std::string migration_target(const Job& job, int rank, Placement p) const;
   std::vector<std::string> host_names() const;
   std::string requested_host(const proto::json& req) const;
+  proto::json op_host(const std::string& op, const proto::json& req);
+  proto::json op_topology(const proto::json& req);
+  void progress_drains();
+  bool drain_step(Job& job, const InventoryHost& host);
 
   ServerOptions options_;
-  std::vector<HostSlots> inventory_;
+  std::vector<InventoryHost> inventory_;
+  std::unique_ptr<RttProber> prober_;
   zmq::socket_t socket_;
   std::string endpoint_;
   Store store_;

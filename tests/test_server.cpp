@@ -1,6 +1,9 @@
 // test_server.cpp — pcmd's server in-process on a loopback port: validation, refusals, malformed
 // messages (each gets an error reply and the next request is still served), job table, store.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,6 +16,7 @@
 #include "client.h"
 #include "error.h"
 #include "pcm_types.h"
+#include "probe.h"
 #include "server.h"
 #include "test_util.h"
 
@@ -201,7 +205,7 @@ TEST_F(ServerTest, SplitMergeResizeAreValidatedBeforeAnythingHappens) {
   EXPECT_EQ(code({{"op", "split"}, {"job", "r"}, {"rank", 5}, {"into", 2}}), PCM_ERR_REFUSED);
   EXPECT_EQ(code({{"op", "split"}, {"job", "r"}, {"rank", 0}, {"into", 1}}), PCM_ERR_REFUSED);
   EXPECT_EQ(code({{"op", "split"}, {"job", "r"}, {"rank", 0}, {"into", 6}}), PCM_ERR_REFUSED);
-  EXPECT_NE(last_error_.find("no free slot"), std::string::npos) << last_error_;
+  EXPECT_NE(last_error_.find("free slot"), std::string::npos) << last_error_;
   EXPECT_EQ(code({{"op", "split"}, {"job", "r"}, {"rank", 0}, {"into", 2}, {"host", "nowhere"}}),
             PCM_ERR_REFUSED);
   EXPECT_EQ(code({{"op", "merge"}, {"job", "r"}, {"ranks", {0}}}), PCM_ERR_REFUSED);
@@ -258,4 +262,203 @@ TEST_F(ServerTest, AJobWhoseRank0VanishedIsMarkedFailed) {
   EXPECT_EQ(job["state"], "failed");
   EXPECT_NE(job["last_event"].get<std::string>().find("resize to 2 (command"), std::string::npos)
       << job.dump();
+}
+
+// ---- the host inventory, placement and drains ----------------------------------------------
+
+namespace {
+json host_row(const json& list, const std::string& name) {
+  for (const auto& h : list.at("hosts"))
+    if (h.at("host") == name) return h;
+  return nullptr;
+}
+}  // namespace
+
+TEST_F(ServerTest, HostsAreAddedUpdatedListedAndRemoved) {
+  EXPECT_EQ(
+      code({{"op", "host_add"}, {"host", "nodec"}, {"slots", 3}, {"site", "b"}, {"latency", 2.5}}),
+      PCM_SUCCESS);
+  auto list = client_->request({{"op", "host_list"}}).header;
+  auto c = host_row(list, "nodec");
+  ASSERT_FALSE(c.is_null()) << list.dump();
+  EXPECT_EQ(c.at("slots"), 3);
+  EXPECT_EQ(c.at("used"), 0);
+  EXPECT_EQ(c.at("free"), 3);
+  EXPECT_EQ(c.at("site"), "b");
+  EXPECT_EQ(c.at("latency"), 2.5);
+  EXPECT_EQ(c.at("state"), "up");
+  EXPECT_EQ(host_row(list, "localhost").at("site"), "default");
+  EXPECT_TRUE(host_row(list, "localhost").at("latency").is_null());
+  // Update in place; refusals.
+  EXPECT_EQ(code({{"op", "host_add"}, {"host", "nodec"}, {"slots", 1}}), PCM_SUCCESS);
+  EXPECT_EQ(host_row(client_->request({{"op", "host_list"}}).header, "nodec").at("slots"), 1);
+  EXPECT_EQ(code({{"op", "host_add"}, {"host", "bad host"}, {"slots", 1}}), PCM_ERR_ARG);
+  EXPECT_EQ(code({{"op", "host_add"}, {"host", "nodec"}, {"slots", 0}}), PCM_ERR_ARG);
+  EXPECT_EQ(code({{"op", "host_add"}, {"host", "nodec"}, {"slots", 1}, {"latency", -1}}),
+            PCM_ERR_ARG);
+  EXPECT_EQ(code({{"op", "host_add"}, {"host", "nodec"}, {"slots", 1}, {"site", "a/b"}}),
+            PCM_ERR_ARG);
+  register_job("busy", 2);  // two processes on localhost
+  EXPECT_EQ(code({{"op", "host_add"}, {"host", "localhost"}, {"slots", 1}}), PCM_ERR_REFUSED);
+  EXPECT_NE(last_error_.find("busy"), std::string::npos) << last_error_;
+  EXPECT_EQ(code({{"op", "host_remove"}, {"host", "localhost"}}), PCM_ERR_REFUSED);
+  EXPECT_EQ(code({{"op", "host_remove"}, {"host", "nowhere"}}), PCM_ERR_REFUSED);
+  EXPECT_EQ(code({{"op", "host_remove"}, {"host", "nodec"}}), PCM_SUCCESS);
+  EXPECT_TRUE(host_row(client_->request({{"op", "host_list"}}).header, "nodec").is_null());
+}
+
+TEST_F(ServerTest, TopologyGivesTheInventorySites) {
+  client_->request({{"op", "host_add"}, {"host", "nodeb"}, {"slots", 2}, {"site", "west"}});
+  auto r = client_->request({{"op", "topology"}, {"hosts", {"localhost", "nodeb", "other"}}});
+  EXPECT_EQ(r.header.at("sites"), json({"default", "west", ""}));
+  EXPECT_EQ(code({{"op", "topology"}, {"hosts", {"bad host"}}}), PCM_ERR_ARG);
+  EXPECT_EQ(code({{"op", "topology"}, {"hosts", "localhost"}}), PCM_ERR_ARG);
+}
+
+TEST_F(ServerTest, PlacementComesFromTheCommandThenTheJobThenPcmd) {
+  // pcmd's default (concentrate): localhost (nearest by name when nothing is measured) first.
+  register_job("c", 1);
+  auto r = client_->request({{"op", "split"}, {"job", "c"}, {"rank", 0}, {"into", 2}});
+  EXPECT_EQ(r.header.at("hosts"), json({"localhost", "localhost"}));
+  // The command's own.
+  client_->request({{"op", "register"}, {"job", "s"}, {"size", 1}, {"hosts", {"localhost"}}});
+  r = client_->request(
+      {{"op", "split"}, {"job", "s"}, {"rank", 0}, {"into", 2}, {"placement", "spread"}});
+  EXPECT_EQ(r.header.at("hosts"), json({"localhost", "nodeb"}));
+  // The job's (PCM_PLACEMENT at launch), and a command overriding it.
+  client_->request({{"op", "register"},
+                    {"job", "j"},
+                    {"size", 1},
+                    {"hosts", {"nodeb"}},
+                    {"placement", "spread"}});
+  r = client_->request({{"op", "resize"}, {"job", "j"}, {"size", 2}});
+  EXPECT_EQ(r.header.at("hosts"), json({"localhost", "nodeb"}));
+  EXPECT_EQ(code({{"op", "register"},
+                  {"job", "k"},
+                  {"size", 1},
+                  {"hosts", {"localhost"}},
+                  {"placement", "scatter"}}),
+            PCM_ERR_REFUSED);
+  EXPECT_NE(last_error_.find("scatter"), std::string::npos) << last_error_;
+  // Migration without a host: another host with room.
+  client_->request({{"op", "register"}, {"job", "m"}, {"size", 1}, {"hosts", {"localhost"}}});
+  r = client_->request({{"op", "migrate"}, {"job", "m"}, {"rank", 0}});
+  EXPECT_EQ(r.header.at("host"), "nodeb");
+}
+
+TEST_F(ServerTest, ADrainMigratesThenTheHostLeaves) {
+  client_->request(
+      {{"op", "register"}, {"job", "d"}, {"size", 2}, {"hosts", {"localhost", "nodeb"}}});
+  EXPECT_EQ(code({{"op", "host_drain"}, {"host", "nowhere"}}), PCM_ERR_REFUSED);
+  EXPECT_EQ(code({{"op", "host_drain"}, {"host", "nodeb"}}), PCM_SUCCESS);
+  auto list = client_->request({{"op", "host_list"}}).header;
+  EXPECT_EQ(host_row(list, "nodeb").at("state"), "draining");
+  // Nothing goes to a draining host.
+  EXPECT_EQ(code({{"op", "host_add"}, {"host", "nodeb"}, {"slots", 2}}), PCM_ERR_REFUSED);
+  auto p = client_->request({{"op", "poll"}, {"job", "d"}, {"iteration", 1}}).header;
+  ASSERT_FALSE(p.at("command").is_null());
+  EXPECT_EQ(p["command"]["kind"], "migrate");
+  EXPECT_EQ(p["command"]["rank"], 1);
+  EXPECT_EQ(p["command"]["host"], "localhost");
+  EXPECT_EQ(code({{"op", "migrate"}, {"job", "d"}, {"rank", 0}}), PCM_ERR_REFUSED);  // in flight
+  client_->request({{"op", "reconfigured"},
+                    {"job", "d"},
+                    {"command", p["command"]["id"]},
+                    {"success", true},
+                    {"size", 2},
+                    {"hosts", {"localhost", "localhost"}}});
+  list = client_->request({{"op", "host_list"}}).header;
+  EXPECT_TRUE(host_row(list, "nodeb").is_null()) << list.dump();
+  // The last host cannot be drained.
+  EXPECT_EQ(code({{"op", "host_drain"}, {"host", "localhost"}}), PCM_ERR_REFUSED);
+  EXPECT_NE(last_error_.find("nowhere"), std::string::npos) << last_error_;
+}
+
+TEST_F(ServerTest, ADrainMergesWhenNoHostHasRoomAndRefusesWhenNothingCan) {
+  // localhost (4 slots) is full: job f holds 3 of them, job m 1; m also has two on nodeb.
+  client_->request({{"op", "register"},
+                    {"job", "f"},
+                    {"size", 3},
+                    {"hosts", {"localhost", "localhost", "localhost"}}});
+  client_->request(
+      {{"op", "register"}, {"job", "m"}, {"size", 3}, {"hosts", {"nodeb", "localhost", "nodeb"}}});
+  ASSERT_EQ(code({{"op", "host_drain"}, {"host", "nodeb"}}), PCM_SUCCESS);
+  auto p = client_->request({{"op", "poll"}, {"job", "m"}, {"iteration", 1}}).header;
+  EXPECT_EQ(p["command"]["kind"], "merge");
+  EXPECT_EQ(p["command"]["ranks"], json({0, 1, 2}));
+  client_->request({{"op", "reconfigured"},
+                    {"job", "m"},
+                    {"command", p["command"]["id"]},
+                    {"success", true},
+                    {"size", 1},
+                    {"hosts", {"nodeb"}}});
+  // The merged process stayed on nodeb; the merge freed a slot on localhost: it migrates there.
+  p = client_->request({{"op", "poll"}, {"job", "m"}, {"iteration", 2}}).header;
+  EXPECT_EQ(p["command"]["kind"], "migrate");
+  EXPECT_EQ(p["command"]["host"], "localhost");
+  client_->request({{"op", "reconfigured"},
+                    {"job", "m"},
+                    {"command", p["command"]["id"]},
+                    {"success", true},
+                    {"size", 1},
+                    {"hosts", {"localhost"}}});
+  EXPECT_TRUE(host_row(client_->request({{"op", "host_list"}}).header, "nodeb").is_null());
+  // A job wholly on one host with no free slot anywhere else: nowhere to go.
+  client_->request({{"op", "host_add"}, {"host", "nodec"}, {"slots", 1}});
+  client_->request({{"op", "register"}, {"job", "c"}, {"size", 1}, {"hosts", {"nodec"}}});
+  EXPECT_EQ(code({{"op", "host_drain"}, {"host", "nodec"}}), PCM_ERR_REFUSED);
+  EXPECT_NE(last_error_.find("nowhere to go"), std::string::npos) << last_error_;
+}
+
+TEST_F(ServerTest, AFailedDrainStepStopsThatJobsDrain) {
+  client_->request(
+      {{"op", "register"}, {"job", "x"}, {"size", 2}, {"hosts", {"localhost", "nodeb"}}});
+  ASSERT_EQ(code({{"op", "host_drain"}, {"host", "nodeb"}}), PCM_SUCCESS);
+  auto p = client_->request({{"op", "poll"}, {"job", "x"}, {"iteration", 1}}).header;
+  client_->request({{"op", "reconfigured"},
+                    {"job", "x"},
+                    {"command", p["command"]["id"]},
+                    {"success", false},
+                    {"error", "spawn failed"}});
+  // No new step is queued; the host stays, draining, and says so.
+  p = client_->request({{"op", "poll"}, {"job", "x"}, {"iteration", 2}}).header;
+  EXPECT_TRUE(p.at("command").is_null());
+  EXPECT_EQ(host_row(client_->request({{"op", "host_list"}}).header, "nodeb").at("state"),
+            "draining");
+  auto st = client_->request({{"op", "status"}, {"job", "x"}}).header;
+  EXPECT_NE(st["jobs"][0]["last_event"].get<std::string>().find("drain stopped"),
+            std::string::npos);
+}
+
+TEST(Probe, TimesAnAcceptedAndARefusedConnection) {
+  // A listener on loopback answers with SYN-ACK; a closed port with RST: both are round trips.
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(fd, 4), 0);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  int open_port = ntohs(a.sin_port);
+  auto t = pcm::detail::tcp_round_trip_ms("127.0.0.1", open_port, 1000);
+  ASSERT_TRUE(t.has_value());
+  EXPECT_GE(*t, 0.0);
+  EXPECT_LT(*t, 1000.0);
+  ::close(fd);  // now nothing listens there: refused
+  t = pcm::detail::tcp_round_trip_ms("127.0.0.1", open_port, 1000);
+  ASSERT_TRUE(t.has_value());
+  EXPECT_FALSE(pcm::detail::tcp_round_trip_ms("no-such-host.invalid", 9, 200).has_value());
+  // The prober measures a watched host soon after it is watched.
+  pcm::detail::RttProber prober(open_port, std::chrono::milliseconds(60000), 500);
+  prober.watch("localhost");
+  std::optional<double> got;
+  for (int i = 0; i < 100 && !got; ++i) {
+    got = prober.rtt_ms("localhost");
+    if (!got) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(got.has_value());
+  prober.forget("localhost");
+  EXPECT_FALSE(prober.rtt_ms("localhost").has_value());
 }
