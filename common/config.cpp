@@ -46,6 +46,7 @@ Config read_config(const std::string& path) {
   c.secret = secret->get<std::string>();
   if (auto pid = j.find("pid"); pid != j.end() && pid->is_number_integer())
     c.pid = pid->get<long>();
+  if (auto w = j.find("watch"); w != j.end() && w->is_string()) c.watch = w->get<std::string>();
   return c;
 }
 
@@ -57,9 +58,9 @@ void write_config(const std::string& path, const Config& config) {
     if (ec) fail(PCM_ERR_CONFIG, "cannot create {}: {}", p.parent_path().string(), ec.message());
     fs::permissions(p.parent_path(), fs::perms::owner_all, ec);
   }
-  std::string text =
-      json{{"endpoint", config.endpoint}, {"secret", config.secret}, {"pid", config.pid}}.dump(2) +
-      "\n";
+  json j{{"endpoint", config.endpoint}, {"secret", config.secret}, {"pid", config.pid}};
+  if (!config.watch.empty()) j["watch"] = config.watch;
+  std::string text = j.dump(2) + "\n";
   std::string tmp = path + ".tmp." + std::to_string(::getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) fail(PCM_ERR_CONFIG, "cannot create {}: {}", tmp, std::strerror(errno));

@@ -9,6 +9,7 @@ struct Config {
   std::string endpoint;  // ZeroMQ endpoint, e.g. tcp://127.0.0.1:40123
   std::string secret;    // shared secret every request must carry
   long pid = 0;          // pid of the pcmd that wrote the file
+  std::string watch;     // tcp://ADDRESS:PORT every PCM process holds a connection to ("": none)
 };
 
 // $PCM_CONFIG, else $HOME/.pcm/pcmd.conf.

@@ -202,6 +202,14 @@ bool valid_name(std::string_view s) {
   return true;
 }
 
+bool same_secret(std::string_view given, std::string_view ours) {
+  if (given.size() != ours.size() || ours.empty()) return false;
+  unsigned char diff = 0;
+  for (std::size_t i = 0; i < given.size(); ++i)
+    diff |= static_cast<unsigned char>(given[i] ^ ours[i]);
+  return diff == 0;
+}
+
 bool valid_host(std::string_view s) {
   if (s.empty() || s.size() > kMaxHost || s[0] == '.' || s[0] == '-') return false;
   for (char c : s)

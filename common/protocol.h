@@ -48,6 +48,9 @@ bool get_bool(const json& m, const char* key, bool fallback);
 bool valid_name(std::string_view s);
 // Host names: 1..kMaxHost of [A-Za-z0-9.-], not starting with '-' or '.'.
 bool valid_host(std::string_view s);
+// Whether a secret a peer sent equals ours (never for an empty one), in time that does not
+// depend on where they differ, so that a secret cannot be guessed byte by byte.
+bool same_secret(std::string_view given, std::string_view ours);
 
 // Element types (the PCM_Datatype values) and their sizes in bytes; 0 for an unknown type.
 std::size_t type_size(int type);

@@ -1,6 +1,14 @@
 // daemon_link.cpp — requests to pcmd and rank 0's asynchronous poll (see daemon_link.h).
 #include "daemon_link.h"
 
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <iterator>
 #include <vector>
 #include <zmq_addon.hpp>
@@ -15,15 +23,96 @@ using proto::json;
 
 void DaemonLink::open(const Config& config, long poll_interval_ms) {
   endpoint_ = config.endpoint;
+  watch_endpoint_ = config.watch;
   secret_ = config.secret;
   poll_interval_ms_ = poll_interval_ms;
   context_.emplace(1);
 }
 
 void DaemonLink::close() {
+  if (watch_fd_ >= 0) {
+    static const char kBye[] = "bye\n";
+    (void)!::send(watch_fd_, kBye, sizeof kBye - 1, MSG_NOSIGNAL);
+    ::close(watch_fd_);
+    watch_fd_ = -1;
+  }
   client_.reset();
   poller_ = zmq::socket_t();
   context_.reset();
+}
+
+namespace {
+
+// A blocking connect to tcp://HOST:PORT (HOST may be [v6]) within timeout_ms; the socket or -1
+// with errno's reason in *why.
+int connect_tcp(const std::string& endpoint, int timeout_ms, std::string* why) {
+  if (endpoint.rfind("tcp://", 0) != 0) {
+    *why = "not a tcp:// endpoint";
+    return -1;
+  }
+  std::string rest = endpoint.substr(6);
+  auto colon = rest.rfind(':');
+  if (colon == std::string::npos) {
+    *why = "no port";
+    return -1;
+  }
+  std::string host = rest.substr(0, colon), port = rest.substr(colon + 1);
+  if (host.size() > 1 && host.front() == '[') host = host.substr(1, host.size() - 2);
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* list = nullptr;
+  if (int rc = ::getaddrinfo(host.c_str(), port.c_str(), &hints, &list); rc != 0 || !list) {
+    *why = ::gai_strerror(rc);
+    return -1;
+  }
+  int fd = ::socket(list->ai_family, list->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
+                    list->ai_protocol);
+  int err = fd < 0 ? errno : 0;
+  if (fd >= 0 && ::connect(fd, list->ai_addr, list->ai_addrlen) != 0) {
+    err = errno;
+    if (err == EINPROGRESS) {
+      pollfd p{fd, POLLOUT, 0};
+      err = ::poll(&p, 1, timeout_ms) == 1 ? 0 : ETIMEDOUT;
+      socklen_t len = sizeof err;
+      if (err == 0) ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+    }
+  }
+  ::freeaddrinfo(list);
+  if (err != 0) {
+    if (fd >= 0) ::close(fd);
+    *why = std::strerror(err);
+    return -1;
+  }
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  return fd;
+}
+
+}  // namespace
+
+void DaemonLink::watch(const std::string& job, const std::string& host, int timeout_ms) {
+  if (watch_fd_ >= 0 || !context_) return;
+  if (watch_endpoint_.empty()) {
+    plog()->warn(
+        "pcmd's configuration has no watch port (an older pcmd?): this process is not "
+        "watched");
+    return;
+  }
+  std::string why;
+  int fd = connect_tcp(watch_endpoint_, timeout_ms, &why);
+  if (fd < 0) {
+    plog()->warn("cannot reach pcmd's watch port {} ({}): this process is not watched",
+                 watch_endpoint_, why);
+    return;
+  }
+  std::string hello =
+      fmt::format("PCM-WATCH 1 {} {} {} {}\n", secret_, job, static_cast<long>(::getpid()), host);
+  if (::send(fd, hello.data(), hello.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(hello.size())) {
+    plog()->warn("cannot greet pcmd's watch port: {}", std::strerror(errno));
+    ::close(fd);
+    return;
+  }
+  watch_fd_ = fd;
 }
 
 Reply DaemonLink::request(const json& header, const void* data, std::size_t size, int timeout_ms) {

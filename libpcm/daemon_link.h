@@ -17,8 +17,13 @@ class DaemonLink {
  public:
   // Connects nothing yet: the first request or poll does.
   void open(const Config& config, long poll_interval_ms);
-  // Closes every socket and the context; open() may not be called again.
+  // Closes every socket and the context; open() may not be called again. A process that watch()ed
+  // says "bye" on its watch connection first: it leaves normally.
   void close();
+  // Opens this process's connection to pcmd's watch port (pcmd/watch.h) and says who it is; kept
+  // open and idle until close(). Without a watch port in the configuration, or when it cannot be
+  // reached within timeout_ms, logs a warning and goes on: the job runs unwatched.
+  void watch(const std::string& job, const std::string& host, int timeout_ms);
   bool is_open() const { return static_cast<bool>(context_); }
 
   // A request to pcmd; throws pcm::Error as Client::request does (PCM_ERR_CONFIG when closed).
@@ -39,6 +44,9 @@ class DaemonLink {
   std::string secret_;
   std::optional<zmq::context_t> context_;
   std::optional<Client> client_;  // created on first use, holds a reference to context_
+
+  std::string watch_endpoint_;
+  int watch_fd_ = -1;
 
   zmq::socket_t poller_;  // a DEALER: PCM_Status never waits for pcmd
   bool poll_outstanding_ = false;

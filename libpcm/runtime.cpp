@@ -138,6 +138,7 @@ int Runtime::init(MPI_Comm* comm) {
                                 {"restart_nprocs", restart_nprocs_}},
                            0, world_.get());
   job_ = shared.at("job").get<std::string>();
+  link_.watch(job_, processor_name(), settings_.connect_timeout_ms);
   restart_iteration_ = shared.at("restart_iteration").get<std::int64_t>();
   restart_nprocs_ = shared.at("restart_nprocs").get<int>();
   if (restart_iteration_ >= 0) {

@@ -21,16 +21,19 @@ namespace {
 constexpr int kHostLen = 256;
 }  // namespace
 
+std::string processor_name() {
+  char proc[MPI_MAX_PROCESSOR_NAME] = {0};
+  int len = 0;
+  MPI_Get_processor_name(proc, &len);
+  return proto::valid_host(proc) ? std::string(proc) : std::string("unknown");
+}
+
 std::vector<std::string> gather_hosts(MPI_Comm comm) {
   int rank = 0, size = 0;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
   char name[kHostLen] = {0};
-  int len = 0;
-  char proc[MPI_MAX_PROCESSOR_NAME];
-  MPI_Get_processor_name(proc, &len);
-  std::snprintf(name, sizeof name, "%s", proc);
-  if (!proto::valid_host(name)) std::snprintf(name, sizeof name, "unknown");
+  std::snprintf(name, sizeof name, "%s", processor_name().c_str());
   std::vector<char> all(rank == 0 ? static_cast<std::size_t>(size) * kHostLen : 0);
   mpi_check(MPI_Gather(name, kHostLen, MPI_CHAR, all.data(), kHostLen, MPI_CHAR, 0, comm),
             "MPI_Gather");
@@ -153,6 +156,7 @@ void Runtime::join_as_child(MPI_Comm parent_handle) {
   MPI_Comm_rank(MPI_COMM_WORLD, &me);
   json ctx = bcast_inter(json{}, false, me, parent.get());
   job_ = ctx.at("job").get<std::string>();
+  link_.watch(job_, processor_name(), settings_.connect_timeout_ms);
   iteration_ = ctx.at("pcm_iteration").get<std::int64_t>();
   restart_iteration_ = ctx.at("restart").at("iteration").get<std::int64_t>();
   restart_nprocs_ = ctx.at("restart").at("nprocs").get<int>();

@@ -11,6 +11,8 @@ namespace pcm::detail {
 
 // Collective over comm: every process's host name, at comm's rank 0 (empty elsewhere).
 std::vector<std::string> gather_hosts(MPI_Comm comm);
+// This process's host as pcmd knows it: MPI_Get_processor_name, "unknown" if that is no host name.
+std::string processor_name();
 
 // What a reconfiguration spawns: command, or this program; a relative path is taken from cwd
 // (mpiexec started the job there), a bare name is found through PATH as mpiexec did.

@@ -99,8 +99,8 @@ int serve(const Options& o, int ready_fd) {
       std::ofstream(o.pidfile) << ::getpid() << "\n";
       pidfile_written = o.pidfile;
     }
-    pcm::detail::write_config(o.config,
-                              {server.endpoint(), so.secret, static_cast<long>(::getpid())});
+    pcm::detail::write_config(o.config, {server.endpoint(), so.secret,
+                                         static_cast<long>(::getpid()), server.watch_endpoint()});
     log->info("listening on {}; configuration in {}; data in {}", server.endpoint(), o.config,
               o.data_dir);
     tell("ok");

@@ -23,14 +23,6 @@ namespace {
 
 constexpr int kMaxRanks = 1 << 20;
 
-bool same_secret(const std::string& a, const std::string& b) {
-  // Constant time in the contents, so the secret cannot be guessed byte by byte.
-  if (a.size() != b.size() || b.empty()) return false;
-  unsigned char diff = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
-  return diff == 0;
-}
-
 std::vector<std::string> get_hosts(const json& req, std::size_t expected) {
   auto it = req.find("hosts");
   if (it == req.end() || !it->is_array()) fail(PCM_ERR_ARG, "field \"hosts\" must be an array");
@@ -99,6 +91,11 @@ Server::Server(zmq::context_t& context, ServerOptions options)
     fail(PCM_ERR_CONFIG, "cannot listen on {}: {}", options_.bind, e.what());
   }
   endpoint_ = socket_.get(zmq::sockopt::last_endpoint);
+  // The watch port listens on the address the requests come to.
+  std::string address = endpoint_.substr(endpoint_.find("://") + 3);
+  address = address.substr(0, address.rfind(':'));
+  if (address.size() > 1 && address.front() == '[') address = address.substr(1, address.size() - 2);
+  watcher_ = std::make_unique<Watcher>(address, options_.secret);
   char name[256] = {0};
   if (::gethostname(name, sizeof name - 1) == 0) my_host_ = name;
 }
@@ -123,21 +120,70 @@ void Server::run(const std::atomic<bool>& stop) {
 
 // A job whose rank 0 ran on this host and is gone without saying "finished" has failed (killed,
 // crashed, or aborted by hydra when a spawned process died): say so, and what it was doing.
+// A running job fails: its state, why, and the command it leaves undone.
+void Server::fail_job(Job& job, std::string why) {
+  job.state = JobState::kFailed;
+  if (job.pending) {
+    why +=
+        fmt::format("; {} (command {}) did not complete", job.pending->describe(), job.pending->id);
+    job.pending.reset();
+  }
+  note(job, std::move(why));
+  log_->warn("job {}: {}", job.name, job.last_event);
+}
+
+// What the watch port saw: processes arriving, leaving normally, and lost.
+void Server::take_watch_events() {
+  const auto now = std::chrono::steady_clock::now();
+  for (auto& e : watcher_->take_events()) {
+    auto it = jobs_.find(e.job);
+    if (it == jobs_.end()) continue;
+    Job& job = it->second;
+    auto key = std::make_pair(e.host, e.pid);
+    if (e.kind == WatchEvent::Kind::kHello) {
+      if (job.state != JobState::kRunning) continue;
+      ++job.watched[key];
+      job.ever_watched = true;
+      job.unwatched_since.reset();
+      continue;
+    }
+    if (auto w = job.watched.find(key); w != job.watched.end() && --w->second <= 0)
+      job.watched.erase(w);
+    if (job.watched.empty()) job.unwatched_since = now;
+    if (job.state != JobState::kRunning) continue;
+    if (e.kind == WatchEvent::Kind::kLost)
+      fail_job(job, fmt::format("process {} on host {} was lost (killed, or its host is gone: {})",
+                                e.pid, e.host, e.why));
+  }
+}
+
+// A job whose rank 0 ran on this host and is gone without saying "finished" has failed (killed,
+// crashed); so has a job whose processes all left the watch port without it finishing. Jobs on
+// several hosts are watched through the watch port (take_watch_events).
 void Server::check_jobs_alive() {
+  take_watch_events();
+  const auto now = std::chrono::steady_clock::now();
   bool failed = false;
   for (auto& [name, job] : jobs_) {
-    if (job.state != JobState::kRunning || job.rank0_pid <= 0) continue;
+    if (job.state != JobState::kRunning) continue;
+    // Every process said bye (or was lost) and rank 0 never said "finished": allow the
+    // "finished" request, which travels on another connection, a few seconds to arrive.
+    if (job.ever_watched && job.watched.empty() && job.unwatched_since &&
+        now - *job.unwatched_since > std::chrono::seconds(5)) {
+      fail_job(job, "every process left without the job finishing");
+      failed = true;
+      continue;
+    }
+    if (job.rank0_pid <= 0) continue;
     if (job.rank0_host != my_host_ && job.rank0_host != "localhost") continue;
     if (::kill(static_cast<pid_t>(job.rank0_pid), 0) == 0 || errno != ESRCH) continue;
-    job.state = JobState::kFailed;
-    std::string event = fmt::format("rank 0 (pid {}) ended without finishing", job.rank0_pid);
-    if (job.pending) {
-      event += fmt::format("; {} (command {}) did not complete", job.pending->describe(),
-                           job.pending->id);
-      job.pending.reset();
+    // Losses the watch port reports name the host: let them come first.
+    take_watch_events();
+    if (job.state != JobState::kRunning) {
+      failed = true;
+      continue;
     }
-    note(job, std::move(event));
-    log_->warn("job {}: {}", name, job.last_event);
+    fail_job(job, fmt::format("rank 0 (pid {}) ended without finishing", job.rank0_pid));
     failed = true;
   }
   if (failed) progress_drains();  // a failed job holds no host any more
@@ -199,7 +245,7 @@ json Server::handle(const json& req, const void* data, std::size_t size,
       fail(PCM_ERR_REFUSED, "protocol version {} is not supported (pcmd speaks {})", version,
            proto::kVersion);
     op = proto::get_string(req, "op", 32);
-    if (!same_secret(proto::get_string(req, "secret", 1024), options_.secret)) {
+    if (!proto::same_secret(proto::get_string(req, "secret", 1024), options_.secret)) {
       log_->warn("refused '{}': wrong secret", op);
       fail(PCM_ERR_REFUSED, "wrong secret (use the one in pcmd's configuration file)");
     }

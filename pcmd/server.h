@@ -19,6 +19,7 @@
 #include "probe.h"
 #include "protocol.h"
 #include "store.h"
+#include "watch.h"
 
 namespace pcm::detail {
 
@@ -71,6 +72,10 @@ struct Job {
   std::string drain_stalled;               // a drain step failed: the job is no longer drained
   long rank0_pid = 0;                      // watched while rank 0 runs on pcmd's host
   std::string rank0_host;
+  // The job's processes holding a connection to the watch port (watch.h), by host and pid.
+  std::map<std::pair<std::string, long>, int> watched;
+  bool ever_watched = false;
+  std::optional<std::chrono::steady_clock::time_point> unwatched_since;
 };
 
 class Server {
@@ -79,6 +84,8 @@ class Server {
 
   // The endpoint actually bound (with the port chosen by the system).
   const std::string& endpoint() const { return endpoint_; }
+  // The watch port's endpoint, for the configuration file.
+  const std::string& watch_endpoint() const { return watcher_->endpoint(); }
 
   // Serves until stop becomes true (checked at least every 200 ms).
   void run(const std::atomic<bool>& stop);
@@ -91,6 +98,8 @@ class Server {
  private:
   void serve_one();
   void check_jobs_alive();
+  void take_watch_events();
+  void fail_job(Job& job, std::string why);
   static void note(Job& job, std::string event);
   proto::json dispatch(const std::string& op, const proto::json& req, const void* data,
                        std::size_t size, std::vector<char>& reply_data);
@@ -132,6 +141,7 @@ class Server {
   ServerOptions options_;
   std::vector<InventoryHost> inventory_;
   std::unique_ptr<RttProber> prober_;
+  std::unique_ptr<Watcher> watcher_;
   zmq::socket_t socket_;
   std::string endpoint_;
   Store store_;

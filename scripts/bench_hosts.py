@@ -9,8 +9,9 @@ machine's speed touches both alike:
   1. migration of rank 1 within its host against migration to the other host (BENCH_REPS pairs);
   2. growth 2 -> 4 with the new processes on host 1 against on host 2, then back to 2
      (BENCH_REPS pairs);
-  3. heat2d ms/iteration on 4 processes placed by spread against by concentrate
-     (`pcmctl resize --placement`), over BENCH_ITERS iterations each (BENCH_REPS pairs).
+  3. heat2d ms/iteration on 2 processes placed by spread (one per host) against by concentrate
+     (both on host 1), each host given 2 slots (`pcmctl host add`, `pcmctl resize --placement`),
+     over BENCH_ITERS iterations each (BENCH_REPS pairs).
 Prints each pair and the median ratio (other host / same host; spread / concentrate). The final
 checksum must equal plain heat2d's. Exits 77 (SKIPPED) where namespaces cannot be made.
 """
@@ -74,16 +75,20 @@ def run(c):
         two = step("resize", job, "--to", "4", "--host", h2)
         step("resize", job, "--to", "2")
         rows["grow"].append((one, two))
+    # 3: two processes, each host with room for both: concentrate puts them on host 1, spread
+    # one on each host (each host has a CPU of its own where the machine has two).
+    c.pcmctl("host", "add", h1, "--slots", "2")
+    c.pcmctl("host", "add", h2, "--slots", "2")
     marks = []
     for _ in range(REPS):
         pair = []
         for placement in ("spread", "concentrate"):
-            step("resize", job, "--to", "4", "--placement", placement)
+            step("resize", job, "--to", "1")
+            step("resize", job, "--to", "2", "--placement", placement)
             hosts = c.status(job)["hosts"]
             start = iteration() + 20
             c.pcmctl("wait", job, "--iteration", str(start + ITERS), "--timeout", "600")
             pair.append((placement, hosts, start, start + ITERS))
-            step("resize", job, "--to", "2")
         marks.append(pair)
     # End the job: it runs until killed (its iteration count is out of reach).
     c.stop_jobs()
@@ -93,7 +98,7 @@ def run(c):
                 for r in csv.DictReader(f) if r["ms_per_iter"]]
 
     def window_ms(a, b):
-        ms = [m for it, n, m in prog if n == 4 and a < it <= b]
+        ms = [m for it, n, m in prog if n == 2 and a < it <= b]
         if not ms:
             raise multihost.Failure(f"no trace rows for iterations {a}..{b}")
         return statistics.median(ms)
@@ -112,7 +117,7 @@ def run(c):
     for one, two in rows["grow"]:
         print(f"   {one:.3f} | {two:.3f} | {two / one:.2f}")
     print(f"   median ratio host2/host1: {statistics.median(t / o for o, t in rows['grow']):.2f}")
-    print("3. heat2d ms/iteration on 4 processes: concentrate | spread | ratio")
+    print("3. heat2d ms/iteration on 2 processes: concentrate | spread | ratio")
     for conc, spread, hs, hc in rows["place"]:
         print(f"   {conc:.3f} {hc} | {spread:.3f} {hs} | {spread / conc:.2f}")
     print(f"   median ratio spread/concentrate: "

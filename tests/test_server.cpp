@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <thread>
 
 #include "client.h"
@@ -19,6 +20,7 @@
 #include "probe.h"
 #include "server.h"
 #include "test_util.h"
+#include "watch.h"
 
 namespace fs = std::filesystem;
 using pcm::detail::Client;
@@ -461,4 +463,129 @@ TEST(Probe, TimesAnAcceptedAndARefusedConnection) {
   EXPECT_TRUE(got.has_value());
   prober.forget("localhost");
   EXPECT_FALSE(prober.rtt_ms("localhost").has_value());
+}
+
+// ---- the watch port --------------------------------------------------------------------------
+
+namespace {
+
+// A TCP connection to tcp://HOST:PORT; -1 on failure.
+int connect_to(const std::string& endpoint) {
+  auto rest = endpoint.substr(6);
+  auto colon = rest.rfind(':');
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(std::stoi(rest.substr(colon + 1))));
+  ::inet_pton(AF_INET, rest.substr(0, colon).c_str(), &a.sin_addr);
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+void say(int fd, const std::string& text) {
+  ASSERT_EQ(::send(fd, text.data(), text.size(), MSG_NOSIGNAL), static_cast<ssize_t>(text.size()));
+}
+
+// Events until n have come or 3 s have passed.
+std::vector<pcm::detail::WatchEvent> events(pcm::detail::Watcher& w, std::size_t n) {
+  std::vector<pcm::detail::WatchEvent> all;
+  for (int i = 0; i < 300 && all.size() < n; ++i) {
+    auto e = w.take_events();
+    all.insert(all.end(), e.begin(), e.end());
+    if (all.size() < n) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return all;
+}
+
+// Whether the peer closed fd within 3 s (FIN; or RST when it closed with our bytes unread).
+bool closed_by_peer(int fd) {
+  timeval tv{3, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  char c;
+  ssize_t n = ::recv(fd, &c, 1, 0);
+  return n == 0 || (n < 0 && errno == ECONNRESET);
+}
+
+}  // namespace
+
+TEST(Watcher, HelloByeAndLoss) {
+  using Kind = pcm::detail::WatchEvent::Kind;
+  pcm::detail::Watcher w("127.0.0.1", "s3cret");
+  ASSERT_EQ(w.endpoint().rfind("tcp://127.0.0.1:", 0), 0u) << w.endpoint();
+  int a = connect_to(w.endpoint()), b = connect_to(w.endpoint());
+  ASSERT_GE(a, 0);
+  ASSERT_GE(b, 0);
+  say(a, "PCM-WATCH 1 s3cret job-a 4242 node1\n");
+  say(b, "PCM-WATCH 1 s3cret job-a 4343 node2\n");
+  auto e = events(w, 2);
+  ASSERT_EQ(e.size(), 2u);
+  EXPECT_EQ(e[0].kind, Kind::kHello);
+  EXPECT_EQ(e[0].job, "job-a");
+  // a leaves normally; b is lost.
+  say(a, "bye\n");
+  ::close(a);
+  ::close(b);
+  e = events(w, 2);
+  ASSERT_EQ(e.size(), 2u);
+  std::map<long, Kind> by_pid{{e[0].pid, e[0].kind}, {e[1].pid, e[1].kind}};
+  EXPECT_EQ(by_pid[4242], Kind::kBye);
+  EXPECT_EQ(by_pid[4343], Kind::kLost);
+  for (const auto& x : e)
+    if (x.pid == 4343) EXPECT_EQ(x.host, "node2");
+}
+
+TEST(Watcher, RefusesWrongSecretsMalformedAndOversizedHellos) {
+  pcm::detail::Watcher w("127.0.0.1", "s3cret");
+  for (const std::string& hello : std::vector<std::string>{
+           "PCM-WATCH 1 wrong job-a 1 node1\n", "PCM-WATCH 2 s3cret job-a 1 node1\n",
+           "PCM-WATCH 1 s3cret ../x 1 node1\n", "PCM-WATCH 1 s3cret job-a -1 node1\n",
+           "PCM-WATCH 1 s3cret job-a 1 bad/host\n", "PCM-WATCH 1 s3cret job-a 1 node1 extra\n",
+           "hello\n", std::string(4000, 'x')}) {
+    int fd = connect_to(w.endpoint());
+    ASSERT_GE(fd, 0);
+    say(fd, hello);
+    EXPECT_TRUE(closed_by_peer(fd)) << hello.substr(0, 60);
+    ::close(fd);
+  }
+  EXPECT_TRUE(w.take_events().empty());
+  // Still serving.
+  int fd = connect_to(w.endpoint());
+  say(fd, "PCM-WATCH 1 s3cret job-a 7 node1\n");
+  EXPECT_EQ(events(w, 1).size(), 1u);
+  ::close(fd);
+}
+
+TEST_F(ServerTest, ALostProcessFailsItsJobNamingTheHost) {
+  client_->request(
+      {{"op", "register"}, {"job", "w"}, {"size", 2}, {"hosts", {"localhost", "nodeb"}}});
+  client_->request({{"op", "register"}, {"job", "ok"}, {"size", 1}, {"hosts", {"localhost"}}});
+  int a = connect_to(server_->watch_endpoint()), b = connect_to(server_->watch_endpoint());
+  int c = connect_to(server_->watch_endpoint());
+  say(a, "PCM-WATCH 1 right-secret w 100 localhost\n");
+  say(b, "PCM-WATCH 1 right-secret w 101 nodeb\n");
+  say(c, "PCM-WATCH 1 right-secret ok 102 localhost\n");
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ::close(b);  // lost without bye
+  json st;
+  for (int i = 0; i < 50; ++i) {
+    st = client_->request({{"op", "status"}, {"job", "w"}}).header["jobs"][0];
+    if (st["state"] == "failed") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(st["state"], "failed");
+  const std::string why = st["last_event"];
+  EXPECT_NE(why.find("process 101 on host nodeb"), std::string::npos) << why;
+  // The other job is untouched, and finishes normally after its process says bye.
+  EXPECT_EQ(client_->request({{"op", "status"}, {"job", "ok"}}).header["jobs"][0]["state"],
+            "running");
+  client_->request({{"op", "finished"}, {"job", "ok"}});
+  say(c, "bye\n");
+  ::close(c);
+  ::close(a);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  EXPECT_EQ(client_->request({{"op", "status"}, {"job", "ok"}}).header["jobs"][0]["state"],
+            "finished");
 }

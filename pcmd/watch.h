@@ -1,0 +1,71 @@
+// watch.h — pcmd's watch port: every PCM process, on any host, holds one idle TCP connection to
+// it for its whole life. A connection that ends without "bye" means its process is gone (killed,
+// or its host vanished), which pcmd learns from the kernel (FIN or RST) or, for a host that
+// disappears without a word, from TCP keepalive. A thread of its own serves the port; the request
+// loop takes the events.
+//
+// Protocol: the process sends one line `PCM-WATCH 1 SECRET JOB PID HOST\n` (at most kMaxHello
+// bytes, within kHelloTimeout of connecting), then nothing until it leaves normally, when it
+// sends `bye\n` and closes. Anything else closes the connection (and is logged).
+#pragma once
+
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace pcm::detail {
+
+struct WatchEvent {
+  enum class Kind { kHello, kBye, kLost };
+  Kind kind = Kind::kHello;
+  std::string job;
+  long pid = 0;
+  std::string host;
+  std::string why;  // kLost: what the connection said (EOF, reset, keepalive timeout)
+};
+
+class Watcher {
+ public:
+  static constexpr std::size_t kMaxHello = 1024;
+  static constexpr std::chrono::seconds kHelloTimeout{5};
+
+  // Listens on address (an IPv4/IPv6 literal or name; "*" or "" for every address), any free
+  // port. Throws pcm::Error(PCM_ERR_CONFIG) if it cannot.
+  Watcher(const std::string& address, std::string secret);
+  ~Watcher();
+  Watcher(const Watcher&) = delete;
+  Watcher& operator=(const Watcher&) = delete;
+
+  // tcp://ADDRESS:PORT, for the configuration file.
+  const std::string& endpoint() const { return endpoint_; }
+  // The events since the last call, oldest first.
+  std::vector<WatchEvent> take_events();
+  // Connections open now (hello received or not).
+  std::size_t connections() const { return open_.load(); }
+
+ private:
+  struct Conn;
+  void loop();
+  void handle_readable(Conn& c);
+  void emit(WatchEvent e);
+
+  const std::string secret_;
+  std::shared_ptr<spdlog::logger> log_;
+  int listen_fd_ = -1;
+  int wake_fd_ = -1;  // an eventfd: the destructor wakes the thread with it
+  std::string endpoint_;
+  std::size_t max_conns_ = 1024;
+  std::atomic<std::size_t> open_{0};
+  std::mutex mutex_;
+  std::vector<WatchEvent> events_;
+  std::thread thread_;
+};
+
+}  // namespace pcm::detail
