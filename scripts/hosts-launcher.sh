@@ -10,7 +10,7 @@
 # `ip netns exec HOST bash -c "WORDS"`. It can also be used by hand: hosts-launcher.sh pcmh2 cmd.
 #
 # Per-host CPUs: when the machine has at least as many CPUs as the cluster has hosts, host k runs
-# on CPU (k-1) mod nproc (taskset -c), so that a load on one host slows only that host. With fewer
+# on the k-th of them (taskset -c), so that a load on one host slows only that host. With fewer
 # CPUs than hosts no pinning is done (hosts would have to share CPUs unevenly; they all share the
 # machine instead). PCM_HOSTS_PIN=0 turns pinning off.
 #
@@ -44,14 +44,26 @@ ip netns list 2>/dev/null | awk '{print $1}' | grep -qx -- "$host" || {
   exit 255
 }
 
+# The machine's CPUs: those PID 1 may use (this script itself may run pinned already, by a parent
+# on another host: its own affinity, or nproc's, says nothing about the machine).
+machine_cpus() {
+  local list part a b
+  list=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/1/status 2>/dev/null || true)
+  [[ -n $list ]] || list=0-$(($(getconf _NPROCESSORS_ONLN) - 1))
+  for part in ${list//,/ }; do
+    a=${part%-*} b=${part#*-}
+    for ((; a <= b; a++)); do echo "$a"; done
+  done
+}
+
 pin=()
 if [[ ${PCM_HOSTS_PIN:-1} != 0 && $host =~ ^([a-z][a-z0-9]*[a-z])([0-9]+)$ ]]; then
   prefix=${BASH_REMATCH[1]}
   k=$((10#${BASH_REMATCH[2]}))
   n=$(sed -n 's/^n=//p' "$STATE_DIR/$prefix" 2>/dev/null || true)
-  cpus=$(nproc)
-  if [[ -n $n ]] && ((n <= cpus)) && command -v taskset >/dev/null; then
-    pin=(taskset -c "$(((k - 1) % cpus))")
+  mapfile -t cpus < <(machine_cpus)
+  if [[ -n $n ]] && ((n <= ${#cpus[@]})) && command -v taskset >/dev/null; then
+    pin=(taskset -c "${cpus[$(((k - 1) % ${#cpus[@]}))]}")
   fi
 fi
 
