@@ -316,7 +316,66 @@ def scenario_drain(c):
     log(f"ok: drain: {h3} joined, {h2} drained by migration, {h1} by merge, checksum as plain")
 
 
+def scenario_topology(c):
+    h1, h2, h3 = c.names
+    site = {h1: "west", h2: "west", h3: "east"}
+    c.start_pcmd("--hosts", f"{h1}:2", f"{h2}:2", f"{h3}:2")
+    for h in c.names:
+        c.pcmctl("host", "add", h, "--slots", "2", "--site", site[h])
+    job = "mh-topo"
+    units, iters = 997, 4000
+    out = os.path.join(c.tmp, "job.out")
+    p = c.mpiexec([h1, h2], 2, [os.path.join(c.build, "topology"), str(units), str(iters), "2000"],
+                  out, env={"PCM_JOB": job})
+    line_re = re.compile(r"^topo: iter (\d+) rank (\d+) size (\d+) host (\S+) addr (\S+) "
+                         r"site_color (\d+) host_color (\d+)$", re.M)
+
+    last = [-1]  # the iteration of the world checked last
+
+    def check_world(what):
+        """The lines of the newest world agree with the addresses and with pcmctl status."""
+        hosts = c.status(job)["hosts"]
+        for _ in range(300):
+            rows = [tuple(m) for m in line_re.findall(open(out).read())]
+            newest = max((int(r[0]) for r in rows), default=-1)
+            world = {int(r[1]): r for r in rows if int(r[0]) == newest}
+            if newest > last[0] and len(world) == len(hosts):
+                break
+            time.sleep(0.1)
+        else:
+            raise Failure(f"{what}: the {len(hosts)} processes did not all report where they are")
+        last[0] = newest
+        for r, (_, _, _, host, addr, sc, hc) in sorted(world.items()):
+            real = c.host_of_addr.get(addr)
+            if real != host or real != hosts[r]:
+                raise Failure(f"{what}: rank {r} runs at {addr} ({real}), says {host}, "
+                              f"pcmctl says {hosts[r]}")
+            want_hc = min(q for q in world if world[q][3] == host)
+            want_sc = min(q for q in world if site[world[q][3]] == site[host])
+            if (int(hc), int(sc)) != (want_hc, want_sc):
+                raise Failure(f"{what}: rank {r} on {host}: colours site {sc} host {hc}, "
+                              f"expected {want_sc} {want_hc}")
+        log(f"{what}: {[world[r][3] for r in sorted(world)]} colours "
+            f"{[(int(world[r][5]), int(world[r][6])) for r in sorted(world)]}")
+
+    c.pcmctl("wait", job, "--iteration", "20", "--timeout", "120")
+    check_world("start")
+    steps = [["migrate", job, "1", "--host", h3], ["split", job, "0", "--into", "2", "--host", h2],
+             ["merge", job, "1", "2"], ["resize", job, "--to", "4", "--placement", "spread"]]
+    for done, cmd in enumerate(steps, start=1):
+        c.pcmctl(*cmd)
+        c.pcmctl("wait", job, "--reconfigurations", str(done), "--timeout", "180")
+        check_world(" ".join(cmd[:1] + cmd[2:]))
+    text = wait_job(c, job, p, out, len(steps))
+    m = re.search(r"^sum (\d+) expected (\d+)$", text, re.M)
+    if not m or m.group(1) != m.group(2):
+        raise Failure(f"the final sum is wrong: {m.group(0) if m else text[-2000:]}")
+    log(f"ok: topology: colours and hosts agree with the addresses after every kind of "
+        f"reconfiguration; hierarchical sums equal flat ones; sum {m.group(1)}")
+
+
 SCENARIOS = {
+    "topology": (3, scenario_topology),
     "reconfig": (3, scenario_reconfig),
     "failure": (3, scenario_failure),
     "drain": (3, scenario_drain),
