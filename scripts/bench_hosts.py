@@ -20,7 +20,6 @@ import os
 import re
 import statistics
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 import multihost  # noqa: E402
@@ -125,25 +124,10 @@ def run(c):
 
 
 def main():
-    build = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else None
-    if not build:
+    if len(sys.argv) != 2:
         print(f"usage: {sys.argv[0]} BUILD", file=sys.stderr)
         return 2
-    with tempfile.TemporaryDirectory(prefix="pcm-bench-hosts.") as tmp:
-        os.chmod(tmp, 0o755)
-        c = multihost.Cluster(build, 2, tmp)
-        try:
-            c.up()
-            run(c)
-        except multihost.Failure as e:
-            print(f"bench_hosts: FAILED: {e}", file=sys.stderr)
-            for path in [os.path.join(tmp, "job.out"), os.path.join(tmp, "pcmd.log")]:
-                if os.path.exists(path):
-                    sys.stderr.write(open(path).read()[-3000:])
-            return 1
-        finally:
-            c.stop()
-    return 0
+    return multihost.run_on_cluster(os.path.abspath(sys.argv[1]), 2, run, "bench_hosts")
 
 
 if __name__ == "__main__":

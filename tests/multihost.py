@@ -382,13 +382,9 @@ SCENARIOS = {
 }
 
 
-def main():
-    if len(sys.argv) != 3 or sys.argv[2] not in SCENARIOS:
-        print(f"usage: {sys.argv[0]} BUILD {{{'|'.join(SCENARIOS)}}}", file=sys.stderr)
-        return 2
-    build, name = os.path.abspath(sys.argv[1]), sys.argv[2]
-    n, fn = SCENARIOS[name]
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+def run_on_cluster(build, n, fn, label):
+    """Makes n hosts, runs fn(cluster), and removes everything; 0, 1 (printing the job's and
+    pcmd's last output), or exits 77 where namespaces cannot be made."""
     with tempfile.TemporaryDirectory(prefix="pcm-multihost.") as tmp:
         os.chmod(tmp, 0o755)
         c = Cluster(build, n, tmp)
@@ -396,7 +392,7 @@ def main():
             c.up()
             fn(c)
         except Failure as e:
-            print(f"multihost {name}: FAILED: {e}", file=sys.stderr, flush=True)
+            print(f"{label}: FAILED: {e}", file=sys.stderr, flush=True)
             for path in [os.path.join(tmp, "job.out"), os.path.join(tmp, "pcmd.log")]:
                 if os.path.exists(path):
                     sys.stderr.write(f"--- {os.path.basename(path)} (end):\n")
@@ -405,6 +401,16 @@ def main():
         finally:
             c.stop()
     return 0
+
+
+def main():
+    if len(sys.argv) != 3 or sys.argv[2] not in SCENARIOS:
+        print(f"usage: {sys.argv[0]} BUILD {{{'|'.join(SCENARIOS)}}}", file=sys.stderr)
+        return 2
+    build, name = os.path.abspath(sys.argv[1]), sys.argv[2]
+    n, fn = SCENARIOS[name]
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    return run_on_cluster(build, n, fn, f"multihost {name}")
 
 
 if __name__ == "__main__":

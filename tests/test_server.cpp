@@ -60,6 +60,15 @@ class ServerTest : public ::testing::Test {
     if (!name.empty()) req["job"] = name;
     return client_->request(req).header.at("job");
   }
+  // Reports command id of job done, the new world on hosts (as rank 0 does).
+  void reconfigured(const std::string& job, const json& id, const std::vector<std::string>& hosts) {
+    client_->request({{"op", "reconfigured"},
+                      {"job", job},
+                      {"command", id},
+                      {"success", true},
+                      {"size", hosts.size()},
+                      {"hosts", hosts}});
+  }
   // Sends raw frames from a DEALER that mimics REQ, returns the reply header.
   json raw(const std::vector<std::string>& frames) {
     zmq::socket_t s(ctx_, zmq::socket_type::dealer);
@@ -363,12 +372,7 @@ TEST_F(ServerTest, ADrainMigratesThenTheHostLeaves) {
   EXPECT_EQ(p["command"]["rank"], 1);
   EXPECT_EQ(p["command"]["host"], "localhost");
   EXPECT_EQ(code({{"op", "migrate"}, {"job", "d"}, {"rank", 0}}), PCM_ERR_REFUSED);  // in flight
-  client_->request({{"op", "reconfigured"},
-                    {"job", "d"},
-                    {"command", p["command"]["id"]},
-                    {"success", true},
-                    {"size", 2},
-                    {"hosts", {"localhost", "localhost"}}});
+  reconfigured("d", p["command"]["id"], {"localhost", "localhost"});
   list = client_->request({{"op", "host_list"}}).header;
   EXPECT_TRUE(host_row(list, "nodeb").is_null()) << list.dump();
   // The last host cannot be drained.
@@ -388,22 +392,12 @@ TEST_F(ServerTest, ADrainMergesWhenNoHostHasRoomAndRefusesWhenNothingCan) {
   auto p = client_->request({{"op", "poll"}, {"job", "m"}, {"iteration", 1}}).header;
   EXPECT_EQ(p["command"]["kind"], "merge");
   EXPECT_EQ(p["command"]["ranks"], json({0, 1, 2}));
-  client_->request({{"op", "reconfigured"},
-                    {"job", "m"},
-                    {"command", p["command"]["id"]},
-                    {"success", true},
-                    {"size", 1},
-                    {"hosts", {"nodeb"}}});
+  reconfigured("m", p["command"]["id"], {"nodeb"});
   // The merged process stayed on nodeb; the merge freed a slot on localhost: it migrates there.
   p = client_->request({{"op", "poll"}, {"job", "m"}, {"iteration", 2}}).header;
   EXPECT_EQ(p["command"]["kind"], "migrate");
   EXPECT_EQ(p["command"]["host"], "localhost");
-  client_->request({{"op", "reconfigured"},
-                    {"job", "m"},
-                    {"command", p["command"]["id"]},
-                    {"success", true},
-                    {"size", 1},
-                    {"hosts", {"localhost"}}});
+  reconfigured("m", p["command"]["id"], {"localhost"});
   EXPECT_TRUE(host_row(client_->request({{"op", "host_list"}}).header, "nodeb").is_null());
   // A job wholly on one host with no free slot anywhere else: nowhere to go.
   client_->request({{"op", "host_add"}, {"host", "nodec"}, {"slots", 1}});
