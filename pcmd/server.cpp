@@ -147,8 +147,11 @@ void Server::take_watch_events() {
       job.unwatched_since.reset();
       continue;
     }
-    if (auto w = job.watched.find(key); w != job.watched.end() && --w->second <= 0)
-      job.watched.erase(w);
+    // Only this job's own processes count: a process of an earlier job of the same name (a
+    // restart took the name over) says nothing about this one.
+    auto w = job.watched.find(key);
+    if (w == job.watched.end()) continue;
+    if (--w->second <= 0) job.watched.erase(w);
     if (job.watched.empty()) job.unwatched_since = now;
     if (job.state != JobState::kRunning) continue;
     if (e.kind == WatchEvent::Kind::kLost)

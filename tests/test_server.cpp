@@ -583,3 +583,16 @@ TEST_F(ServerTest, ALostProcessFailsItsJobNamingTheHost) {
   EXPECT_EQ(client_->request({{"op", "status"}, {"job", "ok"}}).header["jobs"][0]["state"],
             "finished");
 }
+
+TEST_F(ServerTest, OnlyAJobsOwnProcessesCanFailIt) {
+  // A process that greeted before this job existed (one of an earlier job of the same name) is
+  // not this job's: its loss changes nothing.
+  int old = connect_to(server_->watch_endpoint());
+  say(old, "PCM-WATCH 1 right-secret later 300 localhost\n");
+  std::this_thread::sleep_for(std::chrono::milliseconds(1300));
+  client_->request({{"op", "register"}, {"job", "later"}, {"size", 1}, {"hosts", {"localhost"}}});
+  ::close(old);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  EXPECT_EQ(client_->request({{"op", "status"}, {"job", "later"}}).header["jobs"][0]["state"],
+            "running");
+}
