@@ -152,8 +152,9 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"spread", "concentrate"}))
       ->capture_default_str();
   app.add_option("--probe-port", o.probe_port,
-                 "TCP port whose answer (accept or refusal) times each host's round trip")
-      ->check(CLI::Range(1, 65535))
+                 "TCP port whose answer (accept or refusal) times each host's round trip; 0: "
+                 "measure nothing (no name lookups)")
+      ->check(CLI::Range(0, 65535))
       ->capture_default_str();
   app.add_option("--keep", o.keep, "committed checkpoint versions kept per job")
       ->check(CLI::Range(1, 1000000))

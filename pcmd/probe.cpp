@@ -60,6 +60,7 @@ RttProber::~RttProber() {
 }
 
 void RttProber::watch(const std::string& host) {
+  if (port_ <= 0) return;  // measuring is off
   {
     std::lock_guard<std::mutex> lock(mutex_);
     hosts_.insert(host);

@@ -23,6 +23,7 @@ std::optional<double> tcp_round_trip_ms(const std::string& host, int port, int t
 class RttProber {
  public:
   // Measures every host given to watch() now and then every period: the median of three tries.
+  // Port 0: measures nothing (every rtt_ms is nullopt).
   RttProber(int port, std::chrono::milliseconds period, int timeout_ms = 1000);
   ~RttProber();
   RttProber(const RttProber&) = delete;

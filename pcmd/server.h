@@ -34,7 +34,7 @@ struct ServerOptions {
   std::vector<HostSlots> more_hosts;              // from --hostfile or --slurm, after `hosts`
   std::size_t keep_versions = 3;                  // committed checkpoint versions kept per job
   Placement placement = Placement::kConcentrate;  // for jobs and commands that name none
-  int probe_port = 9;  // the TCP port whose answer times a host's round trip (probe.h)
+  int probe_port = 9;  // the TCP port whose answer times a host's round trip (probe.h); 0: off
   std::chrono::milliseconds probe_period{30000};
 };
 

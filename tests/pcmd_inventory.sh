@@ -15,7 +15,9 @@ fail() { echo "pcmd_inventory: FAIL: $*" >&2; [ -f "$dir/pcmd.log" ] && sed 's/^
 export PCM_CONFIG=$dir/pcmd.conf
 
 start() {  # start PCMD-ARGS...: a pcmd on loopback with this inventory
-  "$pcmd" --detach --pidfile "$dir/pcmd.pid" --data-dir "$dir/data" "$@" 2>"$dir/pcmd.log" ||
+  # --probe-port 0: these made-up names are never looked up (a lookup could leave the machine).
+  "$pcmd" --detach --pidfile "$dir/pcmd.pid" --data-dir "$dir/data" --probe-port 0 "$@" \
+    2>"$dir/pcmd.log" ||
     fail "pcmd $* did not start"
   pid=$(cat "$dir/pcmd.pid")
 }

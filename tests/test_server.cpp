@@ -34,6 +34,7 @@ class ServerTest : public ::testing::Test {
     o.data_dir = dir_.string();
     o.secret = "right-secret";
     o.hosts = {"localhost:4", "nodeb:2"};
+    o.probe_port = 0;  // made-up host names: no lookups (they could leave the machine)
     server_ = std::make_unique<pcm::detail::Server>(ctx_, o);
     thread_ = std::thread([this] { server_->run(stop_); });
     client_ = std::make_unique<Client>(ctx_, server_->endpoint(), "right-secret");
@@ -445,7 +446,6 @@ TEST(Probe, TimesAnAcceptedAndARefusedConnection) {
   ::close(fd);  // now nothing listens there: refused
   t = pcm::detail::tcp_round_trip_ms("127.0.0.1", open_port, 1000);
   ASSERT_TRUE(t.has_value());
-  EXPECT_FALSE(pcm::detail::tcp_round_trip_ms("no-such-host.invalid", 9, 200).has_value());
   // The prober measures a watched host soon after it is watched.
   pcm::detail::RttProber prober(open_port, std::chrono::milliseconds(60000), 500);
   prober.watch("localhost");
