@@ -90,7 +90,8 @@ int connect_tcp(const std::string& endpoint, int timeout_ms, std::string* why) {
 
 }  // namespace
 
-void DaemonLink::watch(const std::string& job, const std::string& host, int timeout_ms) {
+void DaemonLink::watch(const std::string& job, std::int64_t incarnation, const std::string& host,
+                       int timeout_ms) {
   if (watch_fd_ >= 0 || !context_) return;
   if (watch_endpoint_.empty()) {
     plog()->warn(
@@ -105,8 +106,8 @@ void DaemonLink::watch(const std::string& job, const std::string& host, int time
                  watch_endpoint_, why);
     return;
   }
-  std::string hello =
-      fmt::format("PCM-WATCH 1 {} {} {} {}\n", secret_, job, static_cast<long>(::getpid()), host);
+  std::string hello = fmt::format("PCM-WATCH 1 {} {} {} {} {}\n", secret_, job,
+                                  static_cast<long>(::getpid()), host, incarnation);
   if (::send(fd, hello.data(), hello.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(hello.size())) {
     plog()->warn("cannot greet pcmd's watch port: {}", std::strerror(errno));
     ::close(fd);

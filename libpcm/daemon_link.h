@@ -23,7 +23,10 @@ class DaemonLink {
   // Opens this process's connection to pcmd's watch port (pcmd/watch.h) and says who it is; kept
   // open and idle until close(). Without a watch port in the configuration, or when it cannot be
   // reached within timeout_ms, logs a warning and goes on: the job runs unwatched.
-  void watch(const std::string& job, const std::string& host, int timeout_ms);
+  // incarnation: pcmd's number for this run of the job (register's reply), so that pcmd never
+  // takes a process of an earlier run of the same job name for one of this run.
+  void watch(const std::string& job, std::int64_t incarnation, const std::string& host,
+             int timeout_ms);
   bool is_open() const { return static_cast<bool>(context_); }
 
   // A request to pcmd; throws pcm::Error as Client::request does (PCM_ERR_CONFIG when closed).

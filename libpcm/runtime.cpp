@@ -122,6 +122,7 @@ int Runtime::init(MPI_Comm* comm) {
           req, nullptr, 0,
           req.contains("restart") ? settings_.data_timeout_ms : settings_.connect_timeout_ms);
       job_ = proto::get_string(reply.header, "job", proto::kMaxName);
+      incarnation_ = proto::opt_int(reply.header, "incarnation", 0, INT64_MAX).value_or(0);
       if (auto it = reply.header.find("restart"); it != reply.header.end() && it->is_object()) {
         restart_iteration_ = proto::get_int(*it, "iteration", 0, INT64_MAX);
         restart_nprocs_ = static_cast<int>(proto::get_int(*it, "nprocs", 1, 1 << 20));
@@ -134,11 +135,13 @@ int Runtime::init(MPI_Comm* comm) {
   agree(dup.get(), code, msg);  // on failure, dup goes
   world_ = std::move(dup);
   json shared = bcast_json(json{{"job", job_},
+                                {"incarnation", incarnation_},
                                 {"restart_iteration", restart_iteration_},
                                 {"restart_nprocs", restart_nprocs_}},
                            0, world_.get());
   job_ = shared.at("job").get<std::string>();
-  link_.watch(job_, processor_name(), settings_.connect_timeout_ms);
+  incarnation_ = shared.at("incarnation").get<std::int64_t>();
+  link_.watch(job_, incarnation_, processor_name(), settings_.connect_timeout_ms);
   restart_iteration_ = shared.at("restart_iteration").get<std::int64_t>();
   restart_nprocs_ = shared.at("restart_nprocs").get<int>();
   if (restart_iteration_ >= 0) {

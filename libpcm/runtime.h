@@ -142,6 +142,7 @@ class Runtime {
   // Job and world.
   Settings settings_;
   std::string job_;
+  std::int64_t incarnation_ = 0;  // pcmd's number for this run of the job (watch hellos)
   mpi::Comm world_;
   int rank_ = -1;
   int size_ = 0;

@@ -143,6 +143,7 @@ void Runtime::finish_reconfigure(mpi::Comm merged, int waker_in_merged, int move
 json Runtime::spawn_context(const char* kind, const Command& cmd) const {
   return json{{"kind", kind},
               {"job", job_},
+              {"incarnation", incarnation_},
               {"command", cmd.to_json()},
               {"old_size", size_},
               {"pcm_iteration", iteration_},
@@ -156,7 +157,8 @@ void Runtime::join_as_child(MPI_Comm parent_handle) {
   MPI_Comm_rank(MPI_COMM_WORLD, &me);
   json ctx = bcast_inter(json{}, false, me, parent.get());
   job_ = ctx.at("job").get<std::string>();
-  link_.watch(job_, processor_name(), settings_.connect_timeout_ms);
+  incarnation_ = ctx.at("incarnation").get<std::int64_t>();
+  link_.watch(job_, incarnation_, processor_name(), settings_.connect_timeout_ms);
   iteration_ = ctx.at("pcm_iteration").get<std::int64_t>();
   restart_iteration_ = ctx.at("restart").at("iteration").get<std::int64_t>();
   restart_nprocs_ = ctx.at("restart").at("nprocs").get<int>();

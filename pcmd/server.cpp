@@ -139,6 +139,7 @@ void Server::take_watch_events() {
     auto it = jobs_.find(e.job);
     if (it == jobs_.end()) continue;
     Job& job = it->second;
+    if (e.incarnation != job.incarnation) continue;  // a process of another run of the name
     auto key = std::make_pair(e.host, e.pid);
     if (e.kind == WatchEvent::Kind::kHello) {
       if (job.state != JobState::kRunning) continue;
@@ -328,6 +329,7 @@ json Server::op_register(const json& req) {
     job.layout = m->layout;
   }
   job.state = JobState::kRunning;
+  job.incarnation = next_incarnation_++;
   job.size = size;
   job.hosts = std::move(hosts);
   job.executable = proto::opt_string(req, "executable", 4096).value_or("");
@@ -341,7 +343,7 @@ json Server::op_register(const json& req) {
   note(job, "started");
   job.last_seen = std::chrono::steady_clock::now();
   jobs_[name] = std::move(job);
-  json reply{{"ok", true}, {"job", name}};
+  json reply{{"ok", true}, {"job", name}, {"incarnation", jobs_[name].incarnation}};
   if (const auto& m = jobs_[name].restarted_from) {
     reply["restart"] = json{{"iteration", m->iteration}, {"nprocs", m->nprocs}};
     note(jobs_[name], fmt::format("restarted from iteration {} ({} processes then, {} now)",

@@ -74,6 +74,7 @@ struct Job {
   std::string rank0_host;
   // The job's processes holding a connection to the watch port (watch.h), by host and pid.
   std::map<std::pair<std::string, long>, int> watched;
+  long long incarnation = 0;  // this run of the job: only its processes' hellos count
   bool ever_watched = false;
   std::optional<std::chrono::steady_clock::time_point> unwatched_since;
 };
@@ -149,6 +150,7 @@ class Server {
   std::map<std::string, Job> jobs_;
   std::int64_t next_command_ = 1;
   std::int64_t next_job_ = 1;
+  long long next_incarnation_ = 1;
   std::shared_ptr<spdlog::logger> log_;
   std::string my_host_;
 };

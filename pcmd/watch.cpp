@@ -43,6 +43,7 @@ struct Watcher::Conn {
   bool bye = false;
   std::string job, host;
   long pid = 0;
+  long long incarnation = 0;
   std::chrono::steady_clock::time_point deadline;
   bool done = false;  // to be closed
 };
@@ -117,7 +118,7 @@ void Watcher::handle_readable(Conn& c) {
       if (c.buf.find("bye\n") != std::string::npos) {
         c.bye = true;
         c.done = true;
-        emit({WatchEvent::Kind::kBye, c.job, c.pid, c.host, ""});
+        emit({WatchEvent::Kind::kBye, c.job, c.pid, c.host, c.incarnation, ""});
       } else if (c.buf.size() > 16) {
         c.buf.erase(0, c.buf.size() - 4);
       }
@@ -133,11 +134,14 @@ void Watcher::handle_readable(Conn& c) {
       return;
     }
     std::istringstream words(c.buf.substr(0, nl));
-    std::string magic, version, secret, job, pid, host, extra;
-    words >> magic >> version >> secret >> job >> pid >> host;
+    std::string magic, version, secret, job, pid, host, incarnation, extra;
+    words >> magic >> version >> secret >> job >> pid >> host >> incarnation;
+    auto number = [](const std::string& s, std::size_t max_digits) {
+      return !s.empty() && s.size() <= max_digits && std::all_of(s.begin(), s.end(), ::isdigit);
+    };
     bool ok = magic == "PCM-WATCH" && version == "1" && !(words >> extra) &&
-              proto::valid_name(job) && proto::valid_host(host) && !pid.empty() &&
-              pid.size() <= 10 && std::all_of(pid.begin(), pid.end(), ::isdigit);
+              proto::valid_name(job) && proto::valid_host(host) && number(pid, 9) &&
+              number(incarnation, 18);
     if (!ok || !proto::same_secret(secret, secret_)) {
       log_->warn("watch port: {} hello; closed", ok ? "wrong secret in a" : "malformed");
       c.done = true;
@@ -147,12 +151,13 @@ void Watcher::handle_readable(Conn& c) {
     c.job = job;
     c.host = host;
     c.pid = std::stol(pid);
+    c.incarnation = std::stoll(incarnation);
     c.buf.erase(0, nl + 1);
-    emit({WatchEvent::Kind::kHello, c.job, c.pid, c.host, ""});
+    emit({WatchEvent::Kind::kHello, c.job, c.pid, c.host, c.incarnation, ""});
     if (c.buf.find("bye\n") != std::string::npos) {
       c.bye = true;
       c.done = true;
-      emit({WatchEvent::Kind::kBye, c.job, c.pid, c.host, ""});
+      emit({WatchEvent::Kind::kBye, c.job, c.pid, c.host, c.incarnation, ""});
     }
     return;
   }
@@ -160,7 +165,7 @@ void Watcher::handle_readable(Conn& c) {
   // EOF or an error: the process is gone.
   c.done = true;
   if (c.greeted && !c.bye)
-    emit({WatchEvent::Kind::kLost, c.job, c.pid, c.host,
+    emit({WatchEvent::Kind::kLost, c.job, c.pid, c.host, c.incarnation,
           n == 0 ? "connection closed" : std::strerror(errno)});
 }
 

@@ -4,7 +4,8 @@
 // disappears without a word, from TCP keepalive. A thread of its own serves the port; the request
 // loop takes the events.
 //
-// Protocol: the process sends one line `PCM-WATCH 1 SECRET JOB PID HOST\n` (at most kMaxHello
+// Protocol: the process sends one line `PCM-WATCH 1 SECRET JOB PID HOST INCARNATION\n` (at most
+// kMaxHello
 // bytes, within kHelloTimeout of connecting), then nothing until it leaves normally, when it
 // sends `bye\n` and closes. Anything else closes the connection (and is logged).
 #pragma once
@@ -28,7 +29,8 @@ struct WatchEvent {
   std::string job;
   long pid = 0;
   std::string host;
-  std::string why;  // kLost: what the connection said (EOF, reset, keepalive timeout)
+  long long incarnation = 0;  // the run of the job the process belongs to (register's reply)
+  std::string why;            // kLost: what the connection said (EOF, reset, keepalive timeout)
 };
 
 class Watcher {

@@ -512,8 +512,8 @@ TEST(Watcher, HelloByeAndLoss) {
   int a = connect_to(w.endpoint()), b = connect_to(w.endpoint());
   ASSERT_GE(a, 0);
   ASSERT_GE(b, 0);
-  say(a, "PCM-WATCH 1 s3cret job-a 4242 node1\n");
-  say(b, "PCM-WATCH 1 s3cret job-a 4343 node2\n");
+  say(a, "PCM-WATCH 1 s3cret job-a 4242 node1 1\n");
+  say(b, "PCM-WATCH 1 s3cret job-a 4343 node2 1\n");
   auto e = events(w, 2);
   ASSERT_EQ(e.size(), 2u);
   EXPECT_EQ(e[0].kind, Kind::kHello);
@@ -534,10 +534,10 @@ TEST(Watcher, HelloByeAndLoss) {
 TEST(Watcher, RefusesWrongSecretsMalformedAndOversizedHellos) {
   pcm::detail::Watcher w("127.0.0.1", "s3cret");
   for (const std::string& hello : std::vector<std::string>{
-           "PCM-WATCH 1 wrong job-a 1 node1\n", "PCM-WATCH 2 s3cret job-a 1 node1\n",
-           "PCM-WATCH 1 s3cret ../x 1 node1\n", "PCM-WATCH 1 s3cret job-a -1 node1\n",
-           "PCM-WATCH 1 s3cret job-a 1 bad/host\n", "PCM-WATCH 1 s3cret job-a 1 node1 extra\n",
-           "hello\n", std::string(4000, 'x')}) {
+           "PCM-WATCH 1 wrong job-a 1 node1 1\n", "PCM-WATCH 2 s3cret job-a 1 node1 1\n",
+           "PCM-WATCH 1 s3cret ../x 1 node1 1\n", "PCM-WATCH 1 s3cret job-a -1 node1 1\n",
+           "PCM-WATCH 1 s3cret job-a 1 bad/host 1\n", "PCM-WATCH 1 s3cret job-a 1 node1 1 extra\n",
+           "PCM-WATCH 1 s3cret job-a 1 node1\n", "hello\n", std::string(4000, 'x')}) {
     int fd = connect_to(w.endpoint());
     ASSERT_GE(fd, 0);
     say(fd, hello);
@@ -547,20 +547,24 @@ TEST(Watcher, RefusesWrongSecretsMalformedAndOversizedHellos) {
   EXPECT_TRUE(w.take_events().empty());
   // Still serving.
   int fd = connect_to(w.endpoint());
-  say(fd, "PCM-WATCH 1 s3cret job-a 7 node1\n");
+  say(fd, "PCM-WATCH 1 s3cret job-a 7 node1 1\n");
   EXPECT_EQ(events(w, 1).size(), 1u);
   ::close(fd);
 }
 
 TEST_F(ServerTest, ALostProcessFailsItsJobNamingTheHost) {
-  client_->request(
+  auto w = client_->request(
       {{"op", "register"}, {"job", "w"}, {"size", 2}, {"hosts", {"localhost", "nodeb"}}});
-  client_->request({{"op", "register"}, {"job", "ok"}, {"size", 1}, {"hosts", {"localhost"}}});
+  auto ok =
+      client_->request({{"op", "register"}, {"job", "ok"}, {"size", 1}, {"hosts", {"localhost"}}});
+  const std::string wi = std::to_string(w.header.at("incarnation").get<long long>());
+  const std::string oki = std::to_string(ok.header.at("incarnation").get<long long>());
+  EXPECT_NE(wi, oki);
   int a = connect_to(server_->watch_endpoint()), b = connect_to(server_->watch_endpoint());
   int c = connect_to(server_->watch_endpoint());
-  say(a, "PCM-WATCH 1 right-secret w 100 localhost\n");
-  say(b, "PCM-WATCH 1 right-secret w 101 nodeb\n");
-  say(c, "PCM-WATCH 1 right-secret ok 102 localhost\n");
+  say(a, "PCM-WATCH 1 right-secret w 100 localhost " + wi + "\n");
+  say(b, "PCM-WATCH 1 right-secret w 101 nodeb " + wi + "\n");
+  say(c, "PCM-WATCH 1 right-secret ok 102 localhost " + oki + "\n");
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   ::close(b);  // lost without bye
   json st;
@@ -585,13 +589,19 @@ TEST_F(ServerTest, ALostProcessFailsItsJobNamingTheHost) {
 }
 
 TEST_F(ServerTest, OnlyAJobsOwnProcessesCanFailIt) {
-  // A process that greeted before this job existed (one of an earlier job of the same name) is
-  // not this job's: its loss changes nothing.
-  int old = connect_to(server_->watch_endpoint());
-  say(old, "PCM-WATCH 1 right-secret later 300 localhost\n");
+  // Processes of another run of the same job name (an earlier incarnation, or one that greeted
+  // before this run registered) are not this run's: their losses change nothing.
+  int early = connect_to(server_->watch_endpoint());
+  say(early, "PCM-WATCH 1 right-secret later 300 localhost 1\n");
   std::this_thread::sleep_for(std::chrono::milliseconds(1300));
-  client_->request({{"op", "register"}, {"job", "later"}, {"size", 1}, {"hosts", {"localhost"}}});
-  ::close(old);
+  auto r = client_->request(
+      {{"op", "register"}, {"job", "later"}, {"size", 1}, {"hosts", {"localhost"}}});
+  const long long inc = r.header.at("incarnation").get<long long>();
+  int other = connect_to(server_->watch_endpoint());
+  say(other, "PCM-WATCH 1 right-secret later 301 localhost " + std::to_string(inc + 1000) + "\n");
+  std::this_thread::sleep_for(std::chrono::milliseconds(1300));
+  ::close(early);
+  ::close(other);
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   EXPECT_EQ(client_->request({{"op", "status"}, {"job", "later"}}).header["jobs"][0]["state"],
             "running");
