@@ -160,7 +160,9 @@ int main(int argc, char** argv) {
   auto* split = app.add_subcommand("split", "split one process's data over more processes (1->N)");
   split->add_option("job", job, "job name")->required();
   split->add_option("rank", rank, "rank to split")->required();
-  split->add_option("--into", into, "number of processes it becomes (2 or more)")->required();
+  split->add_option("--into", into, "number of processes it becomes (2 or more)")
+      ->required()
+      ->check(CLI::Range(2, 1 << 20));
   split->add_option("--host", host, "put the processes it becomes on this host");
   split
       ->add_option("--placement", placement,
@@ -174,7 +176,9 @@ int main(int argc, char** argv) {
       ->expected(2, -1);
   auto* resize = app.add_subcommand("resize", "redistribute over N processes (collective M->N)");
   resize->add_option("job", job, "job name")->required();
-  resize->add_option("--to", to, "the new number of processes")->required();
+  resize->add_option("--to", to, "the new number of processes")
+      ->required()
+      ->check(CLI::Range(1, 1 << 20));
   resize->add_option("--host", host, "put processes added by growing on this host");
   resize
       ->add_option("--placement", placement,

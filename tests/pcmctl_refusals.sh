@@ -42,6 +42,9 @@ refused "unknown host" "inventory" "$pcmctl" migrate "$job" 0 --host no-such-hos
 EXIT=2 refused "rank not a number" "rank" "$pcmctl" migrate "$job" zero
 EXIT=2 refused "missing arguments" "required" "$pcmctl" migrate
 EXIT=2 refused "unknown option" "--frobnicate" "$pcmctl" status --frobnicate
+EXIT=2 refused "negative size" "--to" "$pcmctl" resize "$job" --to -3
+EXIT=2 refused "split into one" "--into" "$pcmctl" split "$job" 0 --into 1
+EXIT=2 refused "unknown placement" "--placement" "$pcmctl" resize "$job" --to 2 --placement scatter
 EXIT=1 refused "unknown rank, exit code" "no rank 7" "$pcmctl" migrate "$job" 7
 refused "no configuration" "configuration" "$pcmctl" --config "$PCM_TEST_DIR/absent.conf" status
 refused "bad job name" "unknown job" "$pcmctl" migrate "../../etc" 0
