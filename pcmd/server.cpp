@@ -314,7 +314,10 @@ json Server::op_register(const json& req) {
                                            std::chrono::seconds(10);
     if (it != jobs_.end() && it->second.state == JobState::kRunning &&
         !(proto::get_bool(req, "restart", false) && silent))
-      fail(PCM_ERR_REFUSED, "job name '{}' is in use by a running job", *wanted);
+      fail(PCM_ERR_REFUSED,
+           "job name '{}' is in use by a running job (if it has just died, pcmd notices within "
+           "seconds: start again then; `pcmctl status {}` shows its state; or use another PCM_JOB)",
+           *wanted, *wanted);
     name = *wanted;
   } else {
     do name = "job-" + std::to_string(next_job_++);

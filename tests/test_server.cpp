@@ -134,6 +134,8 @@ TEST_F(ServerTest, RegisterNamesJobsAndRefusesADuplicateRunningName) {
   EXPECT_EQ(register_job("heat", 2), "heat");
   EXPECT_EQ(code({{"op", "register"}, {"job", "heat"}, {"size", 1}, {"hosts", {"localhost"}}}),
             PCM_ERR_REFUSED);
+  // The refusal says what to do.
+  EXPECT_NE(last_error_.find("pcmctl status heat"), std::string::npos) << last_error_;
   auto auto_name = register_job("", 1);
   EXPECT_EQ(auto_name.rfind("job-", 0), 0u);
   EXPECT_EQ(code({{"op", "register"}, {"job", "../x"}, {"size", 1}, {"hosts", {"localhost"}}}),
