@@ -161,10 +161,11 @@ def scenario_reconfig(c):
     c.start_pcmd("--hosts", f"{h1}:2", f"{h2}:2", f"{h3}:2")
     job = "mh-heat"
     args = ["--nx", "61", "--ny", "40"]
-    plain = heat2d_plain(c.build, [*args, "--iters", "6000"])
+    # Long enough (at 2 ms an iteration at least) to outlast every step under a loaded machine.
+    plain = heat2d_plain(c.build, [*args, "--iters", "9000"])
     out = os.path.join(c.tmp, "job.out")
     p = c.mpiexec([h1, h2], 2, [os.path.join(c.build, "examples/heat2d/heat2d_pcm"), *args,
-                                "--iters", "6000", "--throttle-us", "2000"], out,
+                                "--iters", "9000", "--throttle-us", "2000"], out,
                   env={"PCM_JOB": job})
     c.pcmctl("wait", job, "--iteration", "20", "--timeout", "120")
     st = c.status(job)
@@ -260,10 +261,10 @@ def scenario_drain(c):
     c.start_pcmd("--hosts", f"{h1}:2", f"{h2}:2")
     job = "mh-drain"
     args = ["--nx", "61", "--ny", "40", "--layout", "block-cyclic", "--block", "3"]
-    plain = heat2d_plain(c.build, [*args[:4], "--iters", "6000"])
+    plain = heat2d_plain(c.build, [*args[:4], "--iters", "9000"])
     out = os.path.join(c.tmp, "job.out")
     p = c.mpiexec([h1, h2], 2, [os.path.join(c.build, "examples/heat2d/heat2d_pcm"), *args,
-                                "--iters", "6000", "--throttle-us", "2000"], out,
+                                "--iters", "9000", "--throttle-us", "2000"], out,
                   env={"PCM_JOB": job})
     c.pcmctl("wait", job, "--iteration", "20", "--timeout", "120")
     done = 0
@@ -323,7 +324,7 @@ def scenario_topology(c):
     for h in c.names:
         c.pcmctl("host", "add", h, "--slots", "2", "--site", site[h])
     job = "mh-topo"
-    units, iters = 997, 4000
+    units, iters = 997, 7000
     out = os.path.join(c.tmp, "job.out")
     p = c.mpiexec([h1, h2], 2, [os.path.join(c.build, "topology"), str(units), str(iters), "2000"],
                   out, env={"PCM_JOB": job})
