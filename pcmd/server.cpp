@@ -135,6 +135,7 @@ void Server::fail_job(Job& job, std::string why) {
 // What the watch port saw: processes arriving, leaving normally, and lost.
 void Server::take_watch_events() {
   const auto now = std::chrono::steady_clock::now();
+  bool failed = false;
   for (auto& e : watcher_->take_events()) {
     auto it = jobs_.find(e.job);
     if (it == jobs_.end()) continue;
@@ -155,10 +156,13 @@ void Server::take_watch_events() {
     if (--w->second <= 0) job.watched.erase(w);
     if (job.watched.empty()) job.unwatched_since = now;
     if (job.state != JobState::kRunning) continue;
-    if (e.kind == WatchEvent::Kind::kLost)
+    if (e.kind == WatchEvent::Kind::kLost) {
       fail_job(job, fmt::format("process {} on host {} was lost (killed, or its host is gone: {})",
                                 e.pid, e.host, e.why));
+      failed = true;
+    }
   }
+  if (failed) progress_drains();  // a failed job holds no host any more
 }
 
 // A job whose rank 0 ran on this host and is gone without saying "finished" has failed (killed,

@@ -608,3 +608,22 @@ TEST_F(ServerTest, OnlyAJobsOwnProcessesCanFailIt) {
   EXPECT_EQ(client_->request({{"op", "status"}, {"job", "later"}}).header["jobs"][0]["state"],
             "running");
 }
+
+TEST_F(ServerTest, ADrainedHostLeavesWhenItsLastJobIsLost) {
+  auto r = client_->request(
+      {{"op", "register"}, {"job", "x"}, {"size", 2}, {"hosts", {"localhost", "nodeb"}}});
+  const std::string inc = std::to_string(r.header.at("incarnation").get<long long>());
+  int fd = connect_to(server_->watch_endpoint());
+  say(fd, "PCM-WATCH 1 right-secret x 500 nodeb " + inc + "\n");
+  std::this_thread::sleep_for(std::chrono::milliseconds(1300));
+  ASSERT_EQ(code({{"op", "host_drain"}, {"host", "nodeb"}}), PCM_SUCCESS);
+  ::close(fd);  // the job dies before its drain step runs
+  json row = json::object();
+  for (int i = 0; i < 40 && !row.is_null(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    row = host_row(client_->request({{"op", "host_list"}}).header, "nodeb");
+  }
+  EXPECT_TRUE(row.is_null()) << row.dump();
+  EXPECT_EQ(client_->request({{"op", "status"}, {"job", "x"}}).header["jobs"][0]["state"],
+            "failed");
+}
