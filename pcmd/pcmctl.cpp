@@ -1,5 +1,6 @@
 // pcmctl.cpp — the operator's CLI for pcmd: job status and reconfiguration commands.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <CLI/CLI.hpp>
 #include <chrono>
@@ -36,6 +37,9 @@ void print_status_table(const json& reply) {
                              j.value("iteration", 0L), j.value("reconfigurations", 0),
                              pending_text(j.at("pending")), j.value("last_event", ""),
                              j.value("seconds_since_seen", 0.0));
+    if (j.contains("lost") && !j.at("lost").empty())
+      std::cout << fmt::format("{:<20} processes lost: {}\n", "",
+                               fmt::join(j.at("lost").get<std::vector<std::string>>(), ", "));
   }
 }
 

@@ -134,6 +134,7 @@ void Server::fail_job(Job& job, std::string why) {
 
 // What the watch port saw: processes arriving, leaving normally, and lost.
 void Server::take_watch_events() {
+  constexpr std::size_t kMaxLost = 64;  // a job's status stays small whatever its size
   const auto now = std::chrono::steady_clock::now();
   bool failed = false;
   for (auto& e : watcher_->take_events()) {
@@ -155,6 +156,9 @@ void Server::take_watch_events() {
     if (w == job.watched.end()) continue;
     if (--w->second <= 0) job.watched.erase(w);
     if (job.watched.empty()) job.unwatched_since = now;
+    if (e.kind == WatchEvent::Kind::kLost && job.state != JobState::kFinished &&
+        job.lost.size() < kMaxLost)
+      job.lost.push_back(fmt::format("{} on {}", e.pid, e.host));
     if (job.state != JobState::kRunning) continue;
     if (e.kind == WatchEvent::Kind::kLost) {
       fail_job(job, fmt::format("process {} on host {} was lost (killed, or its host is gone: {})",
@@ -488,6 +492,7 @@ json Server::job_json(const Job& job) const {
          {"layout_command", job.layout_command},
          {"last_event", job.last_event},
          {"events", job.events},
+         {"lost", job.lost},
          {"seconds_since_seen",
           std::chrono::duration<double>(std::chrono::steady_clock::now() - job.last_seen).count()},
          {"pending", nullptr}};

@@ -76,6 +76,9 @@ struct Job {
   std::map<std::pair<std::string, long>, int> watched;
   long long incarnation = 0;  // this run of the job: only its processes' hellos count
   bool ever_watched = false;
+  // Processes lost without saying bye ("PID on HOST"), first first: when a host vanishes, MPI
+  // tears the rest of the job down and those losses follow the first one.
+  std::vector<std::string> lost;
   std::optional<std::chrono::steady_clock::time_point> unwatched_since;
 };
 
