@@ -47,7 +47,7 @@ Reply Client::request(proto::json header, const void* data, std::size_t size, in
     reply.header = proto::decode(head.data(), head.size());
     if (!proto::get_bool(reply.header, "ok", false)) {
       int code = static_cast<int>(
-          proto::opt_int(reply.header, "code", PCM_ERR_INTERNAL, -1).value_or(PCM_ERR_INTERNAL));
+          proto::opt_int(reply.header, "code", PCM_ERR_CORRUPT, -1).value_or(PCM_ERR_INTERNAL));
       auto msg = proto::opt_string(reply.header, "error", 4096).value_or("no message");
       throw Error(code, msg);
     }

@@ -101,6 +101,13 @@ Distribution Distribution::split(int rank, int into) const {
   return d;
 }
 
+Distribution Distribution::without_halo() const {
+  Distribution d = *this;
+  d.halo_ = 0;
+  d.index();
+  return d;
+}
+
 Distribution Distribution::permuted(const std::vector<int>& new_rank) const {
   if (new_rank.size() != owned_.size())
     fail(PCM_ERR_ARG, "a permutation of {} ranks has {} entries", owned_.size(), new_rank.size());

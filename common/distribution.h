@@ -51,6 +51,10 @@ class Distribution {
   // pcm::Error(PCM_ERR_ARG) unless new_rank is a permutation.
   Distribution permuted(const std::vector<int>& new_rank) const;
 
+  // The same segments with no ghost units: offsets in a buffer of the owned units alone (what a
+  // checkpoint saves).
+  Distribution without_halo() const;
+
   int size() const { return static_cast<int>(owned_.size()); }
   std::int64_t units() const { return units_; }
   std::int64_t unit_len() const { return unit_len_; }

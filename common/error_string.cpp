@@ -28,6 +28,8 @@ extern "C" __attribute__((visibility("default"))) const char* PCM_Error_string(i
       return "spawn failed";
     case PCM_ERR_INTERNAL:
       return "internal error in PCM";
+    case PCM_ERR_CORRUPT:
+      return "checkpoint data failed verification";
     default:
       return "unknown PCM error code";
   }

@@ -130,9 +130,11 @@ void check_msgpack(const void* data, std::size_t size, std::size_t max_depth) {
   if (at != size) fail(PCM_ERR_ARG, "message has {} bytes after its end", size - at);
 }
 
-json decode(const void* data, std::size_t size) {
+json decode(const void* data, std::size_t size) { return decode_large(data, size, kMaxHeader); }
+
+json decode_large(const void* data, std::size_t size, std::size_t max_size) {
   if (size == 0) fail(PCM_ERR_ARG, "empty message");
-  if (size > kMaxHeader) fail(PCM_ERR_ARG, "message header of {} bytes is too large", size);
+  if (size > max_size) fail(PCM_ERR_ARG, "message of {} bytes is too large", size);
   check_msgpack(data, size, kMaxDepth);
   const auto* p = static_cast<const std::uint8_t*>(data);
   json j = json::from_msgpack(p, p + size, /*strict=*/true, /*allow_exceptions=*/false);

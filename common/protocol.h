@@ -34,6 +34,8 @@ void check_msgpack(const void* data, std::size_t size, std::size_t max_depth);
 // Parses a MessagePack header; throws pcm::Error(PCM_ERR_ARG) unless it is a map of at most
 // kMaxHeader bytes that check_msgpack accepts with kMaxDepth.
 json decode(const void* data, std::size_t size);
+// The same for a bulk record sent as a data frame (a checkpoint's shard table): up to max_size.
+json decode_large(const void* data, std::size_t size, std::size_t max_size);
 
 // Field access that validates as it reads; each throws pcm::Error(PCM_ERR_ARG) naming the field.
 std::string get_string(const json& m, const char* key, std::size_t max_len);

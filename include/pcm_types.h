@@ -19,6 +19,7 @@ extern "C" {
 #define PCM_ERR_MPI (-9)       /* an MPI call failed */
 #define PCM_ERR_SPAWN (-10)    /* MPI_Comm_spawn failed; the old world is intact */
 #define PCM_ERR_INTERNAL (-11) /* a bug in PCM; the message says where */
+#define PCM_ERR_CORRUPT (-12)  /* checkpoint data failed verification (a checksum, a size) */
 
 /* Process states, from PCM_Process_Status. */
 #define PCM_STARTED 1   /* started by mpiexec */

@@ -38,27 +38,14 @@ void recv_bytes(void* data, std::size_t n, int src, MPI_Comm comm) {
   }
 }
 
-// Buffers a restart or migration allocated, freed unless handed to the application.
-struct NewBuffers {
-  std::vector<char*> bufs;
-  ~NewBuffers() {
-    for (char* b : bufs) std::free(b);
-  }
-  char* add(char* b) {
-    bufs.push_back(b);
-    return b;
-  }
-};
+}  // namespace
 
-// Replaces an array's buffer and map with new ones (the library frees what it replaces).
 void hand_over(const Item& item, char* buf, Distribution map) {
   std::free(*item.buf);
   *item.buf = buf;
   delete *item.dist;
   *item.dist = new PCM_Dist_s{std::move(map)};
 }
-
-}  // namespace
 
 std::vector<ArrayRef> arrays_of(const Registry& reg) {
   std::vector<ArrayRef> arrays;
@@ -238,9 +225,10 @@ void Runtime::resume_migrated() {
   agree(world_.get(), code, msg);
 }
 
-// A restarted process: the newest valid version's values, this world's share of every array
-// (at any process count), and the local values where the process count is the same.
-void Runtime::resume_restarted() {
+// A restarted process, from a version made through pcmd (format 1, PCM_Store and PCM_Commit):
+// the values, this world's share of every array (at any process count), and the local values
+// where the process count is the same.
+void Runtime::resume_restarted_whole() {
   int code = PCM_SUCCESS;
   std::string msg;
   try {
@@ -349,32 +337,8 @@ int Runtime::checkpoint(MPI_Comm comm, int iteration) {
   int skip = iteration == restart_iteration_ ? 1 : 0;
   mpi_check(MPI_Bcast(&skip, 1, MPI_INT, 0, world_.get()), "MPI_Bcast");
   if (skip) return PCM_SUCCESS;
-  try {
-    // Every rank stores something, so that the commit sees the whole world.
-    store(rank_, "pcm-rank", &rank_, PCM_INT, 1);
-    for (const Item& i : registry_.items()) {
-      const std::string key = Registry::key(i);
-      if (i.kind == ItemKind::kDist) {
-        const Distribution& d = (*i.dist)->d;
-        if (d.size() != size_)
-          fail(PCM_ERR_ARG, "'{}': the map describes {} processes, the world has {}", i.name,
-               d.size(), size_);
-        store(rank_, key.c_str(), *i.buf, i.type, static_cast<long>(d.local_elements(rank_)));
-        if (rank_ == 0) {
-          const std::string map = proto::encode(d.to_json());
-          store(0, Registry::map_key(i).c_str(), map.data(), PCM_BYTE,
-                static_cast<long>(map.size()));
-        }
-      } else if (i.kind == ItemKind::kLocal || rank_ == 0) {
-        store(rank_, key.c_str(), i.value, i.type, i.count);
-      }
-    }
-  } catch (const Error& e) {
-    code = e.code();
-    msg = e.what();
-  }
-  agree(world_.get(), code, msg);
-  return commit(world_.get(), iteration);
+  write_version(iteration);
+  return PCM_SUCCESS;
 }
 
 }  // namespace pcm::detail

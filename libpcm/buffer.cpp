@@ -61,4 +61,8 @@ std::vector<int> identity(int n) {
 
 double wtime() { return MPI_Wtime(); }
 
+NewBuffers::~NewBuffers() {
+  for (char* b : bufs) std::free(b);
+}
+
 }  // namespace pcm::detail

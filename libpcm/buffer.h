@@ -16,6 +16,19 @@ void* alloc_for_exchange(std::size_t bytes);
 // to fill). Throws PCM_ERR_INTERNAL when memory runs out.
 char* new_buffer(const Distribution& d, int rank, std::size_t elem);
 
+// Buffers a restart or migration allocated, freed unless handed to the application.
+struct NewBuffers {
+  std::vector<char*> bufs;
+  NewBuffers() = default;
+  NewBuffers(const NewBuffers&) = delete;
+  NewBuffers& operator=(const NewBuffers&) = delete;
+  ~NewBuffers();
+  char* add(char* b) {
+    bufs.push_back(b);
+    return b;
+  }
+};
+
 // 0, 1, ..., n-1.
 std::vector<int> identity(int n);
 

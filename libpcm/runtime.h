@@ -6,6 +6,7 @@
 //   migrate.cpp  migration (PCM_Reconfigure)
 //   reshape.cpp  split and merge (PCM_Split, PCM_Merge, PCM_Merge_datacnts)
 //   restart.cpp  store and load through pcmd, commit, restart reads
+//   shards.cpp   PCM_Checkpoint: shards the ranks write; restarts that read them
 //   adapt.cpp    the register-once layer (PCM_Resume, PCM_Adapt, PCM_Checkpoint)
 #pragma once
 
@@ -32,6 +33,12 @@
 struct PCM_Dist_s {
   pcm::detail::Distribution d;
 };
+
+namespace pcm::detail {
+// Replaces a registered array's buffer and map with new ones (the library frees what it
+// replaces; adapt.cpp).
+void hand_over(const Item& item, char* buf, Distribution map);
+}  // namespace pcm::detail
 
 namespace pcm::detail {
 
@@ -131,8 +138,14 @@ class Runtime {
   // The register-once layer's parts (adapt.cpp).
   void check_registrations();
   void resume_migrated();
-  void resume_restarted();
+  void resume_restarted();        // shards.cpp: the version's format decides
+  void resume_restarted_whole();  // a version made through pcmd (format 1)
   void send_migration(MPI_Comm merged, int child, int rank);
+
+  // PCM_Checkpoint's data path (shards.cpp): every rank writes its shard, pcmd commits; a
+  // restarted process reads its share from the shards (info: pcmd's checkpoint_manifest reply).
+  void write_version(int iteration);
+  void read_version(const nlohmann::json& info);
 
   // Lifecycle.
   Phase phase_ = Phase::kUninit;

@@ -1,8 +1,10 @@
-// checkpoint.cpp — crash-safe versioned checkpoints: write, fsync, rename, fsync the directory;
-// manifests with CRC-32 checksums; verification before any HDF5 open; fallback and pruning.
+// checkpoint.cpp — crash-safe versioned checkpoints: shard directories committed by one rename
+// (format 2); single files with CRC-32 manifests verified before any HDF5 open (format 1);
+// fallback to the newest valid version, and pruning.
 #include "checkpoint.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -10,6 +12,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <random>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -26,6 +29,10 @@ using nlohmann::json;
 using namespace h5;
 
 namespace {
+
+constexpr const char* kManifestName = "manifest.json";
+constexpr const char* kBadName = "BAD";
+constexpr const char* kTokenName = ".pcm-token";
 
 std::string version_name(std::int64_t iteration) {
   char b[40];
@@ -71,27 +78,34 @@ std::uint32_t file_crc(const fs::path& p, std::uint64_t* size) {
   return crc;
 }
 
-// Temporary file, fsync, rename, fsync of the directory.
-void write_atomically(const fs::path& final_path, const std::string& content) {
-  fs::path tmp = final_path.string() + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) fail(PCM_ERR_INTERNAL, "cannot create {}: {}", tmp.string(), std::strerror(errno));
+// Writes a new file and fsyncs it; on failure it is removed.
+void write_synced(const fs::path& path, const void* data, std::size_t size) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) fail(PCM_ERR_INTERNAL, "cannot create {}: {}", path.string(), std::strerror(errno));
+  const char* p = static_cast<const char*>(data);
   std::size_t done = 0;
-  while (done < content.size()) {
-    ssize_t w = ::write(fd, content.data() + done, content.size() - done);
+  while (done < size) {
+    ssize_t w = ::write(fd, p + done, size - done);
     if (w <= 0) {
-      int err = errno;
+      int err = w < 0 ? errno : ENOSPC;
+      if (err == EINTR) continue;
       ::close(fd);
-      ::unlink(tmp.c_str());
-      fail(PCM_ERR_INTERNAL, "cannot write {}: {}", tmp.string(), std::strerror(err));
+      ::unlink(path.c_str());
+      fail(PCM_ERR_INTERNAL, "cannot write {}: {}", path.string(), std::strerror(err));
     }
     done += static_cast<std::size_t>(w);
   }
   if (::fsync(fd) != 0 || ::close(fd) != 0) {
     int err = errno;
-    ::unlink(tmp.c_str());
-    fail(PCM_ERR_INTERNAL, "cannot sync {}: {}", tmp.string(), std::strerror(err));
+    ::unlink(path.c_str());
+    fail(PCM_ERR_INTERNAL, "cannot sync {}: {}", path.string(), std::strerror(err));
   }
+}
+
+// Temporary file, fsync, rename, fsync of the directory.
+void write_atomically(const fs::path& final_path, const std::string& content) {
+  fs::path tmp = final_path.string() + ".tmp";
+  write_synced(tmp, content.data(), content.size());
   if (::rename(tmp.c_str(), final_path.c_str()) != 0) {
     int err = errno;
     ::unlink(tmp.c_str());
@@ -124,6 +138,19 @@ Meta read_dataset(hid_t file, const std::string& path, std::vector<char>& out) {
 }  // namespace
 
 json Manifest::to_json() const {
+  if (format == 2) {
+    json sh = json::array();
+    for (const auto& r : shards) sh.push_back(r.to_json());
+    return json{{"format", "pcm-checkpoint-2"},
+                {"job", job},
+                {"iteration", iteration},
+                {"nprocs", nprocs},
+                {"layout", layout},
+                {"bytes", file_size},
+                {"chunk", kShardChunk},
+                {"checksum", "xxh3-64"},
+                {"shards", sh}};
+  }
   json ds = json::array();
   for (const auto& d : datasets)
     ds.push_back({{"path", d.path}, {"type", d.type}, {"count", d.count}, {"crc32", d.crc}});
@@ -139,6 +166,23 @@ json Manifest::to_json() const {
 
 Manifest Manifest::from_json(const json& j) {
   try {
+    if (j.at("format") == "pcm-checkpoint-2") {
+      Manifest m;
+      m.format = 2;
+      m.job = j.at("job").get<std::string>();
+      m.iteration = j.at("iteration").get<std::int64_t>();
+      m.nprocs = j.at("nprocs").get<int>();
+      m.layout = j.at("layout");
+      m.file_size = j.at("bytes").get<std::uint64_t>();
+      if (j.at("chunk").get<std::uint64_t>() != kShardChunk || j.at("checksum") != "xxh3-64")
+        fail(PCM_ERR_ARG, "manifest's chunk size or checksum is not this PCM's");
+      for (const auto& r : j.at("shards")) m.shards.push_back(ShardRecord::from_json(r));
+      if (m.nprocs < 1 || m.iteration < 0 || m.shards.size() != static_cast<std::size_t>(m.nprocs))
+        fail(PCM_ERR_ARG, "manifest values out of range");
+      for (int r = 0; r < m.nprocs; ++r)
+        if (m.shards[r].rank != r) fail(PCM_ERR_ARG, "manifest's shards are not ranks 0..n-1");
+      return m;
+    }
     if (j.at("format") != "pcm-checkpoint-1") fail(PCM_ERR_ARG, "unknown manifest format");
     Manifest m;
     m.job = j.at("job").get<std::string>();
@@ -162,6 +206,10 @@ Checkpoints::Checkpoints(fs::path root) : root_(std::move(root)) { quiet_hdf5();
 
 fs::path Checkpoints::version_file(const std::string& job, std::int64_t iteration) const {
   return root_ / "checkpoints" / job / (version_name(iteration) + ".h5");
+}
+
+fs::path Checkpoints::version_dir(const std::string& job, std::int64_t iteration) const {
+  return root_ / "checkpoints" / job / version_name(iteration);
 }
 
 fs::path Checkpoints::manifest_file(const std::string& job, std::int64_t iteration) const {
@@ -270,7 +318,9 @@ Manifest Checkpoints::commit(const Store& store, const std::string& job, std::in
 
 std::optional<Manifest> Checkpoints::load_manifest(const std::string& job, std::int64_t iteration,
                                                    std::string* why) const {
-  std::ifstream in(manifest_file(job, iteration));
+  const fs::path v2 = version_dir(job, iteration) / kManifestName;
+  std::error_code ec;
+  std::ifstream in(fs::exists(v2, ec) ? v2 : manifest_file(job, iteration));
   if (!in) {
     *why = "no manifest";
     return std::nullopt;
@@ -301,6 +351,32 @@ VersionStatus Checkpoints::verify(const std::string& job, std::int64_t iteration
   auto m = load_manifest(job, iteration, &v.why);
   if (!m) return v;
   v.nprocs = m->nprocs;
+  if (m->format == 2) {
+    // The data is verified by whoever reads it (chunk by chunk); here, what costs no reading.
+    const fs::path dir = version_dir(job, iteration);
+    std::error_code ec;
+    v.bytes = m->file_size;
+    if (fs::exists(dir / kBadName, ec)) {
+      std::ifstream b(dir / kBadName);
+      std::string reason;
+      std::getline(b, reason);
+      v.why = "marked bad: " + reason;
+      return v;
+    }
+    for (const auto& r : m->shards) {
+      auto size = fs::file_size(dir / r.file, ec);
+      if (ec) {
+        v.why = fmt::format("shard {} missing", r.file);
+        return v;
+      }
+      if (size != r.size) {
+        v.why = fmt::format("shard {} has {} bytes, manifest says {}", r.file, size, r.size);
+        return v;
+      }
+    }
+    v.valid = true;
+    return v;
+  }
   fs::path file = version_file(job, iteration);
   if (!fs::exists(file)) {
     v.why = "data file missing";
@@ -345,7 +421,7 @@ std::vector<std::int64_t> Checkpoints::iterations(const std::string& job) const 
   std::set<std::int64_t, std::greater<>> found;
   fs::path dir = root_ / "checkpoints" / job;
   std::error_code ec;
-  static const std::regex name(R"(v(\d{20})\.(h5|manifest\.json))");
+  static const std::regex name(R"(v(\d{20})(\.h5|\.manifest\.json)?)");
   for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); ++it) {
     std::smatch m;
     std::string f = it->path().filename().string();
@@ -392,10 +468,11 @@ std::vector<std::int64_t> Checkpoints::prune(const std::string& job, std::size_t
   // it takes no place among the `keep` newest and is removed.
   std::vector<std::int64_t> versions;
   for (auto it : iterations(job)) {
-    if (fs::exists(manifest_file(job, it))) {
+    if (fs::exists(manifest_file(job, it)) || fs::exists(version_dir(job, it) / kManifestName)) {
       versions.push_back(it);
     } else {
       fs::remove(version_file(job, it), ec);
+      fs::remove_all(version_dir(job, it), ec);
     }
   }
   // Temporary files of commits that died are no versions either (pcmd serves one request at a
@@ -406,10 +483,13 @@ std::vector<std::int64_t> Checkpoints::prune(const std::string& job, std::size_t
     if (std::regex_match(it->path().filename().string(), tmp_name)) fs::remove(it->path(), ec);
   for (std::size_t i = keep; i < versions.size(); ++i) {
     if (versions[i] == newest) continue;
-    // Manifest first: without it the data file is no version, even if pcmd dies right here.
+    // Manifest first: without it the data is no version, even if pcmd dies right here.
     fs::remove(manifest_file(job, versions[i]), ec);
+    const fs::path vdir = version_dir(job, versions[i]);
+    if (fs::remove(vdir / kManifestName, ec)) fsync_path(vdir, true);
     fsync_path(dir, true);
     fs::remove(version_file(job, versions[i]), ec);
+    fs::remove_all(vdir, ec);
     removed.push_back(versions[i]);
   }
   return removed;
@@ -418,6 +498,19 @@ std::vector<std::int64_t> Checkpoints::prune(const std::string& job, std::size_t
 Store::Meta Checkpoints::read(const Manifest& m, int rank, const std::string& key,
                               std::vector<char>& out) const {
   if (!proto::valid_name(key)) fail(PCM_ERR_ARG, "invalid key '{}'", key);
+  if (m.format == 2) {
+    if (rank < 0 || rank >= m.nprocs)
+      fail(PCM_ERR_NOT_FOUND, "version {} of job '{}' has no rank {}", m.iteration, m.job, rank);
+    const ShardRecord& r = m.shards[static_cast<std::size_t>(rank)];
+    const ShardDataset* d = r.find(key);
+    if (!d)
+      fail(PCM_ERR_NOT_FOUND, "version {} of job '{}' has nothing for rank {} key '{}'",
+           m.iteration, m.job, rank, key);
+    ShardReader reader((version_dir(m.job, m.iteration) / r.file).string(), r);
+    out.resize(d->bytes());
+    reader.read(*d, 0, d->bytes(), out.data());
+    return Store::Meta{d->type, d->count};
+  }
   std::string path = "/rank_" + std::to_string(rank) + "/" + key;
   auto it = std::find_if(m.datasets.begin(), m.datasets.end(),
                          [&](const DatasetInfo& d) { return d.path == path; });
@@ -431,6 +524,126 @@ Store::Meta Checkpoints::read(const Manifest& m, int rank, const std::string& ke
   if (crc_of(out.data(), out.size()) != it->crc)
     fail(PCM_ERR_INTERNAL, "{} of version {} fails its checksum", path, m.iteration);
   return Store::Meta{dm.type, dm.count};
+}
+
+// ---- format 2: shards written by the ranks -------------------------------------------------
+
+namespace {
+fs::path tmp_dir_of(const fs::path& version_dir) { return version_dir.string() + ".tmp"; }
+
+std::string random_token() {
+  std::random_device rd;
+  return fmt::format("{:08x}{:08x}{:08x}{:08x}", rd(), rd(), rd(), rd());
+}
+}  // namespace
+
+Checkpoints::ShardDir Checkpoints::begin_shards(const std::string& job, std::int64_t iteration) {
+  if (!proto::valid_name(job)) fail(PCM_ERR_ARG, "invalid job name '{}'", job);
+  if (iteration < 0) fail(PCM_ERR_ARG, "iteration {} is negative", iteration);
+  const fs::path vdir = version_dir(job, iteration), tmp = tmp_dir_of(vdir);
+  std::error_code ec;
+  fs::create_directories(vdir.parent_path(), ec);
+  if (ec) fail(PCM_ERR_INTERNAL, "cannot create {}: {}", vdir.parent_path().string(), ec.message());
+  if ((fs::exists(vdir / kManifestName, ec) || fs::exists(manifest_file(job, iteration), ec)) &&
+      verify(job, iteration).valid)
+    fail(PCM_ERR_REFUSED, "job '{}' already has a valid version for iteration {}", job, iteration);
+  // What an earlier attempt at this version left (a commit that died) goes.
+  fs::remove_all(tmp, ec);
+  if (::mkdir(tmp.c_str(), 0700) != 0)
+    fail(PCM_ERR_INTERNAL, "cannot create {}: {}", tmp.string(), std::strerror(errno));
+  ShardDir out{fs::absolute(tmp, ec), random_token()};
+  write_synced(tmp / kTokenName, out.token.data(), out.token.size());
+  return out;
+}
+
+void Checkpoints::put_shard(const std::string& job, std::int64_t iteration, int rank,
+                            const void* data, std::size_t size) {
+  if (!proto::valid_name(job)) fail(PCM_ERR_ARG, "invalid job name '{}'", job);
+  if (rank < 0) fail(PCM_ERR_ARG, "rank {} is negative", rank);
+  const fs::path tmp = tmp_dir_of(version_dir(job, iteration));
+  std::error_code ec;
+  if (!fs::is_directory(tmp, ec))
+    fail(PCM_ERR_REFUSED, "no checkpoint of iteration {} is being made for job '{}'", iteration,
+         job);
+  const fs::path file = tmp / shard_file_name(rank);
+  write_synced(file.string() + ".part", data, size);
+  if (::rename((file.string() + ".part").c_str(), file.c_str()) != 0)
+    fail(PCM_ERR_INTERNAL, "cannot rename {}: {}", file.string(), std::strerror(errno));
+}
+
+Manifest Checkpoints::commit_shards(const std::string& job, std::int64_t iteration, int nprocs,
+                                    const json& layout, std::vector<ShardRecord> shards) {
+  if (!proto::valid_name(job)) fail(PCM_ERR_ARG, "invalid job name '{}'", job);
+  if (nprocs < 1) fail(PCM_ERR_ARG, "a version needs at least one process");
+  const fs::path vdir = version_dir(job, iteration), tmp = tmp_dir_of(vdir);
+  std::error_code ec;
+  if (!fs::is_directory(tmp, ec))
+    fail(PCM_ERR_REFUSED, "no checkpoint of iteration {} is being made for job '{}'", iteration,
+         job);
+  std::sort(shards.begin(), shards.end(),
+            [](const ShardRecord& a, const ShardRecord& b) { return a.rank < b.rank; });
+  if (shards.size() != static_cast<std::size_t>(nprocs))
+    fail(PCM_ERR_REFUSED, "{} shards for {} processes; no version made", shards.size(), nprocs);
+  Manifest m;
+  m.format = 2;
+  m.job = job;
+  m.iteration = iteration;
+  m.nprocs = nprocs;
+  m.layout = layout;
+  for (int r = 0; r < nprocs; ++r) {
+    const ShardRecord& sh = shards[static_cast<std::size_t>(r)];
+    if (sh.rank != r) fail(PCM_ERR_REFUSED, "no shard for rank {}; no version made", r);
+    auto size = fs::file_size(tmp / sh.file, ec);
+    if (ec) fail(PCM_ERR_REFUSED, "shard {} of rank {} is missing; no version made", sh.file, r);
+    if (size != sh.size)
+      fail(PCM_ERR_REFUSED, "shard {} has {} bytes, its rank wrote {}; no version made", sh.file,
+           size, sh.size);
+    m.file_size += size;
+  }
+  m.shards = std::move(shards);
+  const std::string text = m.to_json().dump() + "\n";
+  write_synced(tmp / kManifestName, text.data(), text.size());
+  fs::remove(tmp / kTokenName, ec);
+  fsync_path(tmp, true);
+  if (const char* crash = std::getenv("PCMD_TEST_CRASH_BEFORE_RENAME"); crash && *crash == '1')
+    ::_exit(86);  // a crash between the manifest and the rename, for the tests
+  // An invalid version of this iteration (valid ones were refused at the start) is replaced.
+  if (fs::exists(vdir, ec)) {
+    fs::remove(vdir / kManifestName, ec);
+    fs::remove_all(vdir, ec);
+  }
+  if (fs::exists(manifest_file(job, iteration), ec)) {
+    fs::remove(manifest_file(job, iteration), ec);
+    fs::remove(version_file(job, iteration), ec);
+  }
+  if (::rename(tmp.c_str(), vdir.c_str()) != 0)
+    fail(PCM_ERR_INTERNAL, "cannot rename {}: {}", tmp.string(), std::strerror(errno));
+  fsync_path(vdir.parent_path(), true);
+  return m;
+}
+
+void Checkpoints::mark_bad(const std::string& job, std::int64_t iteration, const std::string& why) {
+  const fs::path vdir = version_dir(job, iteration);
+  std::error_code ec;
+  if (!fs::exists(vdir / kManifestName, ec)) return;  // format 1, or gone
+  const std::string text = why.substr(0, 1000) + "\n";
+  write_synced(vdir / kBadName, text.data(), text.size());
+  fsync_path(vdir, true);
+}
+
+void Checkpoints::sweep() {
+  std::error_code ec;
+  static const std::regex tmp_name(R"(v\d{20}\.tmp)");
+  for (auto j = fs::directory_iterator(root_ / "checkpoints", ec);
+       !ec && j != fs::directory_iterator(); ++j) {
+    std::error_code ec2;
+    for (auto it = fs::directory_iterator(j->path(), ec2); !ec2 && it != fs::directory_iterator();
+         ++it)
+      if (std::regex_match(it->path().filename().string(), tmp_name)) {
+        std::error_code ec3;
+        fs::remove_all(it->path(), ec3);
+      }
+  }
 }
 
 }  // namespace pcm::detail

@@ -1,11 +1,19 @@
-// checkpoint.h — pcmd's durable, versioned global checkpoints: one HDF5 file and one manifest
-// per committed version, each written crash-safely, verified by checksums before use.
+// checkpoint.h — pcmd's durable, versioned global checkpoints, verified before use.
 //
-// Layout: <root>/checkpoints/<job>/v<iteration, 20 digits>.h5 and .manifest.json. A version is
-// written as: temporary file, close, fsync, rename, fsync of the directory; then its manifest the
-// same way. A version exists only once its manifest does. A file is opened with HDF5 only after
-// its whole-file CRC-32 matched the manifest, so a corrupt file never reaches HDF5 (which can hang
-// on some corrupt files).
+// Two formats live side by side under <root>/checkpoints/<job>/, named by the iteration
+// (20 digits):
+//  - format 2, shards (PCM_Checkpoint): a directory v<iteration>/ holding one file per rank,
+//    r<rank>.h5, written by the rank itself (shard.h), and manifest.json with every shard's size,
+//    dataset offsets and per-chunk XXH3-64 checksums. Made as v<iteration>.tmp/ (begin_shards),
+//    filled by the ranks (or through pcmd: put_shard), then commit_shards writes and fsyncs the
+//    manifest, fsyncs the directory, renames it into v<iteration>/ and fsyncs the parent: before
+//    the rename nothing counts, after it the version is whole. pcmd never reads the data to commit
+//    it; readers verify the chunks they touch, and a version found damaged is marked bad
+//    (v<iteration>/BAD) and never used again.
+//  - format 1, one file (PCM_Store + PCM_Commit, data through pcmd): v<iteration>.h5 and
+//    v<iteration>.manifest.json, each written as temporary file, close, fsync, rename, fsync of
+//    the directory. A file is opened with HDF5 only after its whole-file CRC-32 matched the
+//    manifest, so a corrupt file never reaches HDF5 (which can hang on some corrupt files).
 #pragma once
 
 #include <cstdint>
@@ -15,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "shard.h"
 #include "store.h"
 
 namespace pcm::detail {
@@ -27,13 +36,15 @@ struct DatasetInfo {
 };
 
 struct Manifest {
+  int format = 1;  // 1: one file through pcmd; 2: shards written by the ranks
   std::string job;
   std::int64_t iteration = 0;
   int nprocs = 0;
   nlohmann::json layout;  // the distribution map, or null
   std::uint64_t file_size = 0;
   std::uint32_t file_crc = 0;
-  std::vector<DatasetInfo> datasets;
+  std::vector<DatasetInfo> datasets;  // format 1
+  std::vector<ShardRecord> shards;    // format 2, by rank (file_size: their sum)
 
   nlohmann::json to_json() const;
   static Manifest from_json(const nlohmann::json& j);  // throws pcm::Error(PCM_ERR_ARG)
@@ -57,7 +68,30 @@ class Checkpoints {
   Manifest commit(const Store& store, const std::string& job, std::int64_t iteration, int nprocs,
                   const nlohmann::json& layout);
 
-  // Every version found, newest first, each verified (manifest, size, checksums).
+  // Format 2. Starts the version: an empty temporary directory, with a token file that lets a
+  // rank tell whether it sees this directory (and not one of the same name on another host).
+  // Refused when a valid version of the iteration exists.
+  struct ShardDir {
+    std::filesystem::path dir;
+    std::string token;
+  };
+  ShardDir begin_shards(const std::string& job, std::int64_t iteration);
+  // A shard that its rank could not write itself: its file's bytes, written and fsynced here.
+  void put_shard(const std::string& job, std::int64_t iteration, int rank, const void* data,
+                 std::size_t size);
+  // Makes the version from the shards the ranks wrote (one per rank 0..nprocs-1, each present
+  // with its recorded size); the bytes are not read. Throws pcm::Error; on failure nothing counts.
+  Manifest commit_shards(const std::string& job, std::int64_t iteration, int nprocs,
+                         const nlohmann::json& layout, std::vector<ShardRecord> shards);
+  // A reader found the version's data damaged: it is never used again (format 2 only; a
+  // format-1 version is verified whole before use).
+  void mark_bad(const std::string& job, std::int64_t iteration, const std::string& why);
+  // Removes temporary directories of commits that never finished (pcmd's start).
+  void sweep();
+  std::filesystem::path version_dir(const std::string& job, std::int64_t iteration) const;
+
+  // Every version found, newest first, each verified (format 1: manifest, size, checksums;
+  // format 2: manifest, no BAD mark, every shard present with its size).
   std::vector<VersionStatus> list(const std::string& job) const;
   VersionStatus verify(const std::string& job, std::int64_t iteration) const;
   // The newest version that verifies.

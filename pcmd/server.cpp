@@ -22,6 +22,7 @@ using proto::json;
 namespace {
 
 constexpr int kMaxRanks = 1 << 20;
+constexpr std::size_t kMaxShardTable = std::size_t{1} << 30;  // bytes of a commit's shard table
 
 std::vector<std::string> get_hosts(const json& req, std::size_t expected) {
   auto it = req.find("hosts");
@@ -46,6 +47,7 @@ Server::Server(zmq::context_t& context, ServerOptions options)
       checkpoints_(options_.data_dir),
       log_(logger("pcmd", spdlog::level::info)) {
   if (options_.secret.empty()) fail(PCM_ERR_CONFIG, "pcmd needs a secret");
+  checkpoints_.sweep();  // commits that died with an earlier pcmd count for nothing
   int default_slots = 4 * static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   if (options_.hosts.empty() && options_.more_hosts.empty()) {
     char name[256] = {0};
@@ -288,6 +290,17 @@ json Server::dispatch(const std::string& op, const json& req, const void* data, 
   if (op == "split" || op == "merge" || op == "resize") return op_reshape(op, req);
   if (op == "commit" || op == "checkpoints" || op == "verify" || op == "prune")
     return op_checkpoint(op, req);
+  if (op == "checkpoint_begin" || op == "checkpoint_commit" || op == "checkpoint_bad" ||
+      op == "checkpoint_manifest")
+    return op_shards(op, req, data, size, reply_data);
+  if (op == "shard_put") {
+    Job& job = find_job(req);
+    auto iteration = proto::get_int(req, "iteration", 0, INT64_MAX);
+    int rank = static_cast<int>(proto::get_int(req, "rank", 0, kMaxRanks));
+    if (rank >= job.size) fail(PCM_ERR_ARG, "rank {} of a job of {} processes", rank, job.size);
+    checkpoints_.put_shard(job.name, iteration, rank, data, size);
+    return json{{"ok", true}};
+  }
   if (op == "host_add" || op == "host_list" || op == "host_drain" || op == "host_remove")
     return op_host(op, req);
   if (op == "topology") return op_topology(req);
@@ -463,13 +476,22 @@ json Server::op_load(const json& req, std::vector<char>& reply_data) {
     const auto& m = jobs_.at(job).restarted_from;
     if (!m || m->iteration != *version)
       fail(PCM_ERR_REFUSED, "job '{}' was not restarted from version {}", job, *version);
-    std::string path = "/rank_" + std::to_string(rank) + "/" + key;
-    auto it = std::find_if(m->datasets.begin(), m->datasets.end(),
-                           [&](const DatasetInfo& d) { return d.path == path; });
-    if (it == m->datasets.end())
-      fail(PCM_ERR_NOT_FOUND, "version {} of job '{}' has nothing for rank {} key '{}'", *version,
-           job, rank, key);
-    if (meta_only) return json{{"ok", true}, {"type", it->type}, {"count", it->count}};
+    if (meta_only) {
+      std::optional<Store::Meta> meta;
+      if (m->format == 2) {
+        if (rank < m->nprocs)
+          if (const ShardDataset* d = m->shards[static_cast<std::size_t>(rank)].find(key))
+            meta = Store::Meta{d->type, d->count};
+      } else {
+        std::string path = "/rank_" + std::to_string(rank) + "/" + key;
+        for (const auto& d : m->datasets)
+          if (d.path == path) meta = Store::Meta{d.type, d.count};
+      }
+      if (!meta)
+        fail(PCM_ERR_NOT_FOUND, "version {} of job '{}' has nothing for rank {} key '{}'", *version,
+             job, rank, key);
+      return json{{"ok", true}, {"type", meta->type}, {"count", meta->count}};
+    }
     auto meta = checkpoints_.read(*m, rank, key, reply_data);
     return json{{"ok", true}, {"type", meta.type}, {"count", meta.count}, {"has_data", true}};
   }
@@ -595,6 +617,72 @@ json Server::op_checkpoint(const std::string& op, const json& req) {
   }
   auto keep = proto::get_int(req, "keep", 1, 1 << 20);
   return json{{"ok", true}, {"pruned", checkpoints_.prune(name, static_cast<std::size_t>(keep))}};
+}
+
+// Checkpoints whose bytes the ranks write themselves (format 2): pcmd makes the version's
+// directory, commits the shards the ranks report, marks damaged versions, and tells a restarted
+// job where its version is.
+json Server::op_shards(const std::string& op, const json& req, const void* data, std::size_t size,
+                       std::vector<char>& reply_data) {
+  Job& job = find_job(req);
+  if (op == "checkpoint_begin") {
+    auto iteration = proto::get_int(req, "iteration", 0, INT64_MAX);
+    auto d = checkpoints_.begin_shards(job.name, iteration);
+    return json{{"ok", true}, {"dir", d.dir.string()}, {"token", d.token}};
+  }
+  if (op == "checkpoint_commit") {
+    auto iteration = proto::get_int(req, "iteration", 0, INT64_MAX);
+    int nprocs = static_cast<int>(proto::get_int(req, "size", 1, kMaxRanks));
+    // The shard table travels as the data frame: at one checksum per MiB it outgrows a header.
+    std::vector<ShardRecord> shards;
+    try {
+      json table = proto::decode_large(data, size, kMaxShardTable);
+      for (const auto& r : table.at("shards")) shards.push_back(ShardRecord::from_json(r));
+    } catch (const json::exception& e) {
+      fail(PCM_ERR_ARG, "the shard table: {}", e.what());
+    }
+    json layout = req.contains("layout") ? req.at("layout") : job.layout;
+    Manifest m = checkpoints_.commit_shards(job.name, iteration, nprocs, layout, std::move(shards));
+    auto removed = checkpoints_.prune(job.name, options_.keep_versions, iteration);
+    note(job, fmt::format("checkpoint of iteration {} committed ({} bytes in {} shards)", iteration,
+                          m.file_size, m.nprocs));
+    log_->info("job {}: {}", job.name, job.last_event);
+    return json{
+        {"ok", true}, {"iteration", iteration}, {"bytes", m.file_size}, {"pruned", removed}};
+  }
+  if (op == "checkpoint_bad") {
+    // A restarted job found its version damaged: never again; the next one, if any.
+    auto iteration = proto::get_int(req, "iteration", 0, INT64_MAX);
+    auto why = proto::get_string(req, "why", 2000);
+    if (!job.restarted_from || job.restarted_from->iteration != iteration)
+      fail(PCM_ERR_REFUSED, "job '{}' was not restarted from version {}", job.name, iteration);
+    checkpoints_.mark_bad(job.name, iteration, why);
+    log_->warn("job {}: version {} is damaged ({}); it will not be used again", job.name, iteration,
+               why);
+    auto m = checkpoints_.latest_valid(job.name);
+    if (!m) {
+      job.restarted_from.reset();
+      fail(PCM_ERR_NOT_FOUND, "job '{}' has no other checkpoint version that verifies", job.name);
+    }
+    job.restarted_from = m;
+    job.layout = m->layout;
+    note(job, fmt::format("version {} is damaged; restarting from iteration {} ({} processes)",
+                          iteration, m->iteration, m->nprocs));
+    return json{{"ok", true}, {"restart", {{"iteration", m->iteration}, {"nprocs", m->nprocs}}}};
+  }
+  // checkpoint_manifest: the version a restarted job reads.
+  auto iteration = proto::get_int(req, "iteration", 0, INT64_MAX);
+  const auto& m = job.restarted_from;
+  if (!m || m->iteration != iteration)
+    fail(PCM_ERR_REFUSED, "job '{}' was not restarted from version {}", job.name, iteration);
+  json reply{{"ok", true}, {"format", m->format}};
+  if (m->format == 2) {
+    reply["dir"] = checkpoints_.version_dir(job.name, iteration).string();
+    reply["has_data"] = true;
+    const std::string table = proto::encode(m->to_json());
+    reply_data.assign(table.begin(), table.end());
+  }
+  return reply;
 }
 
 json Server::op_migrate(const json& req) {

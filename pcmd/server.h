@@ -111,6 +111,8 @@ class Server {
   proto::json job_json(const Job& job) const;
 
   proto::json op_register(const proto::json& req);
+  proto::json op_shards(const std::string& op, const proto::json& req, const void* data,
+                        std::size_t size, std::vector<char>& reply_data);
   proto::json op_poll(const proto::json& req);
   proto::json op_reconfigured(const proto::json& req);
   proto::json op_finished(const proto::json& req);

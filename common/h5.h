@@ -1,4 +1,5 @@
-// h5.h — small RAII and helper layer over the HDF5 C API, shared by pcmd's store and checkpoints.
+// h5.h — small RAII and helper layer over the HDF5 C API, shared by pcmd (store, checkpoints)
+// and the checkpoint shards that ranks write (shard.h).
 #pragma once
 
 #include <hdf5.h>

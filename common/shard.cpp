@@ -1,0 +1,345 @@
+// shard.cpp — a rank's checkpoint shard: written from memory with per-chunk XXH3-64 checksums,
+// fsynced; read back in verified ranges.
+#include "shard.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <future>
+
+#include "error.h"
+#include "h5.h"
+#include "pcm_types.h"
+#include "protocol.h"
+
+namespace pcm::detail {
+
+using nlohmann::json;
+using namespace h5;
+
+namespace {
+
+constexpr const char* kShardFormat = "pcm-shard-1";
+// Datasets of at least this many bytes start on a kAlign boundary in the file.
+constexpr hsize_t kAlignThreshold = 64 * 1024;
+constexpr hsize_t kAlign = 1 << 20;
+
+std::uint64_t chunks_of(std::uint64_t bytes) { return (bytes + kShardChunk - 1) / kShardChunk; }
+
+// The checksums of an item's bytes, fed piece by piece: each kShardChunk of the concatenation.
+std::vector<std::uint64_t> item_hashes(const ShardItem& item) {
+  std::vector<std::uint64_t> out;
+  if (item.pieces.size() == 1) return chunk_hashes(item.pieces[0].data, item.pieces[0].bytes);
+  XXH3_state_t* st = XXH3_createState();
+  if (!st) fail(PCM_ERR_INTERNAL, "out of memory for a checksum state");
+  XXH3_64bits_reset(st);
+  std::uint64_t in_chunk = 0;
+  for (const auto& p : item.pieces) {
+    const char* d = static_cast<const char*>(p.data);
+    std::uint64_t left = p.bytes;
+    while (left > 0) {
+      std::uint64_t take = std::min(left, kShardChunk - in_chunk);
+      XXH3_64bits_update(st, d, take);
+      d += take;
+      left -= take;
+      in_chunk += take;
+      if (in_chunk == kShardChunk) {
+        out.push_back(XXH3_64bits_digest(st));
+        XXH3_64bits_reset(st);
+        in_chunk = 0;
+      }
+    }
+  }
+  if (in_chunk > 0) out.push_back(XXH3_64bits_digest(st));
+  XXH3_freeState(st);
+  return out;
+}
+
+void write_attr_i64(hid_t obj, const char* name, std::int64_t v) {
+  H5Id space(H5Screate(H5S_SCALAR), H5Sclose);
+  H5Id a(H5Acreate2(obj, name, H5T_NATIVE_INT64, space.get(), H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
+  if (!a.valid() || H5Awrite(a.get(), H5T_NATIVE_INT64, &v) < 0)
+    fail(PCM_ERR_INTERNAL, "cannot write attribute {}", name);
+}
+
+void check_items(const std::vector<ShardItem>& items) {
+  for (const auto& it : items) {
+    if (!proto::valid_name(it.key)) fail(PCM_ERR_ARG, "invalid key '{}'", it.key);
+    const std::size_t elem = proto::type_size(it.type);
+    if (elem == 0) fail(PCM_ERR_ARG, "'{}': unknown type {}", it.key, it.type);
+    std::uint64_t total = 0;
+    for (const auto& p : it.pieces) {
+      if (p.bytes > 0 && !p.data) fail(PCM_ERR_ARG, "'{}': a NULL piece", it.key);
+      total += p.bytes;
+    }
+    if (total != it.count * elem)
+      fail(PCM_ERR_INTERNAL, "'{}': {} bytes given for {} elements", it.key, total, it.count);
+  }
+}
+
+// Writes the shard into an HDF5 file made with fapl (a POSIX file, or one in memory); returns the
+// datasets' records (offsets and checksums). The file is closed on return.
+std::vector<ShardDataset> write_h5(const std::string& name, hid_t fapl, const ShardHeader& h,
+                                   const std::vector<ShardItem>& items, hid_t* keep_open) {
+  quiet_hdf5();
+  check_items(items);
+  H5Pset_alignment(fapl, kAlignThreshold, kAlign);
+  H5Id file(H5Fcreate(name.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, fapl), H5Fclose);
+  if (!file.valid())
+    fail(PCM_ERR_INTERNAL, "cannot create {}: {}", name,
+         errno ? std::strerror(errno) : "HDF5 refused");
+  write_string_attr(file.get(), "pcm_format", kShardFormat);
+  write_string_attr(file.get(), "job", h.job);
+  write_attr_i64(file.get(), "iteration", h.iteration);
+  write_attr_i64(file.get(), "rank", h.rank);
+  write_attr_i64(file.get(), "nprocs", h.nprocs);
+  H5Id group(H5Gcreate2(file.get(), "data", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose);
+  if (!group.valid()) fail(PCM_ERR_INTERNAL, "cannot create /data in {}", name);
+  H5Id dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
+  H5Pset_layout(dcpl.get(), H5D_CONTIGUOUS);
+  H5Pset_alloc_time(dcpl.get(), H5D_ALLOC_TIME_EARLY);
+  H5Pset_fill_time(dcpl.get(), H5D_FILL_TIME_NEVER);
+  std::vector<ShardDataset> out;
+  for (const auto& it : items) {
+    // The checksums are computed from memory on another core while HDF5 writes the same bytes.
+    const bool big = it.count * proto::type_size(it.type) >= 4 * kShardChunk;
+    auto hashes = std::async(big ? std::launch::async : std::launch::deferred,
+                             [&it] { return item_hashes(it); });
+    hsize_t dims[1] = {static_cast<hsize_t>(it.count)};
+    H5Id space(H5Screate_simple(1, dims, nullptr), H5Sclose);
+    H5Id d(H5Dcreate2(group.get(), it.key.c_str(), native_type(it.type), space.get(), H5P_DEFAULT,
+                      dcpl.get(), H5P_DEFAULT),
+           H5Dclose);
+    if (!d.valid()) fail(PCM_ERR_INTERNAL, "cannot create dataset {} in {}", it.key, name);
+    write_string_attr(d.get(), "pcm_type", proto::type_name(it.type));
+    const std::size_t elem = proto::type_size(it.type);
+    std::uint64_t done = 0;  // elements
+    for (const auto& p : it.pieces) {
+      if (p.bytes == 0) continue;
+      hsize_t start[1] = {done}, n[1] = {p.bytes / elem};
+      H5Id fspace(H5Dget_space(d.get()), H5Sclose);
+      H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start, nullptr, n, nullptr);
+      H5Id mspace(H5Screate_simple(1, n, nullptr), H5Sclose);
+      if (H5Dwrite(d.get(), native_type(it.type), mspace.get(), fspace.get(), H5P_DEFAULT, p.data) <
+          0)
+        fail(PCM_ERR_INTERNAL, "cannot write {} of {} (is the disk full?)", it.key, name);
+      done += n[0];
+    }
+    ShardDataset rec;
+    rec.key = it.key;
+    rec.type = it.type;
+    rec.count = it.count;
+    haddr_t off = it.count > 0 ? H5Dget_offset(d.get()) : 0;
+    if (it.count > 0 && off == HADDR_UNDEF)
+      fail(PCM_ERR_INTERNAL, "HDF5 gives no offset for {} in {}", it.key, name);
+    rec.offset = off;
+    rec.xxh3 = hashes.get();
+    out.push_back(std::move(rec));
+  }
+  if (keep_open) {
+    H5Fflush(file.get(), H5F_SCOPE_GLOBAL);
+    *keep_open = file.release();
+  } else if (H5Fclose(file.release()) < 0) {
+    fail(PCM_ERR_INTERNAL, "cannot close {} (is the disk full?)", name);
+  }
+  return out;
+}
+
+bool full_pread(int fd, char* out, std::uint64_t n, std::uint64_t at) {
+  while (n > 0) {
+    ssize_t r = ::pread(fd, out, std::min<std::uint64_t>(n, 1u << 30), static_cast<off_t>(at));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    out += r;
+    at += static_cast<std::uint64_t>(r);
+    n -= static_cast<std::uint64_t>(r);
+  }
+  return true;
+}
+
+}  // namespace
+
+std::vector<std::uint64_t> chunk_hashes(const void* data, std::uint64_t bytes) {
+  std::vector<std::uint64_t> out;
+  out.reserve(chunks_of(bytes));
+  const char* p = static_cast<const char*>(data);
+  for (std::uint64_t at = 0; at < bytes; at += kShardChunk)
+    out.push_back(XXH3_64bits(p + at, std::min(kShardChunk, bytes - at)));
+  return out;
+}
+
+std::uint64_t ShardDataset::bytes() const { return count * proto::type_size(type); }
+
+const ShardDataset* ShardRecord::find(const std::string& key) const {
+  for (const auto& d : datasets)
+    if (d.key == key) return &d;
+  return nullptr;
+}
+
+std::string shard_file_name(int rank) { return fmt::format("r{}.h5", rank); }
+
+json ShardRecord::to_json() const {
+  json ds = json::array();
+  for (const auto& d : datasets)
+    ds.push_back({{"key", d.key},
+                  {"type", d.type},
+                  {"count", d.count},
+                  {"offset", d.offset},
+                  {"xxh3", d.xxh3}});
+  return json{{"rank", rank}, {"file", file}, {"size", size}, {"datasets", ds}};
+}
+
+ShardRecord ShardRecord::from_json(const json& j) {
+  try {
+    ShardRecord r;
+    r.rank = j.at("rank").get<int>();
+    r.file = j.at("file").get<std::string>();
+    r.size = j.at("size").get<std::uint64_t>();
+    if (r.rank < 0 || r.file != shard_file_name(r.rank))
+      fail(PCM_ERR_ARG, "shard of rank {} named '{}'", r.rank, r.file);
+    for (const auto& d : j.at("datasets")) {
+      ShardDataset s;
+      s.key = d.at("key").get<std::string>();
+      s.type = d.at("type").get<int>();
+      s.count = d.at("count").get<std::uint64_t>();
+      s.offset = d.at("offset").get<std::uint64_t>();
+      s.xxh3 = d.at("xxh3").get<std::vector<std::uint64_t>>();
+      if (!proto::valid_name(s.key) || proto::type_size(s.type) == 0)
+        fail(PCM_ERR_ARG, "shard {}: bad dataset '{}'", r.file, s.key);
+      if (s.count > (UINT64_MAX / 16) || s.xxh3.size() != chunks_of(s.bytes()) ||
+          (s.count > 0 && (s.offset > r.size || s.bytes() > r.size - s.offset)))
+        fail(PCM_ERR_ARG, "shard {}: dataset '{}' does not fit its file", r.file, s.key);
+      if (r.find(s.key)) fail(PCM_ERR_ARG, "shard {}: dataset '{}' twice", r.file, s.key);
+      r.datasets.push_back(std::move(s));
+    }
+    return r;
+  } catch (const json::exception& e) {
+    fail(PCM_ERR_ARG, "malformed shard record: {}", e.what());
+  }
+}
+
+ShardRecord write_shard(const std::string& dir, const ShardHeader& header,
+                        const std::vector<ShardItem>& items) {
+  ShardRecord rec;
+  rec.rank = header.rank;
+  rec.file = shard_file_name(header.rank);
+  const std::string path = dir + "/" + rec.file;
+  try {
+    H5Id fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
+    H5Pset_fapl_sec2(fapl.get());
+    errno = 0;
+    rec.datasets = write_h5(path, fapl.get(), header, items, nullptr);
+    // HDF5 never fsyncs. The file is pcmd's, private like the rest of its data directory
+    // (HDF5 created it by the process's umask).
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) fail(PCM_ERR_INTERNAL, "cannot reopen {}: {}", path, std::strerror(errno));
+    struct stat st {};
+    int rc = ::fchmod(fd, 0600);
+    if (rc == 0) rc = ::fsync(fd);
+    int err = errno;
+    if (rc == 0 && ::fstat(fd, &st) != 0) rc = -1, err = errno;
+    ::close(fd);
+    if (rc != 0) fail(PCM_ERR_INTERNAL, "cannot sync {}: {}", path, std::strerror(err));
+    rec.size = static_cast<std::uint64_t>(st.st_size);
+  } catch (...) {
+    ::unlink(path.c_str());
+    throw;
+  }
+  return rec;
+}
+
+ShardRecord image_shard(const ShardHeader& header, const std::vector<ShardItem>& items,
+                        std::vector<char>& image) {
+  ShardRecord rec;
+  rec.rank = header.rank;
+  rec.file = shard_file_name(header.rank);
+  H5Id fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
+  H5Pset_fapl_core(fapl.get(), 1 << 20, 0);
+  hid_t raw = H5I_INVALID_HID;
+  rec.datasets = write_h5(rec.file, fapl.get(), header, items, &raw);
+  H5Id file(raw, H5Fclose);
+  ssize_t n = H5Fget_file_image(file.get(), nullptr, 0);
+  if (n < 0) fail(PCM_ERR_INTERNAL, "cannot size the shard's image");
+  image.resize(static_cast<std::size_t>(n));
+  if (H5Fget_file_image(file.get(), image.data(), image.size()) != n)
+    fail(PCM_ERR_INTERNAL, "cannot copy the shard's image");
+  rec.size = static_cast<std::uint64_t>(n);
+  return rec;
+}
+
+ShardReader::ShardReader(const std::string& path, const ShardRecord& record)
+    : path_(path), record_(record) {
+  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd_ < 0) fail(PCM_ERR_NOT_FOUND, "cannot open shard {}: {}", path, std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0 || static_cast<std::uint64_t>(st.st_size) != record.size) {
+    std::uint64_t got = static_cast<std::uint64_t>(st.st_size);
+    ::close(fd_);
+    fd_ = -1;
+    fail(PCM_ERR_CORRUPT, "shard {} has {} bytes, its manifest says {}", path, got, record.size);
+  }
+}
+
+ShardReader::~ShardReader() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void ShardReader::read_chunks(const ShardDataset& d, std::uint64_t chunk, std::uint64_t nchunks,
+                              char* out) {
+  const std::uint64_t total = d.bytes();
+  const std::uint64_t lo = chunk * kShardChunk;
+  const std::uint64_t hi = std::min(total, (chunk + nchunks) * kShardChunk);
+  if (!full_pread(fd_, out, hi - lo, d.offset + lo))
+    fail(PCM_ERR_CORRUPT, "shard {}: cannot read {} of dataset '{}': {}", path_, hi - lo, d.key,
+         errno ? std::strerror(errno) : "file ends early");
+  for (std::uint64_t c = chunk; c < chunk + nchunks; ++c) {
+    const std::uint64_t a = c * kShardChunk - lo;
+    const std::uint64_t n = std::min(kShardChunk, total - c * kShardChunk);
+    if (XXH3_64bits(out + a, n) != d.xxh3.at(c))
+      fail(PCM_ERR_CORRUPT, "shard {}: dataset '{}' chunk {} (bytes {}..{}) fails its checksum",
+           path_, d.key, c, c * kShardChunk, c * kShardChunk + n);
+  }
+}
+
+void ShardReader::read(const ShardDataset& d, std::uint64_t first, std::uint64_t n, void* out) {
+  const std::uint64_t total = d.bytes();
+  if (first > total || n > total - first)
+    fail(PCM_ERR_ARG, "shard {}: bytes {}+{} of dataset '{}' ({} bytes)", path_, first, n, d.key,
+         total);
+  char* o = static_cast<char*>(out);
+  std::uint64_t at = first, end = first + n;
+  while (at < end) {
+    const std::uint64_t c = at / kShardChunk;
+    const std::uint64_t c_lo = c * kShardChunk, c_hi = std::min(total, c_lo + kShardChunk);
+    if (at == c_lo && end >= c_hi) {
+      // Whole chunks straight into out: as many as the range holds entirely.
+      std::uint64_t whole = (std::min(end, total) - c_lo) / kShardChunk;
+      if (end == total && (total - c_lo) % kShardChunk) ++whole;  // the short last chunk
+      whole = std::max<std::uint64_t>(whole, 1);
+      read_chunks(d, c, whole, o);
+      const std::uint64_t got = std::min(total, (c + whole) * kShardChunk) - c_lo;
+      o += got;
+      at += got;
+      continue;
+    }
+    // Part of a chunk: through the cache.
+    if (cached_key_ != d.key || cached_chunk_ != c) {
+      cached_.resize(c_hi - c_lo);
+      cached_chunk_ = UINT64_MAX;
+      read_chunks(d, c, 1, cached_.data());
+      cached_key_ = d.key;
+      cached_chunk_ = c;
+    }
+    const std::uint64_t take = std::min(end, c_hi) - at;
+    std::memcpy(o, cached_.data() + (at - c_lo), take);
+    o += take;
+    at += take;
+  }
+}
+
+}  // namespace pcm::detail

@@ -1,0 +1,109 @@
+// shard.h — one rank's part of a checkpoint version: an HDF5 file the rank writes itself, straight
+// from its buffers, with an XXH3-64 checksum per fixed-size chunk of every dataset computed from
+// memory on the way (never by reading the file back); and the verified reads a restart makes.
+//
+// File: r<rank>.h5 in the version's directory. Root attributes pcm_format ("pcm-shard-1"), job,
+// iteration, rank, nprocs. One 1-D contiguous dataset per key under /data (native type, a
+// "pcm_type" attribute, no filters, no fill, aligned), readable with h5dump. What the checksums
+// are, and where each dataset's bytes start in the file, is in the record (ShardRecord) that
+// pcmd writes into the version's manifest.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace pcm::detail {
+
+// Bytes per checksummed chunk of a dataset (the last chunk may be shorter).
+constexpr std::uint64_t kShardChunk = 1 << 20;
+
+// One dataset of a shard, as the manifest records it.
+struct ShardDataset {
+  std::string key;
+  int type = 0;              // PCM_Datatype
+  std::uint64_t count = 0;   // elements
+  std::uint64_t offset = 0;  // byte offset of the data in the file (0 and unused when count is 0)
+  std::vector<std::uint64_t> xxh3;  // one per kShardChunk bytes of data, in order
+
+  std::uint64_t bytes() const;
+};
+
+// One rank's shard, as the manifest records it.
+struct ShardRecord {
+  int rank = 0;
+  std::string file;  // name inside the version directory
+  std::uint64_t size = 0;
+  std::vector<ShardDataset> datasets;
+
+  const ShardDataset* find(const std::string& key) const;
+  nlohmann::json to_json() const;
+  // Checks what a file name, sizes and offsets can be checked for; throws pcm::Error(PCM_ERR_ARG).
+  static ShardRecord from_json(const nlohmann::json& j);
+};
+
+// What a rank puts into its shard: count elements of type, gathered from pieces of memory in
+// order (one piece for a plain buffer; the owned segments of a buffer with halos).
+struct ShardItem {
+  struct Piece {
+    const void* data = nullptr;
+    std::uint64_t bytes = 0;
+  };
+  std::string key;
+  int type = 0;
+  std::uint64_t count = 0;
+  std::vector<Piece> pieces;  // their bytes add up to count * type size
+};
+
+struct ShardHeader {
+  std::string job;
+  std::int64_t iteration = 0;
+  int rank = 0;
+  int nprocs = 0;
+};
+
+std::string shard_file_name(int rank);
+
+// Writes the shard into dir/<shard_file_name(rank)> (which must not exist), fsyncs it, and
+// returns its record. Throws pcm::Error (PCM_ERR_INTERNAL with the system's reason: a full disk,
+// a missing directory); the partial file is removed.
+ShardRecord write_shard(const std::string& dir, const ShardHeader& header,
+                        const std::vector<ShardItem>& items);
+// The same shard built in memory, for a rank that cannot see the version directory: the bytes
+// of the file (sent through pcmd), and its record.
+ShardRecord image_shard(const ShardHeader& header, const std::vector<ShardItem>& items,
+                        std::vector<char>& image);
+
+// Reads from one shard file, verifying every chunk it touches against the record (a chunk read
+// once stays cached while the next reads fall into it).
+class ShardReader {
+ public:
+  // Opens path and checks its size against the record. Throws pcm::Error: PCM_ERR_NOT_FOUND
+  // (missing), PCM_ERR_CORRUPT (size differs).
+  ShardReader(const std::string& path, const ShardRecord& record);
+  ~ShardReader();
+  ShardReader(const ShardReader&) = delete;
+  ShardReader& operator=(const ShardReader&) = delete;
+
+  // Copies bytes [first, first + n) of dataset d's data to out. Throws pcm::Error
+  // (PCM_ERR_CORRUPT naming the file, dataset and chunk whose checksum does not match).
+  void read(const ShardDataset& d, std::uint64_t first, std::uint64_t n, void* out);
+  const ShardRecord& record() const { return record_; }
+
+ private:
+  void read_chunks(const ShardDataset& d, std::uint64_t chunk, std::uint64_t nchunks, char* out);
+  std::string path_;
+  ShardRecord record_;
+  int fd_ = -1;
+  // The last partial chunk read: dataset key, chunk index and bytes.
+  std::string cached_key_;
+  std::uint64_t cached_chunk_ = UINT64_MAX;
+  std::vector<char> cached_;
+};
+
+// XXH3-64 of each kShardChunk bytes of data (exposed for tests and pcmd's scrub).
+std::vector<std::uint64_t> chunk_hashes(const void* data, std::uint64_t bytes);
+
+}  // namespace pcm::detail

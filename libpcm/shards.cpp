@@ -1,0 +1,378 @@
+// shards.cpp — PCM_Checkpoint's data path: every rank writes its own shard of the version straight
+// from the registered buffers (owned units only, checksummed on the way, fsynced) and pcmd only
+// commits the shards' records; a restarted rank reads, from the shards, the ranges of its new
+// share, verifying each chunk it touches. A rank that cannot see pcmd's data directory sends its
+// shard (and reads it back) through pcmd.
+#include <climits>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <sstream>
+
+#include "buffer.h"
+#include "error.h"
+#include "protocol.h"
+#include "runtime.h"
+#include "shard.h"
+
+namespace pcm::detail {
+
+using proto::json;
+
+namespace {
+
+// Whether this process sees the directory pcmd made (and not one of the same name elsewhere).
+bool sees(const std::string& dir, const std::string& token) {
+  std::ifstream in(dir + "/.pcm-token");
+  std::string got;
+  return in && std::getline(in, got) && got == token;
+}
+
+// What each rank of a version wrote, and where to read it: straight from the files when this
+// process sees them, else through pcmd.
+class VersionSource {
+ public:
+  VersionSource(DaemonLink& link, std::string job, std::int64_t iteration, int timeout_ms,
+                std::string dir, std::vector<ShardRecord> shards, bool direct)
+      : link_(link),
+        job_(std::move(job)),
+        iteration_(iteration),
+        timeout_ms_(timeout_ms),
+        dir_(std::move(dir)),
+        shards_(std::move(shards)),
+        direct_(direct) {}
+
+  // The dataset (rank, key), checked against what the application registered.
+  const ShardDataset& dataset(int rank, const std::string& key) const {
+    if (rank < 0 || static_cast<std::size_t>(rank) >= shards_.size())
+      fail(PCM_ERR_CORRUPT, "version {} has no shard for rank {}", iteration_, rank);
+    const ShardDataset* d = shards_[static_cast<std::size_t>(rank)].find(key);
+    if (!d)
+      fail(PCM_ERR_NOT_FOUND, "version {} has nothing under '{}' for rank {}", iteration_, key,
+           rank);
+    return *d;
+  }
+
+  // Bytes [first, first + n) of (rank, key) into out, verified.
+  void read(int rank, const ShardDataset& d, std::uint64_t first, std::uint64_t n, void* out) {
+    if (n == 0) return;
+    try {
+      if (direct_) {
+        auto& r = readers_[rank];
+        if (!r) {
+          const ShardRecord& rec = shards_[static_cast<std::size_t>(rank)];
+          r = std::make_unique<ShardReader>(dir_ + "/" + rec.file, rec);
+        }
+        r->read(d, first, n, out);
+        return;
+      }
+      // Through pcmd, which verifies the whole dataset as it reads it; once per dataset.
+      auto& cached = fetched_[{rank, d.key}];
+      if (cached.size() != d.bytes()) {
+        auto reply = link_.request({{"op", "load"},
+                                    {"job", job_},
+                                    {"rank", rank},
+                                    {"key", d.key},
+                                    {"version", iteration_}},
+                                   nullptr, 0, timeout_ms_);
+        if (reply.data.size() != d.bytes())
+          fail(PCM_ERR_CORRUPT, "pcmd sent {} bytes of rank {} '{}', the manifest says {}",
+               reply.data.size(), rank, d.key, d.bytes());
+        const char* p = static_cast<const char*>(reply.data.data());
+        cached.assign(p, p + reply.data.size());
+      }
+      std::memcpy(out, cached.data() + first, n);
+    } catch (const Error& e) {
+      // Whatever stops a read of data the manifest lists (a shard gone, a checksum) is damage.
+      if (e.code() == PCM_ERR_NOT_FOUND || e.code() == PCM_ERR_INTERNAL)
+        fail(PCM_ERR_CORRUPT, "{}", e.what());
+      throw;
+    }
+  }
+
+  // A whole small item (a value, a local, a map), checked for type and count.
+  void read_item(int rank, const std::string& key, int type, std::uint64_t count, void* out) {
+    const ShardDataset& d = dataset(rank, key);
+    if (d.type != type)
+      fail(PCM_ERR_TYPE, "'{}' of rank {} was saved as {}, is registered as {}", key, rank,
+           proto::type_name(d.type), proto::type_name(type));
+    if (d.count != count)
+      fail(PCM_ERR_COUNT, "'{}' of rank {} was saved with {} elements, is registered with {}", key,
+           rank, d.count, count);
+    read(rank, d, 0, d.bytes(), out);
+  }
+
+  std::string read_bytes(int rank, const std::string& key) {
+    const ShardDataset& d = dataset(rank, key);
+    if (d.type != PCM_BYTE) fail(PCM_ERR_CORRUPT, "'{}' of rank {} is not bytes", key, rank);
+    std::string s(d.bytes(), '\0');
+    read(rank, d, 0, d.bytes(), s.data());
+    return s;
+  }
+
+ private:
+  DaemonLink& link_;
+  std::string job_;
+  std::int64_t iteration_;
+  int timeout_ms_;
+  std::string dir_;
+  std::vector<ShardRecord> shards_;
+  bool direct_;
+  std::map<int, std::unique_ptr<ShardReader>> readers_;
+  std::map<std::pair<int, std::string>, std::vector<char>> fetched_;
+};
+
+}  // namespace
+
+// ---- writing a version ---------------------------------------------------------------------
+
+void Runtime::write_version(int iteration) {
+  int code = PCM_SUCCESS;
+  std::string msg;
+  json where;
+  if (rank_ == 0) {
+    try {
+      where = link_
+                  .request({{"op", "checkpoint_begin"}, {"job", job_}, {"iteration", iteration}},
+                           nullptr, 0, settings_.data_timeout_ms)
+                  .header;
+    } catch (const Error& e) {
+      code = e.code();
+      msg = e.what();
+    }
+  }
+  agree(world_.get(), code, msg);
+  where = bcast_json(where, 0, world_.get());
+  const std::string dir = where.at("dir").get<std::string>();
+
+  std::string record;  // this rank's shard record, MessagePack
+  try {
+    std::vector<ShardItem> items;
+    std::vector<std::string> maps;  // encoded maps, alive until written
+    maps.reserve(registry_.items().size());
+    for (const Item& i : registry_.items()) {
+      const std::string key = Registry::key(i);
+      const std::size_t elem = proto::type_size(i.type);
+      if (i.kind == ItemKind::kDist) {
+        const Distribution& d = (*i.dist)->d;
+        if (d.size() != size_)
+          fail(PCM_ERR_ARG, "'{}': the map describes {} processes, the world has {}", i.name,
+               d.size(), size_);
+        // The owned units only: ghosts are no state (a restart gives them zeros, as a split).
+        ShardItem it{key, i.type, 0, {}};
+        const auto& segs = d.segments(rank_);
+        for (std::size_t s = 0; s < segs.size(); ++s) {
+          const std::uint64_t n = static_cast<std::uint64_t>(segs[s].count * d.unit_len());
+          it.pieces.push_back({static_cast<const char*>(*i.buf) +
+                                   static_cast<std::uint64_t>(d.segment_offset(rank_, s)) * elem,
+                               n * elem});
+          it.count += n;
+        }
+        items.push_back(std::move(it));
+        if (rank_ == 0) {
+          maps.push_back(proto::encode(d.to_json()));
+          items.push_back(ShardItem{Registry::map_key(i),
+                                    PCM_BYTE,
+                                    maps.back().size(),
+                                    {{maps.back().data(), maps.back().size()}}});
+        }
+      } else if (i.kind == ItemKind::kLocal || rank_ == 0) {
+        items.push_back(ShardItem{key,
+                                  i.type,
+                                  static_cast<std::uint64_t>(i.count),
+                                  {{i.value, static_cast<std::uint64_t>(i.count) * elem}}});
+      }
+    }
+    const ShardHeader header{job_, iteration, rank_, size_};
+    ShardRecord rec;
+    if (settings_.checkpoint_direct && sees(dir, where.at("token").get<std::string>())) {
+      rec = write_shard(dir, header, items);
+    } else {
+      std::vector<char> image;
+      rec = image_shard(header, items, image);
+      link_.request({{"op", "shard_put"}, {"job", job_}, {"iteration", iteration}, {"rank", rank_}},
+                    image.data(), image.size(), settings_.data_timeout_ms);
+    }
+    record = proto::encode(rec.to_json());
+  } catch (const Error& e) {
+    code = e.code();
+    msg = e.what();
+  }
+  agree(world_.get(), code, msg);
+
+  // Rank 0 gathers the records and asks pcmd to commit.
+  int len = static_cast<int>(record.size());
+  std::vector<int> lens(rank_ == 0 ? static_cast<std::size_t>(size_) : 0);
+  mpi_check(MPI_Gather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, 0, world_.get()), "MPI_Gather");
+  std::vector<int> displs(lens.size());
+  long total = 0;
+  for (std::size_t r = 0; r < lens.size(); ++r) {
+    displs[r] = static_cast<int>(total);
+    total += lens[r];
+  }
+  if (total > INT_MAX) code = PCM_ERR_INTERNAL;  // caught below, agreed by everyone
+  std::string all(rank_ == 0 && total <= INT_MAX ? static_cast<std::size_t>(total) : 0, '\0');
+  mpi_check(MPI_Gatherv(record.data(), len, MPI_BYTE, all.data(), lens.data(), displs.data(),
+                        MPI_BYTE, 0, world_.get()),
+            "MPI_Gatherv");
+  if (rank_ == 0) {
+    try {
+      if (code) fail(code, "the shard records of {} processes are too large", size_);
+      json table{{"shards", json::array()}};
+      for (std::size_t r = 0; r < lens.size(); ++r)
+        table["shards"].push_back(
+            decode_internal(all.substr(static_cast<std::size_t>(displs[r]), lens[r])));
+      const std::string bytes = proto::encode(table);
+      link_.request(
+          {{"op", "checkpoint_commit"}, {"job", job_}, {"iteration", iteration}, {"size", size_}},
+          bytes.data(), bytes.size(), settings_.data_timeout_ms);
+    } catch (const Error& e) {
+      code = e.code();
+      msg = e.what();
+    }
+  }
+  agree(world_.get(), code, msg);
+}
+
+// ---- reading a version ---------------------------------------------------------------------
+
+void Runtime::resume_restarted() {
+  while (true) {
+    int code = PCM_SUCCESS;
+    std::string msg;
+    json info;
+    if (rank_ == 0) {
+      try {
+        auto r = link_.request(
+            {{"op", "checkpoint_manifest"}, {"job", job_}, {"iteration", restart_iteration_}},
+            nullptr, 0, settings_.data_timeout_ms);
+        info = r.header;
+        if (proto::get_int(info, "format", 1, 2) == 2)
+          info["manifest"] = proto::decode_large(r.data.data(), r.data.size(), r.data.size());
+      } catch (const Error& e) {
+        code = e.code();
+        msg = e.what();
+      }
+    }
+    agree(world_.get(), code, msg);
+    info = bcast_json(info, 0, world_.get());
+    if (info.at("format").get<int>() != 2) {
+      resume_restarted_whole();  // a version made through pcmd (PCM_Store and PCM_Commit)
+      return;
+    }
+    try {
+      read_version(info);
+      return;
+    } catch (const Error& e) {
+      if (e.code() != PCM_ERR_CORRUPT) throw;
+      // Damaged: pcmd marks the version bad for good and names the one before it, if any.
+      code = PCM_SUCCESS;
+      msg.clear();
+      json next;
+      if (rank_ == 0) {
+        plog()->warn("[rank 0] version {} is damaged ({}); trying the one before it",
+                     restart_iteration_, e.what());
+        try {
+          next = link_
+                     .request({{"op", "checkpoint_bad"},
+                               {"job", job_},
+                               {"iteration", restart_iteration_},
+                               {"why", std::string(e.what()).substr(0, 1500)}},
+                              nullptr, 0, settings_.data_timeout_ms)
+                     .header.at("restart");
+        } catch (const Error& e2) {
+          code = e2.code();
+          msg = fmt::format("{}; {}", e.what(), e2.what());
+        }
+      }
+      agree(world_.get(), code, msg);
+      next = bcast_json(next, 0, world_.get());
+      restart_iteration_ = next.at("iteration").get<std::int64_t>();
+      restart_nprocs_ = next.at("nprocs").get<int>();
+    }
+  }
+}
+
+void Runtime::read_version(const json& info) {
+  int code = PCM_SUCCESS;
+  std::string msg;
+  NewBuffers fresh;
+  std::vector<Distribution> maps;
+  try {
+    const json& m = info.at("manifest");
+    const std::string dir = info.at("dir").get<std::string>();
+    std::vector<ShardRecord> shards;
+    for (const auto& r : m.at("shards")) shards.push_back(ShardRecord::from_json(r));
+    if (static_cast<int>(shards.size()) != restart_nprocs_)
+      fail(PCM_ERR_CORRUPT, "version {} has {} shards for {} processes", restart_iteration_,
+           shards.size(), restart_nprocs_);
+    // This process reads the files itself when it sees the very manifest pcmd holds.
+    bool direct = false;
+    if (settings_.checkpoint_direct) {
+      std::ifstream in(dir + "/manifest.json");
+      std::stringstream text;
+      text << in.rdbuf();
+      direct = in && json::parse(text.str(), nullptr, false) == m;
+    }
+    VersionSource src(link_, job_, restart_iteration_, settings_.data_timeout_ms, dir,
+                      std::move(shards), direct);
+    const Registry& reg = registry_;
+    for (const Item* i : reg.of(ItemKind::kValue))
+      src.read_item(0, Registry::key(*i), i->type, static_cast<std::uint64_t>(i->count), i->value);
+    if (restart_nprocs_ == size_) {
+      for (const Item* i : reg.of(ItemKind::kLocal))
+        src.read_item(rank_, Registry::key(*i), i->type, static_cast<std::uint64_t>(i->count),
+                      i->value);
+    } else {
+      reg.zero(ItemKind::kLocal);
+    }
+    for (const Item* i : reg.of(ItemKind::kDist)) {
+      const std::string bytes = src.read_bytes(0, Registry::map_key(*i));
+      const Distribution from = Distribution::from_json(proto::decode(bytes.data(), bytes.size()));
+      if (from.size() != restart_nprocs_)
+        fail(PCM_ERR_CORRUPT, "'{}': the saved map describes {} processes, the version {}", i->name,
+             from.size(), restart_nprocs_);
+      Distribution to;
+      if (*i->dist && (*i->dist)->d.size() == size_) {
+        to = (*i->dist)->d;
+        if (to.units() != from.units() || to.unit_len() != from.unit_len())
+          fail(PCM_ERR_ARG,
+               "'{}': the map set before PCM_Resume has {} units of {}, the saved array {} of {}",
+               i->name, to.units(), to.unit_len(), from.units(), from.unit_len());
+      } else {
+        to = from.resized(size_);
+      }
+      const std::size_t elem = proto::type_size(i->type);
+      const Distribution owned = from.without_halo();  // how the shards hold the units
+      const std::string key = Registry::key(*i);
+      char* buf = fresh.add(new_buffer(to, rank_, elem));
+      const std::uint64_t unit_bytes = static_cast<std::uint64_t>(from.unit_len()) * elem;
+      for (const Transfer& t : plan(from, to)) {
+        if (t.to != rank_) continue;
+        const ShardDataset& d = src.dataset(t.from, key);
+        if (d.type != i->type)
+          fail(PCM_ERR_TYPE, "'{}' was saved as {}, is registered as {}", i->name,
+               proto::type_name(d.type), proto::type_name(i->type));
+        if (d.count != static_cast<std::uint64_t>(from.local_units(t.from) * from.unit_len()))
+          fail(PCM_ERR_CORRUPT, "'{}' of rank {}: {} elements saved, its map gives it {}", i->name,
+               t.from, d.count, from.local_units(t.from) * from.unit_len());
+        src.read(t.from, d, static_cast<std::uint64_t>(owned.unit_offset(t.first, nullptr)) * elem,
+                 static_cast<std::uint64_t>(t.count) * unit_bytes,
+                 buf + static_cast<std::uint64_t>(to.unit_offset(t.first, nullptr)) * elem);
+      }
+      maps.push_back(std::move(to));
+    }
+  } catch (const Error& e) {
+    code = e.code();
+    msg = e.what();
+  }
+  agree(world_.get(), code, msg);
+  std::size_t k = 0;
+  for (const Item* i : registry_.of(ItemKind::kDist)) {
+    hand_over(*i, fresh.bufs[k], std::move(maps[k]));
+    fresh.bufs[k++] = nullptr;
+  }
+}
+
+}  // namespace pcm::detail
