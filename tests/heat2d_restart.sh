@@ -51,4 +51,50 @@ $(show "$out")"
 done
 "$pcmctl" checkpoints "$job" | grep -qE '(^|[^0-9])1100([^0-9]|$)' ||
   fail "the restart with --commit-every left no version of iteration 1100: $("$pcmctl" checkpoints "$job")"
+
+# Damage: a bit of rank 1's grid in the newest version (1100) flips on disk. A restart reads its
+# share from the shards, finds the bad chunk, has pcmd mark the version bad for good, and resumes
+# from the version before it; ranks that do not read the files themselves
+# (PCM_CHECKPOINT_DIRECT=0: everything through pcmd) get the same.
+vdir=$PCM_TEST_DIR/data/checkpoints/$job/v00000000000000001100
+[ -f "$vdir/manifest.json" ] || fail "no version directory $vdir"
+python3 - "$vdir" <<'PY' || fail "cannot damage the version"
+import json, sys
+d = sys.argv[1]
+m = json.load(open(d + "/manifest.json"))
+ds = [x for x in m["shards"][1]["datasets"] if x["count"] > 1000][0]
+with open(d + "/r1.h5", "r+b") as f:
+    f.seek(ds["offset"] + 4097)
+    b = f.read(1)
+    f.seek(ds["offset"] + 4097)
+    f.write(bytes([b[0] ^ 1]))
+PY
+for direct in 1 0; do
+  out=$PCM_TEST_DIR/damaged$direct.out
+  # The second run also commits, through pcmd, and so makes version 1100 anew.
+  more=()
+  [ $direct = 0 ] && more=(--commit-every 100)
+  PCM_CHECKPOINT_DIRECT=$direct PCM_RESTART=1 PCM_JOB=$job timeout 300 "$MPIEXEC" -n 2 \
+    "$heat/heat2d_pcm" "${pcm_args[@]}" "${more[@]}" --throttle-us 0 >"$out" 2>&1 </dev/null ||
+    fail "restart after the damage (direct=$direct) exited with $?: $(show "$out")"
+  k=$(sed -n 's/^heat2d: restarted from iteration \([0-9]*\) (3 -> 2 processes)$/\1/p' "$out")
+  [ "$k" = 1000 ] || fail "restart after the damage (direct=$direct) resumed from '$k', expected 1000:
+$(show "$out")"
+  got=$(awk '/^checksum/ {print $2}' "$out")
+  [ "$got" = "$plain" ] || fail "restart after the damage: checksum '$got', plain $plain"
+  if [ $direct = 1 ]; then
+    "$pcmctl" checkpoints "$job" | grep -E '1100' | grep -q "marked bad" ||
+      fail "version 1100 is not marked bad: $("$pcmctl" checkpoints "$job")"
+  fi
+done
+grep -q "version 1100 is damaged" "$PCM_TEST_DIR/damaged1.out" ||
+  fail "the first restart did not say that version 1100 is damaged: $(show "$PCM_TEST_DIR/damaged1.out")"
+# The version made through pcmd (PCM_CHECKPOINT_DIRECT=0) replaced the bad one; it restarts.
+out=$PCM_TEST_DIR/remade.out
+PCM_RESTART=1 PCM_JOB=$job timeout 300 "$MPIEXEC" -n 3 "$heat/heat2d_pcm" "${pcm_args[@]}" \
+  --throttle-us 0 >"$out" 2>&1 </dev/null || fail "restart from the remade version: $(show "$out")"
+grep -q '^heat2d: restarted from iteration 1100 (2 -> 3 processes)$' "$out" ||
+  fail "the restart did not resume from the remade version 1100: $(show "$out")"
+[ "$(awk '/^checksum/ {print $2}' "$out")" = "$plain" ] || fail "restart from the remade version: checksum"
+echo "heat2d_restart: a flipped bit in version 1100: marked bad, both restarts resumed from 1000 with checksum $plain; 1100 remade through pcmd restarts"
 echo "heat2d_restart: ok: resumed from iteration $first on 1, 2 and 3 processes, checksum $plain"
