@@ -1,33 +1,43 @@
-/* ckpt_cost.c — benchmark: write a checkpoint of MB MiB (PCM_Store of each rank's share, then
- * PCM_Commit, fsyncs included) or, in a run started with PCM_RESTART=1, read it back with
- * PCM_Load; prints the time and throughput from rank 0. Usage: ckpt_cost MB */
+/* ckpt_cost.c — benchmark: write a checkpoint of MB MiB of doubles spread over the processes, or,
+ * in a run started with PCM_RESTART=1, read it back; prints the time and throughput from rank 0.
+ * Usage: ckpt_cost MB [shards|store] [VERSIONS]
+ *   shards (default): PCM_Register_dist + PCM_Checkpoint; the restart is PCM_Resume (each rank
+ *                     reads its share from the shards, verifying every chunk it touches);
+ *                     VERSIONS (1) versions are written one after the other, each timed;
+ *   store:            the paper's PCM_Store of each rank's share + PCM_Commit, and PCM_Load back
+ *                     (every byte through pcmd). */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "pcm.h"
 
-int main(int argc, char **argv) {
-  MPI_Comm world = MPI_COMM_WORLD;
-  int rank, size, i, iteration, then;
-  long mb = argc > 1 ? atol(argv[1]) : 64, n, k;
-  double *x, t0, t1, t2;
-  if (MPI_PCM_Init(&argc, &argv) != PCM_SUCCESS || PCM_Init(&world) != PCM_SUCCESS) {
-    fprintf(stderr, "ckpt_cost: %s\n", PCM_Last_error());
-    PCM_Finalize(MPI_COMM_NULL);
-    return 1;
+#define UNIT 1024L /* doubles per unit of the map */
+
+static int fail(const char *what) {
+  fprintf(stderr, "ckpt_cost: %s: %s\n", what, PCM_Last_error());
+  return 1;
+}
+
+/* Every element of this rank's share holds its global index. */
+static int check(PCM_Dist dist, const double *x, int rank) {
+  long nseg, s, first, units, offset, k;
+  PCM_Dist_local(dist, rank, &nseg, NULL, NULL);
+  for (s = 0; s < nseg; s++) {
+    PCM_Dist_segment(dist, rank, s, &first, &units, &offset);
+    for (k = 0; k < units * UNIT; k++)
+      if (x[offset + k] != (double)(first * UNIT + k)) return 0;
   }
-  MPI_Comm_rank(world, &rank);
-  MPI_Comm_size(world, &size);
-  n = mb * 1024 * 1024 / 8 / size;
-  x = malloc((size_t)n * sizeof(double));
+  return 1;
+}
+
+static int run_store(MPI_Comm world, long mb, int rank, int size) {
+  long n = mb * 1024 * 1024 / 8 / size, k;
+  double *x = malloc((size_t)n * sizeof(double)), t0, t1, t2;
   if (PCM_Process_Status() == PCM_RESTARTED) {
-    PCM_Restart_info(&iteration, &then);
     MPI_Barrier(world);
     t0 = MPI_Wtime();
-    if (PCM_Load(rank, "x", x, PCM_DOUBLE, n) != PCM_SUCCESS) {
-      fprintf(stderr, "ckpt_cost: %s\n", PCM_Last_error());
-      return 1;
-    }
+    if (PCM_Load(rank, "x", x, PCM_DOUBLE, n) != PCM_SUCCESS) return fail("PCM_Load");
     MPI_Barrier(world);
     t1 = MPI_Wtime();
     for (k = 0; k < n; k++)
@@ -36,31 +46,91 @@ int main(int argc, char **argv) {
         return 1;
       }
     if (rank == 0)
-      printf("ckpt_cost: read %ld MiB with %d processes: %.3f s, %.3f GB/s\n", mb, size, t1 - t0,
-             (double)n * size * 8 / (t1 - t0) / 1e9);
+      printf("ckpt_cost: read %ld MiB with %d processes (store): %.3f s, %.3f GB/s\n", mb, size,
+             t1 - t0, (double)n * size * 8 / (t1 - t0) / 1e9);
   } else {
     for (k = 0; k < n; k++) x[k] = (double)(rank * n + k);
     MPI_Barrier(world);
     t0 = MPI_Wtime();
-    if (PCM_Store(rank, "x", x, PCM_DOUBLE, n) != PCM_SUCCESS) {
-      fprintf(stderr, "ckpt_cost: %s\n", PCM_Last_error());
-      return 1;
-    }
+    if (PCM_Store(rank, "x", x, PCM_DOUBLE, n) != PCM_SUCCESS) return fail("PCM_Store");
     MPI_Barrier(world);
     t1 = MPI_Wtime();
-    i = PCM_Commit(world, 1);
+    if (PCM_Commit(world, 1) != PCM_SUCCESS) return fail("PCM_Commit");
     t2 = MPI_Wtime();
-    if (i != PCM_SUCCESS) {
-      fprintf(stderr, "ckpt_cost: %s\n", PCM_Last_error());
-      return 1;
-    }
     if (rank == 0)
       printf(
-          "ckpt_cost: wrote %ld MiB with %d processes: %.3f s (store %.3f s + commit %.3f s), %.3f "
-          "GB/s\n",
+          "ckpt_cost: wrote %ld MiB with %d processes (store): %.3f s (store %.3f s + commit "
+          "%.3f s), %.3f GB/s\n",
           mb, size, t2 - t0, t1 - t0, t2 - t1, (double)n * size * 8 / (t2 - t0) / 1e9);
   }
   free(x);
-  PCM_Finalize(world);
   return 0;
+}
+
+static int run_shards(MPI_Comm *world, long mb, int versions) {
+  long units = mb * 1024 * 1024 / 8 / UNIT, nseg, s, first, nunits, offset, k, elements;
+  int rank, size, it = 0;
+  double *x = NULL, t0, t1;
+  PCM_Dist dist = NULL;
+  MPI_Comm_rank(*world, &rank);
+  MPI_Comm_size(*world, &size);
+  if (PCM_Process_Status() == PCM_STARTED) {
+    if (PCM_Dist_create(PCM_BLOCK, units, UNIT, 1, 0, size, &dist) != PCM_SUCCESS)
+      return fail("PCM_Dist_create");
+    PCM_Dist_local(dist, rank, &nseg, NULL, &elements);
+    x = malloc((size_t)elements * sizeof(double));
+    for (s = 0; s < nseg; s++) {
+      PCM_Dist_segment(dist, rank, s, &first, &nunits, &offset);
+      for (k = 0; k < nunits * UNIT; k++) x[offset + k] = (double)(first * UNIT + k);
+    }
+  }
+  if (PCM_Register_dist("x", (void **)&x, PCM_DOUBLE, &dist) != PCM_SUCCESS ||
+      PCM_Register_value("it", &it, PCM_INT, 1) != PCM_SUCCESS)
+    return fail("PCM_Register");
+  if (PCM_Process_Status() == PCM_RESTARTED) {
+    MPI_Barrier(*world);
+    t0 = MPI_Wtime();
+    if (PCM_Resume(world) != PCM_SUCCESS) return fail("PCM_Resume");
+    MPI_Barrier(*world);
+    t1 = MPI_Wtime();
+    if (it < 1 || !check(dist, x, rank)) {
+      fprintf(stderr, "ckpt_cost: wrong data\n");
+      return 1;
+    }
+    if (rank == 0)
+      printf("ckpt_cost: read %ld MiB with %d processes (shards): %.3f s, %.3f GB/s\n", mb, size,
+             t1 - t0, (double)units * UNIT * 8 / (t1 - t0) / 1e9);
+  } else {
+    if (PCM_Resume(world) != PCM_SUCCESS) return fail("PCM_Resume");
+    for (it = 1; it <= versions; it++) {
+      MPI_Barrier(*world);
+      t0 = MPI_Wtime();
+      if (PCM_Checkpoint(*world, it) != PCM_SUCCESS) return fail("PCM_Checkpoint");
+      t1 = MPI_Wtime();
+      if (rank == 0)
+        printf("ckpt_cost: wrote %ld MiB with %d processes (shards): %.3f s, %.3f GB/s\n", mb, size,
+               t1 - t0, (double)units * UNIT * 8 / (t1 - t0) / 1e9);
+    }
+  }
+  free(x);
+  PCM_Dist_free(&dist);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  MPI_Comm world = MPI_COMM_WORLD;
+  int rank, size, rc;
+  long mb = argc > 1 ? atol(argv[1]) : 64;
+  const char *path = argc > 2 ? argv[2] : "shards";
+  if (MPI_PCM_Init(&argc, &argv) != PCM_SUCCESS || PCM_Init(&world) != PCM_SUCCESS) {
+    fprintf(stderr, "ckpt_cost: %s\n", PCM_Last_error());
+    PCM_Finalize(MPI_COMM_NULL);
+    return 1;
+  }
+  MPI_Comm_rank(world, &rank);
+  MPI_Comm_size(world, &size);
+  rc = strcmp(path, "store") == 0 ? run_store(world, mb, rank, size)
+                                  : run_shards(&world, mb, argc > 3 ? atoi(argv[3]) : 1);
+  PCM_Finalize(world);
+  return rc;
 }

@@ -128,6 +128,8 @@ class VersionSource {
 // ---- writing a version ---------------------------------------------------------------------
 
 void Runtime::write_version(int iteration) {
+  const double t0 = wtime();
+  double t_shard = 0, t_written = 0;
   int code = PCM_SUCCESS;
   std::string msg;
   json where;
@@ -185,6 +187,7 @@ void Runtime::write_version(int iteration) {
       }
     }
     const ShardHeader header{job_, iteration, rank_, size_};
+    t_shard = wtime();
     ShardRecord rec;
     if (settings_.checkpoint_direct && sees(dir, where.at("token").get<std::string>())) {
       rec = write_shard(dir, header, items);
@@ -195,6 +198,7 @@ void Runtime::write_version(int iteration) {
                     image.data(), image.size(), settings_.data_timeout_ms);
     }
     record = proto::encode(rec.to_json());
+    t_written = wtime();
   } catch (const Error& e) {
     code = e.code();
     msg = e.what();
@@ -233,6 +237,10 @@ void Runtime::write_version(int iteration) {
     }
   }
   agree(world_.get(), code, msg);
+  plog()->debug(
+      "[rank {}] checkpoint {}: begun in {:.3f} s, shard written in {:.3f} s, committed "
+      "{:.3f} s after",
+      rank_, iteration, t_shard - t0, t_written - t_shard, wtime() - t_written);
 }
 
 // ---- reading a version ---------------------------------------------------------------------

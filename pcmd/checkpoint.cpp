@@ -10,12 +10,16 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
 #include <fstream>
+#include <mutex>
 #include <random>
 #include <regex>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "error.h"
 #include "h5.h"
@@ -33,6 +37,11 @@ namespace {
 constexpr const char* kManifestName = "manifest.json";
 constexpr const char* kBadName = "BAD";
 constexpr const char* kTokenName = ".pcm-token";
+
+std::string random_token() {
+  std::random_device rd;
+  return fmt::format("{:08x}{:08x}{:08x}{:08x}", rd(), rd(), rd(), rd());
+}
 
 std::string version_name(std::int64_t iteration) {
   char b[40];
@@ -202,7 +211,49 @@ Manifest Manifest::from_json(const json& j) {
   }
 }
 
+class Checkpoints::Remover {
+ public:
+  Remover() : thread_([this] { run(); }) {}
+  ~Remover() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    cv_.notify_one();
+    thread_.join();
+  }
+  void add(fs::path p) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      queue_.push_back(std::move(p));
+    }
+    cv_.notify_one();
+  }
+
+ private:
+  void run() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (true) {
+      cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stop_, and nothing left
+      fs::path p = std::move(queue_.front());
+      queue_.pop_front();
+      lock.unlock();
+      std::error_code ec;
+      fs::remove_all(p, ec);
+      lock.lock();
+    }
+  }
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<fs::path> queue_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
 Checkpoints::Checkpoints(fs::path root) : root_(std::move(root)) { quiet_hdf5(); }
+
+Checkpoints::~Checkpoints() = default;
 
 fs::path Checkpoints::version_file(const std::string& job, std::int64_t iteration) const {
   return root_ / "checkpoints" / job / (version_name(iteration) + ".h5");
@@ -489,7 +540,16 @@ std::vector<std::int64_t> Checkpoints::prune(const std::string& job, std::size_t
     if (fs::remove(vdir / kManifestName, ec)) fsync_path(vdir, true);
     fsync_path(dir, true);
     fs::remove(version_file(job, versions[i]), ec);
-    fs::remove_all(vdir, ec);
+    // A version directory leaves at once under a name no version has; its files go later.
+    if (fs::exists(vdir, ec)) {
+      const fs::path trash = dir / (".trash." + version_name(versions[i]) + "." + random_token());
+      if (::rename(vdir.c_str(), trash.c_str()) == 0) {
+        if (!remover_) remover_ = std::make_unique<Remover>();
+        remover_->add(trash);
+      } else {
+        fs::remove_all(vdir, ec);
+      }
+    }
     removed.push_back(versions[i]);
   }
   return removed;
@@ -530,11 +590,6 @@ Store::Meta Checkpoints::read(const Manifest& m, int rank, const std::string& ke
 
 namespace {
 fs::path tmp_dir_of(const fs::path& version_dir) { return version_dir.string() + ".tmp"; }
-
-std::string random_token() {
-  std::random_device rd;
-  return fmt::format("{:08x}{:08x}{:08x}{:08x}", rd(), rd(), rd(), rd());
-}
 }  // namespace
 
 Checkpoints::ShardDir Checkpoints::begin_shards(const std::string& job, std::int64_t iteration) {
@@ -633,7 +688,7 @@ void Checkpoints::mark_bad(const std::string& job, std::int64_t iteration, const
 
 void Checkpoints::sweep() {
   std::error_code ec;
-  static const std::regex tmp_name(R"(v\d{20}\.tmp)");
+  static const std::regex tmp_name(R"(v\d{20}\.tmp|\.trash\.v\d{20}\.[0-9a-f]+)");
   for (auto j = fs::directory_iterator(root_ / "checkpoints", ec);
        !ec && j != fs::directory_iterator(); ++j) {
     std::error_code ec2;

@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -61,6 +62,9 @@ struct VersionStatus {
 class Checkpoints {
  public:
   explicit Checkpoints(std::filesystem::path root);
+  ~Checkpoints();  // waits for the removal of pruned versions
+  Checkpoints(const Checkpoints&) = delete;
+  Checkpoints& operator=(const Checkpoints&) = delete;
 
   // Makes version `iteration` of job from the rank groups 0..nprocs-1 of store's file for the
   // job (every rank must have stored something). Throws pcm::Error; on failure (a full disk,
@@ -86,7 +90,8 @@ class Checkpoints {
   // A reader found the version's data damaged: it is never used again (format 2 only; a
   // format-1 version is verified whole before use).
   void mark_bad(const std::string& job, std::int64_t iteration, const std::string& why);
-  // Removes temporary directories of commits that never finished (pcmd's start).
+  // Removes temporary directories of commits that never finished, and pruned versions whose
+  // removal did not finish (pcmd's start).
   void sweep();
   std::filesystem::path version_dir(const std::string& job, std::int64_t iteration) const;
 
@@ -122,6 +127,10 @@ class Checkpoints {
   std::optional<Manifest> load_manifest(const std::string& job, std::int64_t iteration,
                                         std::string* why) const;
   std::filesystem::path root_;
+  // Removes pruned version directories in a thread of its own: a removal takes time (50 ms for
+  // 256 MiB here) that no commit should wait for.
+  class Remover;
+  std::unique_ptr<Remover> remover_;
 };
 
 }  // namespace pcm::detail

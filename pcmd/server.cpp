@@ -642,8 +642,13 @@ json Server::op_shards(const std::string& op, const json& req, const void* data,
       fail(PCM_ERR_ARG, "the shard table: {}", e.what());
     }
     json layout = req.contains("layout") ? req.at("layout") : job.layout;
+    const auto t0 = std::chrono::steady_clock::now();
     Manifest m = checkpoints_.commit_shards(job.name, iteration, nprocs, layout, std::move(shards));
+    const auto t1 = std::chrono::steady_clock::now();
     auto removed = checkpoints_.prune(job.name, options_.keep_versions, iteration);
+    log_->debug("job {}: commit {:.3f} s, prune {:.3f} s", job.name,
+                std::chrono::duration<double>(t1 - t0).count(),
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count());
     note(job, fmt::format("checkpoint of iteration {} committed ({} bytes in {} shards)", iteration,
                           m.file_size, m.nprocs));
     log_->info("job {}: {}", job.name, job.last_event);
