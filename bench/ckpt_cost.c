@@ -4,11 +4,16 @@
  *   shards (default): PCM_Register_dist + PCM_Checkpoint; the restart is PCM_Resume (each rank
  *                     reads its share from the shards, verifying every chunk it touches);
  *                     VERSIONS (1) versions are written one after the other, each timed;
+ *                     with CKPT_RAW_DIR set, each is paired with the baseline: every rank
+ *                     write()s its share to a raw file there and fsyncs it; the restart
+ *                     then also read()s the raw files back into new memory;
  *   store:            the paper's PCM_Store of each rank's share + PCM_Commit, and PCM_Load back
  *                     (every byte through pcmd). */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "pcm.h"
 
@@ -67,10 +72,41 @@ static int run_store(MPI_Comm world, long mb, int rank, int size) {
   return 0;
 }
 
+/* The raw-file baseline: this rank's bytes into (or from) CKPT_RAW_DIR/raw.RANK with plain
+ * write()+fsync (or read() into new memory). Returns the seconds taken by the slowest rank, or
+ * -1 when CKPT_RAW_DIR is not set. */
+static double raw_io(MPI_Comm world, int rank, const char *data, size_t n, int writing) {
+  const char *dir = getenv("CKPT_RAW_DIR");
+  char path[4096];
+  double t0, t;
+  char *into = NULL;
+  size_t done = 0;
+  int fd;
+  if (!dir) return -1;
+  snprintf(path, sizeof path, "%s/raw.%d", dir, rank);
+  MPI_Barrier(world);
+  t0 = MPI_Wtime();
+  fd = writing ? open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600) : open(path, O_RDONLY);
+  if (fd >= 0) {
+    if (!writing) into = malloc(n);
+    while (done < n) {
+      ssize_t k = writing ? write(fd, data + done, n - done) : read(fd, into + done, n - done);
+      if (k <= 0) break;
+      done += (size_t)k;
+    }
+    if (writing) fsync(fd);
+    close(fd);
+  }
+  t = MPI_Wtime() - t0;
+  free(into);
+  MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, world);
+  return done == n ? t : -1;
+}
+
 static int run_shards(MPI_Comm *world, long mb, int versions) {
   long units = mb * 1024 * 1024 / 8 / UNIT, nseg, s, first, nunits, offset, k, elements;
   int rank, size, it = 0;
-  double *x = NULL, t0, t1;
+  double *x = NULL, t0, t1, raw;
   PCM_Dist dist = NULL;
   MPI_Comm_rank(*world, &rank);
   MPI_Comm_size(*world, &size);
@@ -97,9 +133,13 @@ static int run_shards(MPI_Comm *world, long mb, int versions) {
       fprintf(stderr, "ckpt_cost: wrong data\n");
       return 1;
     }
+    PCM_Dist_local(dist, rank, NULL, NULL, &elements);
+    raw = raw_io(*world, rank, NULL, (size_t)elements * sizeof(double), 0);
     if (rank == 0)
-      printf("ckpt_cost: read %ld MiB with %d processes (shards): %.3f s, %.3f GB/s\n", mb, size,
-             t1 - t0, (double)units * UNIT * 8 / (t1 - t0) / 1e9);
+      printf(
+          "ckpt_cost: read %ld MiB with %d processes (shards): %.3f s, %.3f GB/s; raw read() "
+          "%.3f s\n",
+          mb, size, t1 - t0, (double)units * UNIT * 8 / (t1 - t0) / 1e9, raw);
   } else {
     if (PCM_Resume(world) != PCM_SUCCESS) return fail("PCM_Resume");
     for (it = 1; it <= versions; it++) {
@@ -107,9 +147,13 @@ static int run_shards(MPI_Comm *world, long mb, int versions) {
       t0 = MPI_Wtime();
       if (PCM_Checkpoint(*world, it) != PCM_SUCCESS) return fail("PCM_Checkpoint");
       t1 = MPI_Wtime();
+      PCM_Dist_local(dist, rank, NULL, NULL, &elements);
+      raw = raw_io(*world, rank, (const char *)x, (size_t)elements * sizeof(double), 1);
       if (rank == 0)
-        printf("ckpt_cost: wrote %ld MiB with %d processes (shards): %.3f s, %.3f GB/s\n", mb, size,
-               t1 - t0, (double)units * UNIT * 8 / (t1 - t0) / 1e9);
+        printf(
+            "ckpt_cost: wrote %ld MiB with %d processes (shards): %.3f s, %.3f GB/s; raw "
+            "write()+fsync %.3f s\n",
+            mb, size, t1 - t0, (double)units * UNIT * 8 / (t1 - t0) / 1e9, raw);
     }
   }
   free(x);

@@ -1,36 +1,91 @@
 #!/usr/bin/env bash
 # Benchmark of checkpoints, side by side in one run on one filesystem (set up like the README
-# commands): writing BENCH_MB MiB as a PCM checkpoint (PCM_Store + PCM_Commit, fsyncs included)
-# and reading it back in a restarted job (PCM_Load), against dd writing the same bytes with
-# conv=fsync and reading them back. BENCH_REPS repetitions; medians. Environment: BENCH_MB (256),
-# BENCH_NP (2), BENCH_REPS (3), BENCH_DIR (a directory on the filesystem to measure; default
-# $TMPDIR or /tmp).
+# commands), at each size of BENCH_SIZES MiB (256 1024) on BENCH_NP (2) processes:
+#  - write: PCM_Checkpoint (every rank writes its shard, fsyncs; pcmd commits) of BENCH_VERSIONS
+#    (6) versions, each paired with the same bytes written by the same processes with plain
+#    write()+fsync to raw files; then `dd conv=fsync` of the same bytes, as many times. The first
+#    two pairs warm up (the first writes of a run get pages the machine has never used, which
+#    cost several times more here) and are left out of the medians.
+#  - read: a restart (PCM_RESTART=1; PCM_Resume reads each rank's share from the shards,
+#    verifying every chunk) against read() of the raw files into new memory by the same
+#    processes, right after it; warm (page cache; 3 runs, medians) and, where the page cache can
+#    be dropped (root), cold.
+#  - the paper's path through pcmd (PCM_Store + PCM_Commit, PCM_Load) at the first size, once,
+#    for comparison.
+# Environment: BENCH_SIZES, BENCH_NP, BENCH_VERSIONS, BENCH_DIR (a directory on the filesystem to
+# measure; default $TMPDIR or /tmp), BENCH_OLD=0 to skip the through-pcmd path.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/bench_common.sh"
-mb=${BENCH_MB:-256} np=${BENCH_NP:-2} reps=${BENCH_REPS:-3}
-bench_start_pcmd --keep 1
-echo "== checkpoint of $mb MiB on $np processes against dd, $reps repetitions ($(df -T "$tmp" | awk 'NR==2 {print $2}') at $tmp)"
-for r in $(seq "$reps"); do
-  job=bench-ckpt-$r
-  PCM_JOB=$job mpiexec -n "$np" "$B/bench/ckpt_cost" "$mb" | tee -a "$tmp/w.txt"
-  PCM_JOB=$job PCM_RESTART=1 mpiexec -n "$np" "$B/bench/ckpt_cost" "$mb" | tee -a "$tmp/r.txt"
-  dd if=/dev/zero of="$tmp/raw" bs=1M count="$mb" conv=fsync 2>&1 | tail -1 | tee -a "$tmp/ddw.txt"
-  dd if="$tmp/raw" of=/dev/null bs=1M 2>&1 | tail -1 | tee -a "$tmp/ddr.txt"
-  rm -f "$tmp/raw"
+sizes=${BENCH_SIZES:-256 1024} np=${BENCH_NP:-2} versions=${BENCH_VERSIONS:-6}
+bench_start_pcmd --keep 2
+fs=$(df -T "$tmp" | awk 'NR==2 {print $2}')
+can_drop=0
+if [ -w /proc/sys/vm/drop_caches ] && sync && echo 3 >/proc/sys/vm/drop_caches 2>/dev/null; then
+  can_drop=1
+fi
+drop() { sync; echo 3 >/proc/sys/vm/drop_caches; }
+echo "== checkpoints on $np processes, $versions versions per size ($fs at $tmp)"
+mkdir -p "$tmp/raw"
+export CKPT_RAW_DIR=$tmp/raw
+for mb in $sizes; do
+  job=bench-ckpt-$mb
+  PCM_JOB=$job mpiexec -n "$np" "$B/bench/ckpt_cost" "$mb" shards "$versions" |
+    tee "$tmp/w$mb.txt"
+  for _ in $(seq "$versions"); do
+    dd if=/dev/zero of="$tmp/dd" bs=1M count="$mb" conv=fsync 2>&1 | tail -1 | tee -a "$tmp/dd$mb.txt"
+  done
+  rm -f "$tmp/dd"
+  for _ in 1 2 3; do
+    PCM_JOB=$job PCM_RESTART=1 mpiexec -n "$np" "$B/bench/ckpt_cost" "$mb" | tee -a "$tmp/rw$mb.txt"
+  done
+  if [ "$can_drop" = 1 ]; then
+    drop
+    PCM_JOB=$job PCM_RESTART=1 mpiexec -n "$np" "$B/bench/ckpt_cost" "$mb" | tee "$tmp/rc$mb.txt"
+  fi
 done
-python3 - "$tmp" "$mb" <<'PY'
-import re, statistics, sys, os
-d, mb = sys.argv[1], int(sys.argv[2])
-def times(name, pat):
-    return [float(x) for x in re.findall(pat, open(os.path.join(d, name)).read())]
-w = times("w.txt", r"wrote .*?: ([\d.]+) s")
-r = times("r.txt", r"read .*?: ([\d.]+) s")
-dw = times("ddw.txt", r"copied, ([\d.]+) s")
-dr = times("ddr.txt", r"copied, ([\d.]+) s")
-gb = mb * 1024 * 1024 / 1e9
+first=${sizes%% *}
+if [ "${BENCH_OLD:-1}" = 1 ]; then
+  PCM_JOB=bench-old mpiexec -n "$np" "$B/bench/ckpt_cost" "$first" store | tee "$tmp/ow.txt"
+  PCM_JOB=bench-old PCM_RESTART=1 mpiexec -n "$np" "$B/bench/ckpt_cost" "$first" store |
+    tee "$tmp/or.txt"
+fi
+python3 - "$tmp" "$sizes" "$can_drop" <<'PY'
+import os, re, statistics, sys
+d, sizes, can_drop = sys.argv[1], [int(x) for x in sys.argv[2].split()], sys.argv[3] == "1"
 med = statistics.median
-print(f"write: checkpoint {med(w):.3f} s ({gb / med(w):.2f} GB/s), dd conv=fsync {med(dw):.3f} s "
-      f"({gb / med(dw):.2f} GB/s): checkpoint/dd time {med(w) / med(dw):.2f}")
-print(f"read:  restart load {med(r):.3f} s ({gb / med(r):.2f} GB/s), dd {med(dr):.3f} s "
-      f"({gb / med(dr):.2f} GB/s): load/dd time {med(r) / med(dr):.2f} (page cache warm for both)")
+def text(name):
+    p = os.path.join(d, name)
+    return open(p).read() if os.path.exists(p) else ""
+print("\n| what | PCM | baseline, same bytes | baseline/PCM time (>= 0.8 is the target) |")
+print("| --- | --- | --- | --- |")
+for mb in sizes:
+    gb = mb * 1024 * 1024 / 1e9
+    pairs = [(float(a), float(b)) for a, b in
+             re.findall(r"wrote .*?: ([\d.]+) s, .*?raw write\(\)\+fsync ([\d.]+) s", text(f"w{mb}.txt"))]
+    steady = pairs[2:] or pairs
+    dd = [float(x) for x in re.findall(r"copied, ([\d.]+) s", text(f"dd{mb}.txt"))]
+    dd = dd[2:] or dd
+    w = med([p[0] for p in steady])
+    ratios = [b / a for a, b in steady]
+    print(f"| write {mb} MiB: PCM_Checkpoint (fsync included) vs write()+fsync by the same "
+          f"processes | {w:.3f} s ({gb / w:.2f} GB/s) | {med([p[1] for p in steady]):.3f} s | "
+          f"{med(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f}, {len(steady)} pairs) |")
+    print(f"| write {mb} MiB: PCM_Checkpoint vs dd conv=fsync | {w:.3f} s | {med(dd):.3f} s "
+          f"({gb / med(dd):.2f} GB/s) | {med(dd) / w:.2f} |")
+    for kind, name in (("warm", f"rw{mb}.txt"), ("cold", f"rc{mb}.txt")):
+        runs = [(float(a), float(b)) for a, b in
+                re.findall(r"read .*?: ([\d.]+) s, .*?raw read\(\) ([\d.]+) s", text(name))]
+        if runs:
+            a, b = med([r[0] for r in runs]), med([r[1] for r in runs])
+            print(f"| restart read {mb} MiB, page cache {kind}: PCM_Resume (chunks verified) vs "
+                  f"read() into new memory by the same processes | {a:.3f} s ({gb / a:.2f} GB/s) | "
+                  f"{b:.3f} s | {b / a:.2f} ({len(runs)} run{'s' if len(runs) > 1 else ''}) |")
+        elif kind == "cold" and not can_drop:
+            print(f"| restart read {mb} MiB, page cache cold | not measured: the page cache cannot be "
+                  f"dropped here (not root) | | |")
+ow, orr = text("ow.txt"), text("or.txt")
+m1, m2 = re.search(r"wrote .*?: ([\d.]+) s", ow), re.search(r"read .*?: ([\d.]+) s", orr)
+if m1 and m2:
+    print(f"\nthe paper's path through pcmd at {sizes[0]} MiB (PCM_Store + PCM_Commit, PCM_Load): "
+          f"write {float(m1.group(1)):.3f} s, read {float(m2.group(1)):.3f} s")
 PY
