@@ -415,11 +415,19 @@ int PCM_Adapt(MPI_Comm *comm);
 
 /*
  * PCM_Checkpoint — save every registered item and commit them as the durable version for
- * `iteration` (PCM_Store of each process's arrays and local values, rank 0's values and maps,
- * then PCM_Commit). In a restarted job, the iteration it restarted from is already saved: the
- * call returns PCM_SUCCESS without writing it again.
+ * `iteration`. Each process writes its own shard of the version (an HDF5 file in pcmd's data
+ * directory, straight from the registered buffers: its arrays' owned units, without ghosts, and
+ * its local values; rank 0 also the values and maps), with a checksum per MiB computed from
+ * memory, and fsyncs it; pcmd then commits the version in one rename. A process that does not
+ * see pcmd's data directory (another host without a shared file system), or any process when
+ * PCM_CHECKPOINT_DIRECT=0, sends its shard through pcmd instead. In a restarted job, the
+ * iteration it restarted from is already saved: the call returns PCM_SUCCESS without writing it
+ * again. A restart (PCM_Resume) reads each process's share from the shards, verifying the chunks
+ * it reads; a version found damaged is marked bad for good and the one before it is used.
  * Collective over comm; the same code on every process.
- * Errors: as PCM_Store and PCM_Commit.
+ * Errors: PCM_ERR_ARG, PCM_ERR_STATE, PCM_ERR_REFUSED (a valid version of `iteration` exists),
+ * PCM_ERR_INTERNAL (a write failed: a full disk), PCM_ERR_DAEMON; nothing counts as a version
+ * unless the call succeeds.
  */
 int PCM_Checkpoint(MPI_Comm comm, int iteration);
 

@@ -13,14 +13,16 @@
 #  - the paper's path through pcmd (PCM_Store + PCM_Commit, PCM_Load) at the first size, once,
 #    for comparison.
 # Environment: BENCH_SIZES, BENCH_NP, BENCH_VERSIONS, BENCH_DIR (a directory on the filesystem to
-# measure; default $TMPDIR or /tmp), BENCH_OLD=0 to skip the through-pcmd path.
+# measure; default $TMPDIR or /tmp), BENCH_OLD=0 to skip the through-pcmd path, BENCH_COLD=0 to
+# leave the machine's page cache alone.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/bench_common.sh"
 sizes=${BENCH_SIZES:-256 1024} np=${BENCH_NP:-2} versions=${BENCH_VERSIONS:-6}
 bench_start_pcmd --keep 2
 fs=$(df -T "$tmp" | awk 'NR==2 {print $2}')
 can_drop=0
-if [ -w /proc/sys/vm/drop_caches ] && sync && echo 3 >/proc/sys/vm/drop_caches 2>/dev/null; then
+if [ "${BENCH_COLD:-1}" != 0 ] && [ -w /proc/sys/vm/drop_caches ] && sync &&
+  echo 3 >/proc/sys/vm/drop_caches 2>/dev/null; then
   can_drop=1
 fi
 drop() { sync; echo 3 >/proc/sys/vm/drop_caches; }
@@ -81,8 +83,8 @@ for mb in sizes:
                   f"read() into new memory by the same processes | {a:.3f} s ({gb / a:.2f} GB/s) | "
                   f"{b:.3f} s | {b / a:.2f} ({len(runs)} run{'s' if len(runs) > 1 else ''}) |")
         elif kind == "cold" and not can_drop:
-            print(f"| restart read {mb} MiB, page cache cold | not measured: the page cache cannot be "
-                  f"dropped here (not root) | | |")
+            print(f"| restart read {mb} MiB, page cache cold | not measured: the page cache was not "
+                  f"dropped (not root, or BENCH_COLD=0) | | |")
 ow, orr = text("ow.txt"), text("or.txt")
 m1, m2 = re.search(r"wrote .*?: ([\d.]+) s", ow), re.search(r"read .*?: ([\d.]+) s", orr)
 if m1 and m2:
