@@ -45,6 +45,7 @@ Server::Server(zmq::context_t& context, ServerOptions options)
       socket_(context, zmq::socket_type::router),
       store_(options_.data_dir),
       checkpoints_(options_.data_dir),
+      bell_(context, zmq::socket_type::pair),
       log_(logger("pcmd", spdlog::level::info)) {
   if (options_.secret.empty()) fail(PCM_ERR_CONFIG, "pcmd needs a secret");
   checkpoints_.sweep();  // commits that died with an earlier pcmd count for nothing
@@ -98,9 +99,14 @@ Server::Server(zmq::context_t& context, ServerOptions options)
   address = address.substr(0, address.rfind(':'));
   if (address.size() > 1 && address.front() == '[') address = address.substr(1, address.size() - 2);
   watcher_ = std::make_unique<Watcher>(address, options_.secret);
+  const std::string wake = fmt::format("inproc://pcmd-data-{}", static_cast<const void*>(this));
+  bell_.bind(wake);
+  data_ = std::make_unique<DataThread>(context, wake);
   char name[256] = {0};
   if (::gethostname(name, sizeof name - 1) == 0) my_host_ = name;
 }
+
+Server::~Server() { data_.reset(); }
 
 void Server::run(const std::atomic<bool>& stop) {
   auto next_check = std::chrono::steady_clock::now();
@@ -109,14 +115,21 @@ void Server::run(const std::atomic<bool>& stop) {
       check_jobs_alive();
       next_check = std::chrono::steady_clock::now() + std::chrono::seconds(1);
     }
-    zmq::pollitem_t item{socket_.handle(), 0, ZMQ_POLLIN, 0};
+    zmq::pollitem_t items[2] = {{socket_.handle(), 0, ZMQ_POLLIN, 0},
+                                {bell_.handle(), 0, ZMQ_POLLIN, 0}};
     try {
-      if (zmq::poll(&item, 1, std::chrono::milliseconds(200)) == 0) continue;
+      zmq::poll(items, 2, std::chrono::milliseconds(200));
     } catch (const zmq::error_t& e) {
       if (e.num() == EINTR) continue;
       throw;
     }
-    serve_one();
+    if (items[1].revents & ZMQ_POLLIN) {
+      zmq::message_t m;
+      while (bell_.recv(m, zmq::recv_flags::dontwait)) {
+      }
+    }
+    finish_data_work();
+    if (items[0].revents & ZMQ_POLLIN) serve_one();
   }
 }
 
@@ -204,7 +217,9 @@ void Server::check_jobs_alive() {
 }
 
 void Server::serve_one() {
-  std::vector<zmq::message_t> frames;
+  // The frames live on the heap, where the data thread can read a request's data frame.
+  auto held = std::make_shared<std::vector<zmq::message_t>>();
+  std::vector<zmq::message_t>& frames = *held;
   do {
     zmq::message_t m;
     if (!socket_.recv(m, zmq::recv_flags::dontwait)) break;
@@ -229,12 +244,27 @@ void Server::serve_one() {
       json req = proto::decode(frames[body].data(), frames[body].size());
       const void* data = frames.size() == body + 2 ? frames[body + 1].data() : nullptr;
       std::size_t size = frames.size() == body + 2 ? frames[body + 1].size() : 0;
+      async_ = true;
+      deferred_.reset();
       reply = handle(req, data, size, reply_data);
+      async_ = false;
+      if (deferred_) {
+        data_->post(held, std::move(*deferred_));
+        deferred_.reset();
+        return;  // the reply follows when the data thread is done
+      }
     } catch (const Error& e) {
+      async_ = false;
       log_->warn("malformed request: {}", e.what());
       reply = proto::error_reply(e.code(), e.what());
     }
   }
+  send_reply(frames, reply, reply_data);
+}
+
+void Server::send_reply(std::vector<zmq::message_t>& frames, const json& reply,
+                        const std::vector<char>& reply_data) {
+  const bool delimited = frames.size() > 1 && frames[1].size() == 0;
   std::string head = proto::encode(reply);
   try {
     socket_.send(frames[0], zmq::send_flags::sndmore);
@@ -248,6 +278,50 @@ void Server::serve_one() {
   } catch (const zmq::error_t& e) {
     log_->warn("cannot send reply: {}", e.what());
   }
+}
+
+void Server::finish_data_work() {
+  for (auto& d : data_->take_done()) {
+    if (d.failed) {
+      const int code = static_cast<int>(d.reply.value("code", PCM_ERR_INTERNAL));
+      if (code != PCM_ERR_REFUSED && code != PCM_ERR_NOT_FOUND)
+        log_->warn("request failed: {}", d.reply.value("error", std::string("?")));
+    } else if (d.work.then) {
+      try {
+        d.work.then(d.reply);
+      } catch (const Error& e) {
+        d.reply = proto::error_reply(e.code(), e.what());
+        d.reply_data.clear();
+      } catch (const std::exception& e) {
+        log_->error("request failed unexpectedly: {}", e.what());
+        d.reply = proto::error_reply(PCM_ERR_INTERNAL, std::string("pcmd: ") + e.what());
+        d.reply_data.clear();
+      }
+    }
+    if (d.frames) send_reply(*d.frames, d.reply, d.reply_data);
+  }
+}
+
+json Server::defer(DataWork work, std::vector<char>& reply_data) {
+  if (async_) {
+    deferred_ = std::move(work);
+    return json{{"ok", true}, {"deferred", true}};
+  }
+  json reply = work.run(reply_data);
+  if (work.then) work.then(reply);
+  return reply;
+}
+
+void Server::in_background(std::function<void()> f) {
+  if (!async_) {
+    f();
+    return;
+  }
+  data_->post(nullptr, DataWork{[f = std::move(f)](std::vector<char>&) {
+                                  f();
+                                  return proto::ok_reply();
+                                },
+                                nullptr});
 }
 
 json Server::handle(const json& req, const void* data, std::size_t size,
@@ -280,16 +354,16 @@ json Server::dispatch(const std::string& op, const json& req, const void* data, 
                       std::vector<char>& reply_data) {
   if (op == "ping") return json{{"ok", true}, {"pid", ::getpid()}};
   if (op == "poll") return op_poll(req);
-  if (op == "store") return op_store(req, data, size);
+  if (op == "store") return op_store(req, data, size, reply_data);
   if (op == "load") return op_load(req, reply_data);
-  if (op == "register") return op_register(req);
+  if (op == "register") return op_register(req, reply_data);
   if (op == "reconfigured") return op_reconfigured(req);
   if (op == "finished") return op_finished(req);
   if (op == "status") return op_status(req);
   if (op == "migrate") return op_migrate(req);
   if (op == "split" || op == "merge" || op == "resize") return op_reshape(op, req);
   if (op == "commit" || op == "checkpoints" || op == "verify" || op == "prune")
-    return op_checkpoint(op, req);
+    return op_checkpoint(op, req, reply_data);
   if (op == "checkpoint_begin" || op == "checkpoint_commit" || op == "checkpoint_bad" ||
       op == "checkpoint_manifest")
     return op_shards(op, req, data, size, reply_data);
@@ -298,8 +372,12 @@ json Server::dispatch(const std::string& op, const json& req, const void* data, 
     auto iteration = proto::get_int(req, "iteration", 0, INT64_MAX);
     int rank = static_cast<int>(proto::get_int(req, "rank", 0, kMaxRanks));
     if (rank >= job.size) fail(PCM_ERR_ARG, "rank {} of a job of {} processes", rank, job.size);
-    checkpoints_.put_shard(job.name, iteration, rank, data, size);
-    return json{{"ok", true}};
+    return defer({[this, name = job.name, iteration, rank, data, size](std::vector<char>&) {
+                    checkpoints_.put_shard(name, iteration, rank, data, size);
+                    return proto::ok_reply();
+                  },
+                  nullptr},
+                 reply_data);
   }
   if (op == "host_add" || op == "host_list" || op == "host_drain" || op == "host_remove")
     return op_host(op, req);
@@ -322,10 +400,8 @@ void Server::note(Job& job, std::string event) {
   job.last_event = std::move(event);
 }
 
-json Server::op_register(const json& req) {
-  int size = static_cast<int>(proto::get_int(req, "size", 1, kMaxRanks));
-  auto hosts = get_hosts(req, size);
-  std::string name;
+// The name a registration takes; refused while a running job holds it.
+std::string Server::registration_name(const json& req) {
   if (auto wanted = proto::opt_string(req, "job", proto::kMaxName); wanted && !wanted->empty()) {
     if (!proto::valid_name(*wanted)) fail(PCM_ERR_ARG, "invalid job name '{}'", *wanted);
     auto it = jobs_.find(*wanted);
@@ -339,23 +415,48 @@ json Server::op_register(const json& req) {
            "job name '{}' is in use by a running job (if it has just died, pcmd notices within "
            "seconds: start again then; `pcmctl status {}` shows its state; or use another PCM_JOB)",
            *wanted, *wanted);
-    name = *wanted;
-  } else {
-    do name = "job-" + std::to_string(next_job_++);
-    while (jobs_.count(name));
+    return *wanted;
   }
+  std::string name;
+  do name = "job-" + std::to_string(next_job_++);
+  while (jobs_.count(name));
+  return name;
+}
+
+json Server::op_register(const json& req, std::vector<char>& reply_data) {
+  int size = static_cast<int>(proto::get_int(req, "size", 1, kMaxRanks));
+  get_hosts(req, size);  // checked now, used once registered
+  const std::string name = registration_name(req);
+  if (!proto::get_bool(req, "restart", false)) return register_job(req, name, std::nullopt);
+  // A restart: the newest version that verifies is found on the data thread (a version made
+  // through pcmd is read whole for its checksums).
+  auto found = std::make_shared<std::optional<Manifest>>();
+  return defer({[this, name, found](std::vector<char>&) {
+                  *found = checkpoints_.latest_valid(name);
+                  if (!*found)
+                    fail(PCM_ERR_NOT_FOUND, "job '{}' has no checkpoint version that verifies",
+                         name);
+                  return proto::ok_reply();
+                },
+                [this, req, found](json& reply) {
+                  reply = register_job(req, registration_name(req), *found);
+                }},
+               reply_data);
+}
+
+json Server::register_job(const json& req, const std::string& name,
+                          std::optional<Manifest> restarted_from) {
+  int size = static_cast<int>(proto::get_int(req, "size", 1, kMaxRanks));
   Job job;
   job.name = name;
-  if (proto::get_bool(req, "restart", false)) {
-    auto m = checkpoints_.latest_valid(name);
-    if (!m) fail(PCM_ERR_NOT_FOUND, "job '{}' has no checkpoint version that verifies", name);
-    job.restarted_from = m;
-    job.layout = m->layout;
+  if (restarted_from) {
+    job.layout = restarted_from->layout;
+    job.restarted_from = std::move(restarted_from);
   }
   job.state = JobState::kRunning;
   job.incarnation = next_incarnation_++;
   job.size = size;
-  job.hosts = std::move(hosts);
+  job.hosts = get_hosts(req, size);
   job.executable = proto::opt_string(req, "executable", 4096).value_or("");
   job.rank0_pid = static_cast<long>(proto::opt_int(req, "pid", 0, INT32_MAX).value_or(0));
   job.rank0_host = job.hosts[0];
@@ -411,7 +512,8 @@ json Server::op_reconfigured(const json& req) {
       Distribution d = Distribution::from_json(*it);
       if (d.size() != size)
         fail(PCM_ERR_ARG, "the layout describes {} ranks, not {}", d.size(), size);
-      store_.put_layout(job.name, proto::encode(d.to_json()), job.pending->id);
+      in_background([this, name = job.name, bytes = proto::encode(d.to_json()),
+                     id = job.pending->id] { store_.put_layout(name, bytes, id); });
       job.layout_command = job.pending->id;
       job.layout = d.to_json();
     }
@@ -447,7 +549,8 @@ json Server::op_finished(const json& req) {
   return proto::ok_reply();
 }
 
-json Server::op_store(const json& req, const void* data, std::size_t size) {
+json Server::op_store(const json& req, const void* data, std::size_t size,
+                      std::vector<char>& reply_data) {
   auto job = proto::get_string(req, "job", proto::kMaxName);
   if (!jobs_.count(job)) fail(PCM_ERR_REFUSED, "unknown job '{}'", job);
   int rank = static_cast<int>(proto::get_int(req, "rank", 0, kMaxRanks));
@@ -461,8 +564,12 @@ json Server::op_store(const json& req, const void* data, std::size_t size) {
     fail(PCM_ERR_ARG, "store of {} x {} carries {} bytes of data", count, proto::type_name(type),
          size);
   if (count > 0 && !data) fail(PCM_ERR_ARG, "store without a data frame");
-  store_.put(job, rank, key, type, data, static_cast<std::uint64_t>(count));
-  return proto::ok_reply();
+  return defer({[this, job, rank, key, type, data, count](std::vector<char>&) {
+                  store_.put(job, rank, key, type, data, static_cast<std::uint64_t>(count));
+                  return proto::ok_reply();
+                },
+                nullptr},
+               reply_data);
 }
 
 json Server::op_load(const json& req, std::vector<char>& reply_data) {
@@ -492,16 +599,29 @@ json Server::op_load(const json& req, std::vector<char>& reply_data) {
              job, rank, key);
       return json{{"ok", true}, {"type", meta->type}, {"count", meta->count}};
     }
-    auto meta = checkpoints_.read(*m, rank, key, reply_data);
-    return json{{"ok", true}, {"type", meta.type}, {"count", meta.count}, {"has_data", true}};
+    return defer(
+        {[this, m = *m, rank, key](std::vector<char>& out) {
+           auto meta = checkpoints_.read(m, rank, key, out);
+           return json{
+               {"ok", true}, {"type", meta.type}, {"count", meta.count}, {"has_data", true}};
+         },
+         nullptr},
+        reply_data);
   }
-  if (meta_only) {
-    auto m = store_.meta(job, rank, key);
-    if (!m) fail(PCM_ERR_NOT_FOUND, "nothing stored for job '{}' rank {} key '{}'", job, rank, key);
-    return json{{"ok", true}, {"type", m->type}, {"count", m->count}};
-  }
-  auto m = store_.get(job, rank, key, reply_data);
-  return json{{"ok", true}, {"type", m.type}, {"count", m.count}, {"has_data", true}};
+  return defer(
+      {[this, job, rank, key, meta_only](std::vector<char>& out) {
+         if (meta_only) {
+           auto m = store_.meta(job, rank, key);
+           if (!m)
+             fail(PCM_ERR_NOT_FOUND, "nothing stored for job '{}' rank {} key '{}'", job, rank,
+                  key);
+           return json{{"ok", true}, {"type", m->type}, {"count", m->count}};
+         }
+         auto m = store_.get(job, rank, key, out);
+         return json{{"ok", true}, {"type", m.type}, {"count", m.count}, {"has_data", true}};
+       },
+       nullptr},
+      reply_data);
 }
 
 json Server::job_json(const Job& job) const {
@@ -579,7 +699,7 @@ json Server::queue(Job& job, proto::Command c) {
               {"hosts", c.hosts}, {"size", c.size},  {"text", c.describe()}};
 }
 
-json Server::op_checkpoint(const std::string& op, const json& req) {
+json Server::op_checkpoint(const std::string& op, const json& req, std::vector<char>& reply_data) {
   auto name = proto::get_string(req, "job", proto::kMaxName);
   if (!proto::valid_name(name)) fail(PCM_ERR_ARG, "invalid job name '{}'", name);
   auto status_json = [](const VersionStatus& v) {
@@ -593,30 +713,42 @@ json Server::op_checkpoint(const std::string& op, const json& req) {
     Job& job = find_job(req);
     auto iteration = proto::get_int(req, "iteration", 0, INT64_MAX);
     int size = static_cast<int>(proto::get_int(req, "size", 1, kMaxRanks));
-    Manifest m = checkpoints_.commit(store_, name, iteration, size, job.layout);
-    auto removed = checkpoints_.prune(name, options_.keep_versions, iteration);
-    note(job,
-         fmt::format("checkpoint of iteration {} committed ({} bytes)", iteration, m.file_size));
-    log_->info("job {}: {}", name, job.last_event);
-    return json{
-        {"ok", true}, {"iteration", iteration}, {"bytes", m.file_size}, {"pruned", removed}};
+    const long long incarnation = job.incarnation;
+    return defer(
+        {[this, name, iteration, size, layout = job.layout](std::vector<char>&) {
+           Manifest m = checkpoints_.commit(store_, name, iteration, size, layout);
+           auto removed = checkpoints_.prune(name, options_.keep_versions, iteration);
+           return json{
+               {"ok", true}, {"iteration", iteration}, {"bytes", m.file_size}, {"pruned", removed}};
+         },
+         [this, name, incarnation](json& reply) {
+           auto it = jobs_.find(name);
+           if (it == jobs_.end() || it->second.incarnation != incarnation) return;
+           note(it->second, fmt::format("checkpoint of iteration {} committed ({} bytes)",
+                                        reply["iteration"].get<std::int64_t>(),
+                                        reply["bytes"].get<std::uint64_t>()));
+           log_->info("job {}: {}", name, it->second.last_event);
+         }},
+        reply_data);
   }
-  if (op == "checkpoints") {
-    json versions = json::array();
-    for (const auto& v : checkpoints_.list(name)) versions.push_back(status_json(v));
-    return json{{"ok", true}, {"versions", versions}};
-  }
-  if (op == "verify") {
-    json versions = json::array();
-    if (auto it = proto::opt_int(req, "iteration", 0, INT64_MAX)) {
-      versions.push_back(status_json(checkpoints_.verify(name, *it)));
-    } else {
-      for (const auto& v : checkpoints_.list(name)) versions.push_back(status_json(v));
-    }
-    return json{{"ok", true}, {"versions", versions}};
-  }
-  auto keep = proto::get_int(req, "keep", 1, 1 << 20);
-  return json{{"ok", true}, {"pruned", checkpoints_.prune(name, static_cast<std::size_t>(keep))}};
+  std::optional<std::int64_t> one;
+  if (op == "verify") one = proto::opt_int(req, "iteration", 0, INT64_MAX);
+  std::size_t keep = 0;
+  if (op == "prune") keep = static_cast<std::size_t>(proto::get_int(req, "keep", 1, 1 << 20));
+  return defer({[this, op, name, one, keep, status_json](std::vector<char>&) {
+                  if (op == "prune")
+                    return json{{"ok", true}, {"pruned", checkpoints_.prune(name, keep)}};
+                  json versions = json::array();
+                  if (one) {
+                    versions.push_back(status_json(checkpoints_.verify(name, *one)));
+                  } else {
+                    for (const auto& v : checkpoints_.list(name))
+                      versions.push_back(status_json(v));
+                  }
+                  return json{{"ok", true}, {"versions", versions}};
+                },
+                nullptr},
+               reply_data);
 }
 
 // Checkpoints whose bytes the ranks write themselves (format 2): pcmd makes the version's
@@ -627,33 +759,52 @@ json Server::op_shards(const std::string& op, const json& req, const void* data,
   Job& job = find_job(req);
   if (op == "checkpoint_begin") {
     auto iteration = proto::get_int(req, "iteration", 0, INT64_MAX);
-    auto d = checkpoints_.begin_shards(job.name, iteration);
-    return json{{"ok", true}, {"dir", d.dir.string()}, {"token", d.token}};
+    return defer({[this, name = job.name, iteration](std::vector<char>&) {
+                    auto d = checkpoints_.begin_shards(name, iteration);
+                    return json{{"ok", true}, {"dir", d.dir.string()}, {"token", d.token}};
+                  },
+                  nullptr},
+                 reply_data);
   }
   if (op == "checkpoint_commit") {
     auto iteration = proto::get_int(req, "iteration", 0, INT64_MAX);
     int nprocs = static_cast<int>(proto::get_int(req, "size", 1, kMaxRanks));
     // The shard table travels as the data frame: at one checksum per MiB it outgrows a header.
-    std::vector<ShardRecord> shards;
-    try {
-      json table = proto::decode_large(data, size, kMaxShardTable);
-      for (const auto& r : table.at("shards")) shards.push_back(ShardRecord::from_json(r));
-    } catch (const json::exception& e) {
-      fail(PCM_ERR_ARG, "the shard table: {}", e.what());
-    }
     json layout = req.contains("layout") ? req.at("layout") : job.layout;
-    const auto t0 = std::chrono::steady_clock::now();
-    Manifest m = checkpoints_.commit_shards(job.name, iteration, nprocs, layout, std::move(shards));
-    const auto t1 = std::chrono::steady_clock::now();
-    auto removed = checkpoints_.prune(job.name, options_.keep_versions, iteration);
-    log_->debug("job {}: commit {:.3f} s, prune {:.3f} s", job.name,
-                std::chrono::duration<double>(t1 - t0).count(),
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count());
-    note(job, fmt::format("checkpoint of iteration {} committed ({} bytes in {} shards)", iteration,
-                          m.file_size, m.nprocs));
-    log_->info("job {}: {}", job.name, job.last_event);
-    return json{
-        {"ok", true}, {"iteration", iteration}, {"bytes", m.file_size}, {"pruned", removed}};
+    return defer(
+        {[this, name = job.name, iteration, nprocs, layout, data, size](std::vector<char>&) {
+           std::vector<ShardRecord> shards;
+           try {
+             json table = proto::decode_large(data, size, kMaxShardTable);
+             for (const auto& r : table.at("shards")) shards.push_back(ShardRecord::from_json(r));
+           } catch (const json::exception& e) {
+             fail(PCM_ERR_ARG, "the shard table: {}", e.what());
+           }
+           const auto t0 = std::chrono::steady_clock::now();
+           Manifest m =
+               checkpoints_.commit_shards(name, iteration, nprocs, layout, std::move(shards));
+           const auto t1 = std::chrono::steady_clock::now();
+           auto removed = checkpoints_.prune(name, options_.keep_versions, iteration);
+           log_->debug(
+               "job {}: commit {:.3f} s, prune {:.3f} s", name,
+               std::chrono::duration<double>(t1 - t0).count(),
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count());
+           return json{{"ok", true},
+                       {"iteration", iteration},
+                       {"bytes", m.file_size},
+                       {"shards", m.nprocs},
+                       {"pruned", removed}};
+         },
+         [this, name = job.name, incarnation = job.incarnation](json& reply) {
+           auto it = jobs_.find(name);
+           if (it == jobs_.end() || it->second.incarnation != incarnation) return;
+           note(it->second,
+                fmt::format("checkpoint of iteration {} committed ({} bytes in {} shards)",
+                            reply["iteration"].get<std::int64_t>(),
+                            reply["bytes"].get<std::uint64_t>(), reply["shards"].get<int>()));
+           log_->info("job {}: {}", name, it->second.last_event);
+         }},
+        reply_data);
   }
   if (op == "checkpoint_bad") {
     // A restarted job found its version damaged: never again; the next one, if any.
@@ -661,19 +812,30 @@ json Server::op_shards(const std::string& op, const json& req, const void* data,
     auto why = proto::get_string(req, "why", 2000);
     if (!job.restarted_from || job.restarted_from->iteration != iteration)
       fail(PCM_ERR_REFUSED, "job '{}' was not restarted from version {}", job.name, iteration);
-    checkpoints_.mark_bad(job.name, iteration, why);
-    log_->warn("job {}: version {} is damaged ({}); it will not be used again", job.name, iteration,
-               why);
-    auto m = checkpoints_.latest_valid(job.name);
-    if (!m) {
-      job.restarted_from.reset();
-      fail(PCM_ERR_NOT_FOUND, "job '{}' has no other checkpoint version that verifies", job.name);
-    }
-    job.restarted_from = m;
-    job.layout = m->layout;
-    note(job, fmt::format("version {} is damaged; restarting from iteration {} ({} processes)",
-                          iteration, m->iteration, m->nprocs));
-    return json{{"ok", true}, {"restart", {{"iteration", m->iteration}, {"nprocs", m->nprocs}}}};
+    auto next = std::make_shared<std::optional<Manifest>>();
+    return defer(
+        {[this, name = job.name, iteration, why, next](std::vector<char>&) {
+           checkpoints_.mark_bad(name, iteration, why);
+           log_->warn("job {}: version {} is damaged ({}); it will not be used again", name,
+                      iteration, why);
+           *next = checkpoints_.latest_valid(name);
+           if (!*next)
+             fail(PCM_ERR_NOT_FOUND, "job '{}' has no other checkpoint version that verifies",
+                  name);
+           return json{
+               {"ok", true},
+               {"restart", {{"iteration", (*next)->iteration}, {"nprocs", (*next)->nprocs}}}};
+         },
+         [this, name = job.name, incarnation = job.incarnation, iteration, next](json&) {
+           auto it = jobs_.find(name);
+           if (it == jobs_.end() || it->second.incarnation != incarnation) return;
+           Job& j = it->second;
+           j.restarted_from = *next;
+           j.layout = (*next)->layout;
+           note(j, fmt::format("version {} is damaged; restarting from iteration {} ({} processes)",
+                               iteration, (*next)->iteration, (*next)->nprocs));
+         }},
+        reply_data);
   }
   // checkpoint_manifest: the version a restarted job reads.
   auto iteration = proto::get_int(req, "iteration", 0, INT64_MAX);

@@ -15,6 +15,7 @@
 
 #include "checkpoint.h"
 #include "command.h"
+#include "data_thread.h"
 #include "hosts.h"
 #include "probe.h"
 #include "protocol.h"
@@ -85,6 +86,9 @@ struct Job {
 class Server {
  public:
   Server(zmq::context_t& context, ServerOptions options);
+  ~Server();  // finishes the data thread's queued work first
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
 
   // The endpoint actually bound (with the port chosen by the system).
   const std::string& endpoint() const { return endpoint_; }
@@ -94,6 +98,15 @@ class Server {
   // Serves until stop becomes true (checked at least every 200 ms).
   void run(const std::atomic<bool>& stop);
 
+  // For tests: runs f on the data thread, in turn with the requests' disk work (thread-safe).
+  void run_on_data_thread(std::function<void()> f) {
+    data_->post(nullptr, DataWork{[f = std::move(f)](std::vector<char>&) {
+                                    f();
+                                    return proto::ok_reply();
+                                  },
+                                  nullptr});
+  }
+
   // Handles one request; exposed for tests. data/size: the optional second frame.
   // Returns the reply header and fills reply_data for "load".
   proto::json handle(const proto::json& request, const void* data, std::size_t size,
@@ -101,6 +114,19 @@ class Server {
 
  private:
   void serve_one();
+  // Sends a reply along the route of a request's frames.
+  void send_reply(std::vector<zmq::message_t>& frames, const proto::json& reply,
+                  const std::vector<char>& reply_data);
+  // Replies to the requests whose disk work the data thread has finished.
+  void finish_data_work();
+  // A request's disk part: carried out at once when handle() is called directly (tests), else
+  // handed to the data thread, the reply following when it is done.
+  proto::json defer(DataWork work, std::vector<char>& reply_data);
+  // Disk work nobody waits for (a layout kept for a restart), in order with the rest.
+  void in_background(std::function<void()> f);
+  std::string registration_name(const proto::json& req);
+  proto::json register_job(const proto::json& req, const std::string& name,
+                           std::optional<Manifest> restarted_from);
   void check_jobs_alive();
   void take_watch_events();
   void fail_job(Job& job, std::string why);
@@ -110,18 +136,20 @@ class Server {
   Job& find_job(const proto::json& req);
   proto::json job_json(const Job& job) const;
 
-  proto::json op_register(const proto::json& req);
+  proto::json op_register(const proto::json& req, std::vector<char>& reply_data);
   proto::json op_shards(const std::string& op, const proto::json& req, const void* data,
                         std::size_t size, std::vector<char>& reply_data);
   proto::json op_poll(const proto::json& req);
   proto::json op_reconfigured(const proto::json& req);
   proto::json op_finished(const proto::json& req);
-  proto::json op_store(const proto::json& req, const void* data, std::size_t size);
+  proto::json op_store(const proto::json& req, const void* data, std::size_t size,
+                       std::vector<char>& reply_data);
   proto::json op_load(const proto::json& req, std::vector<char>& reply_data);
   proto::json op_status(const proto::json& req);
   proto::json op_migrate(const proto::json& req);
   proto::json op_reshape(const std::string& op, const proto::json& req);
-  proto::json op_checkpoint(const std::string& op, const proto::json& req);
+  proto::json op_checkpoint(const std::string& op, const proto::json& req,
+                            std::vector<char>& reply_data);
   Job& job_for_command(const proto::json& req);
   proto::json queue(Job& job, proto::Command c);
 
@@ -152,6 +180,12 @@ class Server {
   std::string endpoint_;
   Store store_;
   Checkpoints checkpoints_;
+  // The data thread and the bell it rings when work is done (destroyed before the store and the
+  // checkpoints it uses).
+  zmq::socket_t bell_;
+  std::unique_ptr<DataThread> data_;
+  bool async_ = false;                // serve_one is handling a request: defer() hands work over
+  std::optional<DataWork> deferred_;  // what defer() handed over for the request being handled
   std::map<std::string, Job> jobs_;
   std::int64_t next_command_ = 1;
   std::int64_t next_job_ = 1;

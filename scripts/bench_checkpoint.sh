@@ -46,8 +46,27 @@ for mb in $sizes; do
   fi
 done
 first=${sizes%% *}
+# How long `pcmctl status` takes to answer: idle, then while a job moves data through pcmd.
+status_times() {  # status_times FILE: times `pcmctl status` until $tmp/stop-status exists
+  while [ ! -e "$tmp/stop-status" ]; do
+    local t0 t1
+    t0=$(date +%s%N)
+    "$B/pcmctl" status >/dev/null
+    t1=$(date +%s%N)
+    echo $(((t1 - t0) / 1000)) >>"$1"
+  done
+}
 if [ "${BENCH_OLD:-1}" = 1 ]; then
+  for _ in $(seq 20); do
+    t0=$(date +%s%N)
+    "$B/pcmctl" status >/dev/null
+    echo $((($(date +%s%N) - t0) / 1000)) >>"$tmp/idle-status.txt"
+  done
+  status_times "$tmp/busy-status.txt" &
+  poller=$!
   PCM_JOB=bench-old mpiexec -n "$np" "$B/bench/ckpt_cost" "$first" store | tee "$tmp/ow.txt"
+  touch "$tmp/stop-status"
+  wait "$poller"
   PCM_JOB=bench-old PCM_RESTART=1 mpiexec -n "$np" "$B/bench/ckpt_cost" "$first" store |
     tee "$tmp/or.txt"
 fi
@@ -87,6 +106,12 @@ for mb in sizes:
                   f"dropped (not root, or BENCH_COLD=0) | | |")
 ow, orr = text("ow.txt"), text("or.txt")
 m1, m2 = re.search(r"wrote .*?: ([\d.]+) s", ow), re.search(r"read .*?: ([\d.]+) s", orr)
+idle = [int(x) / 1000 for x in text("idle-status.txt").split()]
+busy = [int(x) / 1000 for x in text("busy-status.txt").split()]
+if idle and busy:
+    print(f"\n`pcmctl status` (a new process each time): idle median {med(idle):.1f} ms; while a "
+          f"job stores and commits {sizes[0]} MiB through pcmd: median {med(busy):.1f} ms, max "
+          f"{max(busy):.1f} ms ({len(busy)} answers)")
 if m1 and m2:
     print(f"\nthe paper's path through pcmd at {sizes[0]} MiB (PCM_Store + PCM_Commit, PCM_Load): "
           f"write {float(m1.group(1)):.3f} s, read {float(m2.group(1)):.3f} s")

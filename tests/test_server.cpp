@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <map>
 #include <thread>
 
@@ -633,4 +634,49 @@ TEST_F(ServerTest, ADrainedHostLeavesWhenItsLastJobIsLost) {
   EXPECT_TRUE(row.is_null()) << row.dump();
   EXPECT_EQ(client_->request({{"op", "status"}, {"job", "x"}}).header["jobs"][0]["state"],
             "failed");
+}
+
+// While one job's disk work is under way (here held on the data thread until released), pcmd
+// answers everything else: status, another job's registration and polls, a ping. Nothing is
+// timed: the store's reply must simply still be outstanding while the others come back.
+TEST_F(ServerTest, DiskWorkNeverHoldsUpTheRequestLoop) {
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::atomic<bool> held{false};
+  server_->run_on_data_thread([&] {
+    held = true;
+    released.wait();
+  });
+  while (!held) std::this_thread::yield();
+  register_job("big", 1);
+  std::atomic<bool> stored{false};
+  std::thread storer([&] {
+    Client c(ctx_, server_->endpoint(), "right-secret");
+    std::vector<double> x(1 << 16, 1.5);
+    c.request({{"op", "store"},
+               {"job", "big"},
+               {"rank", 0},
+               {"key", "x"},
+               {"type", PCM_DOUBLE},
+               {"count", x.size()}},
+              x.data(), x.size() * sizeof(double), 30000);
+    stored = true;
+  });
+  Client other(ctx_, server_->endpoint(), "right-secret");
+  auto r =
+      other.request({{"op", "register"}, {"job", "small"}, {"size", 1}, {"hosts", {"localhost"}}},
+                    nullptr, 0, 5000);
+  EXPECT_EQ(r.header["job"], "small");
+  EXPECT_TRUE(other.request({{"op", "poll"}, {"job", "small"}, {"iteration", 3}}, nullptr, 0, 5000)
+                  .header.value("ok", false));
+  auto st = other.request({{"op", "status"}}, nullptr, 0, 5000).header;
+  EXPECT_EQ(st["jobs"].size(), 2u);
+  EXPECT_FALSE(stored) << "the store was answered while the data thread was held";
+  release.set_value();
+  storer.join();
+  EXPECT_TRUE(stored);
+  // And the store took effect, in order, before the load that follows it.
+  auto l =
+      other.request({{"op", "load"}, {"job", "big"}, {"rank", 0}, {"key", "x"}}, nullptr, 0, 5000);
+  EXPECT_EQ(l.data.size(), (1u << 16) * sizeof(double));
 }

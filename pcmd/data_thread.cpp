@@ -1,0 +1,75 @@
+// data_thread.cpp — the disk work of pcmd's requests, off the request loop (data_thread.h).
+#include "data_thread.h"
+
+#include "error.h"
+#include "pcm_types.h"
+
+namespace pcm::detail {
+
+DataThread::DataThread(zmq::context_t& context, const std::string& wake)
+    : thread_([this, &context, wake] { run(context, wake); }) {}
+
+DataThread::~DataThread() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  cv_.notify_one();
+  thread_.join();
+}
+
+void DataThread::post(std::shared_ptr<std::vector<zmq::message_t>> frames, DataWork work) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    queue_.push_back(Done{std::move(frames), std::move(work), {}, {}, false});
+  }
+  cv_.notify_one();
+}
+
+std::vector<DataThread::Done> DataThread::take_done() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<Done> out;
+  out.swap(done_);
+  return out;
+}
+
+std::size_t DataThread::queued() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return queue_.size();
+}
+
+void DataThread::run(zmq::context_t& context, std::string wake) {
+  zmq::socket_t bell(context, zmq::socket_type::pair);
+  bell.set(zmq::sockopt::linger, 0);
+  bell.connect(wake);
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (true) {
+    cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+    if (queue_.empty()) return;  // stopping, and nothing left
+    Done d = std::move(queue_.front());
+    queue_.pop_front();
+    lock.unlock();
+    try {
+      d.reply = d.work.run(d.reply_data);
+    } catch (const Error& e) {
+      d.reply = proto::error_reply(e.code(), e.what());
+      d.reply_data.clear();
+      d.failed = true;
+    } catch (const std::exception& e) {
+      d.reply = proto::error_reply(PCM_ERR_INTERNAL, std::string("pcmd: ") + e.what());
+      d.reply_data.clear();
+      d.failed = true;
+    }
+    lock.lock();
+    done_.push_back(std::move(d));
+    lock.unlock();
+    try {
+      bell.send(zmq::str_buffer("."), zmq::send_flags::dontwait);
+    } catch (const zmq::error_t&) {
+      // The loop still finds the work done at its next turn (it looks at least every 200 ms).
+    }
+    lock.lock();
+  }
+}
+
+}  // namespace pcm::detail
