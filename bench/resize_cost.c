@@ -3,9 +3,9 @@
  * cut into units of 1024 doubles (8 KiB), block layout. Three ways to move it (MODE):
  *   live  under pcmd: each `pcmctl resize` becomes a PCM_Split or a PCM_Merge, until DIR/stop
  *         exists. Old rank 0 prints "start" when PCM_Status has returned the command.
- *   ckpt  a started job prints "start", stores the array (PCM_Store_dist of the map, PCM_Store of
- *         the buffer), commits (PCM_Commit) and exits; started again with PCM_RESTART=1 (and the
- *         same PCM_JOB) at another count, it loads with PCM_Load_redistribute.
+ *   ckpt  a started job registers the array, prints "start", checkpoints it (PCM_Checkpoint:
+ *         every rank writes its shard, pcmd commits) and exits; started again with PCM_RESTART=1
+ *         (and the same PCM_JOB) at another count, PCM_Resume reads its share from the shards.
  *   raw   plain MPI and POSIX (no pcmd, no HDF5): a started job prints "start", each rank writes
  *         its block to DIR/rank-R.bin (write, fsync; then rank 0 fsyncs DIR) and exits; started
  *         again with PCM_RESTART=1 at another count, each rank preads the ranges it needs.
@@ -153,30 +153,29 @@ static int live(MPI_Comm world, long units, const char *dir, const char *self) {
   return bad;
 }
 
-/* ckpt: store, commit and exit; or, restarted, load at this run's process count. */
+/* ckpt: register the array, checkpoint it (PCM_Checkpoint: every rank writes its shard) and exit;
+ * or, restarted, PCM_Resume reads this run's share at its process count. */
 static int ckpt(MPI_Comm world, long units) {
-  PCM_Dist dist = NULL, old = NULL;
-  double *buf, t;
+  PCM_Dist dist = NULL;
+  double *buf = NULL, t;
   int rank, size, bad = 0;
-  long elements;
+  const int restarted = PCM_Process_Status() == PCM_RESTARTED;
   PCM_Comm_rank(world, &rank);
   MPI_Comm_size(world, &size);
-  elements = create(units, size, rank, &dist, &buf);
-  if (PCM_Process_Status() == PCM_RESTARTED) {
-    ok(PCM_Load_dist(0, "dist", &old), "PCM_Load_dist");
-    ok(PCM_Load_redistribute("buf", PCM_DOUBLE, old, dist, rank, buf), "PCM_Load_redistribute");
+  if (!restarted) {
+    create(units, size, rank, &dist, &buf);
+    walk(buf, dist, rank, 1);
+  }
+  ok(PCM_Register_dist("buf", (void **)&buf, PCM_DOUBLE, &dist), "PCM_Register_dist");
+  if (restarted) {
+    ok(PCM_Resume(&world), "PCM_Resume");
     t = arrived(world);
     bad = report(world, t, 0, walk(buf, dist, rank, 0));
-    PCM_Dist_free(&old);
   } else {
-    walk(buf, dist, rank, 1);
+    ok(PCM_Resume(&world), "PCM_Resume");
     MPI_Barrier(world);
-    if (rank == 0) {
-      start(0);
-      ok(PCM_Store_dist(0, "dist", dist), "PCM_Store_dist");
-    }
-    ok(PCM_Store(rank, "buf", buf, PCM_DOUBLE, elements), "PCM_Store");
-    ok(PCM_Commit(world, 1), "PCM_Commit");
+    if (rank == 0) start(0);
+    ok(PCM_Checkpoint(world, 1), "PCM_Checkpoint");
   }
   free(buf);
   PCM_Dist_free(&dist);

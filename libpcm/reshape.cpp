@@ -286,13 +286,27 @@ void Runtime::merge_arrays(const std::vector<ArrayRef>& arrays) {
   const int me = new_of[rank_];
   std::vector<char*> newbufs(arrays.size(), nullptr);
   try {
+    // Survivors on one host read the leavers' buffers directly, as a split's new processes read
+    // the old ones (one copy, none through MPI); where any cannot, everyone falls back to MPI.
+    cma_token_ = std::random_device{}() * 4294967296ULL + std::random_device{}();
     for (std::size_t i = 0; i < arrays.size(); ++i) {
       const std::size_t elem = proto::type_size(arrays[i].type);
+      const Distribution& from = (*arrays[i].dist)->d;
+      const std::vector<Transfer> moves = plan(from, next[i]);
       if (me >= 0) newbufs[i] = new_buffer(next[i], me, elem);
+      json sources = bcast_json(json{{"cma", cma_sources(world_.get(), rank_, size_, *arrays[i].buf,
+                                                         &cma_token_, settings_.split_cma)}},
+                                0, world_.get())
+                         .at("cma");
+      int read = !sources.is_null() &&
+                 (me < 0 || cma_read(sources, moves, me, from, next[i], newbufs[i], elem));
+      // Until every survivor has read, every old buffer stays where it is.
+      mpi_check(MPI_Allreduce(MPI_IN_PLACE, &read, 1, MPI_INT, MPI_MIN, world_.get()),
+                "MPI_Allreduce");
+      if (read) continue;
       // Plan in new ranks; the exchange addresses each new rank through the old rank that keeps
       // it.
-      exchange(world_.get(), size_, plan((*arrays[i].dist)->d, next[i]), rank_, me,
-               (*arrays[i].dist)->d, next[i], old_of_new, identity(size_),
+      exchange(world_.get(), size_, moves, rank_, me, from, next[i], old_of_new, identity(size_),
                static_cast<const char*>(*arrays[i].buf), newbufs[i], arrays[i].type);
     }
   } catch (...) {

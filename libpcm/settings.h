@@ -10,7 +10,8 @@ struct Settings {
   int data_timeout_ms = 600000;    // PCM_DATA_TIMEOUT_MS: store, load, commit, restart
   long poll_interval_ms = 50;      // PCM_POLL_MS: rank 0 asks pcmd for commands at most this often
   double status_window_us = 1000;  // PCM_STATUS_WINDOW_US: length of an agreement window (0: none)
-  bool split_cma = true;           // PCM_SPLIT_CMA: a split's new processes may read old buffers
+  bool split_cma = true;           // PCM_SPLIT_CMA: a split's new processes (a merge's survivors)
+                                   // may read old buffers directly
   // PCM_CHECKPOINT_DIRECT: PCM_Checkpoint's ranks write and read their shards themselves where
   // they see pcmd's data directory (0: always through pcmd).
   bool checkpoint_direct = true;
