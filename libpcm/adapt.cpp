@@ -40,6 +40,20 @@ void recv_bytes(void* data, std::size_t n, int src, MPI_Comm comm) {
 
 }  // namespace
 
+Distribution restart_map(const Item& item, const Distribution& from, int saved_nprocs, int size,
+                         int damage) {
+  if (from.size() != saved_nprocs)
+    fail(damage, "'{}': the saved map describes {} processes, the version {}", item.name,
+         from.size(), saved_nprocs);
+  if (!*item.dist || (*item.dist)->d.size() != size) return from.resized(size);
+  const Distribution& to = (*item.dist)->d;
+  if (to.units() != from.units() || to.unit_len() != from.unit_len())
+    fail(PCM_ERR_ARG,
+         "'{}': the map set before PCM_Resume has {} units of {}, the saved array {} of {}",
+         item.name, to.units(), to.unit_len(), from.units(), from.unit_len());
+  return to;
+}
+
 void hand_over(const Item& item, char* buf, Distribution map) {
   std::free(*item.buf);
   *item.buf = buf;
@@ -251,19 +265,7 @@ void Runtime::resume_restarted_whole() {
       std::string bytes(static_cast<std::size_t>(count), '\0');
       load(0, mkey.c_str(), bytes.data(), PCM_BYTE, count);
       const Distribution from = Distribution::from_json(proto::decode(bytes.data(), bytes.size()));
-      if (from.size() != restart_nprocs_)
-        fail(PCM_ERR_INTERNAL, "'{}': the saved map describes {} processes, the version {}",
-             i->name, from.size(), restart_nprocs_);
-      Distribution to;
-      if (*i->dist && (*i->dist)->d.size() == size_) {
-        to = (*i->dist)->d;
-        if (to.units() != from.units() || to.unit_len() != from.unit_len())
-          fail(PCM_ERR_ARG,
-               "'{}': the map set before PCM_Resume has {} units of {}, the saved array {} of {}",
-               i->name, to.units(), to.unit_len(), from.units(), from.unit_len());
-      } else {
-        to = from.resized(size_);
-      }
+      Distribution to = restart_map(*i, from, restart_nprocs_, size_, PCM_ERR_INTERNAL);
       char* buf = fresh.add(new_buffer(to, rank_, proto::type_size(i->type)));
       load_redistribute(Registry::key(*i).c_str(), i->type, from, to, rank_, buf);
       maps.push_back(std::move(to));

@@ -38,6 +38,11 @@ namespace pcm::detail {
 // Replaces a registered array's buffer and map with new ones (the library frees what it
 // replaces; adapt.cpp).
 void hand_over(const Item& item, char* buf, Distribution map);
+// The map a restarted process lays a registered array out by: the one the application set for
+// this world's size, else the saved map `from` resized to it. Fails with `damage` when `from` does
+// not describe the version's saved_nprocs processes, PCM_ERR_ARG when the two maps disagree.
+Distribution restart_map(const Item& item, const Distribution& from, int saved_nprocs, int size,
+                         int damage);
 }  // namespace pcm::detail
 
 namespace pcm::detail {

@@ -338,19 +338,7 @@ void Runtime::read_version(const json& info) {
     for (const Item* i : reg.of(ItemKind::kDist)) {
       const std::string bytes = src.read_bytes(0, Registry::map_key(*i));
       const Distribution from = Distribution::from_json(proto::decode(bytes.data(), bytes.size()));
-      if (from.size() != restart_nprocs_)
-        fail(PCM_ERR_CORRUPT, "'{}': the saved map describes {} processes, the version {}", i->name,
-             from.size(), restart_nprocs_);
-      Distribution to;
-      if (*i->dist && (*i->dist)->d.size() == size_) {
-        to = (*i->dist)->d;
-        if (to.units() != from.units() || to.unit_len() != from.unit_len())
-          fail(PCM_ERR_ARG,
-               "'{}': the map set before PCM_Resume has {} units of {}, the saved array {} of {}",
-               i->name, to.units(), to.unit_len(), from.units(), from.unit_len());
-      } else {
-        to = from.resized(size_);
-      }
+      Distribution to = restart_map(*i, from, restart_nprocs_, size_, PCM_ERR_CORRUPT);
       const std::size_t elem = proto::type_size(i->type);
       const Distribution owned = from.without_halo();  // how the shards hold the units
       const std::string key = Registry::key(*i);
