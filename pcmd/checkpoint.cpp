@@ -602,7 +602,15 @@ Checkpoints::ShardDir Checkpoints::begin_shards(const std::string& job, std::int
   if ((fs::exists(vdir / kManifestName, ec) || fs::exists(manifest_file(job, iteration), ec)) &&
       verify(job, iteration).valid)
     fail(PCM_ERR_REFUSED, "job '{}' already has a valid version for iteration {}", job, iteration);
-  // What an earlier attempt at this version left (a commit that died) goes.
+  // What earlier attempts left (a commit that failed or died, of this iteration or another)
+  // goes: a job's checkpoints are collective, one at a time.
+  static const std::regex tmp_name(R"(v\d{20}\.tmp)");
+  for (auto it = fs::directory_iterator(vdir.parent_path(), ec);
+       !ec && it != fs::directory_iterator(); ++it) {
+    std::error_code ec2;
+    if (std::regex_match(it->path().filename().string(), tmp_name)) fs::remove_all(it->path(), ec2);
+  }
+  ec.clear();
   fs::remove_all(tmp, ec);
   if (::mkdir(tmp.c_str(), 0700) != 0)
     fail(PCM_ERR_INTERNAL, "cannot create {}: {}", tmp.string(), std::strerror(errno));

@@ -264,6 +264,13 @@ TEST(ShardVersions, CommitRefusesWhatTheRanksDidNotWrite) {
   EXPECT_EQ(code_of([&] { cp.commit_shards("j", 5, 1, nullptr, {wrong}); }), PCM_ERR_REFUSED);
   EXPECT_EQ(code_of([&] { cp.commit_shards("j", 6, 1, nullptr, {rec}); }), PCM_ERR_REFUSED);
   EXPECT_FALSE(cp.latest_valid("j"));
+  // A failed attempt's directory goes when the job's next checkpoint begins.
+  cp.begin_shards("j", 4);
+  EXPECT_TRUE(fs::exists(cp.version_dir("j", 4).string() + ".tmp"));
+  dir = cp.begin_shards("j", 5);
+  EXPECT_FALSE(fs::exists(cp.version_dir("j", 4).string() + ".tmp"));
+  rec = write_shard(dir.dir.string(), {"j", 5, 0, 2},
+                    {item("x", PCM_DOUBLE, x.data(), x.size(), sizeof(double))});
   // The shard of a rank that cannot see the directory arrives through pcmd.
   std::vector<char> image;
   auto y = data_of(5, 1, 1001);
