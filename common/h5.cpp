@@ -52,6 +52,14 @@ void write_string_attr(hid_t obj, const char* name, const std::string& value) {
     fail(PCM_ERR_INTERNAL, "cannot write attribute {}", name);
 }
 
+void write_int_attr(hid_t obj, const char* name, std::int64_t value) {
+  H5Id space(H5Screate(H5S_SCALAR), H5Sclose);
+  H5Id attr(H5Acreate2(obj, name, H5T_NATIVE_INT64, space.get(), H5P_DEFAULT, H5P_DEFAULT),
+            H5Aclose);
+  if (!attr.valid() || H5Awrite(attr.get(), H5T_NATIVE_INT64, &value) < 0)
+    fail(PCM_ERR_INTERNAL, "cannot write attribute {}", name);
+}
+
 // Type and count of an open dataset; type 0 when it is none of ours.
 Meta dataset_meta(hid_t dset) {
   Meta m;

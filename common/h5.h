@@ -52,6 +52,7 @@ hid_t native_type(int type);
 void quiet_hdf5();
 bool link_exists(hid_t loc, const std::string& name);
 void write_string_attr(hid_t obj, const char* name, const std::string& value);
+void write_int_attr(hid_t obj, const char* name, std::int64_t value);  // a 64-bit integer
 
 struct Meta {
   int type = 0;             // a PCM_Datatype value; 0 when none of ours

@@ -31,13 +31,6 @@ constexpr hsize_t kAlign = 1 << 20;
 
 std::uint64_t chunks_of(std::uint64_t bytes) { return (bytes + kShardChunk - 1) / kShardChunk; }
 
-void write_attr_i64(hid_t obj, const char* name, std::int64_t v) {
-  H5Id space(H5Screate(H5S_SCALAR), H5Sclose);
-  H5Id a(H5Acreate2(obj, name, H5T_NATIVE_INT64, space.get(), H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
-  if (!a.valid() || H5Awrite(a.get(), H5T_NATIVE_INT64, &v) < 0)
-    fail(PCM_ERR_INTERNAL, "cannot write attribute {}", name);
-}
-
 void check_items(const std::vector<ShardItem>& items) {
   for (const auto& it : items) {
     if (!proto::valid_name(it.key)) fail(PCM_ERR_ARG, "invalid key '{}'", it.key);
@@ -70,9 +63,9 @@ std::vector<ShardDataset> lay_out(const std::string& name, hid_t fapl, const Sha
          errno ? std::strerror(errno) : "HDF5 refused");
   write_string_attr(file.get(), "pcm_format", kShardFormat);
   write_string_attr(file.get(), "job", h.job);
-  write_attr_i64(file.get(), "iteration", h.iteration);
-  write_attr_i64(file.get(), "rank", h.rank);
-  write_attr_i64(file.get(), "nprocs", h.nprocs);
+  write_int_attr(file.get(), "iteration", h.iteration);
+  write_int_attr(file.get(), "rank", h.rank);
+  write_int_attr(file.get(), "nprocs", h.nprocs);
   H5Id group(H5Gcreate2(file.get(), "data", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose);
   if (!group.valid()) fail(PCM_ERR_INTERNAL, "cannot create /data in {}", name);
   H5Id dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);

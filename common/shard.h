@@ -10,7 +10,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>

@@ -87,6 +87,16 @@ std::uint32_t file_crc(const fs::path& p, std::uint64_t* size) {
   return crc;
 }
 
+// Removes every entry of dir whose name matches pattern (leftovers: temporary files and
+// directories, pruned versions); what cannot be removed stays.
+void remove_matching(const fs::path& dir, const std::regex& pattern) {
+  std::error_code ec;
+  for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); ++it) {
+    std::error_code ec2;
+    if (std::regex_match(it->path().filename().string(), pattern)) fs::remove_all(it->path(), ec2);
+  }
+}
+
 // Writes a new file and fsyncs it; on failure it is removed.
 void write_synced(const fs::path& path, const void* data, std::size_t size) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -121,14 +131,6 @@ void write_atomically(const fs::path& final_path, const std::string& content) {
     fail(PCM_ERR_INTERNAL, "cannot rename {}: {}", tmp.string(), std::strerror(err));
   }
   fsync_path(final_path.parent_path(), true);
-}
-
-void write_int_attr(hid_t obj, const char* name, std::int64_t value) {
-  H5Id space(H5Screate(H5S_SCALAR), H5Sclose);
-  H5Id attr(H5Acreate2(obj, name, H5T_NATIVE_INT64, space.get(), H5P_DEFAULT, H5P_DEFAULT),
-            H5Aclose);
-  if (!attr.valid() || H5Awrite(attr.get(), H5T_NATIVE_INT64, &value) < 0)
-    fail(PCM_ERR_INTERNAL, "cannot write attribute {}", name);
 }
 
 // Reads a whole 1-D dataset of a file that has already been verified.
@@ -530,8 +532,7 @@ std::vector<std::int64_t> Checkpoints::prune(const std::string& job, std::size_t
   // time, so no commit is in progress while this runs).
   static const std::regex tmp_name(R"(v\d{20}\.(h5|manifest\.json)\.tmp)");
   fs::path dir = root_ / "checkpoints" / job;
-  for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); ++it)
-    if (std::regex_match(it->path().filename().string(), tmp_name)) fs::remove(it->path(), ec);
+  remove_matching(dir, tmp_name);
   for (std::size_t i = keep; i < versions.size(); ++i) {
     if (versions[i] == newest) continue;
     // Manifest first: without it the data is no version, even if pcmd dies right here.
@@ -605,17 +606,12 @@ Checkpoints::ShardDir Checkpoints::begin_shards(const std::string& job, std::int
   // What earlier attempts left (a commit that failed or died, of this iteration or another)
   // goes: a job's checkpoints are collective, one at a time.
   static const std::regex tmp_name(R"(v\d{20}\.tmp)");
-  for (auto it = fs::directory_iterator(vdir.parent_path(), ec);
-       !ec && it != fs::directory_iterator(); ++it) {
-    std::error_code ec2;
-    if (std::regex_match(it->path().filename().string(), tmp_name)) fs::remove_all(it->path(), ec2);
-  }
-  ec.clear();
-  fs::remove_all(tmp, ec);
+  remove_matching(vdir.parent_path(), tmp_name);
   if (::mkdir(tmp.c_str(), 0700) != 0)
     fail(PCM_ERR_INTERNAL, "cannot create {}: {}", tmp.string(), std::strerror(errno));
   ShardDir out{fs::absolute(tmp, ec), random_token()};
-  write_synced(tmp / kTokenName, out.token.data(), out.token.size());
+  // Only read while the version is made, then removed: no fsync.
+  std::ofstream(tmp / kTokenName) << out.token;
   return out;
 }
 
@@ -696,17 +692,10 @@ void Checkpoints::mark_bad(const std::string& job, std::int64_t iteration, const
 
 void Checkpoints::sweep() {
   std::error_code ec;
-  static const std::regex tmp_name(R"(v\d{20}\.tmp|\.trash\.v\d{20}\.[0-9a-f]+)");
+  static const std::regex leftover(R"(v\d{20}\.tmp|\.trash\.v\d{20}\.[0-9a-f]+)");
   for (auto j = fs::directory_iterator(root_ / "checkpoints", ec);
-       !ec && j != fs::directory_iterator(); ++j) {
-    std::error_code ec2;
-    for (auto it = fs::directory_iterator(j->path(), ec2); !ec2 && it != fs::directory_iterator();
-         ++it)
-      if (std::regex_match(it->path().filename().string(), tmp_name)) {
-        std::error_code ec3;
-        fs::remove_all(it->path(), ec3);
-      }
-  }
+       !ec && j != fs::directory_iterator(); ++j)
+    remove_matching(j->path(), leftover);
 }
 
 }  // namespace pcm::detail
