@@ -373,4 +373,19 @@ std::vector<Transfer> plan(const Distribution& from, const Distribution& to) {
   return out;
 }
 
+bool keeps_in_place(const std::vector<Transfer>& plan, const Distribution& from,
+                    const Distribution& to, int old_rank, int new_rank) {
+  if (old_rank < 0 || old_rank >= from.size() || new_rank < 0 || new_rank >= to.size())
+    return false;
+  std::int64_t kept = 0;
+  for (const Transfer& t : plan) {
+    if (t.from != old_rank) continue;
+    if (t.to != new_rank) return false;  // a unit leaves: others read it from the old buffer
+    // A transfer lies inside one segment of each map, so one offset says where all of it lies.
+    if (from.unit_offset(t.first, nullptr) != to.unit_offset(t.first, nullptr)) return false;
+    kept += t.count;
+  }
+  return kept == from.local_units(old_rank);
+}
+
 }  // namespace pcm::detail

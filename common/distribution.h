@@ -106,4 +106,10 @@ struct Transfer {
 // Both maps must describe the same units and unit_len.
 std::vector<Transfer> plan(const Distribution& from, const Distribution& to);
 
+// Whether old rank old_rank, becoming new rank new_rank, keeps every unit it owned at the same
+// element offset of its buffer (halos included): then its old buffer is a prefix of its new one,
+// it can be grown in place (realloc), and only the units other ranks held need moving to it.
+bool keeps_in_place(const std::vector<Transfer>& plan, const Distribution& from,
+                    const Distribution& to, int old_rank, int new_rank);
+
 }  // namespace pcm::detail

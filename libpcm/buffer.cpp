@@ -34,22 +34,52 @@ void* alloc_for_exchange(std::size_t bytes) {
   return p;
 }
 
+namespace {
+
+// Zeroes the ghost units of map d's rank in buf.
+void zero_halos(const Distribution& d, int rank, std::size_t elem, char* buf) {
+  const std::size_t halo = static_cast<std::size_t>(d.halo() * d.unit_len()) * elem;
+  if (halo == 0) return;
+  const auto& segs = d.segments(rank);
+  for (std::size_t i = 0; i < segs.size(); ++i) {
+    std::size_t off = static_cast<std::size_t>(d.segment_offset(rank, i)) * elem;
+    std::memset(buf + off - halo, 0, halo);
+    std::memset(buf + off + static_cast<std::size_t>(segs[i].count * d.unit_len()) * elem, 0, halo);
+  }
+}
+
+std::size_t buffer_bytes(const Distribution& d, int rank, std::size_t elem) {
+  return static_cast<std::size_t>(std::max<std::int64_t>(1, d.local_elements(rank))) * elem;
+}
+
+}  // namespace
+
 // A buffer for map d's rank: owned units are all overwritten by the exchange, so only the halos
 // are zeroed (zeroing all would touch every page twice).
 char* new_buffer(const Distribution& d, int rank, std::size_t elem) {
-  std::size_t n = static_cast<std::size_t>(std::max<std::int64_t>(1, d.local_elements(rank)));
-  char* buf = static_cast<char*>(alloc_for_exchange(n * elem));
-  if (!buf) fail(PCM_ERR_INTERNAL, "out of memory for {} elements", n);
-  const std::size_t halo = static_cast<std::size_t>(d.halo() * d.unit_len()) * elem;
-  if (halo > 0) {
-    const auto& segs = d.segments(rank);
-    for (std::size_t i = 0; i < segs.size(); ++i) {
-      std::size_t off = static_cast<std::size_t>(d.segment_offset(rank, i)) * elem;
-      std::memset(buf + off - halo, 0, halo);
-      std::memset(buf + off + static_cast<std::size_t>(segs[i].count * d.unit_len()) * elem, 0,
-                  halo);
-    }
-  }
+  const std::size_t bytes = buffer_bytes(d, rank, elem);
+  char* buf = static_cast<char*>(alloc_for_exchange(bytes));
+  if (!buf) fail(PCM_ERR_INTERNAL, "out of memory for {} bytes", bytes);
+  zero_halos(d, rank, elem, buf);
+  return buf;
+}
+
+// realloc keeps the old bytes where they are; glibc grows a large (mmapped) block with mremap,
+// which moves page tables, not data. The grown part asks for huge pages as new buffers do.
+char* grow_buffer(void* old, const Distribution& d, int rank, std::size_t elem) {
+  constexpr std::uintptr_t kHuge = std::uintptr_t{2} << 20;
+  static const bool huge = env_long("PCM_HUGEPAGES", 1, 0, 1) == 1;
+  const std::size_t bytes = buffer_bytes(d, rank, elem);
+  char* buf = static_cast<char*>(std::realloc(old, bytes));
+  if (!buf) return nullptr;
+#ifdef MADV_HUGEPAGE
+  const std::uintptr_t lo = (reinterpret_cast<std::uintptr_t>(buf) + kHuge - 1) & ~(kHuge - 1);
+  const std::uintptr_t hi = (reinterpret_cast<std::uintptr_t>(buf) + bytes) & ~(kHuge - 1);
+  if (huge && hi > lo) madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_HUGEPAGE);
+#else
+  (void)huge;
+#endif
+  zero_halos(d, rank, elem, buf);
   return buf;
 }
 

@@ -16,6 +16,11 @@ void* alloc_for_exchange(std::size_t bytes);
 // to fill). Throws PCM_ERR_INTERNAL when memory runs out.
 char* new_buffer(const Distribution& d, int rank, std::size_t elem);
 
+// old (malloc'd) resized with realloc to map d's rank, its ghost units zeroed: for a rank whose
+// old buffer is a prefix of its new one (keeps_in_place). NULL, with old untouched, when memory
+// runs out.
+char* grow_buffer(void* old, const Distribution& d, int rank, std::size_t elem);
+
 // Buffers a restart or migration allocated, freed unless handed to the application.
 struct NewBuffers {
   std::vector<char*> bufs;

@@ -62,10 +62,11 @@ void exchange(MPI_Comm comm, int npeers, const std::vector<Transfer>& plan, int 
     make(rlen[p], roff[p], &rt[p], &rc[p]);
   }
   const double t1 = MPI_Wtime();
-  // MPI wants valid pointers even where nothing moves.
-  static char dummy;
-  int rcode = MPI_Alltoallw(oldbuf ? oldbuf : &dummy, sc.data(), zero.data(), st.data(),
-                            newbuf ? newbuf : &dummy, rc.data(), zero.data(), rt.data(), comm);
+  // MPI wants valid pointers even where nothing moves, and never one buffer on both sides.
+  static char nothing_sent, nothing_received;
+  int rcode =
+      MPI_Alltoallw(oldbuf ? oldbuf : &nothing_sent, sc.data(), zero.data(), st.data(),
+                    newbuf ? newbuf : &nothing_received, rc.data(), zero.data(), rt.data(), comm);
   const double t2 = MPI_Wtime();
   mpi_check(rcode, "MPI_Alltoallw");
   const long long unit_bytes = static_cast<long long>(elem) * from.unit_len();

@@ -284,7 +284,10 @@ void Runtime::merge_arrays(const std::vector<ArrayRef>& arrays) {
   for (int r = 0; r < size_; ++r)
     if (new_of[r] >= 0) old_of_new[new_of[r]] = r;
   const int me = new_of[rank_];
+  // newbufs[i] is this survivor's new buffer; grown[i] says it is the old one grown in place
+  // (then it is already *arrays[i].buf, and is not freed if the merge fails).
   std::vector<char*> newbufs(arrays.size(), nullptr);
+  std::vector<bool> grown(arrays.size(), false);
   try {
     // Survivors on one host read the leavers' buffers directly, as a split's new processes read
     // the old ones (one copy, none through MPI); where any cannot, everyone falls back to MPI.
@@ -292,8 +295,26 @@ void Runtime::merge_arrays(const std::vector<ArrayRef>& arrays) {
     for (std::size_t i = 0; i < arrays.size(); ++i) {
       const std::size_t elem = proto::type_size(arrays[i].type);
       const Distribution& from = (*arrays[i].dist)->d;
-      const std::vector<Transfer> moves = plan(from, next[i]);
-      if (me >= 0) newbufs[i] = new_buffer(next[i], me, elem);
+      std::vector<Transfer> moves = plan(from, next[i]);
+      // A survivor that keeps all its units at their offsets grows its buffer in place and
+      // receives only the others' units; every rank drops those self-transfers from the plan
+      // (the answer is a pure function of the maps, the same on every rank).
+      std::vector<bool> in_place(static_cast<std::size_t>(size_));
+      for (int r = 0; r < size_; ++r)
+        in_place[r] = keeps_in_place(moves, from, next[i], r, new_of[r]);
+      moves.erase(std::remove_if(moves.begin(), moves.end(),
+                                 [&](const Transfer& t) {
+                                   return in_place[t.from] && t.to == new_of[t.from];
+                                 }),
+                  moves.end());
+      if (me >= 0 && in_place[rank_]) {
+        newbufs[i] = grow_buffer(*arrays[i].buf, next[i], me, elem);
+        if (!newbufs[i]) fail(PCM_ERR_INTERNAL, "out of memory to grow a buffer for a merge");
+        *arrays[i].buf = newbufs[i];
+        grown[i] = true;
+      } else if (me >= 0) {
+        newbufs[i] = new_buffer(next[i], me, elem);
+      }
       json sources = bcast_json(json{{"cma", cma_sources(world_.get(), rank_, size_, *arrays[i].buf,
                                                          &cma_token_, settings_.split_cma)}},
                                 0, world_.get())
@@ -306,11 +327,15 @@ void Runtime::merge_arrays(const std::vector<ArrayRef>& arrays) {
       if (read) continue;
       // Plan in new ranks; the exchange addresses each new rank through the old rank that keeps
       // it.
+      // (A buffer grown in place sends nothing: all its units stayed.)
       exchange(world_.get(), size_, moves, rank_, me, from, next[i], old_of_new, identity(size_),
-               static_cast<const char*>(*arrays[i].buf), newbufs[i], arrays[i].type);
+               grown[i] ? nullptr : static_cast<const char*>(*arrays[i].buf), newbufs[i],
+               arrays[i].type);
     }
   } catch (...) {
-    for (char* b : newbufs) std::free(b);
+    // A grown buffer is the caller's, still holding its old units where they were.
+    for (std::size_t i = 0; i < arrays.size(); ++i)
+      if (!grown[i]) std::free(newbufs[i]);
     throw;
   }
   t_spawn_ = 0;
@@ -321,7 +346,7 @@ void Runtime::merge_arrays(const std::vector<ArrayRef>& arrays) {
             "MPI_Comm_split");
   const json layout = me == 0 && !next.empty() ? next[0].to_json() : json();
   for (std::size_t i = 0; i < arrays.size(); ++i) {
-    std::free(*arrays[i].buf);
+    if (!grown[i]) std::free(*arrays[i].buf);
     *arrays[i].buf = newbufs[i];
     delete *arrays[i].dist;
     *arrays[i].dist = me >= 0 ? new PCM_Dist_s{std::move(next[i])} : nullptr;
