@@ -629,6 +629,9 @@ TEST_F(CheckpointCrash, KilledWriterLeavesOnlyWholeVersions) {
       // A kill in the middle of Store::put may leave the working store damaged: start it anew.
       fs::remove_all(root / "jobs" / job);
 
+      // Every fourth trial waits until the writer has committed once before its random delay
+      // starts, so that some trials commit however loaded the machine is (no timing assumed).
+      Pipe committed;
       pid_t pid = fork();
       ASSERT_GE(pid, 0);
       if (pid == 0) {
@@ -639,12 +642,14 @@ TEST_F(CheckpointCrash, KilledWriterLeavesOnlyWholeVersions) {
           for (std::int64_t v = base + 1; v < base + 1000; ++v) {
             put_all(s, job, crash_contents(v));
             cp.commit(s, job, v, 2, json{{"v", v}});
+            committed.tell();
           }
         } catch (...) {
           rc = 3;
         }
         _exit(rc);
       }
+      if (t % 4 == 3) committed.wait();
       usleep(delay);
       kill(pid, SIGKILL);
       int status = 0;

@@ -329,6 +329,9 @@ TEST(ShardVersions, KilledWriterLeavesOnlyWholeVersions) {
   int advanced = 0;
   auto t0 = std::chrono::steady_clock::now();
   for (int t = 0; t < trials; ++t) {
+    // Every fourth trial waits until the writer has committed once before its random delay
+    // starts, so that some trials commit however loaded the machine is (no timing assumed).
+    Pipe committed;
     pid_t pid = fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
@@ -339,12 +342,14 @@ TEST(ShardVersions, KilledWriterLeavesOnlyWholeVersions) {
         for (;;) {
           ++v;
           write_version(cp, "soak", v, n);
+          committed.tell();
           cp.prune("soak", 2, v);
         }
       } catch (...) {
         _exit(3);
       }
     }
+    if (t % 4 == 3) committed.wait();
     std::uniform_int_distribution<int> us(0, 30000);
     usleep(static_cast<useconds_t>(us(rng)));
     kill(pid, SIGKILL);

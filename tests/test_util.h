@@ -2,7 +2,9 @@
 // call, and a map described for failure messages.
 #pragma once
 
+#include <fcntl.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <functional>
@@ -29,6 +31,36 @@ class TempDir {
 
  private:
   std::filesystem::path path_;
+};
+
+// A one-way signal from a forked child to its parent: the child tell()s (never blocking), the
+// parent wait()s for the first word, or for the child's end (all write ends closed).
+class Pipe {
+ public:
+  Pipe() {
+    if (::pipe(fd_) != 0) fd_[0] = fd_[1] = -1;
+    if (fd_[1] >= 0) ::fcntl(fd_[1], F_SETFL, O_NONBLOCK);
+  }
+  Pipe(const Pipe&) = delete;
+  Pipe& operator=(const Pipe&) = delete;
+  ~Pipe() {
+    for (int fd : fd_)
+      if (fd >= 0) ::close(fd);
+  }
+  void tell() {
+    const char c = 1;
+    (void)!::write(fd_[1], &c, 1);
+  }
+  // True if the child told, false if it ended first.
+  bool wait() {
+    if (fd_[1] >= 0) ::close(fd_[1]);
+    fd_[1] = -1;
+    char c = 0;
+    return ::read(fd_[0], &c, 1) == 1;
+  }
+
+ private:
+  int fd_[2] = {-1, -1};
 };
 
 // The pcm::Error code that f throws, or PCM_SUCCESS.
