@@ -1,6 +1,9 @@
 // client.cpp — request/reply to pcmd; a REQ socket that is rebuilt after a timeout.
 #include "client.h"
 
+#include <algorithm>
+#include <chrono>
+
 #include "error.h"
 #include "pcm_types.h"
 
@@ -21,7 +24,8 @@ void Client::connect() {
   }
 }
 
-Reply Client::request(proto::json header, const void* data, std::size_t size, int timeout_ms) {
+Reply Client::request(proto::json header, const void* data, std::size_t size, int timeout_ms,
+                      const std::function<bool()>& gone) {
   header["v"] = proto::kVersion;
   header["secret"] = secret_;
   std::string bytes = proto::encode(header);
@@ -31,10 +35,22 @@ Reply Client::request(proto::json header, const void* data, std::size_t size, in
     socket_.send(zmq::buffer(bytes), more);
     if (data) socket_.send(zmq::const_buffer(data, size), zmq::send_flags::none);
     zmq::pollitem_t item{socket_.handle(), 0, ZMQ_POLLIN, 0};
-    if (zmq::poll(&item, 1, std::chrono::milliseconds(timeout_ms)) == 0) {
-      connect();  // a REQ socket that got no reply cannot send again
-      fail(PCM_ERR_DAEMON, "pcmd at {} did not answer '{}' within {} ms", endpoint_, op,
-           timeout_ms);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    while (true) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      const auto slice = gone ? std::min(left, std::chrono::milliseconds(250)) : left;
+      if (slice.count() > 0 && zmq::poll(&item, 1, slice) > 0) break;
+      if (left <= slice) {
+        connect();  // a REQ socket that got no reply cannot send again
+        fail(PCM_ERR_DAEMON, "pcmd at {} did not answer '{}' within {} ms", endpoint_, op,
+             timeout_ms);
+      }
+      if (gone()) {
+        connect();
+        fail(PCM_ERR_DAEMON, "pcmd at {} went away while '{}' waited for its answer", endpoint_,
+             op);
+      }
     }
     zmq::message_t head;
     (void)socket_.recv(head);

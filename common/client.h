@@ -1,6 +1,7 @@
 // client.h — a synchronous request/reply connection to pcmd with a time limit on every request.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <zmq.hpp>
 
@@ -19,10 +20,11 @@ class Client {
   Client(zmq::context_t& context, std::string endpoint, std::string secret);
 
   // Sends header (with "v" and "secret" added) and optional data; waits at most timeout_ms.
-  // Throws pcm::Error: PCM_ERR_DAEMON if pcmd does not answer in time (the connection is then
+  // Throws pcm::Error: PCM_ERR_DAEMON if pcmd does not answer in time, or as soon as gone()
+  // (asked every quarter second while waiting) says it went away (the connection is then
   // reset, so the client stays usable); the reply's own code if pcmd answers ok=false.
   Reply request(proto::json header, const void* data = nullptr, std::size_t size = 0,
-                int timeout_ms = 10000);
+                int timeout_ms = 10000, const std::function<bool()>& gone = nullptr);
 
   const std::string& endpoint() const { return endpoint_; }
 

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <vector>
 
 #include "error.h"
 #include "pcm_types.h"
@@ -75,10 +76,10 @@ void write_config(const std::string& path, const Config& config) {
   }
 }
 
-std::string random_secret() {
-  unsigned char bytes[32];
+std::string random_hex(std::size_t n) {
+  std::vector<unsigned char> bytes(n);
   int fd = ::open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-  if (fd < 0 || ::read(fd, bytes, sizeof bytes) != static_cast<ssize_t>(sizeof bytes)) {
+  if (fd < 0 || ::read(fd, bytes.data(), n) != static_cast<ssize_t>(n)) {
     if (fd >= 0) ::close(fd);
     fail(PCM_ERR_INTERNAL, "cannot read /dev/urandom");
   }
@@ -91,5 +92,7 @@ std::string random_secret() {
   }
   return s;
 }
+
+std::string random_secret() { return random_hex(32); }
 
 }  // namespace pcm::detail

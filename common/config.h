@@ -1,6 +1,7 @@
 // config.h — the file pcmd writes and clients read to find it: endpoint and secret (JSON, 0600).
 #pragma once
 
+#include <cstddef>
 #include <string>
 
 namespace pcm::detail {
@@ -24,5 +25,7 @@ void write_config(const std::string& path, const Config& config);
 
 // 32 random bytes from /dev/urandom, hex encoded.
 std::string random_secret();
+// n random bytes from /dev/urandom, hex encoded.
+std::string random_hex(std::size_t n);
 
 }  // namespace pcm::detail

@@ -5,8 +5,10 @@
 #include <netdb.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <iterator>
@@ -21,11 +23,15 @@ namespace pcm::detail {
 
 using proto::json;
 
-void DaemonLink::open(const Config& config, long poll_interval_ms) {
+void DaemonLink::open(const Config& config, const std::string& config_path, long poll_interval_ms,
+                      int reconnect_ms) {
+  config_path_ = config_path;
   endpoint_ = config.endpoint;
   watch_endpoint_ = config.watch;
   secret_ = config.secret;
+  pid_ = config.pid;
   poll_interval_ms_ = poll_interval_ms;
+  reconnect_ms_ = reconnect_ms;
   context_.emplace(1);
 }
 
@@ -93,6 +99,10 @@ int connect_tcp(const std::string& endpoint, int timeout_ms, std::string* why) {
 void DaemonLink::watch(const std::string& job, std::int64_t incarnation, const std::string& host,
                        int timeout_ms) {
   if (watch_fd_ >= 0 || !context_) return;
+  watch_job_ = job;
+  watch_incarnation_ = incarnation;
+  watch_host_ = host;
+  watch_timeout_ms_ = timeout_ms;
   if (watch_endpoint_.empty()) {
     plog()->warn(
         "pcmd's configuration has no watch port (an older pcmd?): this process is not "
@@ -116,10 +126,100 @@ void DaemonLink::watch(const std::string& job, std::int64_t incarnation, const s
   watch_fd_ = fd;
 }
 
-Reply DaemonLink::request(const json& header, const void* data, std::size_t size, int timeout_ms) {
+Reply DaemonLink::request(const json& header, const void* data, std::size_t size, int timeout_ms,
+                          int reconnect_ms) {
   if (!context_) fail(PCM_ERR_CONFIG, "no configuration");
-  if (!client_) client_.emplace(*context_, endpoint_, secret_);
-  return client_->request(header, data, size, timeout_ms);
+  if (reconnect_ms < 0) reconnect_ms = reconnect_ms_;
+  json h = header;
+  while (true) {
+    if (!client_) client_.emplace(*context_, endpoint_, secret_);
+    try {
+      return client_->request(h, data, size, timeout_ms, [this] { return pcmd_gone(); });
+    } catch (const Error& e) {
+      // pcmd there but slow, or refusing: the caller's business.
+      if (e.code() != PCM_ERR_DAEMON || reconnect_ms <= 0 || !pcmd_gone()) throw;
+      const std::string op = h.value("op", std::string("?"));
+      plog()->warn("pcmd went away while '{}' waited ({}); waiting up to {} ms for a pcmd", op,
+                   e.what(), reconnect_ms);
+      std::string why;
+      if (!reconnect(reconnect_ms, &why))
+        fail(PCM_ERR_DAEMON, "pcmd went away during '{}' and none answered within {} ms ({})", op,
+             reconnect_ms, why);
+      plog()->warn("pcmd (pid {}) answers at {}: sending '{}' again", pid_, endpoint_, op);
+      h["retry"] = true;
+    }
+  }
+}
+
+// pcmd never writes on a watch connection: anything to read is its end.
+bool DaemonLink::watch_closed() const {
+  if (watch_fd_ < 0) return false;
+  pollfd p{watch_fd_, POLLIN | POLLRDHUP, 0};
+  return ::poll(&p, 1, 0) == 1 && p.revents != 0;
+}
+
+bool DaemonLink::pcmd_gone() {
+  if (watch_closed()) return true;
+  try {
+    const Config c = read_config(config_path_);
+    return c.pid != pid_ || c.endpoint != endpoint_;
+  } catch (const Error&) {
+    return false;  // no file to say otherwise (being rewritten, or removed)
+  }
+}
+
+bool DaemonLink::adopt_config() {
+  Config c;
+  try {
+    c = read_config(config_path_);
+  } catch (const Error&) {
+    return false;
+  }
+  if (c.pid == pid_ && c.endpoint == endpoint_ && c.secret == secret_) return false;
+  endpoint_ = c.endpoint;
+  secret_ = c.secret;
+  pid_ = c.pid;
+  watch_endpoint_ = c.watch;
+  client_.reset();
+  if (poller_) reset_poller();
+  if (watch_fd_ >= 0) {
+    ::close(watch_fd_);  // no bye: the old pcmd (if any is left) may count this process lost
+    watch_fd_ = -1;
+    watch(watch_job_, watch_incarnation_, watch_host_, watch_timeout_ms_);
+  }
+  return true;
+}
+
+bool DaemonLink::reconnect(int within_ms, std::string* why) {
+  const std::int64_t deadline = now_ms() + within_ms;
+  *why = "no configuration file naming a pcmd";
+  while (true) {
+    adopt_config();
+    try {
+      if (!client_) client_.emplace(*context_, endpoint_, secret_);
+      client_->request({{"op", "ping"}}, nullptr, 0,
+                       static_cast<int>(std::clamp<std::int64_t>(deadline - now_ms(), 1, 1000)));
+      if (watch_closed()) {
+        ::close(watch_fd_);
+        watch_fd_ = -1;
+      }
+      if (watch_fd_ < 0 && !watch_job_.empty())
+        watch(watch_job_, watch_incarnation_, watch_host_, watch_timeout_ms_);
+      return true;
+    } catch (const Error& e) {
+      *why = e.what();
+    }
+    if (now_ms() >= deadline) return false;
+    const timespec pause{0, 200 * 1000 * 1000};
+    nanosleep(&pause, nullptr);
+  }
+}
+
+void DaemonLink::follow(long pid) {
+  if (pid == pid_ || pid == followed_ || !context_) return;
+  followed_ = pid;
+  if (adopt_config())
+    plog()->info("pcmd restarted (pid {} now): this process follows it to {}", pid_, endpoint_);
 }
 
 void DaemonLink::reset_poller() {
@@ -139,7 +239,12 @@ std::optional<proto::Command> DaemonLink::poll(const std::string& job, std::int6
     // A reply to a DEALER that mimics REQ: [empty, header]; whatever frames there are.
     std::vector<zmq::message_t> frames;
     if (!zmq::recv_multipart(poller_, std::back_inserter(frames), zmq::recv_flags::dontwait)) {
-      if (now - poll_sent_ms_ > 10000) {
+      // A poll unanswered for a second: if pcmd went away, follow the configuration file to
+      // the next one (never waiting for it here).
+      if (now - poll_sent_ms_ > 1000 && now - gone_checked_ms_ >= 250 &&
+          (gone_checked_ms_ = now, pcmd_gone()) && adopt_config()) {
+        plog()->warn("[rank 0] pcmd restarted (pid {} now, at {}); polling it", pid_, endpoint_);
+      } else if (now - poll_sent_ms_ > 10000) {
         plog()->warn("[rank 0] pcmd has not answered a poll for 10 s; reconnecting");
         reset_poller();
       }

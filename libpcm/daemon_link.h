@@ -13,10 +13,17 @@
 
 namespace pcm::detail {
 
+// pcmd may restart while a job runs (kill -9, SIGTERM, an upgrade): its job table is durable,
+// so the job carries on with the new pcmd. A request that was waiting when pcmd went away (its
+// watch connection closed, or the configuration file names another pcmd) is sent again, marked
+// "retry", as soon as a pcmd answers at the endpoint the configuration file then names; after
+// reconnect_ms without one it fails with PCM_ERR_DAEMON.
 class DaemonLink {
  public:
-  // Connects nothing yet: the first request or poll does.
-  void open(const Config& config, long poll_interval_ms);
+  // Connects nothing yet: the first request or poll does. config_path: where config was read
+  // (read again to find a restarted pcmd).
+  void open(const Config& config, const std::string& config_path, long poll_interval_ms,
+            int reconnect_ms);
   // Closes every socket and the context; open() may not be called again. A process that watch()ed
   // says "bye" on its watch connection first: it leaves normally.
   void close();
@@ -30,7 +37,16 @@ class DaemonLink {
   bool is_open() const { return static_cast<bool>(context_); }
 
   // A request to pcmd; throws pcm::Error as Client::request does (PCM_ERR_CONFIG when closed).
-  Reply request(const proto::json& header, const void* data, std::size_t size, int timeout_ms);
+  // If pcmd goes away meanwhile, waits up to reconnect_ms (default: open()'s) for a pcmd and
+  // sends the request again there (requests are safe to send twice).
+  Reply request(const proto::json& header, const void* data, std::size_t size, int timeout_ms,
+                int reconnect_ms = -1);
+
+  // The pid of the pcmd this process talks to (rank 0 tells the others at each agreement).
+  long pcmd_pid() const { return pid_; }
+  // Another process met a pcmd with this pid: if the configuration file names it, talk to it
+  // (and hold a watch connection to it) from now on. Tried once per pid; cheap otherwise.
+  void follow(long pid);
 
   // Rank 0, every agreement: sends a poll request at most every poll interval and picks up the
   // reply to an earlier one. Returns the command pcmd holds for a world of world_size, if any.
@@ -42,7 +58,21 @@ class DaemonLink {
 
  private:
   void reset_poller();
+  // Whether the pcmd this process talks to went away: its watch connection closed, or the
+  // configuration file names another pcmd.
+  bool pcmd_gone();
+  bool watch_closed() const;
+  // Reads the configuration file; if it names a pcmd other than the current one, talks to that
+  // one from now on (client, poller, watch connection). True if it did.
+  bool adopt_config();
+  // Waits up to within_ms for a pcmd that answers a ping, and adopts it. False (why says why)
+  // if none did.
+  bool reconnect(int within_ms, std::string* why);
 
+  std::string config_path_;
+  long pid_ = 0;
+  long followed_ = 0;
+  int reconnect_ms_ = 60000;
   std::string endpoint_;
   std::string secret_;
   std::optional<zmq::context_t> context_;
@@ -50,11 +80,16 @@ class DaemonLink {
 
   std::string watch_endpoint_;
   int watch_fd_ = -1;
+  // What watch() said, to say it again to a restarted pcmd.
+  std::string watch_job_, watch_host_;
+  std::int64_t watch_incarnation_ = 0;
+  int watch_timeout_ms_ = 5000;
 
   zmq::socket_t poller_;  // a DEALER: PCM_Status never waits for pcmd
   bool poll_outstanding_ = false;
   std::int64_t poll_sent_ms_ = 0;
   std::int64_t poll_interval_ms_ = 50;
+  std::int64_t gone_checked_ms_ = 0;
 };
 
 }  // namespace pcm::detail

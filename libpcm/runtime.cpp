@@ -43,7 +43,7 @@ int Runtime::mpi_pcm_init(int* argc, char*** argv) {
     const Config config = read_config(default_config_path());
     settings_ = Settings::from_env();
     window_ = StatusWindow(settings_.status_window_us);
-    link_.open(config, settings_.poll_interval_ms);
+    link_.open(config, default_config_path(), settings_.poll_interval_ms, settings_.reconnect_ms);
   } catch (const Error& e) {
     code = e.code();
     msg = e.what();
@@ -102,7 +102,9 @@ int Runtime::init(MPI_Comm* comm) {
                {"size", size_},
                {"hosts", hosts},
                {"executable", self_exe_},
-               {"pid", static_cast<long>(::getpid())}};
+               {"pid", static_cast<long>(::getpid())},
+               // Known again if the request is sent twice (pcmd restarted before answering).
+               {"nonce", random_hex(16)}};
       if (!settings_.job.empty()) {
         if (!proto::valid_name(settings_.job))
           fail(PCM_ERR_ARG, "PCM_JOB='{}' is not a valid job name (1-64 of A-Z a-z 0-9 . _ -)",
@@ -191,8 +193,9 @@ int Runtime::status(MPI_Comm comm) {
   if (!current_) {
     if (window_.inside()) return PCM_NONE;
     // One small broadcast per window is all that the ranks pay when nothing is pending: the
-    // pending command's id (0: none), the length of its encoding, and the next window's size.
-    long long msg[3] = {0, 0, 1};
+    // pending command's id (0: none), the length of its encoding, the next window's size, and
+    // the pid of the pcmd rank 0 talks to (the others follow it when pcmd restarts).
+    long long msg[4] = {0, 0, 1, 0};
     std::string bytes;
     if (rank_ == 0) {
       if (auto c = link_.poll(job_, iteration_, size_); c && c->id > last_done_command_)
@@ -203,8 +206,10 @@ int Runtime::status(MPI_Comm comm) {
         msg[1] = static_cast<long long>(bytes.size());
       }
       msg[2] = window_.next_calls();
+      msg[3] = link_.pcmd_pid();
     }
-    mpi_check(MPI_Bcast(msg, 3, MPI_LONG_LONG, 0, world_.get()), "MPI_Bcast");
+    mpi_check(MPI_Bcast(msg, 4, MPI_LONG_LONG, 0, world_.get()), "MPI_Bcast");
+    if (rank_ != 0 && msg[3] != link_.pcmd_pid()) link_.follow(static_cast<long>(msg[3]));
     if (msg[0] == 0) {
       window_.begin(msg[2]);
       return PCM_NONE;
@@ -266,8 +271,10 @@ int Runtime::finalize(MPI_Comm comm) {
     require_world(comm);
     if (rank_ == 0) {
       try {
+        // A pcmd that went away gets a short while to come back: the job is over anyway.
         link_.request({{"op", "finished"}, {"job", job_}, {"iteration", iteration_}}, nullptr, 0,
-                      settings_.connect_timeout_ms);
+                      settings_.connect_timeout_ms,
+                      std::min(settings_.reconnect_ms, settings_.connect_timeout_ms));
       } catch (const Error& e) {
         plog()->warn("[rank 0] could not tell pcmd that job {} finished: {}", job_, e.what());
       }

@@ -11,6 +11,7 @@ Settings Settings::from_env() {
   Settings s;
   s.connect_timeout_ms = static_cast<int>(env_long("PCM_CONNECT_TIMEOUT_MS", 5000, 1, 3600000));
   s.data_timeout_ms = static_cast<int>(env_long("PCM_DATA_TIMEOUT_MS", 600000, 1, 86400000));
+  s.reconnect_ms = static_cast<int>(env_long("PCM_RECONNECT_MS", 60000, 0, 86400000));
   s.poll_interval_ms = env_long("PCM_POLL_MS", 50, 1, 3600000);
   s.status_window_us = static_cast<double>(env_long("PCM_STATUS_WINDOW_US", 1000, 0, 1000000));
   s.split_cma = env_long("PCM_SPLIT_CMA", 1, 0, 1) == 1;

@@ -8,6 +8,8 @@ namespace pcm::detail {
 struct Settings {
   int connect_timeout_ms = 5000;   // PCM_CONNECT_TIMEOUT_MS: pcmd's answer to a small request
   int data_timeout_ms = 600000;    // PCM_DATA_TIMEOUT_MS: store, load, commit, restart
+  int reconnect_ms = 60000;        // PCM_RECONNECT_MS: how long a request waits for a pcmd that
+                                   // went away to come back (0: fail at once)
   long poll_interval_ms = 50;      // PCM_POLL_MS: rank 0 asks pcmd for commands at most this often
   double status_window_us = 1000;  // PCM_STATUS_WINDOW_US: length of an agreement window (0: none)
   bool split_cma = true;           // PCM_SPLIT_CMA: a split's new processes (a merge's survivors)

@@ -21,6 +21,7 @@
 #include <sstream>
 #include <thread>
 
+#include "durable.h"
 #include "error.h"
 #include "h5.h"
 #include "pcm_types.h"
@@ -47,16 +48,6 @@ std::string version_name(std::int64_t iteration) {
   char b[40];
   std::snprintf(b, sizeof b, "v%020lld", static_cast<long long>(iteration));
   return b;
-}
-
-void fsync_path(const fs::path& p, bool directory) {
-  int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC | (directory ? O_DIRECTORY : 0));
-  if (fd < 0)
-    fail(PCM_ERR_INTERNAL, "cannot open {} to fsync it: {}", p.string(), std::strerror(errno));
-  int rc = ::fsync(fd);
-  int err = errno;
-  ::close(fd);
-  if (rc != 0) fail(PCM_ERR_INTERNAL, "fsync of {} failed: {}", p.string(), std::strerror(err));
 }
 
 std::uint32_t crc_of(const void* data, std::size_t n, std::uint32_t crc = 0) {
@@ -95,42 +86,6 @@ void remove_matching(const fs::path& dir, const std::regex& pattern) {
     std::error_code ec2;
     if (std::regex_match(it->path().filename().string(), pattern)) fs::remove_all(it->path(), ec2);
   }
-}
-
-// Writes a new file and fsyncs it; on failure it is removed.
-void write_synced(const fs::path& path, const void* data, std::size_t size) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) fail(PCM_ERR_INTERNAL, "cannot create {}: {}", path.string(), std::strerror(errno));
-  const char* p = static_cast<const char*>(data);
-  std::size_t done = 0;
-  while (done < size) {
-    ssize_t w = ::write(fd, p + done, size - done);
-    if (w <= 0) {
-      int err = w < 0 ? errno : ENOSPC;
-      if (err == EINTR) continue;
-      ::close(fd);
-      ::unlink(path.c_str());
-      fail(PCM_ERR_INTERNAL, "cannot write {}: {}", path.string(), std::strerror(err));
-    }
-    done += static_cast<std::size_t>(w);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    int err = errno;
-    ::unlink(path.c_str());
-    fail(PCM_ERR_INTERNAL, "cannot sync {}: {}", path.string(), std::strerror(err));
-  }
-}
-
-// Temporary file, fsync, rename, fsync of the directory.
-void write_atomically(const fs::path& final_path, const std::string& content) {
-  fs::path tmp = final_path.string() + ".tmp";
-  write_synced(tmp, content.data(), content.size());
-  if (::rename(tmp.c_str(), final_path.c_str()) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    fail(PCM_ERR_INTERNAL, "cannot rename {}: {}", tmp.string(), std::strerror(err));
-  }
-  fsync_path(final_path.parent_path(), true);
 }
 
 // Reads a whole 1-D dataset of a file that has already been verified.
@@ -690,12 +645,13 @@ void Checkpoints::mark_bad(const std::string& job, std::int64_t iteration, const
   fsync_path(vdir, true);
 }
 
-void Checkpoints::sweep() {
+void Checkpoints::sweep(const std::set<std::string>& running) {
   std::error_code ec;
   static const std::regex leftover(R"(v\d{20}\.tmp|\.trash\.v\d{20}\.[0-9a-f]+)");
+  static const std::regex trash(R"(\.trash\.v\d{20}\.[0-9a-f]+)");
   for (auto j = fs::directory_iterator(root_ / "checkpoints", ec);
        !ec && j != fs::directory_iterator(); ++j)
-    remove_matching(j->path(), leftover);
+    remove_matching(j->path(), running.count(j->path().filename().string()) ? trash : leftover);
 }
 
 }  // namespace pcm::detail

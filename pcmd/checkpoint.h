@@ -21,6 +21,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -91,8 +92,9 @@ class Checkpoints {
   // format-1 version is verified whole before use).
   void mark_bad(const std::string& job, std::int64_t iteration, const std::string& why);
   // Removes temporary directories of commits that never finished, and pruned versions whose
-  // removal did not finish (pcmd's start).
-  void sweep();
+  // removal did not finish (pcmd's start). The jobs in `running` keep their temporary
+  // directories: a job that outlived its pcmd may be writing shards into one.
+  void sweep(const std::set<std::string>& running = {});
   std::filesystem::path version_dir(const std::string& job, std::int64_t iteration) const;
 
   // Every version found, newest first, each verified (format 1: manifest, size, checksums;

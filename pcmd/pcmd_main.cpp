@@ -105,12 +105,9 @@ int serve(const Options& o, int ready_fd) {
               o.data_dir);
     tell("ok");
     server.run(g_stop);
+    // The configuration file stays: a pcmd started again takes its secret, and the jobs that
+    // outlive this one find the new pcmd through it (pcmctl says pcmd does not answer).
     log->info("stopping");
-    // Leave no configuration behind that points at a dead daemon, unless another pcmd wrote it.
-    try {
-      if (pcm::detail::read_config(o.config).pid == ::getpid()) ::unlink(o.config.c_str());
-    } catch (const pcm::Error&) {
-    }
   } catch (const std::exception& e) {
     log->error("{}", e.what());
     tell(std::string("error: ") + e.what());

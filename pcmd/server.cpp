@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <fstream>
 #include <set>
 #include <thread>
 
@@ -48,7 +49,7 @@ Server::Server(zmq::context_t& context, ServerOptions options)
       bell_(context, zmq::socket_type::pair),
       log_(logger("pcmd", spdlog::level::info)) {
   if (options_.secret.empty()) fail(PCM_ERR_CONFIG, "pcmd needs a secret");
-  checkpoints_.sweep();  // commits that died with an earlier pcmd count for nothing
+  if (char host[256] = {0}; ::gethostname(host, sizeof host - 1) == 0) my_host_ = host;
   int default_slots = 4 * static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   if (options_.hosts.empty() && options_.more_hosts.empty()) {
     char name[256] = {0};
@@ -85,6 +86,13 @@ Server::Server(zmq::context_t& context, ServerOptions options)
     }
     add_host(h.name, h.slots, "default", std::nullopt);
   }
+  // The jobs an earlier pcmd served (they reconnect); commits that died with it count for
+  // nothing, except those of jobs still running, whose ranks may be writing their shards.
+  restore_table();
+  std::set<std::string> running;
+  for (const auto& [name, job] : jobs_)
+    if (job.state == JobState::kRunning) running.insert(name);
+  checkpoints_.sweep(running);
   socket_.set(zmq::sockopt::linger, 0);
   // A peer that vanishes must not make the router block or queue without bound.
   socket_.set(zmq::sockopt::router_mandatory, 0);
@@ -99,14 +107,27 @@ Server::Server(zmq::context_t& context, ServerOptions options)
   address = address.substr(0, address.rfind(':'));
   if (address.size() > 1 && address.front() == '[') address = address.substr(1, address.size() - 2);
   watcher_ = std::make_unique<Watcher>(address, options_.secret);
-  const std::string wake = fmt::format("inproc://pcmd-data-{}", static_cast<const void*>(this));
+  // Bells named once per server ever made: a context may still hold an earlier server's names
+  // for a while after it closed them (ZeroMQ releases them asynchronously).
+  static std::atomic<unsigned long> servers{0};
+  const unsigned long me = ++servers;
+  const std::string wake = fmt::format("inproc://pcmd-data-{}", me);
   bell_.bind(wake);
   data_ = std::make_unique<DataThread>(context, wake);
-  char name[256] = {0};
-  if (::gethostname(name, sizeof name - 1) == 0) my_host_ = name;
+  const std::string written = fmt::format("inproc://pcmd-journal-{}", me);
+  journal_bell_ = zmq::socket_t(context, zmq::socket_type::pair);
+  journal_bell_.bind(written);
+  journal_ = std::make_unique<Journal>(context, table_file(), written);
+  persist();
 }
 
-Server::~Server() { data_.reset(); }
+// The queued disk work is finished, then the table as it is now is written.
+Server::~Server() {
+  data_.reset();
+  persist();
+  journal_->flush();
+  journal_.reset();
+}
 
 void Server::run(const std::atomic<bool>& stop) {
   auto next_check = std::chrono::steady_clock::now();
@@ -115,21 +136,26 @@ void Server::run(const std::atomic<bool>& stop) {
       check_jobs_alive();
       next_check = std::chrono::steady_clock::now() + std::chrono::seconds(1);
     }
-    zmq::pollitem_t items[2] = {{socket_.handle(), 0, ZMQ_POLLIN, 0},
-                                {bell_.handle(), 0, ZMQ_POLLIN, 0}};
+    zmq::pollitem_t items[3] = {{socket_.handle(), 0, ZMQ_POLLIN, 0},
+                                {bell_.handle(), 0, ZMQ_POLLIN, 0},
+                                {journal_bell_.handle(), 0, ZMQ_POLLIN, 0}};
     try {
-      zmq::poll(items, 2, std::chrono::milliseconds(200));
+      zmq::poll(items, 3, std::chrono::milliseconds(200));
     } catch (const zmq::error_t& e) {
       if (e.num() == EINTR) continue;
       throw;
     }
-    if (items[1].revents & ZMQ_POLLIN) {
+    for (int i : {1, 2}) {
+      if (!(items[i].revents & ZMQ_POLLIN)) continue;
+      zmq::socket_t& bell = i == 1 ? bell_ : journal_bell_;
       zmq::message_t m;
-      while (bell_.recv(m, zmq::recv_flags::dontwait)) {
+      while (bell.recv(m, zmq::recv_flags::dontwait)) {
       }
     }
     finish_data_work();
     if (items[0].revents & ZMQ_POLLIN) serve_one();
+    persist();  // what changed without a request (a job lost, a drain step) is written too
+    release_replies();
   }
 }
 
@@ -201,9 +227,7 @@ void Server::check_jobs_alive() {
       failed = true;
       continue;
     }
-    if (job.rank0_pid <= 0) continue;
-    if (job.rank0_host != my_host_ && job.rank0_host != "localhost") continue;
-    if (::kill(static_cast<pid_t>(job.rank0_pid), 0) == 0 || errno != ESRCH) continue;
+    if (!rank0_gone(job)) continue;
     // Losses the watch port reports name the host: let them come first.
     take_watch_events();
     if (job.state != JobState::kRunning) {
@@ -214,6 +238,19 @@ void Server::check_jobs_alive() {
     failed = true;
   }
   if (failed) progress_drains();  // a failed job holds no host any more
+}
+
+// Whether the job's rank 0 ran on this host and its process is gone.
+bool Server::rank0_gone(const Job& job) const {
+  if (job.rank0_pid <= 0) return false;
+  if (job.rank0_host != my_host_ && job.rank0_host != "localhost") return false;
+  if (::kill(static_cast<pid_t>(job.rank0_pid), 0) != 0) return errno == ESRCH;
+  // A zombie is gone too (where nothing reaps orphans at once, as in some containers).
+  std::ifstream stat("/proc/" + std::to_string(job.rank0_pid) + "/stat");
+  std::string line;
+  std::getline(stat, line);
+  const auto paren = line.rfind(')');
+  return paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] == 'Z';
 }
 
 void Server::serve_one() {
@@ -235,6 +272,7 @@ void Server::serve_one() {
   if (delimited) body = 2;
   json reply;
   std::vector<char> reply_data;
+  const std::uint64_t changes_before = changes_;
   if (frames.size() <= body || frames.size() > body + 2) {
     reply =
         proto::error_reply(PCM_ERR_ARG, "a request is a header frame and at most one data frame");
@@ -259,7 +297,7 @@ void Server::serve_one() {
       reply = proto::error_reply(e.code(), e.what());
     }
   }
-  send_reply(frames, reply, reply_data);
+  answer(held, reply, reply_data, changes_before);
 }
 
 void Server::send_reply(std::vector<zmq::message_t>& frames, const json& reply,
@@ -282,6 +320,7 @@ void Server::send_reply(std::vector<zmq::message_t>& frames, const json& reply,
 
 void Server::finish_data_work() {
   for (auto& d : data_->take_done()) {
+    const std::uint64_t changes_before = changes_;
     if (d.failed) {
       const int code = static_cast<int>(d.reply.value("code", PCM_ERR_INTERNAL));
       if (code != PCM_ERR_REFUSED && code != PCM_ERR_NOT_FOUND)
@@ -298,7 +337,7 @@ void Server::finish_data_work() {
         d.reply_data.clear();
       }
     }
-    if (d.frames) send_reply(*d.frames, d.reply, d.reply_data);
+    answer(d.frames, d.reply, d.reply_data, changes_before);
   }
 }
 
@@ -379,8 +418,11 @@ json Server::dispatch(const std::string& op, const json& req, const void* data, 
                   nullptr},
                  reply_data);
   }
-  if (op == "host_add" || op == "host_list" || op == "host_drain" || op == "host_remove")
-    return op_host(op, req);
+  if (op == "host_add" || op == "host_list" || op == "host_drain" || op == "host_remove") {
+    json reply = op_host(op, req);
+    if (op != "host_list") changed();
+    return reply;
+  }
   if (op == "topology") return op_topology(req);
   fail(PCM_ERR_ARG, "unknown operation '{}'", op);
 }
@@ -395,6 +437,7 @@ Job& Server::find_job(const json& req) {
 // A job's latest event, also appended to its history (the last kMaxEvents).
 void Server::note(Job& job, std::string event) {
   constexpr std::size_t kMaxEvents = 32;
+  changed();
   if (job.events.size() == kMaxEvents) job.events.erase(job.events.begin());
   job.events.push_back(event);
   job.last_event = std::move(event);
@@ -405,6 +448,10 @@ std::string Server::registration_name(const json& req) {
   if (auto wanted = proto::opt_string(req, "job", proto::kMaxName); wanted && !wanted->empty()) {
     if (!proto::valid_name(*wanted)) fail(PCM_ERR_ARG, "invalid job name '{}'", *wanted);
     auto it = jobs_.find(*wanted);
+    // A job whose rank 0 died here has failed, whether pcmd has looked yet or not.
+    if (it != jobs_.end() && it->second.state == JobState::kRunning && rank0_gone(it->second))
+      fail_job(it->second,
+               fmt::format("rank 0 (pid {}) ended without finishing", it->second.rank0_pid));
     // A restart may take over a name whose job is gone: finished, failed, or silent for 10 s
     // (its rank 0 ran where pcmd cannot watch it).
     bool silent = it != jobs_.end() && std::chrono::steady_clock::now() - it->second.last_seen >
@@ -426,6 +473,11 @@ std::string Server::registration_name(const json& req) {
 json Server::op_register(const json& req, std::vector<char>& reply_data) {
   int size = static_cast<int>(proto::get_int(req, "size", 1, kMaxRanks));
   get_hosts(req, size);  // checked now, used once registered
+  // The same registration sent again (its reply was lost with a pcmd that died): the same answer.
+  if (auto nonce = proto::opt_string(req, "nonce", 64); nonce && !nonce->empty()) {
+    for (const auto& [name, job] : jobs_)
+      if (job.nonce == *nonce && job.state == JobState::kRunning) return registration_reply(job);
+  }
   const std::string name = registration_name(req);
   if (!proto::get_bool(req, "restart", false)) return register_job(req, name, std::nullopt);
   // A restart: the newest version that verifies is found on the data thread (a version made
@@ -465,17 +517,23 @@ json Server::register_job(const json& req, const std::string& name,
     if (!job.placement)
       fail(PCM_ERR_REFUSED, "unknown placement '{}' (PCM_PLACEMENT): spread or concentrate", *p);
   }
+  job.nonce = proto::opt_string(req, "nonce", 64).value_or("");
   note(job, "started");
   job.last_seen = std::chrono::steady_clock::now();
   jobs_[name] = std::move(job);
-  json reply{{"ok", true}, {"job", name}, {"incarnation", jobs_[name].incarnation}};
-  if (const auto& m = jobs_[name].restarted_from) {
-    reply["restart"] = json{{"iteration", m->iteration}, {"nprocs", m->nprocs}};
+  json reply = registration_reply(jobs_[name]);
+  if (const auto& m = jobs_[name].restarted_from)
     note(jobs_[name], fmt::format("restarted from iteration {} ({} processes then, {} now)",
                                   m->iteration, m->nprocs, size));
-  }
   log_->info("job {} registered with {} processes{}", name, size,
              reply.contains("restart") ? " (restart)" : "");
+  return reply;
+}
+
+json Server::registration_reply(const Job& job) const {
+  json reply{{"ok", true}, {"job", job.name}, {"incarnation", job.incarnation}};
+  if (const auto& m = job.restarted_from)
+    reply["restart"] = json{{"iteration", m->iteration}, {"nprocs", m->nprocs}};
   return reply;
 }
 
@@ -496,8 +554,11 @@ json Server::op_poll(const json& req) {
 json Server::op_reconfigured(const json& req) {
   Job& job = find_job(req);
   auto id = proto::get_int(req, "command", 0, INT64_MAX);
+  // Sent again after a pcmd restart, once it had been taken: nothing to do twice.
+  if (proto::get_bool(req, "retry", false) && id <= job.last_done_command) return proto::ok_reply();
   if (!job.pending || job.pending->id != id)
     fail(PCM_ERR_REFUSED, "job '{}' has no pending command {}", job.name, id);
+  job.last_done_command = id;
   auto ok = proto::get_bool(req, "success", true);
   if (ok) {
     int size = static_cast<int>(proto::get_int(req, "size", 1, kMaxRanks));
@@ -714,8 +775,12 @@ json Server::op_checkpoint(const std::string& op, const json& req, std::vector<c
     auto iteration = proto::get_int(req, "iteration", 0, INT64_MAX);
     int size = static_cast<int>(proto::get_int(req, "size", 1, kMaxRanks));
     const long long incarnation = job.incarnation;
+    const bool retry = proto::get_bool(req, "retry", false);
     return defer(
-        {[this, name, iteration, size, layout = job.layout](std::vector<char>&) {
+        {[this, name, iteration, size, layout = job.layout, retry](std::vector<char>&) {
+           // Sent again after a pcmd restart: the commit may have been made before it died.
+           if (retry)
+             if (auto done = committed_before(name, iteration)) return *done;
            Manifest m = checkpoints_.commit(store_, name, iteration, size, layout);
            auto removed = checkpoints_.prune(name, options_.keep_versions, iteration);
            return json{
@@ -771,8 +836,11 @@ json Server::op_shards(const std::string& op, const json& req, const void* data,
     int nprocs = static_cast<int>(proto::get_int(req, "size", 1, kMaxRanks));
     // The shard table travels as the data frame: at one checksum per MiB it outgrows a header.
     json layout = req.contains("layout") ? req.at("layout") : job.layout;
+    const bool retry = proto::get_bool(req, "retry", false);
     return defer(
-        {[this, name = job.name, iteration, nprocs, layout, data, size](std::vector<char>&) {
+        {[this, name = job.name, iteration, nprocs, layout, data, size, retry](std::vector<char>&) {
+           if (retry)
+             if (auto done = committed_before(name, iteration)) return *done;
            std::vector<ShardRecord> shards;
            try {
              json table = proto::decode_large(data, size, kMaxShardTable);
@@ -850,6 +918,18 @@ json Server::op_shards(const std::string& op, const json& req, const void* data,
     reply_data.assign(table.begin(), table.end());
   }
   return reply;
+}
+
+// On the data thread: the reply to a commit sent again whose version exists and verifies (it was
+// made before pcmd died), or nothing.
+std::optional<json> Server::committed_before(const std::string& job, std::int64_t iteration) {
+  VersionStatus v = checkpoints_.verify(job, iteration);
+  if (!v.valid) return std::nullopt;
+  return json{{"ok", true},
+              {"iteration", iteration},
+              {"bytes", v.bytes},
+              {"shards", v.nprocs},
+              {"pruned", json::array()}};
 }
 
 json Server::op_migrate(const json& req) {

@@ -17,6 +17,7 @@
 #include "command.h"
 #include "data_thread.h"
 #include "hosts.h"
+#include "journal.h"
 #include "probe.h"
 #include "protocol.h"
 #include "store.h"
@@ -76,6 +77,8 @@ struct Job {
   // The job's processes holding a connection to the watch port (watch.h), by host and pid.
   std::map<std::pair<std::string, long>, int> watched;
   long long incarnation = 0;  // this run of the job: only its processes' hellos count
+  std::string nonce;          // its registration's, so that a registration sent again is known
+  std::int64_t last_done_command = 0;  // the last command the job reported (done or failed)
   bool ever_watched = false;
   // Processes lost without saying bye ("PID on HOST"), first first: when a host vanishes, MPI
   // tears the rest of the job down and those losses follow the first one.
@@ -128,9 +131,25 @@ class Server {
   proto::json register_job(const proto::json& req, const std::string& name,
                            std::optional<Manifest> restarted_from);
   void check_jobs_alive();
+  bool rank0_gone(const Job& job) const;
   void take_watch_events();
   void fail_job(Job& job, std::string why);
-  static void note(Job& job, std::string event);
+  void note(Job& job, std::string event);  // also a change of the job table
+
+  // The job table on disk (job_table.cpp, journal.h).
+  std::filesystem::path table_file() const;
+  proto::json snapshot() const;
+  void restore(const proto::json& table);
+  void restore_table();
+  void changed();
+  // Hands the journal the table if it changed since it was last handed over; its generation.
+  std::uint64_t persist();
+  // Sends a reply, or holds it until the journal has written the table as it is now when the
+  // request changed it (changes_before: changes_ when the request came in).
+  void answer(std::shared_ptr<std::vector<zmq::message_t>> frames, const proto::json& reply,
+              const std::vector<char>& reply_data, std::uint64_t changes_before);
+  // Sends the held replies whose table is written.
+  void release_replies();
   proto::json dispatch(const std::string& op, const proto::json& req, const void* data,
                        std::size_t size, std::vector<char>& reply_data);
   Job& find_job(const proto::json& req);
@@ -139,6 +158,8 @@ class Server {
   proto::json op_register(const proto::json& req, std::vector<char>& reply_data);
   proto::json op_shards(const std::string& op, const proto::json& req, const void* data,
                         std::size_t size, std::vector<char>& reply_data);
+  proto::json registration_reply(const Job& job) const;
+  std::optional<proto::json> committed_before(const std::string& job, std::int64_t iteration);
   proto::json op_poll(const proto::json& req);
   proto::json op_reconfigured(const proto::json& req);
   proto::json op_finished(const proto::json& req);
@@ -187,6 +208,18 @@ class Server {
   bool async_ = false;                // serve_one is handling a request: defer() hands work over
   std::optional<DataWork> deferred_;  // what defer() handed over for the request being handled
   std::map<std::string, Job> jobs_;
+  // The journal, its bell, and the replies that wait for it.
+  zmq::socket_t journal_bell_;
+  std::unique_ptr<Journal> journal_;
+  std::uint64_t changes_ = 0, persisted_changes_ = 0, posted_gen_ = 0;
+  struct HeldReply {
+    std::shared_ptr<std::vector<zmq::message_t>> frames;
+    proto::json reply;
+    std::vector<char> reply_data;
+    std::uint64_t gen;
+  };
+  std::vector<HeldReply> held_;
+  std::string boot_id_;
   std::int64_t next_command_ = 1;
   std::int64_t next_job_ = 1;
   long long next_incarnation_ = 1;

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <future>
 #include <map>
+#include <sstream>
 #include <thread>
 
 #include "client.h"
@@ -29,22 +30,37 @@ using pcm::proto::json;
 
 class ServerTest : public ::testing::Test {
  protected:
-  void SetUp() override {
+  void SetUp() override { start(dir_); }
+  void start(const fs::path& data_dir) {
     pcm::detail::ServerOptions o;
     o.bind = "tcp://127.0.0.1:*";
-    o.data_dir = dir_.string();
+    o.data_dir = data_dir.string();
     o.secret = "right-secret";
     o.hosts = {"localhost:4", "nodeb:2"};
     o.probe_port = 0;  // made-up host names: no lookups (they could leave the machine)
+    stop_ = false;
     server_ = std::make_unique<pcm::detail::Server>(ctx_, o);
     thread_ = std::thread([this] { server_->run(stop_); });
     client_ = std::make_unique<Client>(ctx_, server_->endpoint(), "right-secret");
   }
-  void TearDown() override {
+  void stop() {
     stop_ = true;
     thread_.join();
     client_.reset();
     server_.reset();
+  }
+  void TearDown() override { stop(); }
+  // The job table's file in data_dir, parsed.
+  json table(const fs::path& data_dir) {
+    std::ifstream in(data_dir / "pcmd-jobs.json");
+    std::stringstream text;
+    text << in.rdbuf();
+    return json::parse(text.str());
+  }
+  static const json* table_job(const json& t, const std::string& name) {
+    for (const auto& j : t.at("jobs"))
+      if (j.at("name") == name) return &j;
+    return nullptr;
   }
   // The error code of a request, PCM_SUCCESS if it succeeded.
   int code(const json& req, Client* c = nullptr) {
@@ -679,4 +695,156 @@ TEST_F(ServerTest, DiskWorkNeverHoldsUpTheRequestLoop) {
   auto l =
       other.request({{"op", "load"}, {"job", "big"}, {"rank", 0}, {"key", "x"}}, nullptr, 0, 5000);
   EXPECT_EQ(l.data.size(), (1u << 16) * sizeof(double));
+}
+
+// ---- the job table survives pcmd ----------------------------------------------------------
+
+// A pcmd that stops (SIGTERM) and a new one on the same data directory: the jobs, their pending
+// command, the inventory and the numbering carry on, and a command is never done twice.
+TEST_F(ServerTest, TheJobTableSurvivesARestart) {
+  auto reg = client_->request(
+      {{"op", "register"}, {"job", "j"}, {"size", 2}, {"hosts", {"localhost", "localhost"}}});
+  const long long incarnation = reg.header.at("incarnation");
+  auto m = client_->request({{"op", "migrate"}, {"job", "j"}, {"rank", 1}});
+  const long long id = m.header.at("command");
+  register_job("k", 1);
+  ASSERT_EQ(code({{"op", "finished"}, {"job", "k"}, {"iteration", 9}}), PCM_SUCCESS);
+  ASSERT_EQ(code({{"op", "host_add"}, {"host", "nodec"}, {"slots", 3}, {"site", "b"}}),
+            PCM_SUCCESS);
+
+  stop();
+  start(dir_);
+  auto st = client_->request({{"op", "status"}}).header;
+  ASSERT_EQ(st.at("jobs").size(), 2u) << st.dump();
+  auto j = client_->request({{"op", "status"}, {"job", "j"}}).header.at("jobs").at(0);
+  EXPECT_EQ(j.at("state"), "running");
+  EXPECT_EQ(j.at("size"), 2);
+  ASSERT_TRUE(j.at("pending").is_object());
+  EXPECT_EQ(j.at("pending").at("id"), id);
+  EXPECT_NE(j.at("last_event").get<std::string>().find("pcmd restarted"), std::string::npos);
+  EXPECT_EQ(client_->request({{"op", "status"}, {"job", "k"}}).header.at("jobs").at(0).at("state"),
+            "finished");
+  auto hosts = client_->request({{"op", "host_list"}}).header;
+  EXPECT_EQ(host_row(hosts, "nodec").at("site"), "b");
+  // The job's rank 0 polls the new pcmd and finds its command.
+  auto p = client_->request({{"op", "poll"}, {"job", "j"}, {"iteration", 50}});
+  EXPECT_EQ(p.header.at("command").at("id"), id);
+  reconfigured("j", id, {"localhost", "localhost"});
+  // Its report sent again (the reply was lost with a pcmd): taken once, acknowledged again.
+  json again{{"op", "reconfigured"}, {"job", "j"}, {"command", id},
+             {"success", true},      {"size", 2},  {"hosts", {"localhost", "localhost"}}};
+  EXPECT_EQ(code(again), PCM_ERR_REFUSED);
+  again["retry"] = true;
+  EXPECT_EQ(code(again), PCM_SUCCESS);
+  j = client_->request({{"op", "status"}, {"job", "j"}}).header.at("jobs").at(0);
+  EXPECT_EQ(j.at("reconfigurations"), 1);
+  // Numbers are never given twice.
+  auto m2 = client_->request({{"op", "migrate"}, {"job", "j"}, {"rank", 0}});
+  EXPECT_GT(m2.header.at("command").get<long long>(), id);
+  auto reg2 =
+      client_->request({{"op", "register"}, {"job", "n"}, {"size", 1}, {"hosts", {"localhost"}}});
+  EXPECT_GT(reg2.header.at("incarnation").get<long long>(), incarnation);
+}
+
+// A reply says the change is on disk: the table file holds it as soon as the reply arrives, so a
+// pcmd killed right after (its table copied as a kill -9 would leave it) still knows it.
+TEST_F(ServerTest, AChangeIsOnDiskBeforeItsReply) {
+  register_job("j", 2);
+  const json* j = nullptr;
+  json t = table(dir_);
+  ASSERT_NE(j = table_job(t, "j"), nullptr) << t.dump();
+  EXPECT_EQ(j->at("state"), "running");
+  auto m = client_->request({{"op", "migrate"}, {"job", "j"}, {"rank", 1}});
+  t = table(dir_);
+  ASSERT_NE(j = table_job(t, "j"), nullptr);
+  ASSERT_TRUE(j->at("pending").is_object()) << j->dump();
+  EXPECT_EQ(j->at("pending").at("id"), m.header.at("command"));
+
+  TempDir crashed;
+  fs::copy_file(dir_ / "pcmd-jobs.json", crashed.path() / "pcmd-jobs.json");
+  stop();
+  start(crashed.path());
+  auto st = client_->request({{"op", "status"}, {"job", "j"}}).header.at("jobs").at(0);
+  EXPECT_EQ(st.at("pending").at("id"), m.header.at("command"));
+}
+
+// A registration sent twice (pcmd restarted before it answered) is one job.
+TEST_F(ServerTest, ARegistrationSentTwiceIsOneJob) {
+  json req{{"op", "register"}, {"size", 1}, {"hosts", {"localhost"}}, {"nonce", "n-1"}};
+  auto a = client_->request(req).header;
+  auto b = client_->request(req).header;
+  EXPECT_EQ(a.at("job"), b.at("job"));
+  EXPECT_EQ(a.at("incarnation"), b.at("incarnation"));
+  req["nonce"] = "n-2";
+  EXPECT_NE(client_->request(req).header.at("job"), a.at("job"));
+  req["job"] = "named";
+  req["nonce"] = "n-3";
+  EXPECT_EQ(client_->request(req).header.at("job"), "named");
+  EXPECT_EQ(client_->request(req).header.at("job"), "named");  // not "in use"
+  req["nonce"] = "n-4";
+  EXPECT_EQ(code(req), PCM_ERR_REFUSED);  // another registration of a running name
+}
+
+// A commit sent again after a pcmd restart, whose version was made: done, not refused.
+TEST_F(ServerTest, ACommitSentAgainIsDoneOnce) {
+  register_job("c", 1);
+  std::vector<double> x(100, 2.5);
+  client_->request({{"op", "store"},
+                    {"job", "c"},
+                    {"rank", 0},
+                    {"key", "x"},
+                    {"type", PCM_DOUBLE},
+                    {"count", x.size()}},
+                   x.data(), x.size() * sizeof(double));
+  json commit{{"op", "commit"}, {"job", "c"}, {"iteration", 5}, {"size", 1}};
+  ASSERT_EQ(code(commit), PCM_SUCCESS);
+  EXPECT_NE(code(commit), PCM_SUCCESS);  // a second commit of an iteration is refused
+  commit["retry"] = true;
+  EXPECT_EQ(code(commit), PCM_SUCCESS) << last_error_;
+  commit["iteration"] = 6;  // a retry of a commit that never happened makes it
+  EXPECT_EQ(code(commit), PCM_SUCCESS) << last_error_;
+  auto v = client_->request({{"op", "checkpoints"}, {"job", "c"}}).header.at("versions");
+  EXPECT_EQ(v.size(), 2u) << v.dump();
+}
+
+// A running job's version being made survives a pcmd restart (its ranks may be writing shards);
+// a finished job's is swept.
+TEST_F(ServerTest, ARunningJobsVersionInTheMakingSurvivesARestart) {
+  register_job("run", 1);
+  register_job("done", 1);
+  auto a = client_->request({{"op", "checkpoint_begin"}, {"job", "run"}, {"iteration", 3}});
+  auto b = client_->request({{"op", "checkpoint_begin"}, {"job", "done"}, {"iteration", 3}});
+  ASSERT_EQ(code({{"op", "finished"}, {"job", "done"}}), PCM_SUCCESS);
+  const fs::path run_dir = a.header.at("dir").get<std::string>();
+  const fs::path done_dir = b.header.at("dir").get<std::string>();
+  ASSERT_TRUE(fs::is_directory(run_dir));
+  ASSERT_TRUE(fs::is_directory(done_dir));
+  stop();
+  start(dir_);
+  EXPECT_TRUE(fs::is_directory(run_dir));
+  EXPECT_FALSE(fs::exists(done_dir));
+}
+
+// A table that cannot be used is set aside, and pcmd starts with no job.
+TEST(JobTable, ADamagedTableIsSetAside) {
+  for (const std::string& bad :
+       {std::string("{not json"), std::string(R"({"version": 1, "jobs": [{"name": "../x"}]})"),
+        std::string(R"({"version": 99})")}) {
+    TempDir d;
+    std::ofstream(d.path() / "pcmd-jobs.json") << bad;
+    zmq::context_t ctx(1);
+    pcm::detail::ServerOptions o;
+    o.data_dir = d.path().string();
+    o.secret = "right-secret";
+    o.probe_port = 0;
+    {
+      pcm::detail::Server server(ctx, o);
+      std::vector<char> data;
+      auto st =
+          server.handle({{"v", pcm::proto::kVersion}, {"op", "status"}, {"secret", "right-secret"}},
+                        nullptr, 0, data);
+      EXPECT_TRUE(st.at("jobs").empty()) << bad;
+    }
+    EXPECT_TRUE(fs::exists(d.path() / "pcmd-jobs.json.bad")) << bad;
+  }
 }

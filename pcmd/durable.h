@@ -1,0 +1,20 @@
+// durable.h — files that survive a crash: written whole, fsynced, and renamed into place.
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <string>
+
+namespace pcm::detail {
+
+// fsync of a file or (directory = true) a directory. Throws pcm::Error(PCM_ERR_INTERNAL).
+void fsync_path(const std::filesystem::path& p, bool directory);
+
+// Writes a new file (mode 0600) and fsyncs it; on failure it is removed. Throws pcm::Error.
+void write_synced(const std::filesystem::path& path, const void* data, std::size_t size);
+
+// Temporary file (PATH.tmp), fsync, rename, fsync of the directory: afterwards the file holds
+// either its old content or all of the new one, whatever crashes when. Throws pcm::Error.
+void write_atomically(const std::filesystem::path& final_path, const std::string& content);
+
+}  // namespace pcm::detail

@@ -1,0 +1,233 @@
+// job_table.cpp — what of pcmd's state survives a pcmd restart: the jobs (sizes, hosts, pending
+// and last commands, iterations, events, the version a restarted job reads), the inventory (hosts
+// added, drains), and the counters that number jobs, commands and runs, so that a command id is
+// never given twice. Written by the journal (journal.h) after every change; read at start.
+#include <fstream>
+
+#include "error.h"
+#include "pcm_types.h"
+#include "server.h"
+
+namespace pcm::detail {
+
+using proto::json;
+
+namespace {
+
+constexpr int kTableVersion = 1;
+
+// This boot of the machine: a job whose processes ran before a reboot is gone.
+std::string boot_id() {
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  std::getline(in, id);
+  return id;
+}
+
+JobState state_from(const std::string& s) {
+  if (s == "running") return JobState::kRunning;
+  if (s == "finished") return JobState::kFinished;
+  if (s == "failed") return JobState::kFailed;
+  fail(PCM_ERR_ARG, "unknown job state '{}'", s);
+}
+
+}  // namespace
+
+std::filesystem::path Server::table_file() const {
+  return std::filesystem::path(options_.data_dir) / "pcmd-jobs.json";
+}
+
+json Server::snapshot() const {
+  json jobs = json::array();
+  for (const auto& [name, job] : jobs_) {
+    json j{{"name", job.name},
+           {"state", state_name(job.state)},
+           {"size", job.size},
+           {"hosts", job.hosts},
+           {"executable", job.executable},
+           {"iteration", job.iteration},
+           {"reconfigurations", job.reconfigurations},
+           {"pending", job.pending ? job.pending->to_json() : json()},
+           {"pending_delivered", job.pending_delivered},
+           {"pending_drain", job.pending_drain},
+           {"last_done_command", job.last_done_command},
+           {"last_event", job.last_event},
+           {"events", job.events},
+           {"layout_command", job.layout_command},
+           {"layout", job.layout},
+           {"restarted_from", job.restarted_from ? job.restarted_from->to_json() : json()},
+           {"placement", job.placement ? placement_name(*job.placement) : ""},
+           {"drain_stalled", job.drain_stalled},
+           {"rank0_pid", job.rank0_pid},
+           {"rank0_host", job.rank0_host},
+           {"incarnation", job.incarnation},
+           {"nonce", job.nonce},
+           {"lost", job.lost}};
+    jobs.push_back(std::move(j));
+  }
+  json hosts = json::array();
+  for (const auto& h : inventory_)
+    hosts.push_back(json{{"name", h.name},
+                         {"slots", h.slots},
+                         {"site", h.site},
+                         {"latency_ms", h.latency_ms ? json(*h.latency_ms) : json()},
+                         {"draining", h.draining}});
+  return json{{"version", kTableVersion},
+              {"boot_id", boot_id_},
+              {"next_command", next_command_},
+              {"next_job", next_job_},
+              {"next_incarnation", next_incarnation_},
+              {"jobs", std::move(jobs)},
+              {"inventory", std::move(hosts)}};
+}
+
+// Takes the table over, or throws (pcm::Error, json::exception) leaving the server as it was.
+void Server::restore(const json& t) {
+  if (t.at("version").get<int>() != kTableVersion)
+    fail(PCM_ERR_ARG, "job table version {} is not {}", t.at("version").get<int>(), kTableVersion);
+  const bool rebooted = t.at("boot_id").get<std::string>() != boot_id_;
+  std::map<std::string, Job> jobs;
+  const auto now = std::chrono::steady_clock::now();
+  for (const json& j : t.at("jobs")) {
+    Job job;
+    job.name = j.at("name").get<std::string>();
+    if (!proto::valid_name(job.name)) fail(PCM_ERR_ARG, "invalid job name '{}'", job.name);
+    job.state = state_from(j.at("state").get<std::string>());
+    job.size = j.at("size").get<int>();
+    job.hosts = j.at("hosts").get<std::vector<std::string>>();
+    if (job.size < 1 || job.hosts.size() != static_cast<std::size_t>(job.size))
+      fail(PCM_ERR_ARG, "job '{}': {} hosts for {} processes", job.name, job.hosts.size(),
+           job.size);
+    job.executable = j.at("executable").get<std::string>();
+    job.iteration = j.at("iteration").get<std::int64_t>();
+    job.reconfigurations = j.at("reconfigurations").get<int>();
+    if (!j.at("pending").is_null())
+      job.pending = proto::Command::from_json(j.at("pending"), job.size);
+    job.pending_delivered = j.at("pending_delivered").get<bool>();
+    job.pending_drain = j.at("pending_drain").get<bool>();
+    job.last_done_command = j.at("last_done_command").get<std::int64_t>();
+    job.last_event = j.at("last_event").get<std::string>();
+    job.events = j.at("events").get<std::vector<std::string>>();
+    job.layout_command = j.at("layout_command").get<std::int64_t>();
+    job.layout = j.at("layout");
+    if (!j.at("restarted_from").is_null())
+      job.restarted_from = Manifest::from_json(j.at("restarted_from"));
+    if (auto p = j.at("placement").get<std::string>(); !p.empty()) {
+      job.placement = parse_placement(p);
+      if (!job.placement) fail(PCM_ERR_ARG, "unknown placement '{}'", p);
+    }
+    job.drain_stalled = j.at("drain_stalled").get<std::string>();
+    job.rank0_pid = j.at("rank0_pid").get<long>();
+    job.rank0_host = j.at("rank0_host").get<std::string>();
+    job.incarnation = j.at("incarnation").get<long long>();
+    job.nonce = j.at("nonce").get<std::string>();
+    job.lost = j.at("lost").get<std::vector<std::string>>();
+    job.last_seen = now;  // its processes have the time a reconnection takes
+    jobs[job.name] = std::move(job);
+  }
+  std::vector<InventoryHost> hosts;
+  for (const json& h : t.at("inventory")) {
+    InventoryHost host;
+    host.name = h.at("name").get<std::string>();
+    if (!proto::valid_host(host.name)) fail(PCM_ERR_ARG, "invalid host name '{}'", host.name);
+    host.slots = h.at("slots").get<int>();
+    host.site = h.at("site").get<std::string>();
+    if (!h.at("latency_ms").is_null()) host.latency_ms = h.at("latency_ms").get<double>();
+    host.draining = h.at("draining").get<bool>();
+    hosts.push_back(std::move(host));
+  }
+  // Everything read: take it over. Hosts named on pcmd's command line keep the slots given
+  // there; what pcmctl changed (sites, latencies, drains, hosts added) comes back.
+  next_command_ = std::max(next_command_, t.at("next_command").get<std::int64_t>());
+  next_job_ = std::max(next_job_, t.at("next_job").get<std::int64_t>());
+  next_incarnation_ = std::max(next_incarnation_, t.at("next_incarnation").get<long long>());
+  for (auto& h : hosts) {
+    if (InventoryHost* mine = find_host(h.name)) {
+      mine->site = h.site;
+      mine->latency_ms = h.latency_ms;
+      mine->draining = h.draining;
+    } else {
+      add_host(h.name, h.slots, h.site, h.latency_ms);
+      find_host(h.name)->draining = h.draining;
+    }
+  }
+  jobs_ = std::move(jobs);
+  int running = 0;
+  for (auto& [name, job] : jobs_) {
+    if (job.state != JobState::kRunning) continue;
+    if (rebooted) {
+      fail_job(job, "the machine pcmd runs on restarted: the job's processes are gone");
+      continue;
+    }
+    if (rank0_gone(job)) {
+      fail_job(job, fmt::format("rank 0 (pid {}) ended while pcmd was away", job.rank0_pid));
+      continue;
+    }
+    ++running;
+    note(job, "pcmd restarted; waiting for the job to reconnect");
+  }
+  log_->info("job table: {} jobs ({} running) taken over from {}", jobs_.size(), running,
+             table_file().string());
+}
+
+// At start: the table an earlier pcmd left, if any. One that cannot be used is set aside with a
+// warning, and pcmd starts with no job (it never refuses to start over it).
+void Server::restore_table() {
+  boot_id_ = boot_id();
+  std::string problem;
+  auto text = Journal::load(table_file(), &problem);
+  if (!text) {
+    if (!problem.empty()) log_->warn("job table: {}; starting with no job", problem);
+    return;
+  }
+  try {
+    restore(json::parse(*text));
+  } catch (const std::exception& e) {
+    Journal::set_aside(table_file());
+    log_->warn("job table {} cannot be used ({}); set aside as {}.bad; starting with no job",
+               table_file().string(), e.what(), table_file().string());
+  }
+}
+
+// A change to the table: written by the journal at the loop's next turn; the reply of the
+// request that made it waits until it is on disk (Server::answer).
+void Server::changed() { ++changes_; }
+
+std::uint64_t Server::persist() {
+  if (changes_ != persisted_changes_ && journal_) {
+    persisted_changes_ = changes_;
+    posted_gen_ = journal_->post(snapshot().dump());
+  }
+  return posted_gen_;
+}
+
+void Server::answer(std::shared_ptr<std::vector<zmq::message_t>> frames, const json& reply,
+                    const std::vector<char>& reply_data, std::uint64_t changes_before) {
+  if (!frames) return;
+  if (changes_ != changes_before && journal_) {
+    const std::uint64_t gen = persist();
+    if (journal_->written() < gen) {
+      held_.push_back(HeldReply{std::move(frames), reply, reply_data, gen});
+      return;
+    }
+  }
+  send_reply(*frames, reply, reply_data);
+}
+
+void Server::release_replies() {
+  if (held_.empty()) return;
+  const std::uint64_t written = journal_->written();
+  if (const std::string why = journal_->error(); !why.empty())
+    log_->warn("job table: cannot write it ({}); a pcmd restart would lose the latest changes",
+               why);
+  std::vector<HeldReply> later;
+  for (auto& h : held_) {
+    if (h.gen <= written)
+      send_reply(*h.frames, h.reply, h.reply_data);
+    else
+      later.push_back(std::move(h));
+  }
+  held_.swap(later);
+}
+
+}  // namespace pcm::detail
