@@ -13,6 +13,7 @@
 #include <vector>
 #include <zmq_addon.hpp>
 
+#include "auth.h"
 #include "error.h"
 #include "mpi_util.h"
 #include "pcm_types.h"
@@ -25,6 +26,7 @@ void DaemonLink::open(const Config& config, long poll_interval_ms) {
   endpoint_ = config.endpoint;
   watch_endpoint_ = config.watch;
   secret_ = config.secret;
+  curve_ = config.curve;
   poll_interval_ms_ = poll_interval_ms;
   context_.emplace(1);
 }
@@ -106,8 +108,32 @@ void DaemonLink::watch(const std::string& job, std::int64_t incarnation, const s
                  watch_endpoint_, why);
     return;
   }
-  std::string hello = fmt::format("PCM-WATCH 1 {} {} {} {} {}\n", secret_, job,
-                                  static_cast<long>(::getpid()), host, incarnation);
+  // pcmd speaks first: "PCM-WATCH 2 NONCE". The hello proves the secret without carrying it.
+  std::string challenge;
+  const std::int64_t deadline = now_ms() + timeout_ms;
+  while (challenge.find('\n') == std::string::npos && challenge.size() < 256) {
+    pollfd p{fd, POLLIN, 0};
+    const std::int64_t left = deadline - now_ms();
+    char buf[128];
+    ssize_t n = left > 0 && ::poll(&p, 1, static_cast<int>(left)) == 1
+                    ? ::recv(fd, buf, sizeof buf, 0)
+                    : -1;
+    if (n <= 0) break;
+    challenge.append(buf, static_cast<std::size_t>(n));
+  }
+  const std::string prefix = "PCM-WATCH 2 ";
+  const auto nl = challenge.find('\n');
+  if (nl == std::string::npos || challenge.rfind(prefix, 0) != 0) {
+    plog()->warn("pcmd's watch port {} sent no challenge: this process is not watched",
+                 watch_endpoint_);
+    ::close(fd);
+    return;
+  }
+  const std::string nonce = challenge.substr(prefix.size(), nl - prefix.size());
+  const std::string fields =
+      fmt::format("{} {} {} {}", job, static_cast<long>(::getpid()), host, incarnation);
+  std::string hello =
+      fmt::format("PCM-WATCH 2 {} {}\n", watch_proof(secret_, nonce, fields), fields);
   if (::send(fd, hello.data(), hello.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(hello.size())) {
     plog()->warn("cannot greet pcmd's watch port: {}", std::strerror(errno));
     ::close(fd);
@@ -118,7 +144,7 @@ void DaemonLink::watch(const std::string& job, std::int64_t incarnation, const s
 
 Reply DaemonLink::request(const json& header, const void* data, std::size_t size, int timeout_ms) {
   if (!context_) fail(PCM_ERR_CONFIG, "no configuration");
-  if (!client_) client_.emplace(*context_, endpoint_, secret_);
+  if (!client_) client_.emplace(*context_, endpoint_, secret_, curve_);
   return client_->request(header, data, size, timeout_ms);
 }
 
@@ -126,6 +152,7 @@ void DaemonLink::reset_poller() {
   poller_ = zmq::socket_t(*context_, zmq::socket_type::dealer);
   poller_.set(zmq::sockopt::linger, 0);
   poller_.set(zmq::sockopt::sndhwm, 4);
+  apply_curve(poller_, curve_);
   poller_.connect(endpoint_);
   poll_outstanding_ = false;
 }

@@ -45,6 +45,7 @@ class DaemonLink {
 
   std::string endpoint_;
   std::string secret_;
+  CurveClientKeys curve_;
   std::optional<zmq::context_t> context_;
   std::optional<Client> client_;  // created on first use, holds a reference to context_
 
