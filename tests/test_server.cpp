@@ -3,12 +3,15 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -800,4 +803,51 @@ TEST_F(ServerTest, CheckpointsOfAnUnknownJobAreNotFound) {
   }
   auto r = client_->request({{"op", "checkpoints"}, {"job", job}});
   EXPECT_TRUE(r.header.at("versions").empty());
+}
+
+// A store on a full disk reaches the client as PCM_ERR_NOSPACE (not PCM_ERR_INTERNAL), with the
+// message, and the data stored before is still loaded. pcmd's data directory is a 16 MiB tmpfs
+// mounted here (root only; SKIPPED otherwise).
+TEST(ServerNoSpace, AStoreOnAFullDiskIsNoSpaceAtTheClient) {
+  if (::geteuid() != 0) GTEST_SKIP() << "SKIPPED: mounting a small tmpfs needs root";
+  TempDir dir;
+  const fs::path mnt = dir.path() / "small";
+  fs::create_directory(mnt);
+  if (::mount("tmpfs", mnt.c_str(), "tmpfs", 0, "size=16m,mode=0700") != 0)
+    GTEST_SKIP() << "SKIPPED: cannot mount a tmpfs here: " << std::strerror(errno);
+  struct Unmount {
+    fs::path p;
+    ~Unmount() { ::umount2(p.c_str(), MNT_DETACH); }
+  } unmount{mnt};
+  {
+    zmq::context_t ctx;
+    pcm::detail::ServerOptions o;
+    o.bind = "tcp://127.0.0.1:*";
+    o.data_dir = (mnt / "data").string();
+    o.secret = "right-secret";
+    o.probe_port = 0;
+    auto server = std::make_unique<pcm::detail::Server>(ctx, o);
+    std::atomic<bool> stop{false};
+    std::thread thread([&] { server->run(stop); });
+    Client c(ctx, server->endpoint(), "right-secret");
+    c.request({{"op", "register"}, {"job", "full"}, {"size", 1}, {"hosts", {"localhost"}}});
+    std::vector<double> small(1000, 1.5), big(3 << 20, 2.5);  // 8 KB, then 24 MiB
+    json req{{"op", "store"}, {"job", "full"}, {"rank", 0}, {"key", "x"}, {"type", PCM_DOUBLE}};
+    req["count"] = small.size();
+    c.request(req, small.data(), small.size() * sizeof(double));
+    req["count"] = big.size();
+    try {
+      c.request(req, big.data(), big.size() * sizeof(double), 30000);
+      ADD_FAILURE() << "24 MiB stored on a 16 MiB disk";
+    } catch (const pcm::Error& e) {
+      EXPECT_EQ(e.code(), PCM_ERR_NOSPACE) << e.what();
+      EXPECT_NE(std::string(e.what()).find("no space left"), std::string::npos) << e.what();
+    }
+    auto r = c.request({{"op", "load"}, {"job", "full"}, {"rank", 0}, {"key", "x"}});
+    EXPECT_EQ(r.header.value("count", 0), 1000);
+    ASSERT_EQ(r.data.size(), small.size() * sizeof(double));
+    EXPECT_EQ(static_cast<const double*>(r.data.data())[999], 1.5);
+    stop = true;
+    thread.join();
+  }
 }
