@@ -82,6 +82,12 @@ CurveKeyPair curve_keypair() {
   return {pub, sec};
 }
 
+std::string curve_public_of(const std::string& secret_key) {
+  char pub[41] = {0};
+  if (secret_key.size() != 40 || zmq_curve_public(pub, secret_key.c_str()) != 0) return "";
+  return pub;
+}
+
 bool valid_curve_key(std::string_view s) {
   if (s.size() != 40) return false;
   std::string text(s);

@@ -33,6 +33,8 @@ struct CurveKeyPair {
 };
 // A new key pair (zmq_curve_keypair). Throws pcm::Error(PCM_ERR_INTERNAL) if libzmq has no CURVE.
 CurveKeyPair curve_keypair();
+// The public half of a Z85 secret key ("" if it is none).
+std::string curve_public_of(const std::string& secret_key);
 // Whether s is a Z85-encoded 32-byte key.
 bool valid_curve_key(std::string_view s);
 

@@ -114,7 +114,9 @@ int serve(const Options& o, int ready_fd) {
     pcm::detail::CurveClientKeys client_keys;
     if (o.curve || !loopback_address(o.bind)) {
       std::string server_secret = pcm::detail::read_server_key(o.config);
-      if (earlier && earlier->curve.enabled() && !server_secret.empty()) {
+      // The earlier keys, if the key file still belongs to that configuration.
+      if (earlier && earlier->curve.enabled() && !server_secret.empty() &&
+          pcm::detail::curve_public_of(server_secret) == earlier->curve.server_public) {
         client_keys = earlier->curve;
       } else {
         auto server = pcm::detail::curve_keypair();

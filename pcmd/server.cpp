@@ -736,11 +736,12 @@ json Server::op_checkpoint(const std::string& op, const json& req, std::vector<c
   if (op == "verify") one = proto::opt_int(req, "iteration", 0, INT64_MAX);
   std::size_t keep = 0;
   if (op == "prune") keep = static_cast<std::size_t>(proto::get_int(req, "keep", 1, 1 << 20));
-  const bool running = jobs_.count(name) > 0;
-  return defer({[this, op, name, one, keep, status_json, running](std::vector<char>&) {
-                  if (!running && !checkpoints_.has_job(name))
+  const bool known = jobs_.count(name) > 0;
+  return defer({[this, op, name, one, keep, status_json, known](std::vector<char>&) {
+                  if (!known && !checkpoints_.has_job(name))
                     fail(PCM_ERR_NOT_FOUND,
-                         "job '{}' has no checkpoints here and is not running (mistyped?)", name);
+                         "job '{}' has no checkpoints here and pcmd does not know it (mistyped?)",
+                         name);
                   if (op == "prune")
                     return json{{"ok", true}, {"pruned", checkpoints_.prune(name, keep)}};
                   json versions = json::array();

@@ -48,6 +48,15 @@ echo "private_refusals: ok: created 0700 directories and 0600 files under umask 
 secret=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['secret'])" "$dir/keep.conf")
 cp -p "$dir/keep.conf" "$dir/conf/pcmd.conf"
 
+# A restart with --curve keeps its CURVE keys (jobs that read the file before still connect).
+key() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['curve']['server_public'])" "$1"; }
+start "$dir/conf/pcmd.conf" "$dir/data" --curve || fail "a restart with --curve failed: $(cat "$dir/out")"
+[ "$(key "$dir/conf/pcmd.conf")" = "$(key "$dir/keep.conf")" ] || fail "the CURVE keys changed"
+"$pcmctl" --config "$dir/conf/pcmd.conf" ping >/dev/null || fail "the kept keys do not connect"
+stop
+cp -p "$dir/keep.conf" "$dir/conf/pcmd.conf"
+echo "private_refusals: ok: a restart keeps its CURVE keys"
+
 chmod 644 "$dir/conf/pcmd.conf"
 refused "a configuration file readable by others" "chmod 600 $dir/conf/pcmd.conf" \
   "$dir/conf/pcmd.conf" "$dir/data"
