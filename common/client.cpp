@@ -9,14 +9,26 @@
 
 namespace pcm::detail {
 
-Client::Client(zmq::context_t& context, std::string endpoint, std::string secret)
-    : context_(context), endpoint_(std::move(endpoint)), secret_(std::move(secret)) {
+void apply_curve(zmq::socket_t& socket, const CurveClientKeys& curve) {
+  if (!curve.enabled()) return;
+  socket.set(zmq::sockopt::curve_serverkey, curve.server_public);
+  socket.set(zmq::sockopt::curve_publickey, curve.public_key);
+  socket.set(zmq::sockopt::curve_secretkey, curve.secret_key);
+}
+
+Client::Client(zmq::context_t& context, std::string endpoint, std::string secret,
+               CurveClientKeys curve)
+    : context_(context),
+      endpoint_(std::move(endpoint)),
+      secret_(std::move(secret)),
+      curve_(std::move(curve)) {
   connect();
 }
 
 void Client::connect() {
   socket_ = zmq::socket_t(context_, zmq::socket_type::req);
   socket_.set(zmq::sockopt::linger, 0);
+  apply_curve(socket_, curve_);
   try {
     socket_.connect(endpoint_);
   } catch (const zmq::error_t& e) {
@@ -43,8 +55,13 @@ Reply Client::request(proto::json header, const void* data, std::size_t size, in
       if (slice.count() > 0 && zmq::poll(&item, 1, slice) > 0) break;
       if (left <= slice) {
         connect();  // a REQ socket that got no reply cannot send again
-        fail(PCM_ERR_DAEMON, "pcmd at {} did not answer '{}' within {} ms", endpoint_, op,
-             timeout_ms);
+        // A CURVE handshake that fails is silent: say what the keys may have to do with it.
+        fail(PCM_ERR_DAEMON, "pcmd at {} did not answer '{}' within {} ms{}", endpoint_, op,
+             timeout_ms,
+             curve_.enabled()
+                 ? " (with CURVE: pcmd answers only the client keys of its own configuration file)"
+                 : " (a pcmd beyond loopback answers only CURVE clients: its configuration file "
+                   "has the keys)");
       }
       if (gone()) {
         connect();
@@ -63,7 +80,7 @@ Reply Client::request(proto::json header, const void* data, std::size_t size, in
     reply.header = proto::decode(head.data(), head.size());
     if (!proto::get_bool(reply.header, "ok", false)) {
       int code = static_cast<int>(
-          proto::opt_int(reply.header, "code", PCM_ERR_CORRUPT, -1).value_or(PCM_ERR_INTERNAL));
+          proto::opt_int(reply.header, "code", PCM_ERR_NOSPACE, -1).value_or(PCM_ERR_INTERNAL));
       auto msg = proto::opt_string(reply.header, "error", 4096).value_or("no message");
       throw Error(code, msg);
     }

@@ -5,6 +5,7 @@
 #include <string>
 #include <zmq.hpp>
 
+#include "config.h"
 #include "protocol.h"
 
 namespace pcm::detail {
@@ -16,8 +17,10 @@ struct Reply {
 
 class Client {
  public:
-  // context must outlive the client.
-  Client(zmq::context_t& context, std::string endpoint, std::string secret);
+  // context must outlive the client. With curve enabled, the connection is encrypted and
+  // authenticated with CURVE (a pcmd beyond loopback requires it).
+  Client(zmq::context_t& context, std::string endpoint, std::string secret,
+         CurveClientKeys curve = {});
 
   // Sends header (with "v" and "secret" added) and optional data; waits at most timeout_ms.
   // Throws pcm::Error: PCM_ERR_DAEMON if pcmd does not answer in time, or as soon as gone()
@@ -34,7 +37,11 @@ class Client {
   zmq::context_t& context_;
   std::string endpoint_;
   std::string secret_;
+  CurveClientKeys curve_;
   zmq::socket_t socket_;
 };
+
+// Makes socket a CURVE client of pcmd with these keys (before it connects); nothing if disabled.
+void apply_curve(zmq::socket_t& socket, const CurveClientKeys& curve);
 
 }  // namespace pcm::detail

@@ -17,7 +17,7 @@ extern "C" __attribute__((visibility("default"))) const char* PCM_Error_string(i
     case PCM_ERR_REFUSED:
       return "refused by pcmd";
     case PCM_ERR_NOT_FOUND:
-      return "no data stored under that rank and key";
+      return "not found (no data under that rank and key, or no checkpoint version)";
     case PCM_ERR_TYPE:
       return "stored type differs";
     case PCM_ERR_COUNT:
@@ -30,6 +30,8 @@ extern "C" __attribute__((visibility("default"))) const char* PCM_Error_string(i
       return "internal error in PCM";
     case PCM_ERR_CORRUPT:
       return "checkpoint data failed verification";
+    case PCM_ERR_NOSPACE:
+      return "no space left on the disk";
     default:
       return "unknown PCM error code";
   }

@@ -110,8 +110,11 @@ int PCM_Status(MPI_Comm comm);
  * what was there. rank is usually the caller's own rank. The data outlives this process.
  * Local (each process talks to pcmd itself). PCM_Store, PCM_Load, PCM_Commit and a restart's
  * PCM_Init wait for pcmd up to PCM_DATA_TIMEOUT_MS (default 600000): their time grows with the
- * data; PCM_ERR_DAEMON after that.
- * Errors: PCM_ERR_ARG, PCM_ERR_STATE, PCM_ERR_DAEMON, PCM_ERR_REFUSED.
+ * data; PCM_ERR_DAEMON after that. A store is atomic: pcmd writes the new data completely
+ * before it replaces the old, so a store that fails leaves what was stored before under
+ * (rank, key) loadable (a PCM_Commit is then refused until the key is stored again).
+ * Errors: PCM_ERR_ARG, PCM_ERR_STATE, PCM_ERR_DAEMON, PCM_ERR_REFUSED, PCM_ERR_NOSPACE (pcmd's
+ * disk is full; the message says how much was needed and free).
  */
 int PCM_Store(int rank, const char *key, const void *buf, PCM_Datatype type, long count);
 
@@ -282,8 +285,10 @@ int PCM_Merge_Collective(void **buf, PCM_Datatype type, PCM_Dist *dist, int *ite
  * checksums) and keeps the newest versions (pcmd --keep). A version exists only once complete:
  * after a crash the previous one is still there. `pcmctl checkpoints JOB` lists them.
  * Collective over comm; the same code on every rank.
- * Errors: PCM_ERR_ARG, PCM_ERR_STATE, PCM_ERR_DAEMON, PCM_ERR_REFUSED (a rank stored nothing),
- * PCM_ERR_INTERNAL (the write failed, e.g. a full disk: the previous version stays valid).
+ * Errors: PCM_ERR_ARG, PCM_ERR_STATE, PCM_ERR_DAEMON, PCM_ERR_REFUSED (a rank stored nothing; a
+ * rank's last PCM_Store failed; a valid version of `iteration` exists already, as for the
+ * iteration a restarted job resumed from), PCM_ERR_NOSPACE (the disk is full: the previous
+ * version stays valid), PCM_ERR_INTERNAL (another write failure).
  */
 int PCM_Commit(MPI_Comm comm, int iteration);
 

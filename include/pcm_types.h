@@ -13,13 +13,14 @@ extern "C" {
 #define PCM_ERR_CONFIG (-3)    /* the configuration file is missing or invalid */
 #define PCM_ERR_DAEMON (-4)    /* pcmd could not be reached or did not answer in time */
 #define PCM_ERR_REFUSED (-5)   /* pcmd refused the request (bad secret, unknown job, ...) */
-#define PCM_ERR_NOT_FOUND (-6) /* PCM_Load: no data stored under that rank and key */
+#define PCM_ERR_NOT_FOUND (-6) /* no data under that rank and key; a restart: no version */
 #define PCM_ERR_TYPE (-7)      /* PCM_Load: the stored type differs from the requested one */
 #define PCM_ERR_COUNT (-8)     /* PCM_Load: the stored count differs from the requested one */
 #define PCM_ERR_MPI (-9)       /* an MPI call failed */
 #define PCM_ERR_SPAWN (-10)    /* MPI_Comm_spawn failed; the old world is intact */
 #define PCM_ERR_INTERNAL (-11) /* a bug in PCM; the message says where */
 #define PCM_ERR_CORRUPT (-12)  /* checkpoint data failed verification (a checksum, a size) */
+#define PCM_ERR_NOSPACE (-13)  /* the disk is full; data stored before is kept */
 
 /* Process states, from PCM_Process_Status. */
 #define PCM_STARTED 1   /* started by mpiexec */

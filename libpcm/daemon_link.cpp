@@ -15,6 +15,7 @@
 #include <vector>
 #include <zmq_addon.hpp>
 
+#include "auth.h"
 #include "error.h"
 #include "mpi_util.h"
 #include "pcm_types.h"
@@ -30,6 +31,7 @@ void DaemonLink::open(const Config& config, const std::string& config_path, long
   watch_endpoint_ = config.watch;
   secret_ = config.secret;
   pid_ = config.pid;
+  curve_ = config.curve;
   poll_interval_ms_ = poll_interval_ms;
   reconnect_ms_ = reconnect_ms;
   context_.emplace(1);
@@ -116,8 +118,32 @@ void DaemonLink::watch(const std::string& job, std::int64_t incarnation, const s
                  watch_endpoint_, why);
     return;
   }
-  std::string hello = fmt::format("PCM-WATCH 1 {} {} {} {} {}\n", secret_, job,
-                                  static_cast<long>(::getpid()), host, incarnation);
+  // pcmd speaks first: "PCM-WATCH 2 NONCE". The hello proves the secret without carrying it.
+  std::string challenge;
+  const std::int64_t deadline = now_ms() + timeout_ms;
+  while (challenge.find('\n') == std::string::npos && challenge.size() < 256) {
+    pollfd p{fd, POLLIN, 0};
+    const std::int64_t left = deadline - now_ms();
+    char buf[128];
+    ssize_t n = left > 0 && ::poll(&p, 1, static_cast<int>(left)) == 1
+                    ? ::recv(fd, buf, sizeof buf, 0)
+                    : -1;
+    if (n <= 0) break;
+    challenge.append(buf, static_cast<std::size_t>(n));
+  }
+  const std::string prefix = "PCM-WATCH 2 ";
+  const auto nl = challenge.find('\n');
+  if (nl == std::string::npos || challenge.rfind(prefix, 0) != 0) {
+    plog()->warn("pcmd's watch port {} sent no challenge: this process is not watched",
+                 watch_endpoint_);
+    ::close(fd);
+    return;
+  }
+  const std::string nonce = challenge.substr(prefix.size(), nl - prefix.size());
+  const std::string fields =
+      fmt::format("{} {} {} {}", job, static_cast<long>(::getpid()), host, incarnation);
+  std::string hello =
+      fmt::format("PCM-WATCH 2 {} {}\n", watch_proof(secret_, nonce, fields), fields);
   if (::send(fd, hello.data(), hello.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(hello.size())) {
     plog()->warn("cannot greet pcmd's watch port: {}", std::strerror(errno));
     ::close(fd);
@@ -132,7 +158,7 @@ Reply DaemonLink::request(const json& header, const void* data, std::size_t size
   if (reconnect_ms < 0) reconnect_ms = reconnect_ms_;
   json h = header;
   while (true) {
-    if (!client_) client_.emplace(*context_, endpoint_, secret_);
+    if (!client_) client_.emplace(*context_, endpoint_, secret_, curve_);
     try {
       return client_->request(h, data, size, timeout_ms, [this] { return pcmd_gone(); });
     } catch (const Error& e) {
@@ -175,9 +201,12 @@ bool DaemonLink::adopt_config() {
   } catch (const Error&) {
     return false;
   }
-  if (c.pid == pid_ && c.endpoint == endpoint_ && c.secret == secret_) return false;
+  if (c.pid == pid_ && c.endpoint == endpoint_ && c.secret == secret_ &&
+      c.curve.server_public == curve_.server_public)
+    return false;
   endpoint_ = c.endpoint;
   secret_ = c.secret;
+  curve_ = c.curve;
   pid_ = c.pid;
   watch_endpoint_ = c.watch;
   client_.reset();
@@ -196,7 +225,7 @@ bool DaemonLink::reconnect(int within_ms, std::string* why) {
   while (true) {
     adopt_config();
     try {
-      if (!client_) client_.emplace(*context_, endpoint_, secret_);
+      if (!client_) client_.emplace(*context_, endpoint_, secret_, curve_);
       client_->request({{"op", "ping"}}, nullptr, 0,
                        static_cast<int>(std::clamp<std::int64_t>(deadline - now_ms(), 1, 1000)));
       if (watch_closed()) {
@@ -226,6 +255,7 @@ void DaemonLink::reset_poller() {
   poller_ = zmq::socket_t(*context_, zmq::socket_type::dealer);
   poller_.set(zmq::sockopt::linger, 0);
   poller_.set(zmq::sockopt::sndhwm, 4);
+  apply_curve(poller_, curve_);
   poller_.connect(endpoint_);
   poll_outstanding_ = false;
 }

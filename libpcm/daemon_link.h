@@ -75,6 +75,7 @@ class DaemonLink {
   int reconnect_ms_ = 60000;
   std::string endpoint_;
   std::string secret_;
+  CurveClientKeys curve_;
   std::optional<zmq::context_t> context_;
   std::optional<Client> client_;  // created on first use, holds a reference to context_
 

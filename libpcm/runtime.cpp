@@ -8,6 +8,7 @@
 
 #include <cstdlib>
 
+#include "auth.h"
 #include "error.h"
 #include "log.h"
 #include "protocol.h"
@@ -249,7 +250,7 @@ void Runtime::reconfig_times(double* spawn, double* data, double* rebuild) const
 void Runtime::shut_down() {
   link_.close();
   phase_ = Phase::kFinalized;
-  if (!mpi::finalized()) mpi_check(MPI_Finalize(), "MPI_Finalize");
+  if (!mpi::finalized()) mpi_check(PMPI_Finalize(), "MPI_Finalize");  // not ours (api.cpp)
 }
 
 int Runtime::exit_retired() {
@@ -260,7 +261,7 @@ int Runtime::exit_retired() {
   retirement_.park();
   link_.close();
   phase_ = Phase::kFinalized;
-  mpi_check(MPI_Finalize(), "MPI_Finalize");
+  mpi_check(PMPI_Finalize(), "MPI_Finalize");
   return PCM_SUCCESS;
 }
 

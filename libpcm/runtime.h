@@ -69,6 +69,9 @@ class Runtime {
   };
 
   static Runtime& instance();
+  // An atexit handler (registered when a process retires): PCM_Exit for a retired process that
+  // did not call it.
+  static void exit_if_retired();
 
   int mpi_pcm_init(int* argc, char*** argv);
   int init(MPI_Comm* comm);
@@ -91,6 +94,10 @@ class Runtime {
   int load_redistribute(const char* key, int type, const Distribution& from, const Distribution& to,
                         int rank, void* buf);
   int exit_retired();
+  // Whether this process has retired and not yet ended (PCM_Exit not called).
+  bool retired_unfinished() const {
+    return process_status_ == PCM_RETIRED && phase_ != Phase::kFinalized;
+  }
   int finalize(MPI_Comm comm);
 
   // The register-once layer (adapt.cpp).

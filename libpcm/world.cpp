@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "error.h"
@@ -102,6 +103,23 @@ void Runtime::retire(mpi::Comm waker_comm, int waker_rank, const Command& cmd) {
   plog()->info("[rank {}] retired ({} {})", rank_, proto::kind_name(cmd.kind), cmd.id);
   rank_ = -1;
   size_ = 0;
+  // A retired process that returns from main without PCM_Exit would end without MPI_Finalize,
+  // which makes mpiexec tear the whole job down: at exit it parks and finalizes as PCM_Exit does.
+  static bool at_exit = false;
+  if (!at_exit) at_exit = std::atexit(exit_if_retired) == 0;
+}
+
+void Runtime::exit_if_retired() {
+  Runtime& rt = instance();
+  if (!rt.retired_unfinished()) return;
+  plog()->warn(
+      "a retired process is ending without PCM_Exit: it waits for the end of the job as "
+      "PCM_Exit does (call PCM_Exit, or PCM_Finalize, before returning from main)");
+  try {
+    rt.exit_retired();
+  } catch (const std::exception& e) {
+    plog()->error("PCM_Exit at exit failed: {}", e.what());
+  }
 }
 
 void Runtime::adopt_world(mpi::Comm world) {

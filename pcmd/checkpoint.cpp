@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -231,6 +232,11 @@ Manifest Checkpoints::commit(const Store& store, const std::string& job, std::in
   if (nprocs < 1) fail(PCM_ERR_ARG, "a version needs at least one process");
   fs::path src = store.job_file(job);
   if (!fs::exists(src)) fail(PCM_ERR_NOT_FOUND, "job '{}' has stored nothing", job);
+  if (auto failed = store.failed_store(job))
+    fail(PCM_ERR_REFUSED,
+         "the last store of {} of job '{}' failed; store it again before committing (no version "
+         "made: it would mix that key's earlier data with the new data of the others)",
+         *failed, job);
   fs::path final_path = version_file(job, iteration);
   std::error_code ec;
   fs::create_directories(final_path.parent_path(), ec);
@@ -315,9 +321,23 @@ Manifest Checkpoints::commit(const Store& store, const std::string& job, std::in
     fsync_path(final_path.parent_path(), true);
     // The version exists from here on.
     write_atomically(manifest_file(job, iteration), m.to_json().dump(1) + "\n");
-  } catch (...) {
+  } catch (const Error& e) {
+    // Whether the disk was full, asked before the partial file is removed (which frees space).
+    struct statvfs sv {};
+    const std::uint64_t source = fs::file_size(src, ec);
+    const bool full = e.code() == PCM_ERR_INTERNAL &&
+                      ::statvfs(final_path.parent_path().c_str(), &sv) == 0 &&
+                      static_cast<std::uint64_t>(sv.f_bavail) * sv.f_frsize < source + (1 << 20);
     fs::remove(tmp, ec);
     // A data file without a manifest is no version; remove it so it is not mistaken for one.
+    if (!fs::exists(manifest_file(job, iteration))) fs::remove(final_path, ec);
+    if (full)
+      throw Error(PCM_ERR_NOSPACE, std::string(e.what()) +
+                                       ": no space left on the disk holding the versions; the "
+                                       "previous version stays valid");
+    throw;
+  } catch (...) {
+    fs::remove(tmp, ec);
     if (!fs::exists(manifest_file(job, iteration))) fs::remove(final_path, ec);
     throw;
   }
@@ -445,8 +465,18 @@ std::vector<std::int64_t> Checkpoints::iterations(const std::string& job) const 
 
 std::vector<VersionStatus> Checkpoints::list(const std::string& job) const {
   std::vector<VersionStatus> out;
-  for (auto it : iterations(job)) out.push_back(verify(job, it));
+  // A data file or directory without a manifest is no version (a commit that died before its
+  // manifest): not listed, so that `pcmctl verify` does not fail on what a crash left.
+  for (auto it : iterations(job))
+    if (fs::exists(manifest_file(job, it)) || fs::exists(version_dir(job, it) / kManifestName))
+      out.push_back(verify(job, it));
   return out;
+}
+
+bool Checkpoints::has_job(const std::string& job) const {
+  if (!proto::valid_name(job)) fail(PCM_ERR_ARG, "invalid job name '{}'", job);
+  std::error_code ec;
+  return fs::is_directory(root_ / "checkpoints" / job, ec);
 }
 
 std::optional<std::int64_t> Checkpoints::newest_valid(const std::string& job,

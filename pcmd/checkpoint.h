@@ -99,7 +99,10 @@ class Checkpoints {
 
   // Every version found, newest first, each verified (format 1: manifest, size, checksums;
   // format 2: manifest, no BAD mark, every shard present with its size).
+  // A data file without its manifest (a commit that died) is no version and is not listed.
   std::vector<VersionStatus> list(const std::string& job) const;
+  // Whether the job has ever begun a checkpoint here (its directory exists).
+  bool has_job(const std::string& job) const;
   VersionStatus verify(const std::string& job, std::int64_t iteration) const;
   // The newest version that verifies.
   std::optional<Manifest> latest_valid(const std::string& job) const;

@@ -261,7 +261,7 @@ int main(int argc, char** argv) {
   try {
     auto config = pcm::detail::read_config(config_path);
     zmq::context_t context(1);
-    pcm::detail::Client client(context, config.endpoint, config.secret);
+    pcm::detail::Client client(context, config.endpoint, config.secret, config.curve);
     if (app.got_subcommand("ping")) {
       auto r = client.request({{"op", "ping"}}, nullptr, 0, timeout_ms);
       std::cout << "pcmd at " << config.endpoint << " (pid " << r.header.value("pid", 0)

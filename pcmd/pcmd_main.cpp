@@ -9,10 +9,13 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
+#include "auth.h"
 #include "config.h"
 #include "error.h"
 #include "hosts.h"
@@ -39,7 +42,13 @@ struct Options {
   bool detach = false;
   std::string pidfile;
   int keep = 3;
+  bool curve = false;
 };
+
+// Whether pcmd's bind address reaches only this machine.
+bool loopback_address(const std::string& a) {
+  return a == "localhost" || a == "::1" || a == "[::1]" || a.rfind("127.", 0) == 0;
+}
 
 // The part that runs in the daemon process. ready_fd (or -1): where to tell the parent that the
 // configuration file is written ("ok") or why start-up failed.
@@ -86,12 +95,37 @@ int serve(const Options& o, int ready_fd) {
     so.placement = *pcm::detail::parse_placement(o.placement);
     so.probe_port = o.probe_port;
     so.keep_versions = static_cast<std::size_t>(o.keep);
-    // Keep the secret of an earlier pcmd with the same configuration file, so that jobs that read
-    // it survive a restart of pcmd on a fixed port.
+    // Private by default: refuse what another user could read or change.
+    const std::string config_dir = std::filesystem::path(o.config).parent_path().string();
+    pcm::detail::check_private_dir(config_dir.empty() ? "." : config_dir,
+                                   "the configuration directory");
+    pcm::detail::check_private_file(o.config, "the configuration file");
+    pcm::detail::check_private_dir(o.data_dir, "the data directory");
+    // Keep the secret (and CURVE keys) of an earlier pcmd with the same configuration file, so
+    // that jobs that read it survive a restart of pcmd on a fixed port.
+    std::optional<pcm::detail::Config> earlier;
     try {
-      so.secret = pcm::detail::read_config(o.config).secret;
+      earlier = pcm::detail::read_config(o.config);
     } catch (const pcm::Error&) {
-      so.secret = pcm::detail::random_secret();
+    }
+    so.secret = earlier ? earlier->secret : pcm::detail::random_secret();
+    pcm::detail::check_secret_strength(so.secret, o.config);
+    // CURVE on every bind beyond loopback (and on loopback with --curve).
+    pcm::detail::CurveClientKeys client_keys;
+    if (o.curve || !loopback_address(o.bind)) {
+      std::string server_secret = pcm::detail::read_server_key(o.config);
+      // The earlier keys, if the key file still belongs to that configuration.
+      if (earlier && earlier->curve.enabled() && !server_secret.empty() &&
+          pcm::detail::curve_public_of(server_secret) == earlier->curve.server_public) {
+        client_keys = earlier->curve;
+      } else {
+        auto server = pcm::detail::curve_keypair();
+        auto client = pcm::detail::curve_keypair();
+        server_secret = server.secret_key;
+        client_keys = {server.public_key, client.public_key, client.secret_key};
+        pcm::detail::write_server_key(o.config, server_secret);
+      }
+      so.curve = {server_secret, client_keys.public_key};
     }
     zmq::context_t context(1);
     pcm::detail::Server server(context, so);
@@ -99,10 +133,13 @@ int serve(const Options& o, int ready_fd) {
       std::ofstream(o.pidfile) << ::getpid() << "\n";
       pidfile_written = o.pidfile;
     }
-    pcm::detail::write_config(o.config, {server.endpoint(), so.secret,
-                                         static_cast<long>(::getpid()), server.watch_endpoint()});
-    log->info("listening on {}; configuration in {}; data in {}", server.endpoint(), o.config,
-              o.data_dir);
+    pcm::detail::write_config(o.config,
+                              {server.endpoint(), so.secret, static_cast<long>(::getpid()),
+                               server.watch_endpoint(), client_keys});
+    log->info(
+        "listening on {}{}; configuration in {}; data in {}", server.endpoint(),
+        so.curve.enabled() ? " (CURVE: encrypted, client key checked)" : " (loopback, no CURVE)",
+        o.config, o.data_dir);
     tell("ok");
     server.run(g_stop);
     // The configuration file stays: a pcmd started again takes its secret, and the jobs that
@@ -156,6 +193,9 @@ int main(int argc, char** argv) {
   app.add_option("--keep", o.keep, "committed checkpoint versions kept per job")
       ->check(CLI::Range(1, 1000000))
       ->capture_default_str();
+  app.add_flag("--curve", o.curve,
+               "encrypt and authenticate with CURVE on loopback too (always on for any other "
+               "address)");
   app.add_flag("--detach", o.detach, "run in the background once listening");
   app.add_option("--pidfile", o.pidfile, "write the daemon's pid to this file");
   CLI11_PARSE(app, argc, argv);

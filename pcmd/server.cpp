@@ -96,6 +96,7 @@ Server::Server(zmq::context_t& context, ServerOptions options)
   socket_.set(zmq::sockopt::linger, 0);
   // A peer that vanishes must not make the router block or queue without bound.
   socket_.set(zmq::sockopt::router_mandatory, 0);
+  zap_ = make_curve_server(context, socket_, options_.curve);
   try {
     socket_.bind(options_.bind);
   } catch (const zmq::error_t& e) {
@@ -800,7 +801,12 @@ json Server::op_checkpoint(const std::string& op, const json& req, std::vector<c
   if (op == "verify") one = proto::opt_int(req, "iteration", 0, INT64_MAX);
   std::size_t keep = 0;
   if (op == "prune") keep = static_cast<std::size_t>(proto::get_int(req, "keep", 1, 1 << 20));
-  return defer({[this, op, name, one, keep, status_json](std::vector<char>&) {
+  const bool known = jobs_.count(name) > 0;
+  return defer({[this, op, name, one, keep, status_json, known](std::vector<char>&) {
+                  if (!known && !checkpoints_.has_job(name))
+                    fail(PCM_ERR_NOT_FOUND,
+                         "job '{}' has no checkpoints here and pcmd does not know it (mistyped?)",
+                         name);
                   if (op == "prune")
                     return json{{"ok", true}, {"pruned", checkpoints_.prune(name, keep)}};
                   json versions = json::array();

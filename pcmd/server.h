@@ -22,6 +22,7 @@
 #include "protocol.h"
 #include "store.h"
 #include "watch.h"
+#include "zap.h"
 
 namespace pcm::detail {
 
@@ -38,6 +39,7 @@ struct ServerOptions {
   Placement placement = Placement::kConcentrate;  // for jobs and commands that name none
   int probe_port = 9;  // the TCP port whose answer times a host's round trip (probe.h); 0: off
   std::chrono::milliseconds probe_period{30000};
+  CurveServerKeys curve;  // enabled: every connection is CURVE, with the one client key admitted
 };
 
 // A host of the inventory.
@@ -197,6 +199,7 @@ class Server {
   std::vector<InventoryHost> inventory_;
   std::unique_ptr<RttProber> prober_;
   std::unique_ptr<Watcher> watcher_;
+  std::unique_ptr<ZapHandler> zap_;  // with CURVE: checks each client's key
   zmq::socket_t socket_;
   std::string endpoint_;
   Store store_;

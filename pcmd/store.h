@@ -2,12 +2,20 @@
 //
 // Layout: <root>/jobs/<job>/store.h5, group /rank_<r>, one 1-D dataset per key in the element's
 // native HDF5 type, with a "pcm_type" string attribute. Readable with h5dump/h5ls.
+//
+// Stores are atomic: a store writes its data into a spare dataset (/pcm_spare/rank_<r>/<key>),
+// flushes it, and only then swaps the two datasets' links, so that a store that fails (a full
+// disk) leaves the previous data under the key loadable. The spare keeps the previous data and is
+// overwritten in place by the next store of the same shape, so the file holds each key twice and
+// does not grow from store to store.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
 #include <optional>
+#include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace pcm::detail {
@@ -22,10 +30,21 @@ class Store {
   // Creates root/jobs if needed. Throws pcm::Error(PCM_ERR_INTERNAL) if it cannot.
   explicit Store(std::filesystem::path root);
 
-  // Replaces (job, rank, key) with count elements of type. Names must satisfy
-  // proto::valid_name (checked again here: they become paths). Throws pcm::Error.
+  // Replaces (job, rank, key) with count elements of type, atomically (above). Names must satisfy
+  // proto::valid_name (checked again here: they become paths). Throws pcm::Error:
+  // PCM_ERR_NOSPACE when the disk is full (checked before writing, and found while writing), the
+  // previous data under the key being kept.
   void put(const std::string& job, int rank, const std::string& key, int type, const void* data,
            std::uint64_t count);
+
+  // A store of the job that failed and has not been made good by a later store of the same rank
+  // and key, as "rank R key 'K'"; nullopt if none. A commit refuses such a job: its version would
+  // mix that key's previous data with the others' new data.
+  std::optional<std::string> failed_store(const std::string& job) const;
+
+  // For tests: whether put checks the free space before writing (default true). Off, a full disk
+  // is met in the middle of the write, as when another program fills it meanwhile.
+  void check_free_space(bool on) { check_free_space_ = on; }
 
   // Type and count of (job, rank, key), or nullopt if nothing is stored there.
   std::optional<Meta> meta(const std::string& job, int rank, const std::string& key) const;
@@ -42,6 +61,8 @@ class Store {
 
  private:
   std::filesystem::path root_;
+  bool check_free_space_ = true;
+  std::set<std::tuple<std::string, int, std::string>> failed_;  // (job, rank, key)
 };
 
 }  // namespace pcm::detail

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "auth.h"
 #include "error.h"
 #include "log.h"
 #include "pcm_types.h"
@@ -39,6 +40,7 @@ void keepalive(int fd) {
 struct Watcher::Conn {
   int fd = -1;
   std::string buf;
+  std::string nonce;  // the challenge sent on connecting
   bool greeted = false;
   bool bye = false;
   std::string job, host;
@@ -134,16 +136,18 @@ void Watcher::handle_readable(Conn& c) {
       return;
     }
     std::istringstream words(c.buf.substr(0, nl));
-    std::string magic, version, secret, job, pid, host, incarnation, extra;
-    words >> magic >> version >> secret >> job >> pid >> host >> incarnation;
+    std::string magic, version, proof, job, pid, host, incarnation, extra;
+    words >> magic >> version >> proof >> job >> pid >> host >> incarnation;
     auto number = [](const std::string& s, std::size_t max_digits) {
       return !s.empty() && s.size() <= max_digits && std::all_of(s.begin(), s.end(), ::isdigit);
     };
-    bool ok = magic == "PCM-WATCH" && version == "1" && !(words >> extra) &&
+    bool ok = magic == "PCM-WATCH" && version == "2" && !(words >> extra) &&
               proto::valid_name(job) && proto::valid_host(host) && number(pid, 9) &&
               number(incarnation, 18);
-    if (!ok || !proto::same_secret(secret, secret_)) {
-      log_->warn("watch port: {} hello; closed", ok ? "wrong secret in a" : "malformed");
+    if (!ok || !proto::same_secret(
+                   proof, watch_proof(secret_, c.nonce,
+                                      fmt::format("{} {} {} {}", job, pid, host, incarnation)))) {
+      log_->warn("watch port: {} hello; closed", ok ? "a wrongly signed" : "a malformed");
       c.done = true;
       return;
     }
@@ -206,6 +210,12 @@ void Watcher::loop() {
           keepalive(fd);
           auto c = std::make_unique<Conn>();
           c->fd = fd;
+          c->nonce = random_hex(16);
+          const std::string challenge = "PCM-WATCH 2 " + c->nonce + "\n";
+          // A fresh socket's buffer takes these few bytes at once; one that does not is closed.
+          if (::send(fd, challenge.data(), challenge.size(), MSG_NOSIGNAL | MSG_DONTWAIT) !=
+              static_cast<ssize_t>(challenge.size()))
+            c->done = true;
           c->deadline = now + kHelloTimeout;
           conns.push_back(std::move(c));
         }

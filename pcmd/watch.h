@@ -4,10 +4,13 @@
 // disappears without a word, from TCP keepalive. A thread of its own serves the port; the request
 // loop takes the events.
 //
-// Protocol: the process sends one line `PCM-WATCH 1 SECRET JOB PID HOST INCARNATION\n` (at most
-// kMaxHello
-// bytes, within kHelloTimeout of connecting), then nothing until it leaves normally, when it
-// sends `bye\n` and closes. Anything else closes the connection (and is logged).
+// Protocol: on connecting, pcmd sends `PCM-WATCH 2 NONCE\n` (NONCE: 32 random hex digits, new
+// for each connection). The process answers with one line `PCM-WATCH 2 PROOF JOB PID HOST
+// INCARNATION\n` (at most kMaxHello bytes, within kHelloTimeout of connecting), where PROOF is
+// HMAC-SHA256 under the secret of "NONCE JOB PID HOST INCARNATION" (common/auth.h watch_proof):
+// the secret never crosses the wire and a recorded hello cannot be replayed. Then nothing until
+// the process leaves normally, when it sends `bye\n` and closes. Anything else closes the
+// connection (and is logged).
 #pragma once
 
 #include <spdlog/spdlog.h>

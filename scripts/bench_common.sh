@@ -27,7 +27,9 @@ bench_cleanup() {
   rm -rf "$tmp"
 }
 trap bench_cleanup EXIT
+# BENCH_PCMD_ARGS: more pcmd options for every benchmark (e.g. --curve, to measure encryption).
 bench_start_pcmd() {
+  # shellcheck disable=SC2086
   "$B/pcmd" --detach --pidfile "$tmp/pcmd.pid" --data-dir "$tmp/data" --config "$PCM_CONFIG" \
-    "$@" 2>"$tmp/pcmd.log"
+    "$@" ${BENCH_PCMD_ARGS:-} 2>"$tmp/pcmd.log"
 }

@@ -48,6 +48,11 @@ EXIT=2 refused "unknown placement" "--placement" "$pcmctl" resize "$job" --to 2 
 EXIT=1 refused "unknown rank, exit code" "no rank 7" "$pcmctl" migrate "$job" 7
 refused "no configuration" "configuration" "$pcmctl" --config "$PCM_TEST_DIR/absent.conf" status
 refused "bad job name" "unknown job" "$pcmctl" migrate "../../etc" 0
+# A mistyped job is not "no versions" (exit 0): it is refused.
+EXIT=1 refused "checkpoints of a mistyped job" "mistyped" "$pcmctl" checkpoints "$job-typo"
+EXIT=1 refused "verify of a mistyped job" "mistyped" "$pcmctl" verify "$job-typo"
+# A running job without versions has none, and that is no error.
+"$pcmctl" checkpoints "$job" | grep -q "no versions" || fail "checkpoints of $job: not 'no versions'"
 
 # Nothing was queued, and pcmd still answers.
 pending=$("$pcmctl" status "$job" --json | python3 -c "import json,sys; print(json.load(sys.stdin)['jobs'][0]['pending'])")

@@ -457,8 +457,8 @@ TEST_F(CheckpointCorruption, EachDamageFallsBackToPreviousVersion) {
     auto l = cp.list("job");
     const VersionStatus* s20 = find(l, 20);
     if (std::string(d.name) == "manifest deleted") {
-      // Without its manifest the version does not exist; list() may show its file as invalid.
-      EXPECT_TRUE(s20 == nullptr || !s20->valid);
+      // Without its manifest the version does not exist, and list() does not show it.
+      EXPECT_EQ(s20, nullptr);
     } else {
       ASSERT_NE(s20, nullptr);
       EXPECT_FALSE(s20->valid);
@@ -518,6 +518,23 @@ TEST_F(CheckpointCorruption, StrayFilesAreNoVersions) {
   EXPECT_EQ(mismatch(cp, *latest, c), "");
   ASSERT_NO_THROW(cp.prune("job", 1));
   EXPECT_TRUE(cp.verify("job", 10).valid);
+}
+
+// A commit that died between its data file's rename and its manifest leaves a data file without
+// a manifest: no version, so not listed (issue 13: `pcmctl verify` exited 1 on it after a crash).
+TEST_F(CheckpointCorruption, AnOrphanDataFileIsNotListed) {
+  Store s(root_);
+  Checkpoints cp(root_);
+  put_all(s, "job", contents_of(10, 2));
+  cp.commit(s, "job", 10, 2, json());
+  fs::copy_file(cp.version_file("job", 10), cp.version_file("job", 20));
+  fs::create_directories(cp.version_dir("job", 30));  // a format-2 version without its manifest
+  auto l = cp.list("job");
+  ASSERT_EQ(l.size(), 1u);
+  EXPECT_EQ(l[0].iteration, 10);
+  EXPECT_TRUE(l[0].valid) << l[0].why;
+  EXPECT_TRUE(cp.has_job("job"));
+  EXPECT_FALSE(cp.has_job("jbo"));
 }
 
 TEST_F(CheckpointPrune, KeepsNewestAndNewestValid) {

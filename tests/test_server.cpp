@@ -3,19 +3,25 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <future>
 #include <map>
+#include <set>
 #include <sstream>
 #include <thread>
 
+#include "auth.h"
 #include "client.h"
 #include "error.h"
 #include "pcm_types.h"
@@ -502,6 +508,25 @@ void say(int fd, const std::string& text) {
   ASSERT_EQ(::send(fd, text.data(), text.size(), MSG_NOSIGNAL), static_cast<ssize_t>(text.size()));
 }
 
+// The nonce of the challenge pcmd's watch port sends on connecting ("" if none within 3 s).
+std::string challenge_nonce(int fd) {
+  timeval tv{3, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  std::string line;
+  char c;
+  while (line.size() < 256 && ::recv(fd, &c, 1, 0) == 1 && c != '\n') line += c;
+  const std::string prefix = "PCM-WATCH 2 ";
+  return line.rfind(prefix, 0) == 0 ? line.substr(prefix.size()) : "";
+}
+
+// Answers the challenge on fd with a hello for FIELDS ("JOB PID HOST INCARNATION") signed with
+// secret, as libpcm does.
+void greet(int fd, const std::string& secret, const std::string& fields) {
+  const std::string nonce = challenge_nonce(fd);
+  ASSERT_EQ(nonce.size(), 32u);
+  say(fd, "PCM-WATCH 2 " + pcm::detail::watch_proof(secret, nonce, fields) + " " + fields + "\n");
+}
+
 // Events until n have come or 3 s have passed.
 std::vector<pcm::detail::WatchEvent> events(pcm::detail::Watcher& w, std::size_t n) {
   std::vector<pcm::detail::WatchEvent> all;
@@ -531,8 +556,8 @@ TEST(Watcher, HelloByeAndLoss) {
   int a = connect_to(w.endpoint()), b = connect_to(w.endpoint());
   ASSERT_GE(a, 0);
   ASSERT_GE(b, 0);
-  say(a, "PCM-WATCH 1 s3cret job-a 4242 node1 1\n");
-  say(b, "PCM-WATCH 1 s3cret job-a 4343 node2 1\n");
+  greet(a, "s3cret", "job-a 4242 node1 1");
+  greet(b, "s3cret", "job-a 4343 node2 1");
   auto e = events(w, 2);
   ASSERT_EQ(e.size(), 2u);
   EXPECT_EQ(e[0].kind, Kind::kHello);
@@ -551,22 +576,64 @@ TEST(Watcher, HelloByeAndLoss) {
 }
 
 TEST(Watcher, RefusesWrongSecretsMalformedAndOversizedHellos) {
+  using pcm::detail::watch_proof;
   pcm::detail::Watcher w("127.0.0.1", "s3cret");
-  for (const std::string& hello : std::vector<std::string>{
-           "PCM-WATCH 1 wrong job-a 1 node1 1\n", "PCM-WATCH 2 s3cret job-a 1 node1 1\n",
-           "PCM-WATCH 1 s3cret ../x 1 node1 1\n", "PCM-WATCH 1 s3cret job-a -1 node1 1\n",
-           "PCM-WATCH 1 s3cret job-a 1 bad/host 1\n", "PCM-WATCH 1 s3cret job-a 1 node1 1 extra\n",
-           "PCM-WATCH 1 s3cret job-a 1 node1\n", "hello\n", std::string(4000, 'x')}) {
+  // Each case: the hello for this connection's nonce.
+  std::vector<std::function<std::string(const std::string&)>> hellos{
+      // The old hello that carried the secret in clear.
+      [](const std::string&) { return std::string("PCM-WATCH 1 s3cret job-a 1 node1 1\n"); },
+      // The secret itself where the proof goes.
+      [](const std::string&) { return std::string("PCM-WATCH 2 s3cret job-a 1 node1 1\n"); },
+      // Signed with another secret.
+      [](const std::string& n) {
+        return "PCM-WATCH 2 " + watch_proof("wrong", n, "job-a 1 node1 1") + " job-a 1 node1 1\n";
+      },
+      // A proof recorded on another connection (another nonce): no replay.
+      [](const std::string&) {
+        return "PCM-WATCH 2 " + watch_proof("s3cret", std::string(32, '0'), "job-a 1 node1 1") +
+               " job-a 1 node1 1\n";
+      },
+      // Signed fields other than those sent.
+      [](const std::string& n) {
+        return "PCM-WATCH 2 " + watch_proof("s3cret", n, "job-a 1 node1 1") + " job-b 1 node1 1\n";
+      },
+      // Correctly signed but malformed.
+      [](const std::string& n) {
+        return "PCM-WATCH 2 " + watch_proof("s3cret", n, "../x 1 node1 1") + " ../x 1 node1 1\n";
+      },
+      [](const std::string& n) {
+        return "PCM-WATCH 2 " + watch_proof("s3cret", n, "job-a -1 node1 1") +
+               " job-a -1 node1 1\n";
+      },
+      [](const std::string& n) {
+        return "PCM-WATCH 2 " + watch_proof("s3cret", n, "job-a 1 bad/host 1") +
+               " job-a 1 bad/host 1\n";
+      },
+      [](const std::string& n) {
+        return "PCM-WATCH 2 " + watch_proof("s3cret", n, "job-a 1 node1") + " job-a 1 node1\n";
+      },
+      [](const std::string& n) {
+        return "PCM-WATCH 2 " + watch_proof("s3cret", n, "job-a 1 node1 1") +
+               " job-a 1 node1 1 extra\n";
+      },
+      [](const std::string&) { return std::string("hello\n"); },
+      [](const std::string&) { return std::string(4000, 'x'); }};
+  std::set<std::string> nonces;
+  for (std::size_t i = 0; i < hellos.size(); ++i) {
     int fd = connect_to(w.endpoint());
     ASSERT_GE(fd, 0);
-    say(fd, hello);
-    EXPECT_TRUE(closed_by_peer(fd)) << hello.substr(0, 60);
+    const std::string nonce = challenge_nonce(fd);
+    ASSERT_EQ(nonce.size(), 32u);
+    nonces.insert(nonce);
+    say(fd, hellos[i](nonce));
+    EXPECT_TRUE(closed_by_peer(fd)) << "case " << i;
     ::close(fd);
   }
+  EXPECT_EQ(nonces.size(), hellos.size()) << "a nonce came twice";
   EXPECT_TRUE(w.take_events().empty());
   // Still serving.
   int fd = connect_to(w.endpoint());
-  say(fd, "PCM-WATCH 1 s3cret job-a 7 node1 1\n");
+  greet(fd, "s3cret", "job-a 7 node1 1");
   EXPECT_EQ(events(w, 1).size(), 1u);
   ::close(fd);
 }
@@ -581,9 +648,9 @@ TEST_F(ServerTest, ALostProcessFailsItsJobNamingTheHost) {
   EXPECT_NE(wi, oki);
   int a = connect_to(server_->watch_endpoint()), b = connect_to(server_->watch_endpoint());
   int c = connect_to(server_->watch_endpoint());
-  say(a, "PCM-WATCH 1 right-secret w 100 localhost " + wi + "\n");
-  say(b, "PCM-WATCH 1 right-secret w 101 nodeb " + wi + "\n");
-  say(c, "PCM-WATCH 1 right-secret ok 102 localhost " + oki + "\n");
+  greet(a, "right-secret", "w 100 localhost " + wi);
+  greet(b, "right-secret", "w 101 nodeb " + wi);
+  greet(c, "right-secret", "ok 102 localhost " + oki);
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   ::close(b);  // lost without bye
   json st;
@@ -618,13 +685,13 @@ TEST_F(ServerTest, OnlyAJobsOwnProcessesCanFailIt) {
   // Processes of another run of the same job name (an earlier incarnation, or one that greeted
   // before this run registered) are not this run's: their losses change nothing.
   int early = connect_to(server_->watch_endpoint());
-  say(early, "PCM-WATCH 1 right-secret later 300 localhost 1\n");
+  greet(early, "right-secret", "later 300 localhost 1");
   std::this_thread::sleep_for(std::chrono::milliseconds(1300));
   auto r = client_->request(
       {{"op", "register"}, {"job", "later"}, {"size", 1}, {"hosts", {"localhost"}}});
   const long long inc = r.header.at("incarnation").get<long long>();
   int other = connect_to(server_->watch_endpoint());
-  say(other, "PCM-WATCH 1 right-secret later 301 localhost " + std::to_string(inc + 1000) + "\n");
+  greet(other, "right-secret", "later 301 localhost " + std::to_string(inc + 1000));
   std::this_thread::sleep_for(std::chrono::milliseconds(1300));
   ::close(early);
   ::close(other);
@@ -638,7 +705,7 @@ TEST_F(ServerTest, ADrainedHostLeavesWhenItsLastJobIsLost) {
       {{"op", "register"}, {"job", "x"}, {"size", 2}, {"hosts", {"localhost", "nodeb"}}});
   const std::string inc = std::to_string(r.header.at("incarnation").get<long long>());
   int fd = connect_to(server_->watch_endpoint());
-  say(fd, "PCM-WATCH 1 right-secret x 500 nodeb " + inc + "\n");
+  greet(fd, "right-secret", "x 500 nodeb " + inc);
   std::this_thread::sleep_for(std::chrono::milliseconds(1300));
   ASSERT_EQ(code({{"op", "host_drain"}, {"host", "nodeb"}}), PCM_SUCCESS);
   ::close(fd);  // the job dies before its drain step runs
@@ -846,5 +913,109 @@ TEST(JobTable, ADamagedTableIsSetAside) {
       EXPECT_TRUE(st.at("jobs").empty()) << bad;
     }
     EXPECT_TRUE(fs::exists(d.path() / "pcmd-jobs.json.bad")) << bad;
+  }
+}
+
+// CURVE: with keys, pcmd answers only clients that hold the client key pair of its configuration;
+// one without keys, or with another pair, gets no answer (the handshake is refused).
+TEST(CurveServer, AdmitsOnlyTheConfiguredClientKey) {
+  TempDir dir;
+  zmq::context_t ctx;
+  auto server_keys = pcm::detail::curve_keypair();
+  auto client_keys = pcm::detail::curve_keypair();
+  auto other_keys = pcm::detail::curve_keypair();
+  pcm::detail::ServerOptions o;
+  o.bind = "tcp://127.0.0.1:*";
+  o.data_dir = dir.path().string();
+  o.secret = "right-secret";
+  o.probe_port = 0;
+  o.curve = {server_keys.secret_key, client_keys.public_key};
+  auto server = std::make_unique<pcm::detail::Server>(ctx, o);
+  std::atomic<bool> stop{false};
+  std::thread thread([&] { server->run(stop); });
+  auto ping = [&](const pcm::detail::CurveClientKeys& keys) {
+    Client c(ctx, server->endpoint(), "right-secret", keys);
+    try {
+      c.request({{"op", "ping"}}, nullptr, 0, 1500);
+      return PCM_SUCCESS;
+    } catch (const pcm::Error& e) {
+      return e.code();
+    }
+  };
+  EXPECT_EQ(ping({server_keys.public_key, client_keys.public_key, client_keys.secret_key}),
+            PCM_SUCCESS);
+  EXPECT_EQ(ping({}), PCM_ERR_DAEMON);  // no CURVE at all
+  EXPECT_EQ(ping({server_keys.public_key, other_keys.public_key, other_keys.secret_key}),
+            PCM_ERR_DAEMON);  // a key pair pcmd does not know
+  // A wrong server key: the client cannot even finish the handshake.
+  EXPECT_EQ(ping({other_keys.public_key, client_keys.public_key, client_keys.secret_key}),
+            PCM_ERR_DAEMON);
+  // Still serving the right client.
+  EXPECT_EQ(ping({server_keys.public_key, client_keys.public_key, client_keys.secret_key}),
+            PCM_SUCCESS);
+  stop = true;
+  thread.join();
+  server.reset();
+}
+
+// A mistyped job name is not "no versions" (issue 13): listing, verifying or pruning the
+// checkpoints of a job that neither runs nor ever checkpointed is PCM_ERR_NOT_FOUND; a running
+// job without versions has an empty list.
+TEST_F(ServerTest, CheckpointsOfAnUnknownJobAreNotFound) {
+  const std::string job = register_job("known", 1);
+  for (const char* op : {"checkpoints", "verify", "prune"}) {
+    json req{{"op", op}, {"job", "knwon"}};
+    if (std::string(op) == "prune") req["keep"] = 1;
+    EXPECT_EQ(code(req), PCM_ERR_NOT_FOUND) << op;
+    EXPECT_NE(last_error_.find("mistyped"), std::string::npos) << last_error_;
+  }
+  auto r = client_->request({{"op", "checkpoints"}, {"job", job}});
+  EXPECT_TRUE(r.header.at("versions").empty());
+}
+
+// A store on a full disk reaches the client as PCM_ERR_NOSPACE (not PCM_ERR_INTERNAL), with the
+// message, and the data stored before is still loaded. pcmd's data directory is a 16 MiB tmpfs
+// mounted here (root only; SKIPPED otherwise).
+TEST(ServerNoSpace, AStoreOnAFullDiskIsNoSpaceAtTheClient) {
+  if (::geteuid() != 0) GTEST_SKIP() << "SKIPPED: mounting a small tmpfs needs root";
+  TempDir dir;
+  const fs::path mnt = dir.path() / "small";
+  fs::create_directory(mnt);
+  if (::mount("tmpfs", mnt.c_str(), "tmpfs", 0, "size=16m,mode=0700") != 0)
+    GTEST_SKIP() << "SKIPPED: cannot mount a tmpfs here: " << std::strerror(errno);
+  struct Unmount {
+    fs::path p;
+    ~Unmount() { ::umount2(p.c_str(), MNT_DETACH); }
+  } unmount{mnt};
+  {
+    zmq::context_t ctx;
+    pcm::detail::ServerOptions o;
+    o.bind = "tcp://127.0.0.1:*";
+    o.data_dir = (mnt / "data").string();
+    o.secret = "right-secret";
+    o.probe_port = 0;
+    auto server = std::make_unique<pcm::detail::Server>(ctx, o);
+    std::atomic<bool> stop{false};
+    std::thread thread([&] { server->run(stop); });
+    Client c(ctx, server->endpoint(), "right-secret");
+    c.request({{"op", "register"}, {"job", "full"}, {"size", 1}, {"hosts", {"localhost"}}});
+    std::vector<double> small(1000, 1.5), big(3 << 20, 2.5);  // 8 KB, then 24 MiB
+    json req{{"op", "store"}, {"job", "full"}, {"rank", 0}, {"key", "x"}, {"type", PCM_DOUBLE}};
+    req["count"] = small.size();
+    c.request(req, small.data(), small.size() * sizeof(double));
+    req["count"] = big.size();
+    try {
+      c.request(req, big.data(), big.size() * sizeof(double), 30000);
+      ADD_FAILURE() << "24 MiB stored on a 16 MiB disk";
+    } catch (const pcm::Error& e) {
+      EXPECT_EQ(e.code(), PCM_ERR_NOSPACE) << e.what();
+      EXPECT_NE(std::string(e.what()).find("no space left"), std::string::npos) << e.what();
+    }
+    auto r = c.request({{"op", "load"}, {"job", "full"}, {"rank", 0}, {"key", "x"}});
+    EXPECT_EQ(r.header.value("count", 0), 1000);
+    ASSERT_EQ(r.data.size(), small.size() * sizeof(double));
+    EXPECT_EQ(static_cast<const double*>(r.data.data())[999], 1.5);
+    stop = true;
+    thread.join();
   }
 }

@@ -1,11 +1,19 @@
 // test_store.cpp — unit tests of pcmd's HDF5 store: every type round-trips, errors are clean.
 #include <gtest/gtest.h>
+#include <sys/mount.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <numeric>
 #include <vector>
 
+#include "checkpoint.h"
 #include "error.h"
 #include "pcm_types.h"
 #include "store.h"
@@ -54,12 +62,14 @@ TEST_F(StoreTest, ReplaceSameShapeInPlaceAndOtherShape) {
   Store s(dir_);
   std::vector<double> a(100000, 1.0), b(100000, 2.0);
   s.put("j", 0, "grid", PCM_DOUBLE, a.data(), a.size());
-  auto size1 = fs::file_size(s.job_file("j"));
-  for (int i = 0; i < 5; ++i) s.put("j", 0, "grid", PCM_DOUBLE, b.data(), b.size());
-  EXPECT_EQ(fs::file_size(s.job_file("j")), size1);  // overwritten in place
+  s.put("j", 0, "grid", PCM_DOUBLE, b.data(), b.size());
+  // From the second store on, the key and its spare take turns, each overwritten in place.
+  auto size2 = fs::file_size(s.job_file("j"));
+  for (int i = 0; i < 5; ++i) s.put("j", 0, "grid", PCM_DOUBLE, (i % 2 ? a : b).data(), a.size());
+  EXPECT_EQ(fs::file_size(s.job_file("j")), size2);
   std::vector<char> out;
   s.get("j", 0, "grid", out);
-  EXPECT_EQ(reinterpret_cast<double*>(out.data())[500], 2.0);
+  EXPECT_EQ(reinterpret_cast<double*>(out.data())[500], 2.0);  // the last (i = 4) stored b
   int x[3] = {7, 8, 9};
   s.put("j", 0, "grid", PCM_INT, x, 3);
   auto m = s.get("j", 0, "grid", out);
@@ -84,4 +94,111 @@ TEST_F(StoreTest, MissingAndInvalid) {
   EXPECT_EQ(code_of([&] { s.put("j", -1, "k", PCM_INT, &v, 1); }), PCM_ERR_ARG);
   EXPECT_EQ(code_of([&] { s.put("j", 0, "k", 99, &v, 1); }), PCM_ERR_ARG);
   EXPECT_FALSE(fs::exists(dir_ / "evil"));
+}
+
+// A store that meets a full disk: a small tmpfs mounted here (root only; SKIPPED otherwise).
+class StoreNoSpaceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0) GTEST_SKIP() << "SKIPPED: mounting a small tmpfs needs root";
+    mnt_ = tmp_.path() / "small";
+    fs::create_directory(mnt_);
+    if (::mount("tmpfs", mnt_.c_str(), "tmpfs", 0, "size=16m,mode=0700") != 0)
+      GTEST_SKIP() << "SKIPPED: cannot mount a tmpfs here: " << std::strerror(errno);
+    mounted_ = true;
+  }
+  void TearDown() override {
+    if (mounted_) ::umount2(mnt_.c_str(), MNT_DETACH);
+  }
+  // Fills the file system until at most `left` bytes are free.
+  void fill_leaving(std::uint64_t left) {
+    struct statvfs sv {};
+    ASSERT_EQ(::statvfs(mnt_.c_str(), &sv), 0);
+    std::uint64_t avail = static_cast<std::uint64_t>(sv.f_bavail) * sv.f_frsize;
+    if (avail <= left) return;
+    std::ofstream f(mnt_ / ("filler" + std::to_string(fillers_++)), std::ios::binary);
+    std::vector<char> chunk(avail - left, 'f');
+    f.write(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+  }
+  std::vector<double> values(std::size_t n, double v) { return std::vector<double>(n, v); }
+  double first_loaded(Store& s, const char* key, std::uint64_t* count = nullptr) {
+    std::vector<char> out;
+    auto m = s.get("j", 0, key, out);
+    if (count) *count = m.count;
+    return out.empty() ? -1 : reinterpret_cast<double*>(out.data())[0];
+  }
+
+  TempDir tmp_;
+  fs::path mnt_;
+  bool mounted_ = false;
+  int fillers_ = 0;
+};
+
+TEST_F(StoreNoSpaceTest, AFullDiskKeepsThePreviousDataAndSaysSo) {
+  Store s(mnt_ / "data");
+  pcm::detail::Checkpoints cp(mnt_ / "data");
+  const std::size_t mib = 131072;  // doubles per MiB
+  auto ones = values(mib, 1.0), twos = values(mib, 2.0), big = values(3 * mib, 3.0);
+  s.put("j", 0, "grid", PCM_DOUBLE, ones.data(), ones.size());
+  s.put("j", 0, "grid", PCM_DOUBLE, twos.data(), twos.size());
+  cp.commit(s, "j", 1, 1, nullptr);    // a version of the twos
+  fill_leaving(std::size_t{3} << 19);  // 1.5 MiB
+
+  // Checked before writing: a new, larger shape does not fit.
+  try {
+    s.put("j", 0, "grid", PCM_DOUBLE, big.data(), big.size());
+    ADD_FAILURE() << "a 3 MiB store fitted into 1.5 MiB";
+  } catch (const pcm::Error& e) {
+    EXPECT_EQ(e.code(), PCM_ERR_NOSPACE) << e.what();
+    EXPECT_NE(std::string(e.what()).find("no space left"), std::string::npos) << e.what();
+  }
+  std::uint64_t count = 0;
+  EXPECT_EQ(first_loaded(s, "grid", &count), 2.0);
+  EXPECT_EQ(count, mib);
+  // A commit now would mix the old grid with whatever else was stored new: refused.
+  EXPECT_EQ(code_of([&] { cp.commit(s, "j", 2, 1, nullptr); }), PCM_ERR_REFUSED);
+
+  // Met in the middle of the write (the free space is not checked first, as when another
+  // program fills the disk meanwhile): the same outcome.
+  s.check_free_space(false);
+  try {
+    s.put("j", 0, "grid", PCM_DOUBLE, big.data(), big.size());
+    ADD_FAILURE() << "a 3 MiB store fitted into 1.5 MiB";
+  } catch (const pcm::Error& e) {
+    EXPECT_EQ(e.code(), PCM_ERR_NOSPACE) << e.what();
+    EXPECT_EQ(std::string(e.what()).find("checked before writing"), std::string::npos) << e.what();
+    std::printf("[ no space ] met while writing: %s\n", e.what());
+  }
+  EXPECT_EQ(first_loaded(s, "grid", &count), 2.0);
+  EXPECT_EQ(count, mib);
+  EXPECT_EQ(code_of([&] { cp.commit(s, "j", 2, 1, nullptr); }), PCM_ERR_REFUSED);
+  // A pcmd started again on the same directory loads the same data.
+  {
+    Store again(mnt_ / "data");
+    EXPECT_EQ(first_loaded(again, "grid", &count), 2.0);
+  }
+  s.check_free_space(true);
+
+  // Space freed (HDF5 does not give back the space of the torn write inside its file): stored
+  // again, good again, and committable; but this commit's copy meets a full disk:
+  // PCM_ERR_NOSPACE, version 1 still valid.
+  for (int i = 0; i < fillers_; ++i) fs::remove(mnt_ / ("filler" + std::to_string(i)));
+  s.put("j", 0, "grid", PCM_DOUBLE, ones.data(), ones.size());
+  EXPECT_EQ(first_loaded(s, "grid"), 1.0);
+  fill_leaving(64 * 1024);
+  try {
+    cp.commit(s, "j", 2, 1, nullptr);
+    ADD_FAILURE() << "a 1 MiB version fitted into 64 KiB";
+  } catch (const pcm::Error& e) {
+    EXPECT_EQ(e.code(), PCM_ERR_NOSPACE) << e.what();
+  }
+  auto versions = cp.list("j");
+  ASSERT_EQ(versions.size(), 1u);
+  EXPECT_EQ(versions[0].iteration, 1);
+  EXPECT_TRUE(versions[0].valid) << versions[0].why;
+  std::vector<char> out;
+  auto m = cp.latest_valid("j");
+  ASSERT_TRUE(m.has_value());
+  cp.read(*m, 0, "grid", out);
+  EXPECT_EQ(reinterpret_cast<double*>(out.data())[0], 2.0);
 }

@@ -31,6 +31,12 @@ if ! "$pcmd" --detach --pidfile "$tmp/pcmd.pid" --data-dir "$tmp/data" --config 
 fi
 PCMD_PID=$(cat "$tmp/pcmd.pid")
 export PCMD_PID
+# Should this script be killed without running its traps (ctest's time-out sends SIGKILL), a
+# watchdog outside its process tree stops the pcmd named in the pidfile (tests restart pcmd under
+# the same file) and removes the directory once this script is gone.
+(setsid bash -c 'while kill -0 "$1" 2>/dev/null; do sleep 1; done
+  if [ -f "$2/pcmd.pid" ]; then kill "$(cat "$2/pcmd.pid")" 2>/dev/null; sleep 1; fi
+  rm -rf "$2"' watchdog $$ "$tmp" </dev/null >/dev/null 2>&1 &)
 "$@"
 rc=$?
 if [ $rc -ne 0 ]; then
