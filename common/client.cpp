@@ -1,6 +1,9 @@
 // client.cpp — request/reply to pcmd; a REQ socket that is rebuilt after a timeout.
 #include "client.h"
 
+#include <algorithm>
+#include <random>
+
 #include "error.h"
 #include "pcm_types.h"
 
@@ -8,6 +11,9 @@ namespace pcm::detail {
 
 Client::Client(zmq::context_t& context, std::string endpoint, std::string secret)
     : context_(context), endpoint_(std::move(endpoint)), secret_(std::move(secret)) {
+  std::random_device random;
+  next_transfer_ =
+      static_cast<std::int64_t>((std::uint64_t{random()} << 31) ^ random()) & ((1LL << 52) - 1);
   connect();
 }
 
@@ -24,6 +30,21 @@ void Client::connect() {
 Reply Client::request(proto::json header, const void* data, std::size_t size, int timeout_ms) {
   header["v"] = proto::kVersion;
   header["secret"] = secret_;
+  if (!data || size <= proto::kMaxPiece) return exchange(header, data, size, timeout_ms);
+  header["xfer"] = next_transfer_++;
+  header["total"] = size;
+  const char* p = static_cast<const char*>(data);
+  for (std::size_t offset = 0;;) {
+    const std::size_t n = std::min(proto::kMaxPiece, size - offset);
+    header["offset"] = offset;
+    Reply reply = exchange(header, p + offset, n, timeout_ms);
+    offset += n;
+    if (offset == size) return reply;
+  }
+}
+
+Reply Client::exchange(const proto::json& header, const void* data, std::size_t size,
+                       int timeout_ms) {
   std::string bytes = proto::encode(header);
   const std::string op = header.value("op", std::string("?"));
   try {
