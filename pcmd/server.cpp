@@ -105,7 +105,10 @@ Server::Server(zmq::context_t& context, ServerOptions options)
   address = address.substr(0, address.rfind(':'));
   if (address.size() > 1 && address.front() == '[') address = address.substr(1, address.size() - 2);
   watcher_ = std::make_unique<Watcher>(address, options_.secret);
-  const std::string wake = fmt::format("inproc://pcmd-data-{}", static_cast<const void*>(this));
+  // Unique in the process: a Server made where an earlier one was, in the same context, would
+  // find the name still bound (ZeroMQ releases it when the old socket is reaped, later).
+  static std::atomic<long> servers{0};
+  const std::string wake = fmt::format("inproc://pcmd-data-{}-{}", ::getpid(), servers++);
   bell_.bind(wake);
   data_ = std::make_unique<DataThread>(context, wake);
   char name[256] = {0};
