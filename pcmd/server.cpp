@@ -447,12 +447,12 @@ json Server::op_piece(const std::string& op, const json& req, const void* data, 
   Transfer& t = it->second;
   if (t.op != op || t.job != job || t.total != total || offset != t.bytes->size() ||
       size > total - offset) {
-    const std::uint64_t had = t.bytes->size();
+    const Transfer gone = std::move(t);  // (t is erased next)
     transfers_.erase(it);
     fail(PCM_ERR_ARG,
          "transfer {}: a piece of {} bytes at byte {} does not follow the {} bytes of {} received "
          "for '{}' of job '{}'; dropped, nothing was done",
-         id, size, offset, had, t.total, t.op, t.job);
+         id, size, offset, gone.bytes->size(), gone.total, gone.op, gone.job);
   }
   if (size > 0) {
     const char* p = static_cast<const char*>(data);
