@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -64,20 +65,21 @@ Fixture* fixture = nullptr;
 
 }  // namespace
 
-extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  ::setenv("PCM_LOG_LEVEL", "off", 0);  // pcmd's warnings about each bad input
-  return 0;
-}
-
 // A fresh Server for the next input (the replay runs each file on its own).
 extern "C" void PcmFuzzReset() {
   if (fixture) fixture->reset();
 }
 
-// Frees everything (leak checkers then see no live Server).
+// Frees everything and removes the data directory (leak checkers then see no live Server).
 extern "C" void PcmFuzzFinish() {
   delete fixture;
   fixture = nullptr;
+}
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  ::setenv("PCM_LOG_LEVEL", "off", 0);  // pcmd's warnings about each bad input
+  std::atexit(PcmFuzzFinish);           // libFuzzer ends a run with exit()
+  return 0;
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
