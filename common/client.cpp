@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <random>
 
 #include "error.h"
 #include "pcm_types.h"
@@ -22,6 +23,9 @@ Client::Client(zmq::context_t& context, std::string endpoint, std::string secret
       endpoint_(std::move(endpoint)),
       secret_(std::move(secret)),
       curve_(std::move(curve)) {
+  std::random_device random;
+  next_transfer_ =
+      static_cast<std::int64_t>((std::uint64_t{random()} << 31) ^ random()) & ((1LL << 52) - 1);
   connect();
 }
 
@@ -40,6 +44,21 @@ Reply Client::request(proto::json header, const void* data, std::size_t size, in
                       const std::function<bool()>& gone) {
   header["v"] = proto::kVersion;
   header["secret"] = secret_;
+  if (!data || size <= proto::kMaxPiece) return exchange(header, data, size, timeout_ms, gone);
+  header["xfer"] = next_transfer_++;
+  header["total"] = size;
+  const char* p = static_cast<const char*>(data);
+  for (std::size_t offset = 0;;) {
+    const std::size_t n = std::min(proto::kMaxPiece, size - offset);
+    header["offset"] = offset;
+    Reply reply = exchange(header, p + offset, n, timeout_ms, gone);
+    offset += n;
+    if (offset == size) return reply;
+  }
+}
+
+Reply Client::exchange(const proto::json& header, const void* data, std::size_t size,
+                       int timeout_ms, const std::function<bool()>& gone) {
   std::string bytes = proto::encode(header);
   const std::string op = header.value("op", std::string("?"));
   try {

@@ -1,6 +1,7 @@
 // protocol.cpp — encoding and validating protocol headers.
 #include "protocol.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "error.h"
@@ -16,35 +17,44 @@ std::string encode(const json& header) {
 
 namespace {
 
-// Whether bytes [p, p + n) are valid UTF-8 (no overlong forms, no surrogates, at most U+10FFFF).
+// The length of the valid UTF-8 character at p (n > 0 bytes available), 0 if there is none there
+// (overlong forms, surrogates and code points above U+10FFFF are not valid); *cp: its code point.
+std::size_t utf8_char(const std::uint8_t* p, std::size_t n, std::uint32_t* cp_out) {
+  const std::uint8_t c = p[0];
+  std::size_t len;
+  std::uint32_t cp;
+  if (c < 0x80) {
+    *cp_out = c;
+    return 1;
+  } else if ((c & 0xe0) == 0xc0) {
+    len = 2;
+    cp = c & 0x1f;
+  } else if ((c & 0xf0) == 0xe0) {
+    len = 3;
+    cp = c & 0x0f;
+  } else if ((c & 0xf8) == 0xf0) {
+    len = 4;
+    cp = c & 0x07;
+  } else {
+    return 0;
+  }
+  if (n < len) return 0;
+  for (std::size_t k = 1; k < len; ++k) {
+    if ((p[k] & 0xc0) != 0x80) return 0;
+    cp = (cp << 6) | (p[k] & 0x3f);
+  }
+  static constexpr std::uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
+  if (cp < kMin[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
+  *cp_out = cp;
+  return len;
+}
+
+// Whether bytes [p, p + n) are valid UTF-8.
 bool valid_utf8(const std::uint8_t* p, std::size_t n) {
-  std::size_t i = 0;
-  while (i < n) {
-    const std::uint8_t c = p[i];
-    std::size_t len;
-    std::uint32_t cp;
-    if (c < 0x80) {
-      ++i;
-      continue;
-    } else if ((c & 0xe0) == 0xc0) {
-      len = 2;
-      cp = c & 0x1f;
-    } else if ((c & 0xf0) == 0xe0) {
-      len = 3;
-      cp = c & 0x0f;
-    } else if ((c & 0xf8) == 0xf0) {
-      len = 4;
-      cp = c & 0x07;
-    } else {
-      return false;
-    }
-    if (n - i < len) return false;
-    for (std::size_t k = 1; k < len; ++k) {
-      if ((p[i + k] & 0xc0) != 0x80) return false;
-      cp = (cp << 6) | (p[i + k] & 0x3f);
-    }
-    static constexpr std::uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
-    if (cp < kMin[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
+  std::uint32_t cp;
+  for (std::size_t i = 0; i < n;) {
+    const std::size_t len = utf8_char(p + i, n - i, &cp);
+    if (len == 0) return false;
     i += len;
   }
   return true;
@@ -190,6 +200,73 @@ bool get_bool(const json& m, const char* key, bool fallback) {
   return it->get<bool>();
 }
 
+bool valid_utf8(std::string_view s) {
+  return valid_utf8(reinterpret_cast<const std::uint8_t*>(s.data()), s.size());
+}
+
+std::string clean_text(std::string_view s, std::size_t max_bytes) {
+  const auto* p = reinterpret_cast<const std::uint8_t*>(s.data());
+  std::string out;
+  out.reserve(std::min(s.size(), max_bytes));
+  std::uint32_t cp;
+  for (std::size_t i = 0; i < s.size();) {
+    const std::size_t len = utf8_char(p + i, s.size() - i, &cp);
+    const std::string piece = len ? std::string(s.substr(i, len)) : fmt::format("\\x{:02x}", p[i]);
+    if (out.size() + piece.size() > max_bytes) {
+      // Too long: cut whole characters until "..." fits.
+      while (!out.empty() && out.size() + 3 > max_bytes) {
+        while (out.size() > 1 && (static_cast<std::uint8_t>(out.back()) & 0xc0) == 0x80)
+          out.pop_back();
+        out.pop_back();
+      }
+      if (max_bytes >= 3) out += "...";
+      return out;
+    }
+    out += piece;
+    i += len ? len : 1;
+  }
+  return out;
+}
+
+std::string printable(std::string_view s, std::size_t max_bytes) {
+  const auto* p = reinterpret_cast<const std::uint8_t*>(s.data());
+  std::string out;
+  out.reserve(std::min(s.size(), max_bytes) + 16);
+  std::uint32_t cp;
+  for (std::size_t i = 0; i < s.size();) {
+    if (i >= max_bytes) {
+      out += fmt::format("...({} bytes)", s.size());
+      break;
+    }
+    const std::uint8_t c = p[i];
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c >= 0x20 && c < 0x7f) {
+      out += static_cast<char>(c);
+    } else {
+      std::size_t len = c < 0x80 ? 0 : utf8_char(p + i, s.size() - i, &cp);
+      // C1 controls and the Unicode line and paragraph separators break lines for some readers.
+      if (len > 0 && !(cp <= 0x9f || cp == 0x2028 || cp == 0x2029)) {
+        out.append(s.substr(i, len));
+        i += len;
+        continue;
+      }
+      if (len == 0) len = 1;
+      for (std::size_t k = 0; k < len; ++k) out += fmt::format("\\x{:02x}", p[i + k]);
+      i += len;
+      continue;
+    }
+    ++i;
+  }
+  return out;
+}
+
 namespace {
 bool name_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
@@ -264,7 +341,8 @@ const char* type_name(int type) {
 json ok_reply() { return json{{"ok", true}}; }
 
 json error_reply(int code, const std::string& message) {
-  return json{{"ok", false}, {"code", code}, {"error", message}};
+  // Messages quote what requests, files and the system said: a reply must stay valid UTF-8.
+  return json{{"ok", false}, {"code", code}, {"error", clean_text(message)}};
 }
 
 }  // namespace pcm::proto

@@ -1,9 +1,17 @@
 // protocol.h — the messages between libpcm/pcmctl and pcmd: MessagePack maps, validated on receipt.
 //
-// A request is one or two ZeroMQ frames: a MessagePack map (the header) and, for "store", the raw
-// data. Every header has "v" (protocol version), "op" and "secret". A reply header has "ok"
-// (bool); a failed one also has "code" (a PCM_ERR_* value) and "error" (a message); a "load"
-// reply carries the data as a second frame.
+// A request is one or two ZeroMQ frames: a MessagePack map (the header) and, for "store",
+// "shard_put" and "checkpoint_commit", the raw data. Every header has "v" (protocol version), "op"
+// and "secret". A reply header has "ok" (bool); a failed one also has "code" (a PCM_ERR_* value)
+// and "error" (a message); a "load" reply carries the data as a second frame.
+//
+// No frame a peer sends pcmd exceeds kMaxFrame bytes (pcmd's socket drops a peer that tries:
+// ZeroMQ would otherwise take in a whole message of any size before pcmd could check its
+// secret). Data longer than kMaxPiece travels in pieces: requests of the same op and header, each
+// authenticated, with "xfer" (the transfer's id, chosen by the client), "total" (all its bytes)
+// and "offset" (where this piece starts), sent in order; pcmd reassembles them and carries out the
+// request when the last one arrives. A piece out of order drops the transfer; an abandoned one is
+// freed after a while.
 #pragma once
 
 #include <cstddef>
@@ -18,10 +26,13 @@ namespace pcm::proto {
 using json = nlohmann::json;
 
 inline constexpr int kVersion = 1;
-inline constexpr std::size_t kMaxName = 64;         // job names and keys
-inline constexpr std::size_t kMaxHost = 255;        // host names
-inline constexpr std::size_t kMaxHeader = 1 << 20;  // bytes of a request header
-inline constexpr std::size_t kMaxDepth = 32;        // nesting of a header's maps and arrays
+inline constexpr std::size_t kMaxName = 64;          // job names and keys
+inline constexpr std::size_t kMaxHost = 255;         // host names
+inline constexpr std::size_t kMaxHeader = 1 << 20;   // bytes of a request header
+inline constexpr std::size_t kMaxDepth = 32;         // nesting of a header's maps and arrays
+inline constexpr std::size_t kMaxPiece = 4 << 20;    // data bytes in one request
+inline constexpr std::size_t kMaxFrame = kMaxPiece;  // any frame a peer sends pcmd (>= kMaxHeader)
+static_assert(kMaxFrame >= kMaxHeader && kMaxFrame >= kMaxPiece);
 
 // Serialises a header to MessagePack.
 std::string encode(const json& header);
@@ -53,6 +64,18 @@ bool valid_host(std::string_view s);
 // Whether a secret a peer sent equals ours (never for an empty one), in time that does not
 // depend on where they differ, so that a secret cannot be guessed byte by byte.
 bool same_secret(std::string_view given, std::string_view ours);
+
+// Whether s is valid UTF-8 (no overlong forms, no surrogates, at most U+10FFFF).
+bool valid_utf8(std::string_view s);
+// s as valid UTF-8 of at most max_bytes: each byte that is not part of a valid character becomes
+// the four characters \xNN, and the text is cut at a character boundary (ending in "...") when too
+// long. For text that goes into a reply, a job's events or a request (JSON and MessagePack need
+// UTF-8).
+std::string clean_text(std::string_view s, std::size_t max_bytes = 4000);
+// s for a log line: control characters (newlines among them) and bytes that are not UTF-8 become
+// escapes (\n, \xNN), a backslash becomes \\, and at most max_bytes of s are shown,
+// so that text from a request can never start a line of its own.
+std::string printable(std::string_view s, std::size_t max_bytes = 512);
 
 // Element types (the PCM_Datatype values) and their sizes in bytes; 0 for an unknown type.
 std::size_t type_size(int type);

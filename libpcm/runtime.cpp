@@ -114,7 +114,7 @@ int Runtime::init(MPI_Comm* comm) {
       }
       // The job's placement strategy for the processes pcmd places later (pcmd checks it).
       if (const char* p = std::getenv("PCM_PLACEMENT"); p && *p)
-        req["placement"] = std::string(p).substr(0, 32);
+        req["placement"] = proto::clean_text(p, 32);
       if (settings_.restart) {
         if (!req.contains("job")) fail(PCM_ERR_ARG, "PCM_RESTART=1 needs PCM_JOB, the job's name");
         req["restart"] = true;

@@ -286,7 +286,7 @@ void Runtime::resume_restarted() {
                      .request({{"op", "checkpoint_bad"},
                                {"job", job_},
                                {"iteration", restart_iteration_},
-                               {"why", std::string(e.what()).substr(0, 1500)}},
+                               {"why", proto::clean_text(e.what(), 1500)}},
                               nullptr, 0, settings_.data_timeout_ms)
                      .header.at("restart");
         } catch (const Error& e2) {

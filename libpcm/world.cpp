@@ -66,7 +66,7 @@ void Runtime::report_reconfigured(const Command& cmd, bool success, const std::s
       if (!layout.is_null()) req["layout"] = layout;
       if (rank_ != 0) return;
     } else {
-      req["error"] = error;
+      req["error"] = proto::clean_text(error, 4000);  // pcmd takes 4096 bytes of UTF-8
     }
     link_.request(req, nullptr, 0, settings_.connect_timeout_ms);
   } catch (const Error& e) {

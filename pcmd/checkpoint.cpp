@@ -455,9 +455,12 @@ std::vector<std::int64_t> Checkpoints::iterations(const std::string& job) const 
     std::string f = it->path().filename().string();
     if (!std::regex_match(f, m, name)) continue;
     // 20 digits can exceed a 64-bit integer: such a name is no version of ours.
+    // (The digits are held in a string of their own: end points into them. Found by fuzzing:
+    // m.str(1) was a temporary, freed before *end was read.)
+    const std::string digits = m.str(1);
     errno = 0;
     char* end = nullptr;
-    long long v = std::strtoll(m.str(1).c_str(), &end, 10);
+    long long v = std::strtoll(digits.c_str(), &end, 10);
     if (errno == 0 && *end == '\0') found.insert(v);
   }
   return {found.begin(), found.end()};

@@ -272,7 +272,7 @@ int main(int argc, char** argv) {
       auto r = client.request(req, nullptr, 0, timeout_ms);
       if (as_json) {
         r.header.erase("ok");
-        std::cout << r.header.dump(2) << "\n";
+        std::cout << r.header.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
       } else {
         print_status_table(r.header);
       }

@@ -24,6 +24,8 @@ namespace {
 
 constexpr int kMaxRanks = 1 << 20;
 constexpr std::size_t kMaxShardTable = std::size_t{1} << 30;  // bytes of a commit's shard table
+constexpr std::int64_t kMaxTransfer = std::int64_t{1} << 40;  // bytes of data in pieces
+constexpr std::size_t kMaxTransfers = 64;                     // transfers in pieces at once
 
 std::vector<std::string> get_hosts(const json& req, std::size_t expected) {
   auto it = req.find("hosts");
@@ -97,6 +99,10 @@ Server::Server(zmq::context_t& context, ServerOptions options)
   // A peer that vanishes must not make the router block or queue without bound.
   socket_.set(zmq::sockopt::router_mandatory, 0);
   zap_ = make_curve_server(context, socket_, options_.curve);
+  // Before any secret is seen: ZeroMQ drops a peer that announces a larger frame (instead of
+  // taking in all of it), and queues few messages per peer (a REQ client has one in flight).
+  socket_.set(zmq::sockopt::maxmsgsize, static_cast<std::int64_t>(proto::kMaxFrame));
+  socket_.set(zmq::sockopt::rcvhwm, 16);
   try {
     socket_.bind(options_.bind);
   } catch (const zmq::error_t& e) {
@@ -137,6 +143,8 @@ void Server::run(const std::atomic<bool>& stop) {
       check_jobs_alive();
       next_check = std::chrono::steady_clock::now() + std::chrono::seconds(1);
     }
+    expire_transfers();
+    refusals_.tick(*log_);
     zmq::pollitem_t items[3] = {{socket_.handle(), 0, ZMQ_POLLIN, 0},
                                 {bell_.handle(), 0, ZMQ_POLLIN, 0},
                                 {journal_bell_.handle(), 0, ZMQ_POLLIN, 0}};
@@ -266,39 +274,47 @@ void Server::serve_one() {
     if (!more) break;
   } while (true);
   if (frames.empty()) return;
+  std::vector<char> reply_data;
+  const std::uint64_t changes_before = changes_;
+  if (auto reply = respond(held, reply_data)) answer(held, *reply, reply_data, changes_before);
+}
 
+std::optional<json> Server::respond(std::shared_ptr<std::vector<zmq::message_t>> held,
+                                    std::vector<char>& reply_data, bool disk_inline) {
+  std::vector<zmq::message_t>& frames = *held;
   // Router frames: [identity, (empty delimiter), header, (data)].
   std::size_t body = 1;
   bool delimited = frames.size() > 1 && frames[1].size() == 0;
   if (delimited) body = 2;
   json reply;
-  std::vector<char> reply_data;
-  const std::uint64_t changes_before = changes_;
   if (frames.size() <= body || frames.size() > body + 2) {
-    reply =
-        proto::error_reply(PCM_ERR_ARG, "a request is a header frame and at most one data frame");
-    log_->warn("malformed request: {} frames", frames.size());
-  } else {
-    try {
-      json req = proto::decode(frames[body].data(), frames[body].size());
-      const void* data = frames.size() == body + 2 ? frames[body + 1].data() : nullptr;
-      std::size_t size = frames.size() == body + 2 ? frames[body + 1].size() : 0;
-      async_ = true;
-      deferred_.reset();
-      reply = handle(req, data, size, reply_data);
-      async_ = false;
-      if (deferred_) {
-        data_->post(held, std::move(*deferred_));
-        deferred_.reset();
-        return;  // the reply follows when the data thread is done
-      }
-    } catch (const Error& e) {
-      async_ = false;
-      log_->warn("malformed request: {}", e.what());
-      reply = proto::error_reply(e.code(), e.what());
-    }
+    if (refusals_.allow(*log_)) log_->warn("malformed request: {} frames", frames.size());
+    return proto::error_reply(PCM_ERR_ARG,
+                              "a request is a header frame and at most one data frame");
   }
-  answer(held, reply, reply_data, changes_before);
+  try {
+    json req = proto::decode(frames[body].data(), frames[body].size());
+    const void* data = frames.size() == body + 2 ? frames[body + 1].data() : nullptr;
+    std::size_t size = frames.size() == body + 2 ? frames[body + 1].size() : 0;
+    async_ = !disk_inline;
+    deferred_.reset();
+    reply = handle(req, data, size, reply_data);
+    async_ = false;
+    if (deferred_) {
+      data_->post(std::move(held), std::move(*deferred_));
+      deferred_.reset();
+      return std::nullopt;  // the reply follows when the data thread is done
+    }
+  } catch (const Error& e) {
+    async_ = false;
+    if (refusals_.allow(*log_)) log_->warn("malformed request: {}", e.what());
+    reply = proto::error_reply(e.code(), e.what());
+  } catch (const std::exception& e) {
+    async_ = false;
+    log_->error("request failed unexpectedly: {}", e.what());
+    reply = proto::error_reply(PCM_ERR_INTERNAL, std::string("pcmd: ") + e.what());
+  }
+  return reply;
 }
 
 void Server::send_reply(std::vector<zmq::message_t>& frames, const json& reply,
@@ -343,6 +359,11 @@ void Server::finish_data_work() {
 }
 
 json Server::defer(DataWork work, std::vector<char>& reply_data) {
+  // Data reassembled from pieces lives as long as the work that reads it.
+  if (assembled_)
+    work.run = [keep = assembled_, run = std::move(work.run)](std::vector<char>& out) {
+      return run(out);
+    };
   if (async_) {
     deferred_ = std::move(work);
     return json{{"ok", true}, {"deferred", true}};
@@ -374,12 +395,13 @@ json Server::handle(const json& req, const void* data, std::size_t size,
            proto::kVersion);
     op = proto::get_string(req, "op", 32);
     if (!proto::same_secret(proto::get_string(req, "secret", 1024), options_.secret)) {
-      log_->warn("refused '{}': wrong secret", op);
+      if (refusals_.allow(*log_)) log_->warn("refused '{}': wrong secret", op);
       fail(PCM_ERR_REFUSED, "wrong secret (use the one in pcmd's configuration file)");
     }
+    if (req.contains("total")) return op_piece(op, req, data, size, reply_data);
     return dispatch(op, req, data, size, reply_data);
   } catch (const Error& e) {
-    if (e.code() != PCM_ERR_REFUSED && e.code() != PCM_ERR_NOT_FOUND)
+    if (e.code() != PCM_ERR_REFUSED && e.code() != PCM_ERR_NOT_FOUND && refusals_.allow(*log_))
       log_->warn("request '{}' failed: {}", op, e.what());
     reply_data.clear();
     return proto::error_reply(e.code(), e.what());
@@ -392,7 +414,8 @@ json Server::handle(const json& req, const void* data, std::size_t size,
 
 json Server::dispatch(const std::string& op, const json& req, const void* data, std::size_t size,
                       std::vector<char>& reply_data) {
-  if (op == "ping") return json{{"ok", true}, {"pid", ::getpid()}};
+  if (op == "ping")
+    return json{{"ok", true}, {"pid", ::getpid()}, {"transfers", transfers_.size()}};
   if (op == "poll") return op_poll(req);
   if (op == "store") return op_store(req, data, size, reply_data);
   if (op == "load") return op_load(req, reply_data);
@@ -428,6 +451,79 @@ json Server::dispatch(const std::string& op, const json& req, const void* data, 
   fail(PCM_ERR_ARG, "unknown operation '{}'", op);
 }
 
+// A piece of a transfer (protocol.h); the last one carries out the request with all the bytes.
+json Server::op_piece(const std::string& op, const json& req, const void* data, std::size_t size,
+                      std::vector<char>& reply_data) {
+  if (op != "store" && op != "shard_put" && op != "checkpoint_commit")
+    fail(PCM_ERR_ARG, "operation '{}' takes no data in pieces", op);
+  const std::string job = find_job(req).name;
+  const auto id = proto::get_int(req, "xfer", 0, INT64_MAX);
+  const auto total = static_cast<std::uint64_t>(proto::get_int(req, "total", 1, kMaxTransfer));
+  const auto offset = static_cast<std::uint64_t>(proto::get_int(req, "offset", 0, kMaxTransfer));
+  if (size > proto::kMaxPiece)
+    fail(PCM_ERR_ARG, "a piece of {} bytes (at most {})", size, proto::kMaxPiece);
+  const auto now = std::chrono::steady_clock::now();
+  auto it = transfers_.find(id);
+  if (offset == 0) {
+    if (it != transfers_.end()) {
+      transfers_.erase(it);
+      fail(PCM_ERR_ARG, "transfer {} began twice; dropped, nothing was done", id);
+    }
+    if (transfers_.size() >= kMaxTransfers)
+      fail(PCM_ERR_REFUSED, "{} transfers are under way already; try again later", kMaxTransfers);
+    auto bytes = std::make_shared<std::vector<char>>();
+    try {
+      bytes->reserve(total);  // address space only: pages are taken as the pieces fill them
+    } catch (const std::exception&) {
+      fail(PCM_ERR_REFUSED, "pcmd cannot hold a transfer of {} bytes", total);
+    }
+    it = transfers_.emplace(id, Transfer{op, job, total, std::move(bytes), now}).first;
+  } else if (it == transfers_.end()) {
+    fail(PCM_ERR_REFUSED,
+         "transfer {} is not under way (a piece went missing, or none came for {} s): nothing "
+         "was done",
+         id, std::chrono::duration<double>(options_.transfer_timeout).count());
+  }
+  Transfer& t = it->second;
+  if (t.op != op || t.job != job || t.total != total || offset != t.bytes->size() ||
+      size > total - offset) {
+    const Transfer gone = std::move(t);  // (t is erased next)
+    transfers_.erase(it);
+    fail(PCM_ERR_ARG,
+         "transfer {}: a piece of {} bytes at byte {} does not follow the {} bytes of {} received "
+         "for '{}' of job '{}'; dropped, nothing was done",
+         id, size, offset, gone.bytes->size(), gone.total, gone.op, gone.job);
+  }
+  if (size > 0) {
+    const char* p = static_cast<const char*>(data);
+    t.bytes->insert(t.bytes->end(), p, p + size);
+  }
+  t.last = now;
+  if (t.bytes->size() < total) return json{{"ok", true}, {"received", t.bytes->size()}};
+  assembled_ = std::move(t.bytes);
+  transfers_.erase(it);
+  struct Release {
+    std::shared_ptr<std::vector<char>>& held;
+    ~Release() { held.reset(); }
+  } release{assembled_};
+  return dispatch(op, req, assembled_->data(), assembled_->size(), reply_data);
+}
+
+// Transfers whose client went quiet: their memory is freed.
+void Server::expire_transfers() {
+  const auto now = std::chrono::steady_clock::now();
+  for (auto it = transfers_.begin(); it != transfers_.end();) {
+    const Transfer& t = it->second;
+    if (now - t.last <= options_.transfer_timeout) {
+      ++it;
+      continue;
+    }
+    log_->warn("job {}: '{}' stopped after {} of {} bytes sent in pieces; dropped", t.job, t.op,
+               t.bytes->size(), t.total);
+    it = transfers_.erase(it);
+  }
+}
+
 Job& Server::find_job(const json& req) {
   auto name = proto::get_string(req, "job", proto::kMaxName);
   auto it = jobs_.find(name);
@@ -439,6 +535,8 @@ Job& Server::find_job(const json& req) {
 void Server::note(Job& job, std::string event) {
   constexpr std::size_t kMaxEvents = 32;
   changed();
+  // Events quote what processes and files said: kept as valid UTF-8 (status is JSON).
+  event = proto::clean_text(event);
   if (job.events.size() == kMaxEvents) job.events.erase(job.events.begin());
   job.events.push_back(event);
   job.last_event = std::move(event);

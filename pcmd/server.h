@@ -18,6 +18,7 @@
 #include "data_thread.h"
 #include "hosts.h"
 #include "journal.h"
+#include "log.h"
 #include "probe.h"
 #include "protocol.h"
 #include "store.h"
@@ -40,6 +41,9 @@ struct ServerOptions {
   int probe_port = 9;  // the TCP port whose answer times a host's round trip (probe.h); 0: off
   std::chrono::milliseconds probe_period{30000};
   CurveServerKeys curve;  // enabled: every connection is CURVE, with the one client key admitted
+  // A transfer in pieces (protocol.h) whose next piece has not come for this long is dropped and
+  // its memory freed.
+  std::chrono::milliseconds transfer_timeout{60000};
 };
 
 // A host of the inventory.
@@ -112,6 +116,17 @@ class Server {
                                   nullptr});
   }
 
+  // The request path of serve_one without the socket: decodes one request's frames ([routing id,
+  // (empty delimiter), header, (data)], as the router socket gives them) and handles it. Returns
+  // the reply header (and fills reply_data), or nothing when the request's disk work went to the
+  // data thread and the reply follows from there. disk_inline: do that disk work now instead
+  // (the fuzz harness, which runs no request loop). Never throws for anything a peer sent.
+  std::optional<proto::json> respond(std::shared_ptr<std::vector<zmq::message_t>> frames,
+                                     std::vector<char>& reply_data, bool disk_inline = false);
+
+  // Transfers in pieces under way (protocol.h).
+  std::size_t transfers() const { return transfers_.size(); }
+
   // Handles one request; exposed for tests. data/size: the optional second frame.
   // Returns the reply header and fills reply_data for "load".
   proto::json handle(const proto::json& request, const void* data, std::size_t size,
@@ -165,6 +180,9 @@ class Server {
   proto::json op_poll(const proto::json& req);
   proto::json op_reconfigured(const proto::json& req);
   proto::json op_finished(const proto::json& req);
+  proto::json op_piece(const std::string& op, const proto::json& req, const void* data,
+                       std::size_t size, std::vector<char>& reply_data);
+  void expire_transfers();
   proto::json op_store(const proto::json& req, const void* data, std::size_t size,
                        std::vector<char>& reply_data);
   proto::json op_load(const proto::json& req, std::vector<char>& reply_data);
@@ -210,6 +228,17 @@ class Server {
   std::unique_ptr<DataThread> data_;
   bool async_ = false;                // serve_one is handling a request: defer() hands work over
   std::optional<DataWork> deferred_;  // what defer() handed over for the request being handled
+  // A transfer in pieces: the bytes so far, for one op of one job.
+  struct Transfer {
+    std::string op, job;
+    std::uint64_t total = 0;
+    std::shared_ptr<std::vector<char>> bytes;
+    std::chrono::steady_clock::time_point last;
+  };
+  std::map<std::int64_t, Transfer> transfers_;  // by the client's id
+  // The reassembled data of the request being handled, kept alive by defer() for the data thread.
+  std::shared_ptr<std::vector<char>> assembled_;
+  LogLimiter refusals_{10};  // log lines about refused and malformed requests
   std::map<std::string, Job> jobs_;
   // The journal, its bell, and the replies that wait for it.
   zmq::socket_t journal_bell_;

@@ -130,7 +130,8 @@ void Watcher::handle_readable(Conn& c) {
     auto nl = c.buf.find('\n');
     if (nl == std::string::npos) {
       if (c.buf.size() > kMaxHello) {
-        log_->warn("watch port: a hello longer than {} bytes; closed", kMaxHello);
+        if (refusals_.allow(*log_))
+          log_->warn("watch port: a hello longer than {} bytes; closed", kMaxHello);
         c.done = true;
       }
       return;
@@ -147,7 +148,8 @@ void Watcher::handle_readable(Conn& c) {
     if (!ok || !proto::same_secret(
                    proof, watch_proof(secret_, c.nonce,
                                       fmt::format("{} {} {} {}", job, pid, host, incarnation)))) {
-      log_->warn("watch port: {} hello; closed", ok ? "a wrongly signed" : "a malformed");
+      if (refusals_.allow(*log_))
+        log_->warn("watch port: {} hello; closed", ok ? "a wrongly signed" : "a malformed");
       c.done = true;
       return;
     }
@@ -184,13 +186,15 @@ void Watcher::loop() {
     int rc = ::poll(fds.data(), fds.size(), 1000);
     if (rc < 0 && errno != EINTR) break;
     if (fds[0].revents) break;
+    refusals_.tick(*log_);
     auto now = std::chrono::steady_clock::now();
     for (std::size_t i = 0; i < conns.size(); ++i) {
       Conn& c = *conns[i];
       short ev = fds[i + 2].revents;
       if (ev & (POLLIN | POLLHUP | POLLERR)) handle_readable(c);
       if (!c.greeted && !c.done && now > c.deadline) {
-        log_->warn("watch port: no hello within {} s; closed", kHelloTimeout.count());
+        if (refusals_.allow(*log_))
+          log_->warn("watch port: no hello within {} s; closed", kHelloTimeout.count());
         c.done = true;
       }
     }
@@ -204,7 +208,8 @@ void Watcher::loop() {
       int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
       if (fd >= 0) {
         if (conns.size() >= max_conns_) {
-          log_->warn("watch port: {} connections already; one refused", conns.size());
+          if (refusals_.allow(*log_))
+            log_->warn("watch port: {} connections already; one refused", conns.size());
           ::close(fd);
         } else {
           keepalive(fd);

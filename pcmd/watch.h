@@ -24,6 +24,8 @@
 #include <thread>
 #include <vector>
 
+#include "log.h"
+
 namespace pcm::detail {
 
 struct WatchEvent {
@@ -63,6 +65,7 @@ class Watcher {
 
   const std::string secret_;
   std::shared_ptr<spdlog::logger> log_;
+  LogLimiter refusals_{10};  // log lines about refused connections (the loop's thread only)
   int listen_fd_ = -1;
   int wake_fd_ = -1;  // an eventfd: the destructor wakes the thread with it
   std::string endpoint_;

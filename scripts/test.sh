@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The README's test command: set up (packages, MPI, build) and run the whole test suite.
-# Extra arguments go to ctest (for example -L unit, or -R heat2d).
+# The README's test command: set up (packages, MPI, build) and run the whole test suite, then the
+# sanitizer build's tests (scripts/sanitize.sh) and 60 s of fuzzing (scripts/fuzz.sh --time 60).
+# Extra arguments go to ctest (for example -L unit, or -R heat2d), and then only ctest runs.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 bash "$ROOT/scripts/setup.sh"
@@ -8,3 +9,7 @@ bash "$ROOT/scripts/setup.sh"
 source "$ROOT/scripts/.env"
 cd "$PCM_BUILD_DIR"
 ctest --output-on-failure --timeout 900 "$@"
+if [ $# -eq 0 ]; then
+  bash "$ROOT/scripts/sanitize.sh"
+  bash "$ROOT/scripts/fuzz.sh" --time "${PCM_FUZZ_SECONDS:-60}"
+fi

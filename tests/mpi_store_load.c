@@ -1,5 +1,7 @@
-/* mpi_store_load.c — MPI test: PCM_Store/PCM_Load round trip of every type, and load errors. */
+/* mpi_store_load.c — MPI test: PCM_Store/PCM_Load round trip of every type, an array large
+ * enough to travel to pcmd in pieces, and load errors. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "pcm.h"
@@ -90,6 +92,24 @@ int main(int argc, char **argv) {
   }
   /* Below, each rank replaces its own "d": the neighbour must have finished reading it. */
   MPI_Barrier(world);
+
+  /* 9 MiB and a few doubles: more than one request may carry, so they go in pieces (the last
+   * one short) and come back whole, read by the neighbour. */
+  {
+    const long big = 9L * 1024 * 1024 / 8 + 5;
+    double *x = malloc((size_t)big * sizeof(double)), *y = malloc((size_t)big * sizeof(double));
+    long k, wrong = 0;
+    int other = (rank + 1) % size;
+    for (k = 0; k < big; k++) x[k] = (double)k * 0.5 + rank;
+    CHECK(PCM_Store(rank, "big", x, PCM_DOUBLE, big) == PCM_SUCCESS, "store 9 MiB");
+    MPI_Barrier(world);
+    CHECK(PCM_Load(other, "big", y, PCM_DOUBLE, big) == PCM_SUCCESS, "load 9 MiB");
+    for (k = 0; k < big; k++) wrong += y[k] != (double)k * 0.5 + other;
+    CHECK(wrong == 0, "%ld of the 9 MiB of rank %d differ", wrong, other);
+    free(x);
+    free(y);
+    MPI_Barrier(world);
+  }
 
   /* Errors: each is a code and a message, never a crash. */
   CHECK(PCM_Load(rank, "nokey", dv2, PCM_DOUBLE, N) == PCM_ERR_NOT_FOUND, "missing key");

@@ -109,3 +109,38 @@ TEST(ProtocolHostile, StringsMustBeUtf8AndNothingMayFollow) {
   const std::string good = proto::encode(json{{"name", "h\xc3\xa9t\xe2\x82\xac\xf0\x9f\x94\xa5"}});
   EXPECT_NO_THROW(proto::decode(good.data(), good.size()));
 }
+
+TEST(ProtocolText, CleanTextIsValidUtf8AndBounded) {
+  EXPECT_EQ(proto::clean_text("plain"), "plain");
+  EXPECT_EQ(proto::clean_text("h\xc3\xa9t"), "h\xc3\xa9t");
+  EXPECT_EQ(proto::clean_text(std::string("a\xff\xc3(b", 5)), "a\\xff\\xc3(b");
+  EXPECT_TRUE(proto::valid_utf8(proto::clean_text(std::string("\xed\xa0\x80\xc0\xaf", 5))));
+  // Cut at a character boundary: never half of a multi-byte character.
+  std::string euros;
+  for (int i = 0; i < 100; ++i) euros += "\xe2\x82\xac";
+  for (std::size_t max = 3; max < 40; ++max) {
+    const std::string c = proto::clean_text(euros, max);
+    EXPECT_LE(c.size(), max);
+    EXPECT_TRUE(proto::valid_utf8(c)) << max;
+    EXPECT_EQ(c.substr(c.size() - 3), "...");
+  }
+  EXPECT_EQ(proto::clean_text(std::string(10, 'x'), 10), std::string(10, 'x'));
+}
+
+TEST(ProtocolText, PrintableKeepsEverythingOnOneLine) {
+  EXPECT_EQ(proto::printable("job heat-1"), "job heat-1");
+  EXPECT_EQ(proto::printable("x\nFORGED [pcmd] [info] line\r\t"),
+            "x\\nFORGED [pcmd] [info] line\\r\\t");
+  EXPECT_EQ(proto::printable("a\\b"), "a\\\\b");
+  EXPECT_EQ(proto::printable(std::string("\x1b[31m\x7f\xff", 7)), "\\x1b[31m\\x7f\\xff");
+  EXPECT_EQ(proto::printable("h\xc3\xa9t"), "h\xc3\xa9t");
+  // C1 controls and U+2028 (a line separator) are escaped too.
+  EXPECT_EQ(proto::printable("\xc2\x85\xe2\x80\xa8"), "\\xc2\\x85\\xe2\\x80\\xa8");
+  const std::string shown = proto::printable(std::string(100000, 'a'), 100);
+  EXPECT_EQ(shown, std::string(100, 'a') + "...(100000 bytes)");
+  for (int c = 0; c < 256; ++c) {
+    const std::string p = proto::printable(std::string(1, static_cast<char>(c)));
+    EXPECT_EQ(p.find('\n'), std::string::npos);
+    EXPECT_TRUE(proto::valid_utf8(p));
+  }
+}
