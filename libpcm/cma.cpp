@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "mpi_util.h"
@@ -52,42 +53,121 @@ json cma_sources(MPI_Comm world, int rank, int size, const void* buf, const std:
   return sources;
 }
 
+namespace {
+
+// One process's entry of cma_sources: pid, host, buffer address, token address, token.
+struct Peer {
+  pid_t pid;
+  std::uint64_t host, buf, token_at, token;
+  static Peer of(const json& j) {
+    return {static_cast<pid_t>(j[0].get<std::uint64_t>()), j[1].get<std::uint64_t>(),
+            j[2].get<std::uint64_t>(), j[3].get<std::uint64_t>(), j[4].get<std::uint64_t>()};
+  }
+};
+
+// n bytes between this process's `mine` and the peer's address `at`: read (write = false) or
+// written. One call moves at most about 2 GiB.
+bool move_bytes(const Peer& peer, void* mine, std::uint64_t at, std::size_t n, bool write) {
+  while (n > 0) {
+    const std::size_t chunk = std::min<std::size_t>(n, std::size_t{1} << 30);
+    iovec local{mine, chunk}, remote{reinterpret_cast<void*>(at), chunk};
+    const ssize_t done = write ? ::process_vm_writev(peer.pid, &local, 1, &remote, 1, 0)
+                               : ::process_vm_readv(peer.pid, &local, 1, &remote, 1, 0);
+    if (done != static_cast<ssize_t>(chunk)) return false;
+    mine = static_cast<char*>(mine) + chunk;
+    at += chunk;
+    n -= chunk;
+  }
+  return true;
+}
+
+// Whether the peer is the process it says it is: on this host, holding its token where it said.
+// Checked once per peer.
+class Peers {
+ public:
+  explicit Peers(const json& list) : list_(list), checked_(list.size(), 0) {}
+  bool usable() const { return list_.is_array(); }
+  std::size_t size() const { return list_.size(); }
+  // The peer of index r, verified; nullopt if it cannot be reached this way.
+  std::optional<Peer> at(std::size_t r) {
+    if (r >= list_.size()) return std::nullopt;
+    const Peer p = Peer::of(list_[r]);
+    if (checked_[r] == 0) {
+      std::uint64_t token = 0;
+      checked_[r] = p.host == host_ && move_bytes(p, &token, p.token_at, sizeof token, false) &&
+                            token == p.token
+                        ? 1
+                        : -1;
+    }
+    if (checked_[r] < 0) return std::nullopt;
+    return p;
+  }
+
+ private:
+  const json& list_;
+  std::vector<int> checked_;
+  std::uint64_t host_ = host_hash();
+};
+
+}  // namespace
+
 // Reads into newbuf the units that plan sends to new rank me, from the old buffers that sources
 // describes. False (and the caller falls back) if any source is elsewhere or any read fails.
 bool cma_read(const json& sources, const std::vector<Transfer>& plan, int me,
               const Distribution& from, const Distribution& to, char* newbuf, std::size_t elem) {
-  if (!sources.is_array() || sources.size() != static_cast<std::size_t>(from.size())) return false;
-  const std::uint64_t here = host_hash();
-  const std::size_t unit_bytes = elem * static_cast<std::size_t>(from.unit_len());
-  auto read = [](const json& src, void* dst, std::uint64_t addr, std::size_t n) {
-    while (n > 0) {  // one read moves at most about 2 GiB
-      const std::size_t chunk = std::min<std::size_t>(n, std::size_t{1} << 30);
-      iovec local{dst, chunk}, remote{reinterpret_cast<void*>(addr), chunk};
-      if (::process_vm_readv(static_cast<pid_t>(src[0].get<std::uint64_t>()), &local, 1, &remote, 1,
-                             0) != static_cast<ssize_t>(chunk))
-        return false;
-      dst = static_cast<char*>(dst) + chunk;
-      addr += chunk;
-      n -= chunk;
-    }
-    return true;
-  };
-  std::vector<bool> checked(static_cast<std::size_t>(from.size()), false);
+  Peers olds(sources);
+  if (!olds.usable() || olds.size() != static_cast<std::size_t>(from.size())) return false;
   for (const Transfer& t : plan) {
     if (t.to != me) continue;
-    const json& src = sources.at(static_cast<std::size_t>(t.from));
-    if (!checked[static_cast<std::size_t>(t.from)]) {
-      std::uint64_t token = 0;
-      if (src[1].get<std::uint64_t>() != here ||
-          !read(src, &token, src[3].get<std::uint64_t>(), sizeof token) ||
-          token != src[4].get<std::uint64_t>())
-        return false;
-      checked[static_cast<std::size_t>(t.from)] = true;
-    }
-    const std::uint64_t at = src[2].get<std::uint64_t>() +
-                             static_cast<std::uint64_t>(from.unit_offset(t.first, nullptr)) * elem;
+    auto src = olds.at(static_cast<std::size_t>(t.from));
+    if (!src) return false;
+    const std::uint64_t at =
+        src->buf + static_cast<std::uint64_t>(from.unit_offset(t.first, nullptr)) * elem;
     char* dst = newbuf + static_cast<std::size_t>(to.unit_offset(t.first, nullptr)) * elem;
-    if (!read(src, dst, at, static_cast<std::size_t>(t.count) * unit_bytes)) return false;
+    if (!move_bytes(*src, dst, at, static_cast<std::size_t>(t.count * from.unit_len()) * elem,
+                    false))
+      return false;
+  }
+  return true;
+}
+
+// Both ends of every transfer between two processes work on it: the receiver reads the first
+// half of its units, the sender writes the second half into the receiver's new buffer. A merge's
+// leavers would otherwise wait while the survivors alone fault in every page of their grown
+// buffers (the dearest part of a merge on a VM); this way two processes, on two cores, share it.
+bool cma_merge(const json& olds_list, const json& news_list, const std::vector<Transfer>& plan,
+               int me_old, int me_new, const std::vector<int>& old_of_new, const Distribution& from,
+               const Distribution& to, const char* oldbuf, char* newbuf, std::size_t elem) {
+  Peers olds(olds_list), news(news_list);
+  const std::size_t n = static_cast<std::size_t>(from.size());
+  if (!olds.usable() || !news.usable() || olds.size() != n || news.size() != n) return false;
+  const std::size_t unit = static_cast<std::size_t>(from.unit_len()) * elem;
+  for (const Transfer& t : plan) {
+    const int receiver = old_of_new.at(static_cast<std::size_t>(t.to));
+    const bool mine_in = t.to == me_new, mine_out = t.from == me_old;
+    if (!mine_in && !mine_out) continue;
+    // A process's own units: it copies them all. Between two: the receiver reads [0, half),
+    // the sender writes [half, count).
+    const std::int64_t half = t.from == receiver ? t.count : t.count / 2;
+    if (mine_in && half > 0) {
+      auto src = olds.at(static_cast<std::size_t>(t.from));
+      if (!src) return false;
+      const std::uint64_t at =
+          src->buf + static_cast<std::uint64_t>(from.unit_offset(t.first, nullptr)) * elem;
+      char* dst = newbuf + static_cast<std::size_t>(to.unit_offset(t.first, nullptr)) * elem;
+      if (!move_bytes(*src, dst, at, static_cast<std::size_t>(half) * unit, false)) return false;
+    }
+    if (mine_out && t.from != receiver && t.count > half) {
+      auto dst = news.at(static_cast<std::size_t>(receiver));
+      if (!dst) return false;
+      const std::int64_t first = t.first + half;
+      const std::uint64_t at =
+          dst->buf + static_cast<std::uint64_t>(to.unit_offset(first, nullptr)) * elem;
+      const char* src = oldbuf + static_cast<std::size_t>(from.unit_offset(first, nullptr)) * elem;
+      if (!move_bytes(*dst, const_cast<char*>(src), at,
+                      static_cast<std::size_t>(t.count - half) * unit, true))
+        return false;
+    }
   }
   return true;
 }

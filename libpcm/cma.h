@@ -24,6 +24,15 @@ proto::json cma_sources(MPI_Comm world, int rank, int size, const void* buf,
 bool cma_read(const proto::json& sources, const std::vector<Transfer>& plan, int me,
               const Distribution& from, const Distribution& to, char* newbuf, std::size_t elem);
 
+// A merge's transfers between processes of one host, shared by both ends: the receiver reads the
+// first half of each transfer's units from the old buffer olds describes, the sender writes the
+// second half into the new buffer news describes (both lists by old rank: cma_sources of the old
+// buffers, then of the new ones). old_of_new: the old rank of each new rank. False (and every
+// rank falls back together) if any peer is elsewhere or any move fails.
+bool cma_merge(const proto::json& olds, const proto::json& news, const std::vector<Transfer>& plan,
+               int me_old, int me_new, const std::vector<int>& old_of_new, const Distribution& from,
+               const Distribution& to, const char* oldbuf, char* newbuf, std::size_t elem);
+
 // Collective over a split's intercommunicator (and the new world, world_new, on the new side):
 // whether every new process has read its data (old side: mine is ignored). Until it returns,
 // the old buffers stay in place.

@@ -289,8 +289,8 @@ void Runtime::merge_arrays(const std::vector<ArrayRef>& arrays) {
   std::vector<char*> newbufs(arrays.size(), nullptr);
   std::vector<bool> grown(arrays.size(), false);
   try {
-    // Survivors on one host read the leavers' buffers directly, as a split's new processes read
-    // the old ones (one copy, none through MPI); where any cannot, everyone falls back to MPI.
+    // On one host the data moves directly between the processes' buffers (one copy, none
+    // through MPI); where any process cannot, everyone falls back to MPI together.
     cma_token_ = std::random_device{}() * 4294967296ULL + std::random_device{}();
     for (std::size_t i = 0; i < arrays.size(); ++i) {
       const std::size_t elem = proto::type_size(arrays[i].type);
@@ -315,15 +315,27 @@ void Runtime::merge_arrays(const std::vector<ArrayRef>& arrays) {
       } else if (me >= 0) {
         newbufs[i] = new_buffer(next[i], me, elem);
       }
-      json sources = bcast_json(json{{"cma", cma_sources(world_.get(), rank_, size_, *arrays[i].buf,
-                                                         &cma_token_, settings_.split_cma)}},
-                                0, world_.get())
-                         .at("cma");
+      // Where every process is on one host, both ends of each transfer move it (cma_merge): the
+      // old buffers, then the new ones, are published.
+      auto published = [&](const void* buf) {
+        return bcast_json(json{{"cma", cma_sources(world_.get(), rank_, size_, buf, &cma_token_,
+                                                   settings_.split_cma)}},
+                          0, world_.get())
+            .at("cma");
+      };
+      const json sources = published(*arrays[i].buf);
+      const json targets = published(newbufs[i]);
       int read = !sources.is_null() &&
-                 (me < 0 || cma_read(sources, moves, me, from, next[i], newbufs[i], elem));
-      // Until every survivor has read, every old buffer stays where it is.
+                 cma_merge(sources, targets, moves, rank_, me, old_of_new, from, next[i],
+                           static_cast<const char*>(*arrays[i].buf), newbufs[i], elem);
+      // Until every move is done, every old buffer stays where it is.
       mpi_check(MPI_Allreduce(MPI_IN_PLACE, &read, 1, MPI_INT, MPI_MIN, world_.get()),
                 "MPI_Allreduce");
+      plog()->debug("[rank {}] merge: direct moves {:.4f} s ({}; buffer {})", rank_, wtime() - t0,
+                    read ? "done" : "not possible",
+                    me < 0     ? "left"
+                    : grown[i] ? "grown in place"
+                               : "new");
       if (read) continue;
       // Plan in new ranks; the exchange addresses each new rank through the old rank that keeps
       // it.
