@@ -25,8 +25,10 @@ void fsync_path(const fs::path& p, bool directory) {
   if (rc != 0) fail(PCM_ERR_INTERNAL, "fsync of {} failed: {}", p.string(), std::strerror(err));
 }
 
-// Writes a new file and fsyncs it; on failure it is removed.
-void write_synced(const fs::path& path, const void* data, std::size_t size) {
+namespace {
+
+// Writes a new file (and fsyncs it if sync); on failure it is removed.
+void write_file(const fs::path& path, const void* data, std::size_t size, bool sync) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) fail(PCM_ERR_INTERNAL, "cannot create {}: {}", path.string(), std::strerror(errno));
   const char* p = static_cast<const char*>(data);
@@ -42,22 +44,38 @@ void write_synced(const fs::path& path, const void* data, std::size_t size) {
     }
     done += static_cast<std::size_t>(w);
   }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+  if ((sync && ::fsync(fd) != 0) || ::close(fd) != 0) {
     int err = errno;
     ::unlink(path.c_str());
     fail(PCM_ERR_INTERNAL, "cannot sync {}: {}", path.string(), std::strerror(err));
   }
 }
 
-// Temporary file, fsync, rename, fsync of the directory.
-void write_atomically(const fs::path& final_path, const std::string& content) {
-  fs::path tmp = final_path.string() + ".tmp";
-  write_synced(tmp, content.data(), content.size());
+void rename_into(const fs::path& tmp, const fs::path& final_path) {
   if (::rename(tmp.c_str(), final_path.c_str()) != 0) {
     int err = errno;
     ::unlink(tmp.c_str());
     fail(PCM_ERR_INTERNAL, "cannot rename {}: {}", tmp.string(), std::strerror(err));
   }
+}
+
+}  // namespace
+
+void write_synced(const fs::path& path, const void* data, std::size_t size) {
+  write_file(path, data, size, true);
+}
+
+void write_replaced(const fs::path& final_path, const std::string& content) {
+  const fs::path tmp = final_path.string() + ".tmp";
+  write_file(tmp, content.data(), content.size(), false);
+  rename_into(tmp, final_path);
+}
+
+// Temporary file, fsync, rename, fsync of the directory.
+void write_atomically(const fs::path& final_path, const std::string& content) {
+  const fs::path tmp = final_path.string() + ".tmp";
+  write_synced(tmp, content.data(), content.size());
+  rename_into(tmp, final_path);
   fsync_path(final_path.parent_path(), true);
 }
 

@@ -17,4 +17,9 @@ void write_synced(const std::filesystem::path& path, const void* data, std::size
 // either its old content or all of the new one, whatever crashes when. Throws pcm::Error.
 void write_atomically(const std::filesystem::path& final_path, const std::string& content);
 
+// Temporary file (PATH.tmp) and rename, without fsync: afterwards the file holds its old content
+// or all of the new one whenever pcmd itself dies (the kernel keeps what was written), but a crash
+// of the machine may lose the change. Throws pcm::Error.
+void write_replaced(const std::filesystem::path& final_path, const std::string& content);
+
 }  // namespace pcm::detail

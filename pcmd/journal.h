@@ -1,10 +1,10 @@
-// journal.h — pcmd's job table on disk, so that a pcmd restart (kill -9, SIGTERM, a crash of the
-// machine's pcmd alone) loses no job. The request loop hands over a snapshot of the table after
-// every change; a thread of its own writes the newest one atomically (temporary file, fsync,
-// rename, fsync of the directory), skipping older ones it has not reached, and rings a bell when
-// a generation is durable. A request that changes the table is answered only once its change is
-// on disk: what a client was told survives any crash. Never on the request loop: an fsync may
-// wait behind another job's gigabytes.
+// journal.h — pcmd's job table on disk, so that a pcmd restart (kill -9, SIGTERM, a crash of
+// pcmd alone) loses no job. The request loop hands over a snapshot of the table after every
+// change; a thread of its own writes the newest one (temporary file and rename: whole or not at
+// all), skipping older ones it has not reached, and rings a bell when a generation is in the
+// file. A request that changes the table is answered only then: what a client was told survives
+// pcmd's death. No fsync per change (a crash of the machine ends the jobs too, and an fsync would
+// wait behind other jobs' gigabytes); the last table, when pcmd stops, is fsynced.
 #pragma once
 
 #include <condition_variable>
@@ -35,7 +35,7 @@ class Journal {
 
   // Hands over a snapshot; returns its generation (1, 2, ...).
   std::uint64_t post(std::string bytes);
-  // The newest generation on disk (0: none yet).
+  // The newest generation in the file (0: none yet).
   std::uint64_t durable() const;
   // The newest generation whose write is over, whether it succeeded or failed.
   std::uint64_t written() const;

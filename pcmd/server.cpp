@@ -617,6 +617,7 @@ json Server::register_job(const json& req, const std::string& name,
       fail(PCM_ERR_REFUSED, "unknown placement '{}' (PCM_PLACEMENT): spread or concentrate", *p);
   }
   job.nonce = proto::opt_string(req, "nonce", 64).value_or("");
+  forget_ended_jobs();
   note(job, "started");
   job.last_seen = std::chrono::steady_clock::now();
   jobs_[name] = std::move(job);
@@ -627,6 +628,19 @@ json Server::register_job(const json& req, const std::string& name,
   log_->info("job {} registered with {} processes{}", name, size,
              reply.contains("restart") ? " (restart)" : "");
   return reply;
+}
+
+// pcmd remembers the last kMaxEndedJobs jobs that finished or failed (for pcmctl status), not
+// every job it ever served: the table, written after every change, stays small.
+void Server::forget_ended_jobs() {
+  constexpr std::size_t kMaxEndedJobs = 64;
+  std::vector<std::pair<std::chrono::steady_clock::time_point, std::string>> ended;
+  for (const auto& [name, job] : jobs_)
+    if (job.state != JobState::kRunning) ended.emplace_back(job.last_seen, name);
+  if (ended.size() <= kMaxEndedJobs) return;
+  std::sort(ended.begin(), ended.end());
+  for (std::size_t i = 0; i + kMaxEndedJobs < ended.size(); ++i) jobs_.erase(ended[i].second);
+  changed();
 }
 
 json Server::registration_reply(const Job& job) const {

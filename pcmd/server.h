@@ -176,6 +176,7 @@ class Server {
   proto::json op_shards(const std::string& op, const proto::json& req, const void* data,
                         std::size_t size, std::vector<char>& reply_data);
   proto::json registration_reply(const Job& job) const;
+  void forget_ended_jobs();
   std::optional<proto::json> committed_before(const std::string& job, std::int64_t iteration);
   proto::json op_poll(const proto::json& req);
   proto::json op_reconfigured(const proto::json& req);

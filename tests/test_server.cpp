@@ -1218,3 +1218,20 @@ TEST_F(ServerTest, RefusalsAreLoggedEscapedAndRateLimited) {
   EXPECT_GE(suppressed_lines, 1);
   EXPECT_EQ(refused + suppressed, kRequests + 1);
 }
+
+// pcmd keeps the jobs that run and the last 64 that ended, not every job it ever served (its
+// table is written after every change).
+TEST_F(ServerTest, OnlyTheLastEndedJobsAreKept) {
+  register_job("runs", 1);
+  for (int i = 0; i < 70; ++i) {
+    const std::string name = "ended-" + std::to_string(i);
+    register_job(name, 1);
+    ASSERT_EQ(code({{"op", "finished"}, {"job", name}}), PCM_SUCCESS);
+  }
+  register_job("last", 1);
+  auto jobs = client_->request({{"op", "status"}}).header.at("jobs");
+  EXPECT_EQ(jobs.size(), 66u);  // 2 running, 64 ended
+  EXPECT_EQ(code({{"op", "status"}, {"job", "runs"}}), PCM_SUCCESS);
+  EXPECT_EQ(code({{"op", "status"}, {"job", "ended-69"}}), PCM_SUCCESS);
+  EXPECT_EQ(code({{"op", "status"}, {"job", "ended-0"}}), PCM_ERR_REFUSED);
+}
