@@ -33,3 +33,25 @@ bench_start_pcmd() {
   "$B/pcmd" --detach --pidfile "$tmp/pcmd.pid" --data-dir "$tmp/data" --config "$PCM_CONFIG" \
     "$@" ${BENCH_PCMD_ARGS:-} 2>"$tmp/pcmd.log"
 }
+# bench_build_rev REV TARGET...: builds those targets of an earlier revision once, exported with
+# git archive into $PCM_CACHE_DIR/compare-SHA (with this checkout's MPI); sets sha and base (the
+# revision's short hash and that directory; its build is $base/build).
+bench_build_rev() {
+  local rev=$1 cache=${PCM_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/pcm} t missing=0
+  shift
+  sha=$(git -C "$ROOT" rev-parse --short "$rev^{commit}")
+  base=$cache/compare-$sha
+  for t in "$@"; do [ -n "$(find "$base/build" -name "$t" -type f -perm -u+x 2>/dev/null | head -n 1)" ] || missing=1; done
+  [ "$missing" -eq 0 ] && return 0
+  echo "building $* of $sha in $base (once) ..." >&2
+  if [ ! -f "$base/build/CMakeCache.txt" ]; then
+    rm -rf "$base"
+    mkdir -p "$base/src"
+    git -C "$ROOT" archive "$sha" | tar -x -C "$base/src"
+    local mpicc
+    mpicc=$(command -v mpicc)
+    cmake -S "$base/src" -B "$base/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPCM_BUILD_TESTS=OFF \
+      -DMPI_C_COMPILER="$mpicc" -DMPI_CXX_COMPILER="$(dirname "$mpicc")/mpicxx" >/dev/null
+  fi
+  cmake --build "$base/build" -j"$(nproc)" --target "$@" >/dev/null
+}

@@ -12,19 +12,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/bench_common.sh"
 rev=${1:-f0c2e65}
 np=${BENCH_NP:-2} reps=${BENCH_REPS:-5} sizes=${BENCH_SIZES:-64 128 256 512 1024}
 calls=${BENCH_CALLS:-200000}
-cache=${PCM_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/pcm}
-sha=$(git -C "$ROOT" rev-parse --short "$rev^{commit}")
-base=$cache/compare-$sha
-if [ ! -x "$base/build/bench/status_cost" ]; then
-  echo "building $sha into $base (once) ..." >&2
-  rm -rf "$base"
-  mkdir -p "$base/src"
-  git -C "$ROOT" archive "$sha" | tar -x -C "$base/src"
-  mpicc=$(command -v mpicc)
-  cmake -S "$base/src" -B "$base/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPCM_BUILD_TESTS=OFF \
-    -DMPI_C_COMPILER="$mpicc" -DMPI_CXX_COMPILER="$(dirname "$mpicc")/mpicxx" >/dev/null
-  cmake --build "$base/build" -j"$(nproc)" --target status_cost heat2d_pcm heat2d_plain >/dev/null
-fi
+bench_build_rev "$rev" status_cost heat2d_pcm heat2d_plain
 bench_start_pcmd
 median() { python3 -c 'import statistics,sys; v=[float(x) for x in sys.argv[1:]]; print(f"{statistics.median(v):.4f}")' "$@"; }
 

@@ -14,19 +14,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/bench_common.sh"
 rev=${1:-1c372f9}
 mb=${BENCH_MB:-1024}
-cache=${PCM_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/pcm}
-sha=$(git -C "$ROOT" rev-parse --short "$rev^{commit}")
-base=$cache/compare-$sha
-if [ ! -x "$base/build/pcmd" ] || [ ! -x "$base/build/bench/ckpt_cost" ]; then
-  echo "building $sha into $base (once) ..." >&2
-  rm -rf "$base"
-  mkdir -p "$base/src"
-  git -C "$ROOT" archive "$sha" | tar -x -C "$base/src"
-  mpicc=$(command -v mpicc)
-  cmake -S "$base/src" -B "$base/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPCM_BUILD_TESTS=OFF \
-    -DMPI_C_COMPILER="$mpicc" -DMPI_CXX_COMPILER="$(dirname "$mpicc")/mpicxx" >/dev/null
-  cmake --build "$base/build" -j"$(nproc)" --target pcmd ckpt_cost >/dev/null
-fi
+bench_build_rev "$rev" pcmd ckpt_cost
 
 # phase NAME BUILD [COMMAND...]: the latency client runs while COMMAND runs (3 s without one).
 phase() {
