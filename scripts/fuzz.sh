@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Fuzzes pcmd's request path (tests/fuzz/fuzz_request.cpp) with libFuzzer: builds the target with
-# Clang, ASan and UBSan in its own build directory, runs it from the seed corpus
+# Clang, ASan and UBSan in the instrumented build directory (scripts/instrumented.sh), runs it from the seed corpus
 # (tests/fuzz/corpus) and prints executions, executions per second and the peak RSS.
 #   bash scripts/fuzz.sh                 # soak: FUZZ_RUNS (1000000) executions
 #   bash scripts/fuzz.sh --time 60       # bounded by time (what CI runs)
 # Inputs the fuzzer finds interesting stay in the build directory's corpus/ (not committed); an
 # input that crashes pcmd lands in its crashes/ and fails the run: copy it into
 # tests/fuzz/regressions/ to make it a test (ctest fuzz.replay), then fix pcmd.
-# Environment: PCM_FUZZ_BUILD_DIR (default <checkout>/build-fuzz), FUZZ_RUNS.
+# Environment: PCM_FUZZ_BUILD_DIR (default: the instrumented build of scripts/sanitize.sh,
+# <checkout>/build-asan), FUZZ_RUNS.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 seconds=
@@ -15,14 +16,10 @@ if [ "${1:-}" = --time ]; then seconds=${2:?--time SECONDS}; fi
 bash "$ROOT/scripts/setup.sh" --no-build >/dev/null
 # shellcheck source=/dev/null
 source "$ROOT/scripts/.env"
-B=${PCM_FUZZ_BUILD_DIR:-$ROOT/build-fuzz}
-if [ ! -f "$B/CMakeCache.txt" ]; then
-  mpi_bin=$(dirname "$(command -v mpicc)")
-  cmake -S "$ROOT" -B "$B" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPCM_FUZZ=ON \
-    -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 -DPCM_BUILD_TESTS=OFF \
-    -DPCM_BUILD_EXAMPLES=OFF -DPCM_BUILD_BENCHMARKS=OFF -DPCM_INSTALL=OFF \
-    -DMPI_HOME="$(dirname "$mpi_bin")" -DMPI_C_COMPILER="$mpi_bin/mpicc" >/dev/null
-fi
+B=${PCM_FUZZ_BUILD_DIR:-${PCM_ASAN_BUILD_DIR:-$ROOT/build-asan}}
+# shellcheck source=scripts/instrumented.sh
+source "$ROOT/scripts/instrumented.sh"
+instrumented_configure "$B"
 cmake --build "$B" --target pcmd_fuzz -j"$(nproc)"
 mkdir -p "$B/corpus" "$B/crashes"
 args=(-max_len=16384 -timeout=20 -rss_limit_mb=2048 -print_final_stats=1

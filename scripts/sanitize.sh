@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The unit tests, the fuzz corpus replay and the daemon tests that need no MPI job, built with
 # AddressSanitizer and UndefinedBehaviorSanitizer (-fno-sanitize-recover: the first report fails
-# the test) in their own build directory, and run by ctest. scripts/test.sh runs it after the
-# main suite. Extra arguments go to ctest.
+# the test) in the instrumented build directory (shared with scripts/fuzz.sh), and run by
+# ctest. scripts/test.sh runs it after the main suite. Extra arguments go to ctest.
 # Environment: PCM_ASAN_BUILD_DIR (default <checkout>/build-asan).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -10,12 +10,11 @@ bash "$ROOT/scripts/setup.sh" --no-build >/dev/null
 # shellcheck source=/dev/null
 source "$ROOT/scripts/.env"
 B=${PCM_ASAN_BUILD_DIR:-$ROOT/build-asan}
-if [ ! -f "$B/CMakeCache.txt" ]; then
-  mpi_bin=$(dirname "$(command -v mpicc)")
-  cmake -S "$ROOT" -B "$B" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPCM_SANITIZE=ON \
-    -DMPI_HOME="$(dirname "$mpi_bin")" -DMPIEXEC_EXECUTABLE="$mpi_bin/mpiexec" \
-    -DMPI_C_COMPILER="$mpi_bin/mpicc" -DMPI_CXX_COMPILER="$mpi_bin/mpicxx" >/dev/null
-fi
+# One instrumented build (Clang, ASan + UBSan, libFuzzer's coverage) serves these tests and
+# scripts/fuzz.sh: CI compiles PCM's code once for both.
+# shellcheck source=scripts/instrumented.sh
+source "$ROOT/scripts/instrumented.sh"
+instrumented_configure "$B"
 cmake --build "$B" -j"$(nproc)" --target pcm_unit_tests pcm_runtime_tests pcmd_fuzz_replay pcmd \
   pcmctl
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}
