@@ -7,6 +7,7 @@
 
 #include "error.h"
 #include "pcm_types.h"
+#include "profiler.h"
 
 // libpcm is built with hidden visibility; only the C API is exported.
 #define PCM_EXPORT __attribute__((visibility("default")))
@@ -21,6 +22,7 @@ inline thread_local std::string t_last_error;
 // pcm::Error) and its message is kept for PCM_Last_error. Nothing unwinds into C.
 template <typename F>
 int guard(const char* call, F&& f) noexcept {
+  const Quiet quiet;  // libpcm's own MPI calls are not the application's (profiler.h)
   try {
     int rc = f();
     return rc;

@@ -300,6 +300,8 @@ std::optional<proto::Command> DaemonLink::poll(const std::string& job, std::int6
              {"secret", secret_},
              {"job", job},
              {"iteration", iteration}};
+    if (!profile_.is_null()) req["profile"] = std::move(profile_);
+    profile_ = nullptr;
     std::string bytes = proto::encode(req);
     if (poller_.send(zmq::message_t(), zmq::send_flags::sndmore | zmq::send_flags::dontwait) &&
         poller_.send(zmq::buffer(bytes), zmq::send_flags::dontwait)) {

@@ -53,6 +53,8 @@ class DaemonLink {
   // Never blocks; a bad or refused reply is logged and yields nothing.
   std::optional<proto::Command> poll(const std::string& job, std::int64_t iteration,
                                      int world_size);
+  // Rank 0: the job's profile goes with the next poll request (a newer one replaces it).
+  void send_profile(nlohmann::json profile) { profile_ = std::move(profile); }
   // Stops polling (this process is no longer the world's rank 0); poll() reconnects.
   void stop_polling() { poller_ = zmq::socket_t(); }
 
@@ -88,6 +90,7 @@ class DaemonLink {
 
   zmq::socket_t poller_;  // a DEALER: PCM_Status never waits for pcmd
   bool poll_outstanding_ = false;
+  nlohmann::json profile_;  // to send with the next poll (null: none)
   std::int64_t poll_sent_ms_ = 0;
   std::int64_t poll_interval_ms_ = 50;
   std::int64_t gone_checked_ms_ = 0;

@@ -378,6 +378,7 @@ PCM_EXPORT int PCM_Halo_create(PCM_Dist dist, int rank, long width, PCM_Datatype
 PCM_EXPORT int PCM_Halo_exchange(PCM_Halo halo, void* buf, MPI_Comm comm) {
   return guard("PCM_Halo_exchange", [&] {
     if (!halo) fail(PCM_ERR_ARG, "halo is NULL");
+    const pcm::detail::Unquiet app;  // the application's communication, made for it: profiled
     pcm::detail::exchange(*halo, buf, comm);
     return PCM_SUCCESS;
   });
@@ -420,6 +421,7 @@ PCM_EXPORT int PCM_Halo_free(PCM_Halo* halo) {
 PCM_EXPORT int PCM_Dist_gather(PCM_Dist dist, const void* buf, PCM_Datatype type, int root,
                                MPI_Comm comm, void* global) {
   return guard("PCM_Dist_gather", [&] {
+    const pcm::detail::Unquiet app;
     pcm::detail::gather(dist, buf, type, root, comm, global);
     return PCM_SUCCESS;
   });

@@ -11,6 +11,7 @@
 #include "auth.h"
 #include "error.h"
 #include "log.h"
+#include "profiler.h"
 #include "protocol.h"
 #include "world.h"
 
@@ -137,6 +138,7 @@ int Runtime::init(MPI_Comm* comm) {
   }
   agree(dup.get(), code, msg);  // on failure, dup goes
   world_ = std::move(dup);
+  profiler().start(settings_.profile_ms, world_.get(), rank_, size_);
   json shared = bcast_json(json{{"job", job_},
                                 {"incarnation", incarnation_},
                                 {"restart_iteration", restart_iteration_},
@@ -193,10 +195,13 @@ int Runtime::status(MPI_Comm comm) {
   ++iteration_;
   if (!current_) {
     if (window_.inside()) return PCM_NONE;
+    Profiler& prof = profiler();
+    if (prof.on()) prof.agreement(iteration_);
     // One small broadcast per window is all that the ranks pay when nothing is pending: the
     // pending command's id (0: none), the length of its encoding, the next window's size, and
-    // the pid of the pcmd rank 0 talks to (the others follow it when pcmd restarts).
-    long long msg[4] = {0, 0, 1, 0};
+    // the pid of the pcmd rank 0 talks to (the others follow it when pcmd restarts), and whether
+    // the ranks gather their profile now (once per PCM_PROFILE_MS).
+    long long msg[5] = {0, 0, 1, 0, 0};
     std::string bytes;
     if (rank_ == 0) {
       if (auto c = link_.poll(job_, iteration_, size_); c && c->id > last_done_command_)
@@ -208,9 +213,14 @@ int Runtime::status(MPI_Comm comm) {
       }
       msg[2] = window_.next_calls();
       msg[3] = link_.pcmd_pid();
+      msg[4] = prof.due();
     }
-    mpi_check(MPI_Bcast(msg, 4, MPI_LONG_LONG, 0, world_.get()), "MPI_Bcast");
+    mpi_check(MPI_Bcast(msg, 5, MPI_LONG_LONG, 0, world_.get()), "MPI_Bcast");
     if (rank_ != 0 && msg[3] != link_.pcmd_pid()) link_.follow(static_cast<long>(msg[3]));
+    if (msg[4]) {
+      JobProfile p = prof.gather(iteration_);
+      if (rank_ == 0) link_.send_profile(p.to_json());
+    }
     if (msg[0] == 0) {
       window_.begin(msg[2]);
       return PCM_NONE;
@@ -248,6 +258,7 @@ void Runtime::reconfig_times(double* spawn, double* data, double* rebuild) const
 
 // Closes the link to pcmd and ends MPI.
 void Runtime::shut_down() {
+  profiler().stop();
   link_.close();
   phase_ = Phase::kFinalized;
   if (!mpi::finalized()) mpi_check(PMPI_Finalize(), "MPI_Finalize");  // not ours (api.cpp)

@@ -17,6 +17,9 @@ struct Settings {
   // PCM_CHECKPOINT_DIRECT: PCM_Checkpoint's ranks write and read their shards themselves where
   // they see pcmd's data directory (0: always through pcmd).
   bool checkpoint_direct = true;
+  // PCM_PROFILE_MS: the application's profile (profiler.h) is gathered and sent to pcmd once per
+  // this many ms (0: not profiled at all).
+  long profile_ms = 2000;
   // PCM_JOB and PCM_RESTART (=1) as given; PCM_Init checks them on rank 0 and agrees.
   std::string job;
   bool restart = false;

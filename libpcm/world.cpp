@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "error.h"
+#include "profiler.h"
 #include "protocol.h"
 #include "runtime.h"
 
@@ -92,6 +93,7 @@ void Runtime::note_reconfig(const Command& cmd) {
 }
 
 void Runtime::retire(mpi::Comm waker_comm, int waker_rank, const Command& cmd) {
+  profiler().stop();
   world_.reset();  // unless it is waker_comm, moved in by the caller
   retirement_.retire_to(std::move(waker_comm), waker_rank);
   phase_ = Phase::kRetired;
@@ -127,6 +129,7 @@ void Runtime::adopt_world(mpi::Comm world) {
   MPI_Comm_set_errhandler(world_.get(), MPI_ERRORS_RETURN);
   MPI_Comm_rank(world_.get(), &rank_);
   MPI_Comm_size(world_.get(), &size_);
+  profiler().start(settings_.profile_ms, world_.get(), rank_, size_);
   phase_ = Phase::kActive;
   current_.reset();
   received_.reset();

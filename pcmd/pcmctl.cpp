@@ -12,6 +12,7 @@
 #include "config.h"
 #include "error.h"
 #include "pcm_types.h"
+#include "profile.h"
 
 namespace {
 
@@ -248,6 +249,11 @@ int main(int argc, char** argv) {
   wait->add_option("--timeout", wait_timeout, "give up after this many seconds")
       ->capture_default_str();
 
+  auto* profile = app.add_subcommand(
+      "profile", "a job's last profile: ms per iteration, MPI share, bytes between ranks");
+  profile->add_option("job", job, "job name")->required();
+  profile->add_flag("--json", as_json, "print JSON for scripts");
+
   app.add_subcommand("ping", "check that pcmd answers");
   try {
     app.parse(argc, argv);
@@ -275,6 +281,20 @@ int main(int argc, char** argv) {
         std::cout << r.header.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
       } else {
         print_status_table(r.header);
+      }
+    } else if (app.got_subcommand("profile")) {
+      auto r = client.request({{"op", "profile"}, {"job", job}}, nullptr, 0, timeout_ms);
+      const json& p = r.header.at("profile");
+      if (as_json) {
+        r.header.erase("ok");
+        std::cout << r.header.dump(2) << "\n";
+      } else if (p.is_null()) {
+        std::cout << "job " << job
+                  << ": no profile yet (one comes every PCM_PROFILE_MS, if the job's is not 0)\n";
+      } else {
+        std::cout << fmt::format("job {}: profile received {:.1f} s ago, ", job,
+                                 r.header.value("age_s", 0.0))
+                  << pcm::detail::JobProfile::from_json(p, 0).describe();
       }
     } else if (app.got_subcommand("migrate")) {
       json req{{"op", "migrate"}, {"job", job}, {"rank", rank}};

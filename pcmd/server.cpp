@@ -15,6 +15,7 @@
 #include "error.h"
 #include "log.h"
 #include "pcm_types.h"
+#include "profile.h"
 
 namespace pcm::detail {
 
@@ -423,6 +424,7 @@ json Server::dispatch(const std::string& op, const json& req, const void* data, 
   if (op == "reconfigured") return op_reconfigured(req);
   if (op == "finished") return op_finished(req);
   if (op == "status") return op_status(req);
+  if (op == "profile") return op_profile(req);
   if (op == "migrate") return op_migrate(req);
   if (op == "split" || op == "merge" || op == "resize") return op_reshape(op, req);
   if (op == "commit" || op == "checkpoints" || op == "verify" || op == "prune")
@@ -654,6 +656,15 @@ json Server::op_poll(const json& req) {
   Job& job = find_job(req);
   job.iteration = proto::get_int(req, "iteration", 0, INT64_MAX);
   job.last_seen = std::chrono::steady_clock::now();
+  if (auto it = req.find("profile"); it != req.end()) {
+    // A bad profile costs the job its profile, never its commands.
+    try {
+      job.profile = pcm::detail::JobProfile::from_json(*it, job.size).to_json();
+      job.profile_at = job.last_seen;
+    } catch (const Error& e) {
+      if (refusals_.allow(*log_)) log_->warn("job {}: profile refused: {}", job.name, e.what());
+    }
+  }
   json reply{{"ok", true}, {"command", nullptr}};
   if (job.pending) {
     reply["command"] = job.pending->to_json();
@@ -832,6 +843,15 @@ json Server::op_status(const json& req) {
     inv.push_back(
         json{{"host", h.name}, {"slots", h.slots}, {"free", free_slots(h.name, nullptr)}});
   return json{{"ok", true}, {"jobs", jobs}, {"inventory", inv}};
+}
+
+json Server::op_profile(const json& req) {
+  const Job& job = find_job(req);
+  json reply{{"ok", true}, {"job", job.name}, {"profile", job.profile}};
+  if (!job.profile.is_null())
+    reply["age_s"] =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - job.profile_at).count();
+  return reply;
 }
 
 const char* state_name(JobState state) {

@@ -90,6 +90,10 @@ struct Job {
   // tears the rest of the job down and those losses follow the first one.
   std::vector<std::string> lost;
   std::optional<std::chrono::steady_clock::time_point> unwatched_since;
+  // The last profile rank 0 sent (profile.h, validated; null: none) and when it came. Kept in
+  // memory only: a restarted pcmd has the next one within PCM_PROFILE_MS.
+  nlohmann::json profile;
+  std::chrono::steady_clock::time_point profile_at;
 };
 
 class Server {
@@ -188,6 +192,7 @@ class Server {
                        std::vector<char>& reply_data);
   proto::json op_load(const proto::json& req, std::vector<char>& reply_data);
   proto::json op_status(const proto::json& req);
+  proto::json op_profile(const proto::json& req);
   proto::json op_migrate(const proto::json& req);
   proto::json op_reshape(const std::string& op, const proto::json& req);
   proto::json op_checkpoint(const std::string& op, const proto::json& req,

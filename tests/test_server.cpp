@@ -1237,3 +1237,27 @@ TEST_F(ServerTest, OnlyTheLastEndedJobsAreKept) {
   EXPECT_EQ(code({{"op", "status"}, {"job", "ended-69"}}), PCM_SUCCESS);
   EXPECT_EQ(code({{"op", "status"}, {"job", "ended-0"}}), PCM_ERR_REFUSED);
 }
+
+// A poll carries the job's profile; pcmd keeps the last valid one for `pcmctl profile`, and a bad
+// one costs the job its profile, never its poll.
+TEST_F(ServerTest, PollCarriesTheProfileAndABadOneIsDropped) {
+  register_job("p", 2);
+  auto none = client_->request({{"op", "profile"}, {"job", "p"}}).header;
+  EXPECT_TRUE(none.at("profile").is_null());
+  const json profile{
+      {"interval_s", 1.5},
+      {"iteration", 40},
+      {"ranks", {{10, 0.1, 0.009, 0.011, 0.02, 30, 100}, {10, 0.1, 0.01, 0.01, 0.03, 30, 0}}},
+      {"bytes", {0, 100, 0, 0}},
+      {"messages", {0, 10, 0, 0}}};
+  client_->request({{"op", "poll"}, {"job", "p"}, {"iteration", 40}, {"profile", profile}});
+  auto got = client_->request({{"op", "profile"}, {"job", "p"}}).header;
+  EXPECT_EQ(got.at("profile"), profile);
+  EXPECT_GE(got.at("age_s").get<double>(), 0.0);
+  json bad = profile;
+  bad["ranks"].erase(1);  // one rank for a job of two
+  auto p = client_->request({{"op", "poll"}, {"job", "p"}, {"iteration", 41}, {"profile", bad}});
+  EXPECT_TRUE(p.header.at("ok").get<bool>());
+  EXPECT_EQ(client_->request({{"op", "profile"}, {"job", "p"}}).header.at("profile"), profile);
+  EXPECT_EQ(code({{"op", "profile"}, {"job", "nosuch"}}), PCM_ERR_REFUSED);  // as every job op
+}
