@@ -3,15 +3,23 @@
 #
 # Environment:
 #   PCM_CACHE_DIR   where a self-built MPICH is kept between runs (default ~/.cache/pcm)
+#   PCM_MPI         mpich (default: one whose spawn works, built once if need be) or openmpi
+#                   (Debian's openmpi-bin and libopenmpi-dev)
 #   PCM_MPI_HOME    use the MPI installed under this prefix (must be able to spawn)
-#   PCM_BUILD_DIR   CMake build directory (default <checkout>/build)
+#   PCM_BUILD_DIR   CMake build directory (default <checkout>/build; on Open MPI build-openmpi)
 #   PCM_BUILD_TYPE  CMake build type (default RelWithDebInfo)
-# Prints `export` lines for the chosen MPI to scripts/.env (sourced by the other scripts).
+# Prints `export` lines for the chosen MPI to scripts/.env (sourced by the other scripts); an
+# Open MPI (PCM_MPI=openmpi, or found under PCM_MPI_HOME) gets scripts/.env.openmpi instead, and
+# its own build directory, so that the MPICH set-up stays as it is beside it.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CACHE=${PCM_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/pcm}
-BUILD_DIR=${PCM_BUILD_DIR:-$ROOT/build}
+PCM_MPI=${PCM_MPI:-mpich}
+case $PCM_MPI in
+  mpich | openmpi) ;;
+  *) echo "[setup] PCM_MPI=$PCM_MPI: mpich or openmpi expected" >&2; exit 2 ;;
+esac
 BUILD_TYPE=${PCM_BUILD_TYPE:-RelWithDebInfo}
 MPICH_VERSION=4.0.2
 MPICH_PREFIX=$CACHE/mpich-$MPICH_VERSION-ch3
@@ -25,6 +33,9 @@ PACKAGES=(build-essential cmake pkg-config dpkg-dev python3 clang-format
   libhdf5-dev hdf5-tools libzmq3-dev cppzmq-dev libsodium-dev libxxhash-dev
   libfmt-dev libspdlog-dev libgtest-dev libgmock-dev libcli11-dev nlohmann-json3-dev zlib1g-dev procps gnuplot-nox
   fonts-dejavu-core clang-14 libclang-rt-14-dev)
+if [ "$PCM_MPI" = openmpi ] && [ -z "${PCM_MPI_HOME:-}" ]; then
+  PACKAGES+=(openmpi-bin libopenmpi-dev)
+fi
 
 install_packages() {
   local missing=()
@@ -39,10 +50,23 @@ install_packages() {
     "${missing[@]}" >/dev/null
 }
 
-# Compile and run a two-process job that spawns one child and merges with it.
-# $1: directory holding bin/mpicc and bin/mpiexec (empty: take them from PATH).
+# mpi_family MPIEXEC: prints mpich (hydra), openmpi or unknown (scripts/mpi_launcher.sh decides).
+mpi_family() {
+  # shellcheck disable=SC2016
+  MPIEXEC=$1 PCM_MPI_FAMILY='' sh -c '. "$0" && echo "$PCM_MPI_FAMILY"' "$ROOT/scripts/mpi_launcher.sh"
+}
+
+# Compile and run a two-process job that spawns one child and merges with it, with the launcher
+# settings of its family (scripts/mpi_launcher.sh: on Open MPI, root and oversubscription).
+# $1: directory holding bin/mpicc and bin/mpiexec (empty: take them from PATH); or $1 and $2:
+# the MPI C compiler and the mpiexec themselves.
 probe_spawn() {
-  local bindir=${1:+$1/}
+  local mpicc mpiexec
+  if [ $# -ge 2 ]; then
+    mpicc=$1 mpiexec=$2
+  else
+    mpicc=${1:+$1/}mpicc mpiexec=${1:+$1/}mpiexec
+  fi
   local dir
   dir=$(mktemp -d)
   cat >"$dir/probe.c" <<'C'
@@ -71,8 +95,10 @@ int main(int argc, char **argv) {
 }
 C
   local rc=0
-  if "${bindir}mpicc" -o "$dir/probe" "$dir/probe.c" >/dev/null 2>&1; then
-    timeout -k 5 60 "${bindir}mpiexec" -n 2 "$dir/probe" >"$dir/out" 2>&1 </dev/null || rc=$?
+  if "$mpicc" -o "$dir/probe" "$dir/probe.c" >/dev/null 2>&1; then
+    # shellcheck disable=SC2016
+    MPIEXEC=$mpiexec PCM_MPI_FAMILY='' timeout -k 5 60 sh -c '. "$0" && exec "$MPIEXEC" -n 2 "$1"' \
+      "$ROOT/scripts/mpi_launcher.sh" "$dir/probe" >"$dir/out" 2>&1 </dev/null || rc=$?
   else
     rc=1
   fi
@@ -118,6 +144,25 @@ build_mpich() {
   rm -rf "$work"
 }
 
+# Debian's Open MPI: its commands are found by their own names (mpicc.openmpi, ...), never
+# through the mpicc/mpiexec alternatives, which may point to another MPI. The probe runs once per
+# build directory (a stamp naming the mpiexec probed).
+choose_openmpi() {
+  local stamp=$BUILD_DIR/.pcm-spawn-ok
+  if [ -n "${PCM_MPI_HOME:-}" ]; then
+    MPI_BIN=$PCM_MPI_HOME/bin MPICC=$MPI_BIN/mpicc MPICXX=$MPI_BIN/mpicxx MPIEXEC=$MPI_BIN/mpiexec
+  else
+    MPI_BIN=/usr/bin MPICC=/usr/bin/mpicc.openmpi MPICXX=/usr/bin/mpicxx.openmpi
+    MPIEXEC=/usr/bin/mpiexec.openmpi
+  fi
+  [ "$(mpi_family "$MPIEXEC")" = openmpi ] || { log "$MPIEXEC is not Open MPI's"; exit 1; }
+  if [ "$(cat "$stamp" 2>/dev/null)" != "$MPIEXEC" ]; then
+    probe_spawn "$MPICC" "$MPIEXEC" || { log "Open MPI ($MPIEXEC): MPI_Comm_spawn does not work"; exit 1; }
+    mkdir -p "$BUILD_DIR"
+    echo "$MPIEXEC" >"$stamp"
+  fi
+}
+
 choose_mpi() {
   if [ -n "${PCM_MPI_HOME:-}" ]; then
     probe_spawn "$PCM_MPI_HOME/bin" || { log "PCM_MPI_HOME=$PCM_MPI_HOME: MPI_Comm_spawn does not work"; exit 1; }
@@ -128,7 +173,10 @@ choose_mpi() {
     MPI_BIN=$MPICH_PREFIX/bin
     return
   fi
-  if command -v mpicc >/dev/null && command -v mpiexec >/dev/null && probe_spawn ""; then
+  # Only an MPI of the MPICH family: with Debian's Open MPI installed, mpicc and mpiexec in PATH
+  # may be Open MPI's (PCM_MPI=openmpi chooses that one, in a build directory of its own).
+  if command -v mpicc >/dev/null && command -v mpiexec >/dev/null &&
+     [ "$(mpi_family mpiexec)" = mpich ] && probe_spawn ""; then
     MPI_BIN=$(dirname "$(command -v mpicc)")
     log "using the MPI in PATH ($MPI_BIN): spawn works"
     return
@@ -146,8 +194,7 @@ configure_and_build() {
   local gen_args=()
   if [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then
     gen_args=(-DCMAKE_BUILD_TYPE="$BUILD_TYPE" -DMPI_HOME="$(dirname "$MPI_BIN")"
-      -DMPIEXEC_EXECUTABLE="$MPI_BIN/mpiexec" -DMPI_C_COMPILER="$MPI_BIN/mpicc"
-      -DMPI_CXX_COMPILER="$MPI_BIN/mpicxx")
+      -DMPIEXEC_EXECUTABLE="$MPIEXEC" -DMPI_C_COMPILER="$MPICC" -DMPI_CXX_COMPILER="$MPICXX")
   fi
   cmake -S "$ROOT" -B "$BUILD_DIR" "${gen_args[@]}" >/dev/null
   cmake --build "$BUILD_DIR" -j"$(nproc)"
@@ -155,11 +202,32 @@ configure_and_build() {
 
 main() {
   install_packages
-  choose_mpi
-  cat >"$ROOT/scripts/.env" <<ENV
+  # An Open MPI under PCM_MPI_HOME is set up as PCM_MPI=openmpi is.
+  if [ "$PCM_MPI" = mpich ] && [ -n "${PCM_MPI_HOME:-}" ] &&
+     [ "$(mpi_family "$PCM_MPI_HOME/bin/mpiexec")" = openmpi ]; then
+    PCM_MPI=openmpi
+  fi
+  if [ "$PCM_MPI" = openmpi ]; then
+    BUILD_DIR=${PCM_BUILD_DIR:-$ROOT/build-openmpi}
+    choose_openmpi
+    # mpi-bin (made by cmake/PCMMpiLauncher.cmake): mpiexec with scripts/mpi_launcher.sh's
+    # settings, and the MPI's compiler wrappers, under their plain names.
+    local path="$BUILD_DIR/mpi-bin"
+    [ "$MPI_BIN" = /usr/bin ] || path="$path:$MPI_BIN"
+    cat >"$ROOT/scripts/.env.openmpi" <<ENV
+export PATH="$path:\$PATH"
+export PCM_BUILD_DIR="$BUILD_DIR"
+export PCM_MPI_FAMILY=openmpi
+ENV
+  else
+    BUILD_DIR=${PCM_BUILD_DIR:-$ROOT/build}
+    choose_mpi
+    MPICC=$MPI_BIN/mpicc MPICXX=$MPI_BIN/mpicxx MPIEXEC=$MPI_BIN/mpiexec
+    cat >"$ROOT/scripts/.env" <<ENV
 export PATH="$MPI_BIN:\$PATH"
 export PCM_BUILD_DIR="$BUILD_DIR"
 ENV
+  fi
   if [ "${1:-}" != "--no-build" ]; then
     configure_and_build
   fi

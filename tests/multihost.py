@@ -430,6 +430,11 @@ def main():
         return 2
     build, name = os.path.abspath(sys.argv[1]), sys.argv[2]
     n, fn = SCENARIOS[name]
+    # The hosts are reached through hydra's launcher options (scripts/hosts-launcher.sh).
+    r = subprocess.run(["sh", "-c", f'. "{HERE}/../scripts/mpi_launcher.sh" && pcm_mpi_needs_hydra '
+                        f'"multihost {name} (hosts reached through hydra -launcher-exec)"'])
+    if r.returncode == SKIP:
+        return SKIP
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     return run_on_cluster(build, n, fn, f"multihost {name}")
 

@@ -13,6 +13,9 @@ hosts=$here/../scripts/hosts.sh
 launcher=$here/../scripts/hosts-launcher.sh
 probe=$build/tests/multihost_probe
 mpiexec=${MPIEXEC:-mpiexec}
+# shellcheck source=../scripts/mpi_launcher.sh
+MPIEXEC=$mpiexec . "$here/../scripts/mpi_launcher.sh"
+pcm_mpi_needs_hydra "multihost.smoke (hosts reached through hydra -launcher-exec)"
 [[ -x $probe ]] || {
   echo "multihost_smoke: $probe not built" >&2
   exit 1

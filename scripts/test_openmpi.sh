@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The tests of the second MPI: sets up the Open MPI build (scripts/setup.sh with PCM_MPI=openmpi:
+# Debian's Open MPI, <checkout>/build-openmpi, scripts/.env.openmpi) and runs the ctest label
+# second-mpi there (store/load, migration, split, merge, resize, restart, heat2d bit for bit).
+# Extra arguments go to ctest instead of the label (for example nothing but -j1, or -R heat2d;
+# `scripts/test_openmpi.sh -L .` runs the whole suite on Open MPI).
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+PCM_MPI=openmpi bash "$ROOT/scripts/setup.sh"
+# shellcheck source=/dev/null
+source "$ROOT/scripts/.env.openmpi"
+cd "$PCM_BUILD_DIR"
+if [ $# -eq 0 ]; then set -- -L second-mpi; fi
+ctest --output-on-failure --timeout 900 "$@"
