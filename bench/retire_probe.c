@@ -50,8 +50,8 @@ static double stay_seconds(void) {
 static int leave(const char* who) {
   double t0 = now(), c0 = cpu(), s0 = stamp();
   MPI_Finalize();
-  fprintf(stderr, "probe: [%.3f] %s pid %ld finalize from %.3f: %.3f s, cpu %.3f s\n", stamp(),
-          who, (long)getpid(), s0, now() - t0, cpu() - c0);
+  fprintf(stderr, "probe: [%.3f] %s pid %ld finalize from %.3f: %.3f s, cpu %.3f s\n", stamp(), who,
+          (long)getpid(), s0, now() - t0, cpu() - c0);
   return 0;
 }
 
@@ -84,8 +84,8 @@ static int stay(const char* who, const long* pids, int n) {
   const double stay_s = stay_seconds();
   progress(stay_s / 4);
   for (int i = 0; i < n; ++i)
-    fprintf(stderr, "probe: [%.3f] %s sees retiree pid %ld %s after %.2f s\n", stamp(), who, pids[i],
-            gone(pids[i]) ? "GONE" : "STILL RUNNING", stay_s / 4);
+    fprintf(stderr, "probe: [%.3f] %s sees retiree pid %ld %s after %.2f s\n", stamp(), who,
+            pids[i], gone(pids[i]) ? "GONE" : "STILL RUNNING", stay_s / 4);
   progress(3 * stay_s / 4);
   double t0 = now(), s0 = stamp();
   MPI_Finalize();

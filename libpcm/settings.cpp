@@ -16,6 +16,7 @@ Settings Settings::from_env() {
   s.status_window_us = static_cast<double>(env_long("PCM_STATUS_WINDOW_US", 1000, 0, 1000000));
   s.split_cma = env_long("PCM_SPLIT_CMA", 1, 0, 1) == 1;
   s.checkpoint_direct = env_long("PCM_CHECKPOINT_DIRECT", 1, 0, 1) == 1;
+  s.retire_leave = static_cast<int>(env_long("PCM_RETIRE_LEAVE", -1, -1, 1));
   if (const char* name = std::getenv("PCM_JOB")) s.job = name;
   if (const char* r = std::getenv("PCM_RESTART")) s.restart = std::string(r) == "1";
   return s;

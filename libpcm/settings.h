@@ -17,6 +17,10 @@ struct Settings {
   // PCM_CHECKPOINT_DIRECT: PCM_Checkpoint's ranks write and read their shards themselves where
   // they see pcmd's data directory (0: always through pcmd).
   bool checkpoint_direct = true;
+  // PCM_RETIRE_LEAVE: 1, a split's old world (and every process parked so far) disconnects,
+  // finalizes and exits at once; 0, they park until the job ends; unset (-1), by the MPI library
+  // (Retirement::mpi_lets_spawners_leave).
+  int retire_leave = -1;
   // PCM_JOB and PCM_RESTART (=1) as given; PCM_Init checks them on rank 0 and agrees.
   std::string job;
   bool restart = false;
