@@ -225,6 +225,10 @@ void Runtime::send_split(const std::vector<ArrayRef>& arrays, const json& extra,
   }
   // The old world leaves the job now (retirement.h), and with it every process parked so far:
   // each is woken by its waker, here or in a chain of parked ones, and finalizes with its group.
+  if (rank_ == 0)
+    plog()->info(
+        "[rank 0] split: the old world of {} leaves the job with the processes parked so far",
+        size_);
   retirement_.wake_all();
   disconnect(inter);  // with the new world's disconnect of its parent (receive_split)
   retire(mpi::Comm(), -1, cmd);
