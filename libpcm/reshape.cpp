@@ -137,7 +137,9 @@ void Runtime::receive_split(const std::vector<ArrayRef>& arrays, json* extra) {
   }
   t_data_ = wtime() - t0;
   const double t1 = wtime();
-  if (rank_ == 0) {
+  if (ctx.value("leave", false)) {
+    disconnect(join_inter_);  // the old world leaves the job (send_split)
+  } else if (rank_ == 0) {
     retirement_.watch(std::move(join_inter_), identity(ctx.at("old_size").get<int>()));
   } else {
     join_inter_.reset();
@@ -197,6 +199,10 @@ void Runtime::send_split(const std::vector<ArrayRef>& arrays, const json& extra,
   json ctx = spawn_context("split", cmd);
   ctx["arrays"] = std::move(sent);
   ctx["extra"] = extra;
+  int leave = split_leaves_;
+  mpi_check(MPI_Allreduce(MPI_IN_PLACE, &leave, 1, MPI_INT, MPI_MIN, world_.get()),
+            "MPI_Allreduce");
+  ctx["leave"] = leave == 1;
   bcast_inter(ctx, true, rank_, inter.get());
   if (!cma_all_read(false, true, inter.get(), MPI_COMM_NULL)) {
     for (std::size_t i = 0; i < arrays.size(); ++i)
@@ -212,7 +218,20 @@ void Runtime::send_split(const std::vector<ArrayRef>& arrays, const json& extra,
     delete *a.dist;
     *a.dist = nullptr;
   }
-  retire(std::move(inter), 0, cmd);  // the new world's rank 0 wakes the whole old world at the end
+  if (!leave) {
+    retire(std::move(inter), 0,
+           cmd);  // the new world's rank 0 wakes the whole old world at the end
+    return;
+  }
+  // The old world leaves the job now (retirement.h), and with it every process parked so far:
+  // each is woken by its waker, here or in a chain of parked ones, and finalizes with its group.
+  if (rank_ == 0)
+    plog()->info(
+        "[rank 0] split: the old world of {} leaves the job with the processes parked so far",
+        size_);
+  retirement_.wake_all();
+  disconnect(inter);  // with the new world's disconnect of its parent (receive_split)
+  retire(mpi::Comm(), -1, cmd);
 }
 
 // The maps and buffers a split or merge starts from must fit this world; every rank gets the same

@@ -3,11 +3,28 @@
 
 #include <time.h>
 
+#include <algorithm>
+#include <cstring>
+
 namespace pcm::detail {
 
 namespace {
 constexpr int kTagWake = 7701;
 }  // namespace
+
+void disconnect(mpi::Comm& c) {
+  MPI_Comm h = c.release();
+  if (h != MPI_COMM_NULL) mpi_check(MPI_Comm_disconnect(&h), "MPI_Comm_disconnect");
+}
+
+bool Retirement::mpi_lets_spawners_leave() {
+  char version[MPI_MAX_LIBRARY_VERSION_STRING];
+  int len = 0;
+  if (MPI_Get_library_version(version, &len) != MPI_SUCCESS) return false;
+  version[std::min(len, MPI_MAX_LIBRARY_VERSION_STRING - 1)] = '\0';
+  // Measured with MPICH 4.0.2 (ch3) and Open MPI 4.1.4; others keep their retirees parked.
+  return std::strstr(version, "MPICH") || std::strstr(version, "Open MPI");
+}
 
 void Retirement::watch(mpi::Comm comm, const std::vector<int>& ranks) {
   for (int r : ranks) retirees_.push_back({comm.get(), r});
@@ -32,6 +49,11 @@ void Retirement::retire_to(mpi::Comm waker_comm, int waker_rank) {
 void Retirement::park() {
   // MPICH's MPI_Finalize would busy-wait for the others, and a blocking MPI_Recv busy-polls too;
   // so test for the wake-up message and sleep in between.
+  if (waker_rank_ < 0) {  // it leaves: nobody wakes it
+    wake_all();
+    waker_comm_.reset();
+    return;
+  }
   int token = 0, done = 0;
   MPI_Request req;
   mpi_check(MPI_Irecv(&token, 1, MPI_INT, waker_rank_, kTagWake, waker_comm_.get(), &req),

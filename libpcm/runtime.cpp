@@ -44,6 +44,8 @@ int Runtime::mpi_pcm_init(int* argc, char*** argv) {
   try {
     const Config config = read_config(default_config_path());
     settings_ = Settings::from_env();
+    split_leaves_ = settings_.retire_leave >= 0 ? settings_.retire_leave == 1
+                                                : Retirement::mpi_lets_spawners_leave();
     window_ = StatusWindow(settings_.status_window_us);
     link_.open(config, default_config_path(), settings_.poll_interval_ms, settings_.reconnect_ms);
   } catch (const Error& e) {

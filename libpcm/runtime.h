@@ -215,6 +215,8 @@ class Runtime {
   bool resumed_ = false;
 
   Retirement retirement_;
+  // Whether a split's old world leaves the job at once (retirement.h); agreed at each split.
+  bool split_leaves_ = false;
 };
 
 }  // namespace pcm::detail

@@ -20,6 +20,10 @@ struct Settings {
   // PCM_PROFILE_MS: the application's profile (profiler.h) is gathered and sent to pcmd once per
   // this many ms (0: not profiled at all).
   long profile_ms = 2000;
+  // PCM_RETIRE_LEAVE: 1, a split's old world (and every process parked so far) disconnects,
+  // finalizes and exits at once; 0, they park until the job ends; unset (-1), by the MPI library
+  // (Retirement::mpi_lets_spawners_leave).
+  int retire_leave = -1;
   // PCM_JOB and PCM_RESTART (=1) as given; PCM_Init checks them on rank 0 and agrees.
   std::string job;
   bool restart = false;

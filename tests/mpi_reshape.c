@@ -1,13 +1,16 @@
 /* mpi_reshape.c — MPI test and benchmark: a distributed array whose every element encodes its
  * global position goes through whatever splits, merges and migrations pcmd sends; after each,
  * every process checks every element it owns. Prints "reshape: ok" from the last world's rank 0.
- * Usage: mpi_reshape UNITS UNIT_LEN LAYOUT(block|cyclic|block-cyclic) ITERS [SLEEP_US]. */
+ * Usage: mpi_reshape UNITS UNIT_LEN LAYOUT(block|cyclic|block-cyclic) ITERS [SLEEP_US].
+ * With RESHAPE_STOP_FILE set (for rank 0: spawned processes need not see it), the job also ends
+ * at the first iteration where that file exists. */
 #define _POSIX_C_SOURCE 200809L
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "pcm.h"
 
@@ -226,6 +229,10 @@ int main(int argc, char **argv) {
       nanosleep(&ts, NULL);
     }
     MPI_Barrier(world);
+    int stop =
+        rank == 0 && getenv("RESHAPE_STOP_FILE") && access(getenv("RESHAPE_STOP_FILE"), F_OK) == 0;
+    MPI_Bcast(&stop, 1, MPI_INT, 0, world);
+    if (stop) break;
   }
   bad = check(buf, dist, rank);
   MPI_Allreduce(&bad, &allbad, 1, MPI_LONG, MPI_SUM, world);

@@ -1,0 +1,173 @@
+#!/usr/bin/env python3
+"""retire_bounded.py — run under with_pcmd.sh: drive mpi_reshape (at most 4 processes) through a
+fixed cycle of resizes up and down, merges and migrations (pcmctl), and count the job's processes
+by PID all along (this process is the subreaper of everything mpiexec starts; its descendants
+running mpi_reshape are the job's processes: the world and the parked retirees).
+
+  retire_bounded.py BUILD [--ops N] [--park]
+
+Checks: after every reconfiguration, the parked processes (job processes beyond the world's
+size) number at most the largest world size so far; after every split they all leave (the split's
+old world and everything parked before it; not with --park, where PCM_RETIRE_LEAVE=0 keeps them
+parked and only the count is printed); the job ends with exit code 0 and "reshape: ok" for every
+reconfiguration; no descendant is left once mpiexec has ended.
+"""
+import argparse
+import ctypes
+import os
+import re
+import subprocess
+import sys
+import time
+
+p = argparse.ArgumentParser()
+p.add_argument("build")
+p.add_argument("--ops", type=int, default=50)
+p.add_argument("--park", action="store_true")
+args = p.parse_args()
+
+mpiexec = os.environ.get("MPIEXEC", "mpiexec")
+extra = os.environ.get("MPIEXEC_EXTRA", "").split()  # e.g. --oversubscribe for Open MPI
+pcmctl = os.path.join(args.build, "pcmctl")
+prog = os.path.join(args.build, "tests/mpi_reshape")
+tmp = os.environ["PCM_TEST_DIR"]
+job = f"retire-{os.getpid()}"
+started = time.monotonic()
+
+
+def fail(msg):
+    print(f"retire_bounded: FAIL: {msg}", flush=True)
+    try:
+        print(open(os.path.join(tmp, "job.out")).read()[-4000:])
+    except OSError:
+        pass
+    end_session()
+    sys.exit(1)
+
+
+def ctl(*a):
+    r = subprocess.run([pcmctl, *a], capture_output=True, text=True, timeout=120)
+    if r.returncode != 0:
+        fail(f"pcmctl {' '.join(a)}: {r.stderr.strip()}")
+    return r
+
+
+def descendants():
+    """(pid, comm, state) of every process below this one (hydra's proxies and ranks call
+    setsid, so a session or process group does not hold them; this process is their subreaper)."""
+    procs = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            stat = open(f"/proc/{d}/stat").read()
+        except OSError:
+            continue
+        comm = stat[stat.index("(") + 1: stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2:].split()  # state ppid ...
+        procs[int(d)] = (comm, fields[0], int(fields[1]))
+    below, todo = [], [os.getpid()]
+    while todo:
+        parent = todo.pop()
+        for pid, (comm, state, ppid) in procs.items():
+            if ppid == parent:
+                below.append((pid, comm, state))
+                todo.append(pid)
+    return below
+
+
+def job_processes():
+    return [pid for pid, comm, state in descendants()
+            if comm == "mpi_reshape" and state != "Z"]
+
+
+def end_session():
+    for pid, _, _ in descendants():
+        try:
+            os.kill(pid, 9)
+        except OSError:
+            pass
+
+
+def wait_for(cond, what, seconds=20):
+    """Polls cond() (a count of processes) until it holds; fails after seconds."""
+    deadline = time.monotonic() + seconds
+    while True:
+        if cond():
+            return
+        if time.monotonic() > deadline:
+            fail(what)
+        time.sleep(0.05)
+
+
+# Orphans of the job (a proxy that ended before its ranks) become this process's children.
+PR_SET_CHILD_SUBREAPER = 36
+if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+    print("retire_bounded: SKIPPED: prctl(PR_SET_CHILD_SUBREAPER) failed")
+    sys.exit(77)
+env = dict(os.environ, PCM_JOB=job)
+if args.park:
+    env["PCM_RETIRE_LEAVE"] = "0"
+out = open(os.path.join(tmp, "job.out"), "w")
+# The job runs until the sequence is over: then the test creates the stop file.
+stop_file = os.path.join(tmp, "stop")
+env["RESHAPE_STOP_FILE"] = stop_file
+proc = subprocess.Popen([mpiexec, *extra, "-n", "2", prog, "53", "7", "block", "100000000", "1000"],
+                        stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+                        start_new_session=True)
+
+
+# (pcmctl arguments, new size or None for the same): resizes up are splits (the whole world is
+# respawned as one group and the old one retires), resizes down and merges park some processes,
+# migrations park the mover.
+cycle = [(["resize", "--to", "4"], 4), (["resize", "--to", "2"], 2), (["migrate", "1"], None),
+         (["resize", "--to", "3"], 3), (["migrate", "0"], None), (["resize", "--to", "1"], 1),
+         (["migrate", "0"], None), (["resize", "--to", "2"], 2), (["merge", "0", "1"], 1),
+         (["resize", "--to", "4"], 4), (["migrate", "3"], None), (["resize", "--to", "3"], 3)]
+size = largest = 2
+most_parked = 0
+ctl("wait", job, "--iteration", "20", "--timeout", "60")
+for i in range(args.ops):
+    a, new = cycle[i % len(cycle)]
+    assert a[0] != "resize" or int(a[2]) != size, "the cycle resizes to the size it has"
+    grew = new is not None and new > size
+    ctl(a[0], job, *a[1:])
+    ctl("wait", job, "--reconfigurations", str(i + 1), "--timeout", "60")
+    size = new or size
+    largest = max(largest, size)
+    # The world's processes are all there once the reconfiguration is reported; retirees may
+    # still be on their way out.
+    wait_for(lambda: len(job_processes()) >= size, f"fewer than {size} processes after op {i + 1}")
+    if grew and not args.park:
+        wait_for(lambda: len(job_processes()) == size,
+                 f"after split {i + 1} ({' '.join(a)}) {len(job_processes()) - size} retired "
+                 f"processes are still there")
+    parked = len(job_processes()) - size
+    most_parked = max(most_parked, parked)
+    if not args.park and parked > largest:
+        fail(f"after op {i + 1} ({' '.join(a)}): {parked} parked, more than the largest world "
+             f"({largest})")
+
+open(stop_file, "w").close()
+try:
+    rc = proc.wait(timeout=60)
+except subprocess.TimeoutExpired:
+    fail("mpiexec did not end within 60 s of the stop file")
+out.close()
+try:  # orphans of the job that ended are this process's zombies
+    while os.waitpid(-1, os.WNOHANG)[0] > 0:
+        pass
+except ChildProcessError:
+    pass
+left = descendants()
+if left:
+    fail(f"processes left after mpiexec ended: {left}")
+text = open(os.path.join(tmp, "job.out")).read()
+if rc != 0:
+    fail(f"mpiexec exited with {rc}")
+if not re.search(rf"^reshape: ok: {args.ops} reconfigurations, {size} processes, 0 wrong", text,
+                 re.M):
+    fail("the reshape program did not report success")
+print(f"retire_bounded: ok: {args.ops} reconfigurations ({'parking' if args.park else 'leaving'}),"
+      f" at most {most_parked} parked (largest world {largest}), mpiexec exit 0, nothing left, "
+      f"{time.monotonic() - started:.1f} s")
