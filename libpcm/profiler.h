@@ -24,8 +24,9 @@ namespace pcm::detail {
 // by the thread that called PCM_Init; only its calls are counted).
 inline bool g_profiling = false;
 inline pthread_t g_profiled_thread;
-// >0 on a thread inside libpcm's own work.
-inline thread_local int t_quiet = 0;
+// >0 on a thread inside libpcm's own work. Every entry point counts it up and down (guard()):
+// initial-exec, so that this is one load from the thread pointer, not a call to __tls_get_addr.
+inline thread_local int t_quiet __attribute__((tls_model("initial-exec"))) = 0;
 
 // Whether the MPI call being made is the application's, to count.
 inline bool counted() {

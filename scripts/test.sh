@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # The README's test command: set up (packages, MPI, build) and run the whole test suite, then the
+# tests of the second MPI (scripts/test_openmpi.sh: Debian's Open MPI, ctest -L second-mpi), the
 # sanitizer build's tests (scripts/sanitize.sh) and 60 s of fuzzing (scripts/fuzz.sh --time 60).
 # Extra arguments go to ctest (for example -L unit, or -R heat2d), and then only ctest runs.
 set -euo pipefail
@@ -10,6 +11,7 @@ source "$ROOT/scripts/.env"
 cd "$PCM_BUILD_DIR"
 ctest --output-on-failure --timeout 900 "$@"
 if [ $# -eq 0 ]; then
+  bash "$ROOT/scripts/test_openmpi.sh"
   bash "$ROOT/scripts/sanitize.sh"
   bash "$ROOT/scripts/fuzz.sh" --time "${PCM_FUZZ_SECONDS:-60}"
 fi
