@@ -5,7 +5,7 @@
 #  2. heat2d plain against heat2d with PCM (no reconfiguration): time per iteration, overhead;
 #  3. the time of a migration (several in one heat2d run).
 # Environment: BENCH_NP (2), BENCH_REPS (5), BENCH_NX/BENCH_NY (512), BENCH_ITERS (10000),
-# BENCH_MIGRATIONS (5).
+# BENCH_MIGRATIONS (5), BENCH_PARTS ("1 2 3": which of the three to run).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/bench_common.sh"
 np=${BENCH_NP:-2} reps=${BENCH_REPS:-5} iters=${BENCH_ITERS:-10000}
@@ -14,6 +14,8 @@ bench_start_pcmd
 
 median() { python3 -c 'import statistics,sys; v=[float(x) for x in sys.argv[1:]]; print(f"{statistics.median(v):.4f}")' "$@"; }
 
+parts=" ${BENCH_PARTS:-1 2 3} "
+if [[ $parts == *" 1 "* ]]; then
 echo "== 1. PCM_Status per call ($np processes, $reps repetitions of 200000 calls): agreeing at every call (PCM_STATUS_WINDOW_US=0, as before the windows) and with the default window"
 for w in 0 default; do
   if [ "$w" = 0 ]; then export PCM_STATUS_WINDOW_US=0; else unset PCM_STATUS_WINDOW_US; fi
@@ -24,7 +26,9 @@ for w in 0 default; do
   done
 done
 unset PCM_STATUS_WINDOW_US
+fi
 
+if [[ $parts == *" 2 "* ]]; then
 echo "== 2. heat2d plain vs PCM (no reconfiguration), ${mesh[*]} --iters $iters, $np processes, $reps alternating pairs"
 ratios=() plains=() pcms=()
 for r in $(seq "$reps"); do
@@ -35,7 +39,9 @@ for r in $(seq "$reps"); do
   ratios+=("$ratio") plains+=("$p") pcms+=("$q")
 done
 echo "median: plain $(median "${plains[@]}") ms/iter, pcm $(median "${pcms[@]}") ms/iter, pcm/plain $(median "${ratios[@]}")"
+fi
 
+[[ $parts == *" 3 "* ]] || exit 0
 nm=${BENCH_MIGRATIONS:-5}
 echo "== 3. $nm migrations in one heat2d run ($np processes, ${mesh[*]})"
 job=bench-migrate
