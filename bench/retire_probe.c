@@ -110,6 +110,18 @@ static MPI_Comm spawn(const char* exe, const char* mode, int n) {
   return inter;
 }
 
+/* The launched group spawns 2 more (the children join it): both sides get the intercommunicator
+ * and its merge, the parents first. */
+static void spawn_and_merge(const char* exe, const char* mode, int child, MPI_Comm* inter,
+                            MPI_Comm* merged) {
+  if (!child) {
+    *inter = spawn(exe, mode, 2);
+  } else {
+    MPI_Comm_get_parent(inter);
+  }
+  MPI_Intercomm_merge(*inter, child, merged);
+}
+
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   if (argc < 2 || !strchr("abcd", argv[1][0])) {
@@ -137,13 +149,7 @@ int main(int argc, char** argv) {
 
   if (mode == 'b' || mode == 'c') {
     MPI_Comm inter, merged;
-    if (!child) {
-      inter = spawn(argv[0], argv[1], 2);
-      MPI_Intercomm_merge(inter, 0, &merged);
-    } else {
-      MPI_Comm_get_parent(&inter);
-      MPI_Intercomm_merge(inter, 1, &merged);
-    }
+    spawn_and_merge(argv[0], argv[1], child, &inter, &merged);
     int mrank;
     MPI_Comm_rank(merged, &mrank);
     MPI_Gather(&me, 1, MPI_LONG, pids, 1, MPI_LONG, 0, merged);
@@ -173,13 +179,7 @@ int main(int argc, char** argv) {
 
   /* d: the launched group spawns 2, then retires entirely */
   MPI_Comm inter, merged;
-  if (!child) {
-    inter = spawn(argv[0], argv[1], 2);
-    MPI_Intercomm_merge(inter, 0, &merged);
-  } else {
-    MPI_Comm_get_parent(&inter);
-    MPI_Intercomm_merge(inter, 1, &merged);
-  }
+  spawn_and_merge(argv[0], argv[1], child, &inter, &merged);
   int mrank;
   MPI_Comm_rank(merged, &mrank);
   MPI_Comm world;
