@@ -35,7 +35,6 @@ struct JobProfile {
   std::vector<std::uint64_t> bytes;
   std::vector<std::uint64_t> messages;
 
-  int size() const { return static_cast<int>(ranks.size()); }
   nlohmann::json to_json() const;
   // Validates a profile from the network (sizes, finite non-negative figures); throws
   // pcm::Error(PCM_ERR_ARG) naming what is wrong. world_size: the job's (0: any).

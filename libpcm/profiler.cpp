@@ -62,9 +62,7 @@ void Profiler::stop() {
   interval_ms_ = 0;
   g_profiling = false;
   world_ = MPI_COMM_NULL;
-  int finalized = 0;
-  PMPI_Finalized(&finalized);
-  if (world_group_ != MPI_GROUP_NULL && !finalized) PMPI_Group_free(&world_group_);
+  if (world_group_ != MPI_GROUP_NULL && !mpi::finalized()) PMPI_Group_free(&world_group_);
   world_group_ = MPI_GROUP_NULL;
 }
 
