@@ -33,6 +33,20 @@ std::optional<Command::Kind> kind_from_name(std::string_view name) {
   return std::nullopt;
 }
 
+std::vector<int> merged_ranks(const Command& cmd, int size) {
+  std::vector<int> new_of(static_cast<std::size_t>(size), -1);
+  if (cmd.kind == Command::Kind::kMerge) {
+    const int keeper = *std::min_element(cmd.ranks.begin(), cmd.ranks.end());
+    int next = 0;
+    for (int r = 0; r < size; ++r)
+      if (r == keeper || std::find(cmd.ranks.begin(), cmd.ranks.end(), r) == cmd.ranks.end())
+        new_of[r] = next++;
+  } else {
+    for (int r = 0; r < size && r < cmd.size; ++r) new_of[r] = r;
+  }
+  return new_of;
+}
+
 Command Command::from_json(const json& j, int world_size) {
   Command c;
   c.id = get_int(j, "id", 1, INT64_MAX);
@@ -67,10 +81,17 @@ Command Command::from_json(const json& j, int world_size) {
       if (c.size == world_size) fail(PCM_ERR_ARG, "a resize must change the size");
       break;
   }
-  if (c.kind == Kind::kSplit || (c.kind == Kind::kResize && c.size > world_size)) {
-    auto it = j.find("hosts");
+  c.respawn = get_bool(j, "respawn", false);
+  const bool needs_hosts =
+      c.respawn || c.kind == Kind::kSplit || (c.kind == Kind::kResize && c.size > world_size);
+  auto it = j.find("hosts");
+  if (!needs_hosts && it != j.end() && it->is_array() && it->empty()) it = j.end();
+  if (needs_hosts || it != j.end()) {
     if (it == j.end() || !it->is_array() || it->size() != static_cast<std::size_t>(c.size))
-      fail(PCM_ERR_ARG, "a growing command needs one host per new rank");
+      fail(PCM_ERR_ARG, "{} needs one host per new rank",
+           c.respawn     ? "a respawn"
+           : needs_hosts ? "a growing command"
+                         : "a command's host list");
     for (const auto& h : *it) {
       if (!h.is_string() || !valid_host(h.get<std::string>()))
         fail(PCM_ERR_ARG, "invalid host in command");
@@ -83,7 +104,7 @@ Command Command::from_json(const json& j, int world_size) {
 json Command::to_json() const {
   return json{{"id", id},     {"kind", kind_name(kind)}, {"rank", rank},
               {"into", into}, {"ranks", ranks},          {"size", size},
-              {"host", host}, {"hosts", hosts}};
+              {"host", host}, {"hosts", hosts},          {"respawn", respawn}};
 }
 
 std::string Command::describe() const {

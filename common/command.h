@@ -18,12 +18,17 @@ struct Command {
 
   std::int64_t id = 0;
   Kind kind = Kind::kMigrate;
-  int rank = -1;                   // migrate, split: the rank concerned
-  int into = 0;                    // split: into how many processes
-  std::vector<int> ranks;          // merge: the ranks that become one
-  int size = 0;                    // the world's size afterwards
-  std::string host;                // migrate: the target host
-  std::vector<std::string> hosts;  // split, growing resize: the new world's host of each rank
+  int rank = -1;           // migrate, split: the rank concerned
+  int into = 0;            // split: into how many processes
+  std::vector<int> ranks;  // merge: the ranks that become one
+  int size = 0;            // the world's size afterwards
+  std::string host;        // migrate: the target host
+  // The new world's host of each rank: required by split and growing resize; pcmd sends it with
+  // every command (a respawn needs it).
+  std::vector<std::string> hosts;
+  // Carried out by spawning the whole new world and letting the old one leave, as a split is,
+  // whatever the kind (libpcm's rank 0 decides: retirement.h, the cap on parked processes).
+  bool respawn = false;
 
   // Decodes and validates a command for a world of world_size processes; throws
   // pcm::Error(PCM_ERR_ARG) naming what is wrong.
@@ -32,6 +37,10 @@ struct Command {
   // For operators: "split of rank 1 into 3".
   std::string describe() const;
 };
+
+// A merge or shrinking resize of a world of size processes: new_of[old rank] = its new rank (-1:
+// it leaves), the survivors in old rank order (a merge's lowest listed rank keeps the data).
+std::vector<int> merged_ranks(const Command& cmd, int size);
 
 const char* kind_name(Command::Kind kind);
 std::optional<Command::Kind> kind_from_name(std::string_view name);

@@ -37,6 +37,7 @@ void Runtime::migrate(const char* command, const MigrationSender& send) {
   const int waker = cmd.rank == 0 ? child : 0;
   json ctx = spawn_context("migrate", cmd);
   ctx["waker"] = waker;
+  ctx["parked"] = parked_ + 1;  // the mover
   bcast_inter(ctx, true, rank_, inter.get());
   mpi::Comm merged;
   mpi_check(MPI_Intercomm_merge(inter.get(), 0, merged.out()), "MPI_Intercomm_merge");
@@ -44,6 +45,7 @@ void Runtime::migrate(const char* command, const MigrationSender& send) {
   const bool mover = rank_ == cmd.rank;
   // The mover keeps merged (its waker's communicator, owned by retirement_) until it is woken.
   const MPI_Comm merged_handle = merged.get();
+  ++parked_;
   finish_reconfigure(std::move(merged), waker, cmd.rank, mover, cmd);
   if (mover && send) send(merged_handle, child);
 }

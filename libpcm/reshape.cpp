@@ -40,27 +40,53 @@ Distribution merged_distribution(const Command& cmd, const Distribution& d,
   return next;
 }
 
-std::vector<int> merged_ranks(const Command& cmd, int size) {
-  std::vector<int> new_of(static_cast<std::size_t>(size), -1);
-  if (cmd.kind == Command::Kind::kMerge) {
-    const int keeper = *std::min_element(cmd.ranks.begin(), cmd.ranks.end());
-    int next = 0;
-    for (int r = 0; r < size; ++r)
-      if (r == keeper || std::find(cmd.ranks.begin(), cmd.ranks.end(), r) == cmd.ranks.end())
-        new_of[r] = next++;
-  } else {
-    for (int r = 0; r < size && r < cmd.size; ++r) new_of[r] = r;
+std::vector<Distribution> merged_maps(const Command& cmd, const std::vector<Distribution>& maps,
+                                      int size, std::vector<int>* new_of) {
+  *new_of = merged_ranks(cmd, size);
+  std::vector<Distribution> next;
+  for (std::size_t i = 0; i < maps.size(); ++i) {
+    std::vector<int> of;
+    next.push_back(merged_distribution(cmd, maps[i], &of));
+    if (i == 0) {
+      *new_of = of;
+    } else if (of != *new_of) {
+      std::vector<int> to(static_cast<std::size_t>(next.back().size()), -1);
+      for (int r = 0; r < size; ++r)
+        if (of[r] >= 0) to[of[r]] = (*new_of)[r];
+      next.back() = next.back().permuted(to);
+    }
   }
-  return new_of;
+  return next;
 }
+
+std::vector<Distribution> next_maps(const Command& cmd, const std::vector<Distribution>& maps,
+                                    int size) {
+  if (cmd.respawn && cmd.kind == Command::Kind::kMigrate) return maps;
+  if (cmd.size <= size) {
+    std::vector<int> new_of;
+    return merged_maps(cmd, maps, size, &new_of);
+  }
+  std::vector<Distribution> next;
+  for (const Distribution& d : maps) next.push_back(grown_distribution(cmd, d));
+  return next;
+}
+
+namespace {
+std::vector<Distribution> maps_of(const std::vector<ArrayRef>& arrays) {
+  std::vector<Distribution> maps;
+  for (const ArrayRef& a : arrays) maps.push_back((*a.dist)->d);
+  return maps;
+}
+}  // namespace
 
 // ---- split ---------------------------------------------------------------------------------
 
 void Runtime::check_pending(MPI_Comm comm, bool want_split) const {
   require_world(comm);
-  if (!current_ || current_->kind == Command::Kind::kMigrate)
+  if (!current_ || (current_->kind == Command::Kind::kMigrate && !current_->respawn))
     fail(PCM_ERR_STATE, "no {} is pending", want_split ? "split" : "merge");
-  bool grows = current_->size > size_;
+  // A respawn spawns the whole new world, as a split does, whatever its size.
+  bool grows = current_->respawn || current_->size > size_;
   if (grows != want_split)
     fail(PCM_ERR_STATE, "the pending reconfiguration is a {} ({} -> {} processes): call {}",
          proto::kind_name(current_->kind), size_, current_->size,
@@ -174,8 +200,7 @@ void Runtime::send_split(const std::vector<ArrayRef>& arrays, const json& extra,
   agree_reshape_args(arrays);
   const double t0 = wtime();
   const Command cmd = *current_;
-  std::vector<Distribution> next;
-  for (const ArrayRef& a : arrays) next.push_back(grown_distribution(cmd, (*a.dist)->d));
+  const std::vector<Distribution> next = next_maps(cmd, maps_of(arrays), size_);
   std::string exe = spawn_command(command, self_exe_, cwd_);
   agree_spawnable(exe, cmd);
   mpi::Comm inter;
@@ -203,6 +228,7 @@ void Runtime::send_split(const std::vector<ArrayRef>& arrays, const json& extra,
   mpi_check(MPI_Allreduce(MPI_IN_PLACE, &leave, 1, MPI_INT, MPI_MIN, world_.get()),
             "MPI_Allreduce");
   ctx["leave"] = leave == 1;
+  ctx["parked"] = leave ? 0 : parked_ + size_;  // the old world with the others, or nobody
   bcast_inter(ctx, true, rank_, inter.get());
   if (!cma_all_read(false, true, inter.get(), MPI_COMM_NULL)) {
     for (std::size_t i = 0; i < arrays.size(); ++i)
@@ -281,22 +307,8 @@ void Runtime::merge_arrays(const std::vector<ArrayRef>& arrays) {
   agree_reshape_args(arrays);
   const double t0 = wtime();
   const Command cmd = *current_;
-  // The first array numbers the survivors (by the data they hold); the others take its numbering
-  // (maps of other layouts may order them differently, e.g. a cyclic one after a split).
-  std::vector<int> new_of = merged_ranks(cmd, size_);
-  std::vector<Distribution> next;
-  for (std::size_t i = 0; i < arrays.size(); ++i) {
-    std::vector<int> of;
-    next.push_back(merged_distribution(cmd, (*arrays[i].dist)->d, &of));
-    if (i == 0) {
-      new_of = of;
-    } else if (of != new_of) {
-      std::vector<int> to(static_cast<std::size_t>(next.back().size()), -1);
-      for (int r = 0; r < size_; ++r)
-        if (of[r] >= 0) to[of[r]] = new_of[r];
-      next.back() = next.back().permuted(to);
-    }
-  }
+  std::vector<int> new_of;
+  std::vector<Distribution> next = merged_maps(cmd, maps_of(arrays), size_, &new_of);
   const int new_size =
       static_cast<int>(std::count_if(new_of.begin(), new_of.end(), [](int r) { return r >= 0; }));
   std::vector<int> old_of_new(static_cast<std::size_t>(new_size), -1);
@@ -388,6 +400,7 @@ void Runtime::merge_arrays(const std::vector<ArrayRef>& arrays) {
     t_rebuild_ = wtime() - t1;
     return;
   }
+  parked_ += size_ - new_size;
   if (rank_ == waker) {
     std::vector<int> leavers;
     for (int r = 0; r < size_; ++r)

@@ -11,7 +11,9 @@
 // (MPI_Comm_disconnect waits until the spawner finalizes). So a split (the whole old world retires
 // and the new world is its spawned child group) lets the old world leave, together with every
 // process parked before (their groups leave whole); merges and migrations park their retirees
-// until the next split or the end of the job.
+// until the next split or the end of the job. Their number is capped (PCM_MAX_PARKED, settings.h):
+// over the cap, a PCM_Adapt job's merge or migration is carried out as a respawn of the whole
+// world (Command::respawn, Runtime::keep_parking_bounded), which lets them all leave.
 #pragma once
 
 #include <mpi.h>

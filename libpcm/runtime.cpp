@@ -6,6 +6,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "auth.h"
@@ -207,7 +208,7 @@ int Runtime::status(MPI_Comm comm) {
     std::string bytes;
     if (rank_ == 0) {
       if (auto c = link_.poll(job_, iteration_, size_); c && c->id > last_done_command_)
-        received_ = std::move(c);
+        if (keep_parking_bounded(*c)) received_ = std::move(c);
       if (received_) {
         bytes = proto::encode(received_->to_json());
         msg[0] = received_->id;
@@ -238,8 +239,34 @@ int Runtime::status(MPI_Comm comm) {
   }
   // Until the reconfiguration runs, every call reports the same command.
   const Command& c = *current_;
+  if (c.respawn) return PCM_SPLIT;  // only in PCM_Adapt (keep_parking_bounded)
   if (c.kind == Command::Kind::kMigrate) return rank_ == c.rank ? PCM_MIGRATE : PCM_RECONFIGURE;
   return c.size > size_ ? PCM_SPLIT : PCM_MERGE;
+}
+
+bool Runtime::keep_parking_bounded(Command& cmd) {
+  if (!split_leaves_ || cmd.respawn) return true;  // nothing can leave: nothing to bound by
+  const int adds = cmd.kind == Command::Kind::kMigrate ? 1 : std::max(0, size_ - cmd.size);
+  const int cap = settings_.max_parked > 0 ? settings_.max_parked
+                  : resumed_               ? std::max(largest_, size_)
+                                           : 0;
+  if (adds == 0 || cap == 0 || parked_ + adds <= cap) return true;
+  if (resumed_ && cmd.hosts.size() == static_cast<std::size_t>(cmd.size)) {
+    cmd.respawn = true;
+    plog()->info(
+        "[rank 0] {}: carried out by respawning the whole world, which lets the {} parked "
+        "processes leave (it would park {}, over the cap of {})",
+        cmd.describe(), parked_, parked_ + adds, cap);
+    return true;
+  }
+  abandon(cmd, fmt::format("refused: it would park {} processes, over the cap of {} "
+                           "(PCM_MAX_PARKED); {}",
+                           parked_ + adds, cap,
+                           resumed_ ? "pcmd sent no host for each new rank, which a respawn needs"
+                                    : "a job that does not use PCM_Adapt cannot be respawned "
+                                      "instead; a split or a growing resize lets every parked "
+                                      "process leave"));
+  return false;
 }
 
 int Runtime::reconfig_last(int* kind, int* size_before, double* started) const {

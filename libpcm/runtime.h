@@ -217,6 +217,13 @@ class Runtime {
   Retirement retirement_;
   // Whether a split's old world leaves the job at once (retirement.h); agreed at each split.
   bool split_leaves_ = false;
+  // The job's processes parked now (not counting those on their way out) and the largest size its
+  // world has had: the same on every rank, handed to spawned processes in the spawn context.
+  int parked_ = 0;
+  int largest_ = 0;
+  // Rank 0, for a command just received: whether it would park more processes than the cap
+  // allows, and then either marks it a respawn or refuses it (false: refused, already reported).
+  bool keep_parking_bounded(Command& cmd);
 };
 
 }  // namespace pcm::detail

@@ -24,6 +24,12 @@ struct Settings {
   // finalizes and exits at once; 0, they park until the job ends; unset (-1), by the MPI library
   // (Retirement::mpi_lets_spawners_leave).
   int retire_leave = -1;
+  // PCM_MAX_PARKED: where a split's old world can leave, the processes parked by merges and
+  // migrations stay at most this many. A reconfiguration that would park more is carried out by
+  // respawning the whole world in a job that uses PCM_Adapt (unset: the cap is the largest size
+  // the job's world has had); a job that uses the calls of the paper's Table 1 (which hand PCM
+  // only the moving process's data) has no cap unless this is set, and then it is refused.
+  int max_parked = 0;
   // PCM_JOB and PCM_RESTART (=1) as given; PCM_Init checks them on rank 0 and agrees.
   std::string job;
   bool restart = false;

@@ -5,6 +5,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -65,6 +66,7 @@ void Runtime::report_reconfigured(const Command& cmd, bool success, const std::s
       req["hosts"] = gather_hosts(world_.get());  // collective: every rank of the new world
       req["pid"] = static_cast<long>(::getpid());
       if (!layout.is_null()) req["layout"] = layout;
+      if (cmd.respawn) req["respawned"] = true;
       if (rank_ != 0) return;
     } else {
       req["error"] = proto::clean_text(error, 4000);  // pcmd takes 4096 bytes of UTF-8
@@ -129,6 +131,7 @@ void Runtime::adopt_world(mpi::Comm world) {
   MPI_Comm_set_errhandler(world_.get(), MPI_ERRORS_RETURN);
   MPI_Comm_rank(world_.get(), &rank_);
   MPI_Comm_size(world_.get(), &size_);
+  largest_ = std::max(largest_, size_);
   profiler().start(settings_.profile_ms, world_.get(), rank_, size_);
   phase_ = Phase::kActive;
   current_.reset();
@@ -169,7 +172,9 @@ json Runtime::spawn_context(const char* kind, const Command& cmd) const {
               {"old_size", size_},
               {"pcm_iteration", iteration_},
               {"restart", {{"iteration", restart_iteration_}, {"nprocs", restart_nprocs_}}},
-              {"reconfig", last_reconfig_}};
+              {"reconfig", last_reconfig_},
+              {"parked", parked_},
+              {"largest", largest_}};
 }
 
 void Runtime::join_as_child(MPI_Comm parent_handle) {
@@ -184,6 +189,8 @@ void Runtime::join_as_child(MPI_Comm parent_handle) {
   restart_iteration_ = ctx.at("restart").at("iteration").get<std::int64_t>();
   restart_nprocs_ = ctx.at("restart").at("nprocs").get<int>();
   last_reconfig_ = ctx.at("reconfig");
+  parked_ = ctx.value("parked", 0);
+  largest_ = ctx.value("largest", 0);
   skip_next_status_ = true;
   if (ctx.at("kind") == "migrate") {
     mpi::Comm merged;

@@ -691,7 +691,10 @@ json Server::op_reconfigured(const json& req) {
     job.reconfigurations++;
     job.rank0_pid = static_cast<long>(proto::opt_int(req, "pid", 0, INT32_MAX).value_or(0));
     job.rank0_host = job.hosts[0];
-    note(job, job.pending->describe() + " done");
+    note(job, job.pending->describe() +
+                  (proto::get_bool(req, "respawned", false)
+                       ? " done by respawning the whole world (its parked processes left)"
+                       : " done"));
     if (auto it = req.find("layout"); it != req.end() && !it->is_null()) {
       // Validated like any map from the network, then kept where a restart will look for it.
       Distribution d = Distribution::from_json(*it);
@@ -883,6 +886,19 @@ json Server::queue(Job& job, proto::Command c) {
       job.executable[0] == '/' && ::access(job.executable.c_str(), X_OK) != 0)
     fail(PCM_ERR_REFUSED, "job '{}': its program {} is no longer executable", job.name,
          job.executable);
+  // Where the command names no host per new rank (a migration, a merge, a shrinking resize): the
+  // world afterwards, which libpcm needs should it respawn the whole world (Command::respawn).
+  if (c.hosts.empty() && job.hosts.size() == static_cast<std::size_t>(job.size)) {
+    if (c.kind == proto::Command::Kind::kMigrate) {
+      c.hosts = job.hosts;
+      c.hosts[static_cast<std::size_t>(c.rank)] = c.host;
+    } else {
+      const std::vector<int> new_of = proto::merged_ranks(c, job.size);
+      c.hosts.resize(static_cast<std::size_t>(c.size));
+      for (int r = 0; r < job.size; ++r)
+        if (new_of[r] >= 0) c.hosts[static_cast<std::size_t>(new_of[r])] = job.hosts[r];
+    }
+  }
   c.id = next_command_++;
   note(job, c.describe() + " requested");
   log_->info("job {}: command {}: {}", job.name, c.id, job.last_event);

@@ -3,11 +3,14 @@
  * every process checks after every PCM_Adapt and PCM_Resume that each element it owns holds its
  * expected value for the iteration, and that the values came along.
  * Prints "register: ok: N reconfigurations, P processes, 0 wrong" from the last world's rank 0.
- * Usage: mpi_register ITERS [SLEEP_US]. */
+ * Usage: mpi_register ITERS [SLEEP_US].
+ * With REGISTER_STOP_FILE set (for rank 0: spawned processes need not see it), the job also ends
+ * at the first iteration where that file exists. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "pcm.h"
 
@@ -118,6 +121,12 @@ int main(int argc, char **argv) {
     computed++;
     it++;
     if (pause.tv_nsec > 0) nanosleep(&pause, NULL);
+    {
+      const char *stop_file = getenv("REGISTER_STOP_FILE");
+      int stop = rank == 0 && stop_file && access(stop_file, F_OK) == 0;
+      MPI_Bcast(&stop, 1, MPI_INT, 0, world);
+      if (stop) break;
+    }
   }
   MPI_Comm_size(world, &size);
   bad += walk(a, 1, da, rank, it, 0) + walk(b, 0, db, rank, it, 0);

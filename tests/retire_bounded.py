@@ -1,19 +1,26 @@
 #!/usr/bin/env python3
-"""retire_bounded.py — run under with_pcmd.sh: drive mpi_reshape (at most 4 processes) through a
-fixed cycle of resizes up and down, merges and migrations (pcmctl), and count the job's processes
-by PID all along (this process is the subreaper of everything mpiexec starts; its descendants
-running mpi_reshape are the job's processes: the world and the parked retirees).
+"""retire_bounded.py — run under with_pcmd.sh: drive a job (at most 4 processes) through a fixed
+cycle of reconfigurations (pcmctl), and count the job's processes by PID all along (this process
+is the subreaper of everything mpiexec starts; its descendants running the program are the job's
+processes: the world and the parked retirees).
 
-  retire_bounded.py BUILD [--ops N] [--park]
+  retire_bounded.py BUILD [--ops N] [--park] [--cycle mixed|moves]
+
+--cycle mixed (default): mpi_reshape (the calls of the paper's Table 1) through resizes up and
+down, merges and migrations. --cycle moves: mpi_register (PCM_Adapt) through migrations and merges
+only, which park their retirees: once the parked processes would outnumber the largest world,
+libpcm respawns the whole world instead and they all leave (PCM_MAX_PARKED).
 
 Checks: after every reconfiguration, the parked processes (job processes beyond the world's
-size) number at most the largest world size so far; after every split they all leave (the split's
-old world and everything parked before it; not with --park, where PCM_RETIRE_LEAVE=0 keeps them
-parked and only the count is printed); the job ends with exit code 0 and "reshape: ok" for every
-reconfiguration; no descendant is left once mpiexec has ended.
+size) number at most the largest world size so far; after every split, and every respawn, they
+all leave (the old world and everything parked before it; not with --park, where
+PCM_RETIRE_LEAVE=0 keeps them parked and only the count is printed); with --cycle moves, at least
+one respawn happened; the job ends with exit code 0 and "ok" for every reconfiguration; no
+descendant is left once mpiexec has ended.
 """
 import argparse
 import ctypes
+import json
 import os
 import re
 import subprocess
@@ -24,12 +31,15 @@ p = argparse.ArgumentParser()
 p.add_argument("build")
 p.add_argument("--ops", type=int, default=50)
 p.add_argument("--park", action="store_true")
+p.add_argument("--cycle", choices=["mixed", "moves"], default="mixed")
 args = p.parse_args()
+moves = args.cycle == "moves"
 
 mpiexec = os.environ.get("MPIEXEC", "mpiexec")
 extra = os.environ.get("MPIEXEC_EXTRA", "").split()  # e.g. --oversubscribe for Open MPI
 pcmctl = os.path.join(args.build, "pcmctl")
-prog = os.path.join(args.build, "tests/mpi_reshape")
+program = "mpi_register" if moves else "mpi_reshape"
+prog = os.path.join(args.build, "tests", program)
 tmp = os.environ["PCM_TEST_DIR"]
 job = f"retire-{os.getpid()}"
 started = time.monotonic()
@@ -78,7 +88,7 @@ def descendants():
 
 def job_processes():
     return [pid for pid, comm, state in descendants()
-            if comm == "mpi_reshape" and state != "Z"]
+            if comm == program and state != "Z"]
 
 
 def end_session():
@@ -111,8 +121,9 @@ if args.park:
 out = open(os.path.join(tmp, "job.out"), "w")
 # The job runs until the sequence is over: then the test creates the stop file.
 stop_file = os.path.join(tmp, "stop")
-env["RESHAPE_STOP_FILE"] = stop_file
-proc = subprocess.Popen([mpiexec, *extra, "-n", "2", prog, "53", "7", "block", "100000000", "1000"],
+env["REGISTER_STOP_FILE" if moves else "RESHAPE_STOP_FILE"] = stop_file
+prog_args = ["100000000", "1000"] if moves else ["53", "7", "block", "100000000", "1000"]
+proc = subprocess.Popen([mpiexec, *extra, "-n", "2", prog, *prog_args],
                         stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
                         start_new_session=True)
 
@@ -124,8 +135,22 @@ cycle = [(["resize", "--to", "4"], 4), (["resize", "--to", "2"], 2), (["migrate"
          (["resize", "--to", "3"], 3), (["migrate", "0"], None), (["resize", "--to", "1"], 1),
          (["migrate", "0"], None), (["resize", "--to", "2"], 2), (["merge", "0", "1"], 1),
          (["resize", "--to", "4"], 4), (["migrate", "3"], None), (["resize", "--to", "3"], 3)]
+if moves:  # never more than 2 processes, so the cap is 2: the third retiree since the last
+    # respawn or split makes a respawn (of a merge once, of migrations otherwise)
+    cycle = [(["migrate", "0"], None), (["migrate", "1"], None), (["merge", "0", "1"], 1),
+             (["migrate", "0"], None), (["migrate", "0"], None), (["migrate", "0"], None),
+             (["resize", "--to", "2"], 2), (["migrate", "1"], None), (["migrate", "0"], None),
+             (["migrate", "1"], None)]
 size = largest = 2
 most_parked = 0
+respawns = 0
+
+
+def respawned():
+    """Whether the last reconfiguration done was carried out by respawning the whole world."""
+    events = json.loads(ctl("status", job, "--json").stdout)["jobs"][0]["events"]
+    done = [e for e in events if " done" in e]
+    return bool(done) and "by respawning" in done[-1]
 ctl("wait", job, "--iteration", "20", "--timeout", "60")
 for i in range(args.ops):
     a, new = cycle[i % len(cycle)]
@@ -135,6 +160,9 @@ for i in range(args.ops):
     ctl("wait", job, "--reconfigurations", str(i + 1), "--timeout", "60")
     size = new or size
     largest = max(largest, size)
+    if moves and respawned():
+        respawns += 1
+        grew = True  # the whole old world leaves, as after a split
     # The world's processes are all there once the reconfiguration is reported; retirees may
     # still be on their way out.
     wait_for(lambda: len(job_processes()) >= size, f"fewer than {size} processes after op {i + 1}")
@@ -165,9 +193,13 @@ if left:
 text = open(os.path.join(tmp, "job.out")).read()
 if rc != 0:
     fail(f"mpiexec exited with {rc}")
-if not re.search(rf"^reshape: ok: {args.ops} reconfigurations, {size} processes, 0 wrong", text,
+word = "register" if moves else "reshape"
+if not re.search(rf"^{word}: ok: {args.ops} reconfigurations, {size} processes, 0 wrong", text,
                  re.M):
-    fail("the reshape program did not report success")
-print(f"retire_bounded: ok: {args.ops} reconfigurations ({'parking' if args.park else 'leaving'}),"
-      f" at most {most_parked} parked (largest world {largest}), mpiexec exit 0, nothing left, "
+    fail(f"{program} did not report success")
+if moves and not args.park and respawns == 0:
+    fail("no reconfiguration was carried out by respawning the world")
+print(f"retire_bounded: ok: {args.ops} reconfigurations ({args.cycle}, "
+      f"{'parking' if args.park else 'leaving'}), at most {most_parked} parked (largest world "
+      f"{largest}), {respawns} respawns, mpiexec exit 0, nothing left, "
       f"{time.monotonic() - started:.1f} s")

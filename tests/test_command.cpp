@@ -139,7 +139,40 @@ TEST(Command, EncodingRoundTrips) {
                      {"ranks", json::array()},
                      {"size", 4},
                      {"host", ""},
-                     {"hosts", {"a", "a", "b", "b"}}}));
+                     {"hosts", {"a", "a", "b", "b"}},
+                     {"respawn", false}}));
   Command back = Command::from_json(j, 2);
   EXPECT_EQ(back.to_json(), j);
+}
+
+// pcmd sends the world afterwards with every command; libpcm may turn any command into a respawn
+// of the whole world (retirement.h), which needs that list.
+TEST(Command, HostListsAndRespawn) {
+  auto j = migrate_json();
+  j["hosts"] = {"a", "node-2", "a", "b"};
+  Command c = Command::from_json(j, 4);
+  EXPECT_EQ(c.hosts, (std::vector<std::string>{"a", "node-2", "a", "b"}));
+  EXPECT_FALSE(c.respawn);
+  c.respawn = true;
+  Command back = Command::from_json(c.to_json(), 4);
+  EXPECT_TRUE(back.respawn);
+  EXPECT_EQ(back.hosts, c.hosts);
+  // A respawn needs one host per new rank; a plain migration does not.
+  j["respawn"] = true;
+  j["hosts"] = {"a", "b"};
+  EXPECT_EQ(code_of([&] { Command::from_json(j, 4); }), PCM_ERR_ARG);
+  j.erase("hosts");
+  EXPECT_EQ(code_of([&] { Command::from_json(j, 4); }), PCM_ERR_ARG);
+  j["respawn"] = "yes";
+  EXPECT_EQ(code_of([&] { Command::from_json(j, 4); }), PCM_ERR_ARG);
+  j = migrate_json();
+  j["hosts"] = json::array();  // none: as older pcmds sent
+  EXPECT_TRUE(Command::from_json(j, 4).hosts.empty());
+  j["hosts"] = {"a", "-bad", "a", "b"};
+  EXPECT_EQ(code_of([&] { Command::from_json(j, 4); }), PCM_ERR_ARG);
+  // A merge's list has one host per survivor.
+  json m{{"id", 3}, {"kind", "merge"}, {"ranks", {0, 2}}, {"size", 3}, {"hosts", {"a", "b"}}};
+  EXPECT_EQ(code_of([&] { Command::from_json(m, 4); }), PCM_ERR_ARG);
+  m["hosts"] = {"a", "b", "c"};
+  EXPECT_EQ(Command::from_json(m, 4).hosts.size(), 3u);
 }

@@ -90,6 +90,36 @@ TEST(MergedRanks, ShrinkingResizeKeepsTheFirstRanks) {
   EXPECT_EQ(d::merged_ranks(resize_to(1), 2), (std::vector<int>{0, -1}));
 }
 
+// A respawn spawns the whole world at the size the command asks: a migration's keeps every map, a
+// merge's merges them as PCM_Merge would (the first map numbers the survivors for all).
+TEST(NextMaps, RespawnedMigrationKeepsTheMapsAndMergeMergesThem) {
+  auto block = Distribution::regular(Layout::kBlock, 12, 1, 1, 0, 4);
+  auto cyclic = Distribution::regular(Layout::kCyclic, 10, 2, 0, 0, 4);
+  Command mig;
+  mig.id = 2;
+  mig.kind = Command::Kind::kMigrate;
+  mig.rank = 1;
+  mig.size = 4;
+  mig.respawn = true;
+  auto same = d::next_maps(mig, {block, cyclic}, 4);
+  ASSERT_EQ(same.size(), 2u);
+  EXPECT_EQ(same[0].to_json(), block.to_json());
+  EXPECT_EQ(same[1].to_json(), cyclic.to_json());
+  Command m = merge_of({3, 1}, 4);
+  m.respawn = true;
+  std::vector<int> new_of;
+  auto merged = d::merged_maps(m, {block, cyclic}, 4, &new_of);
+  auto next = d::next_maps(m, {block, cyclic}, 4);
+  ASSERT_EQ(next.size(), 2u);
+  EXPECT_EQ(next[0].size(), 3);
+  EXPECT_EQ(next[0].to_json(), merged[0].to_json());
+  EXPECT_EQ(next[1].to_json(), merged[1].to_json());
+  EXPECT_EQ(new_of, (std::vector<int>{0, 1, 2, -1}));
+  // A growing command grows them, respawn or not.
+  Command grow = resize_to(6);
+  EXPECT_EQ(d::next_maps(grow, {block}, 4)[0].size(), 6);
+}
+
 TEST(MergedDistribution, MergeOfBlock) {
   // Block 12 over 4: [0,3) [3,6) [6,9) [9,12); ranks 1 and 3 become new rank 1, on old rank 1.
   auto map = Distribution::regular(Layout::kBlock, 12, 1, 1, 0, 4);

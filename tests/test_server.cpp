@@ -185,6 +185,8 @@ TEST_F(ServerTest, MigrateIsValidatedThenDeliveredByPoll) {
   // Without --host, the inventory host with fewest of the job's other processes.
   auto r = client_->request({{"op", "migrate"}, {"job", "j"}, {"rank", 1}});
   EXPECT_EQ(r.header.at("host"), "nodeb");
+  // With the world afterwards, which libpcm needs should it respawn the world instead.
+  EXPECT_EQ(r.header.at("hosts"), json({"localhost", "nodeb"}));
   auto id = r.header.at("command").get<long>();
   EXPECT_EQ(code({{"op", "migrate"}, {"job", "j"}, {"rank", 0}}),
             PCM_ERR_REFUSED);  // one at a time
@@ -274,6 +276,27 @@ TEST_F(ServerTest, SplitMergeResizeAreValidatedBeforeAnythingHappens) {
   auto p = client_->request({{"op", "poll"}, {"job", "r"}, {"iteration", 3}});
   EXPECT_EQ(p.header["command"]["kind"], "split");
   EXPECT_EQ(p.header["command"]["into"], 4);
+  EXPECT_EQ(code({{"op", "reconfigured"},
+                  {"job", "r"},
+                  {"command", r.header.at("command")},
+                  {"size", 5},
+                  {"hosts", {"localhost", "localhost", "localhost", "localhost", "nodeb"}}}),
+            PCM_SUCCESS);
+  // A merge names the survivors' hosts in their new order (the lowest listed rank keeps the
+  // data); a shrinking resize the first ranks' hosts.
+  auto m = client_->request({{"op", "merge"}, {"job", "r"}, {"ranks", {4, 1}}});
+  EXPECT_EQ(m.header.at("hosts"), json({"localhost", "localhost", "localhost", "localhost"}));
+  client_->request({{"op", "reconfigured"},
+                    {"job", "r"},
+                    {"command", m.header.at("command")},
+                    {"respawned", true},
+                    {"size", 4},
+                    {"hosts", {"localhost", "nodeb", "localhost", "localhost"}}});
+  auto st2 = client_->request({{"op", "status"}, {"job", "r"}});
+  EXPECT_NE(st2.header["jobs"][0]["last_event"].get<std::string>().find("by respawning"),
+            std::string::npos);
+  auto s = client_->request({{"op", "resize"}, {"job", "r"}, {"size", 2}});
+  EXPECT_EQ(s.header.at("hosts"), json({"localhost", "nodeb"}));
 }
 
 TEST_F(ServerTest, AMissingProgramIsRefusedBeforeSpawning) {
