@@ -3,6 +3,7 @@
 
 #include <time.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -20,6 +21,19 @@ bool mpi::finalized() noexcept {
   int fin = 0;
   MPI_Finalized(&fin);
   return fin != 0;
+}
+
+std::string mpi::library_version() {
+  char version[MPI_MAX_LIBRARY_VERSION_STRING];
+  int len = 0;
+  if (MPI_Get_library_version(version, &len) != MPI_SUCCESS) return "";
+  return std::string(
+      version, static_cast<std::size_t>(std::clamp(len, 0, MPI_MAX_LIBRARY_VERSION_STRING - 1)));
+}
+
+bool mpi::is_open_mpi() {
+  static const bool open_mpi = library_version().find("Open MPI") != std::string::npos;
+  return open_mpi;
 }
 
 json decode_internal(const std::string& bytes) {

@@ -3,9 +3,6 @@
 
 #include <time.h>
 
-#include <algorithm>
-#include <cstring>
-
 namespace pcm::detail {
 
 namespace {
@@ -18,12 +15,10 @@ void disconnect(mpi::Comm& c) {
 }
 
 bool Retirement::mpi_lets_spawners_leave() {
-  char version[MPI_MAX_LIBRARY_VERSION_STRING];
-  int len = 0;
-  if (MPI_Get_library_version(version, &len) != MPI_SUCCESS) return false;
-  version[std::min(len, MPI_MAX_LIBRARY_VERSION_STRING - 1)] = '\0';
   // Measured with MPICH 4.0.2 (ch3) and Open MPI 4.1.4; others keep their retirees parked.
-  return std::strstr(version, "MPICH") || std::strstr(version, "Open MPI");
+  const std::string version = mpi::library_version();
+  return version.find("MPICH") != std::string::npos ||
+         version.find("Open MPI") != std::string::npos;
 }
 
 void Retirement::watch(mpi::Comm comm, const std::vector<int>& ranks) {

@@ -15,7 +15,6 @@ probe=$build/tests/multihost_probe
 mpiexec=${MPIEXEC:-mpiexec}
 # shellcheck source=../scripts/mpi_launcher.sh
 MPIEXEC=$mpiexec . "$here/../scripts/mpi_launcher.sh"
-pcm_mpi_needs_hydra "multihost.smoke (hosts reached through hydra -launcher-exec)"
 [[ -x $probe ]] || {
   echo "multihost_smoke: $probe not built" >&2
   exit 1
@@ -57,10 +56,16 @@ a2=$(addr "$h2")
 }
 
 # mpiexec runs inside host 1, started by the launcher like any process of a host (with the host's
-# name as its hostname); -iface eth0 makes hydra give the proxies host 1's address. In the
-# background, so that a signal to this script (ctest's timeout) runs the cleanup at once.
-timeout 120 "$launcher" "$h1" "$mpiexec" -launcher ssh -launcher-exec "$launcher" \
-  -iface eth0 -hosts "$h1,$h2" -n 2 "$probe" "$h2" "$a2" >"$out" 2>&1 &
+# name as its hostname); -iface eth0 makes hydra give the proxies host 1's address (Open MPI's
+# mpirun: the launcher starts its daemons, which talk over eth0). In the background, so that a
+# signal to this script (ctest's timeout) runs the cleanup at once.
+if [ "$PCM_MPI_FAMILY" = openmpi ]; then
+  launch=(--mca plm_rsh_agent "$launcher" --mca oob_tcp_if_include eth0 --mca btl_tcp_if_include
+    eth0 --mca btl tcp,vader,self --host "$h1,$h2" --map-by node)
+else
+  launch=(-launcher ssh -launcher-exec "$launcher" -iface eth0 -hosts "$h1,$h2")
+fi
+timeout 120 "$launcher" "$h1" "$mpiexec" "${launch[@]}" -n 2 "$probe" "$h2" "$a2" >"$out" 2>&1 &
 mpid=$!
 set +e
 wait "$mpid"
