@@ -21,8 +21,6 @@ bool finalized() noexcept;
 
 // MPI_Get_library_version's text ("" if it fails).
 std::string library_version();
-// Whether the library is Open MPI (its spawn needs "add-host" for a host outside the allocation).
-bool is_open_mpi();
 
 // A move-only owner of one MPI handle, freed when it goes unless it is null or MPI has ended.
 // Never give it a predefined handle (MPI_COMM_WORLD, MPI_INT, ...).
