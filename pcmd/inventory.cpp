@@ -31,7 +31,12 @@ void Server::add_host(const std::string& name, int slots, const std::string& sit
     h->site = site;
     h->latency_ms = latency_ms;
   } else {
-    inventory_.push_back(InventoryHost{name, slots, site, latency_ms, false});
+    InventoryHost added;
+    added.name = name;
+    added.slots = slots;
+    added.site = site;
+    added.latency_ms = latency_ms;
+    inventory_.push_back(std::move(added));
   }
   prober_->watch(name);
 }
@@ -180,14 +185,25 @@ json Server::op_host(const std::string& op, const json& req) {
     for (const auto& h : inventory_) {
       int used = used_slots(h.name, nullptr);
       auto rtt = prober_->rtt_ms(h.name);
-      hosts.push_back(json{{"host", h.name},
-                           {"slots", h.slots},
-                           {"used", used},
-                           {"free", std::max(h.slots - used, 0)},
-                           {"site", h.site},
-                           {"latency", h.latency_ms ? json(*h.latency_ms) : json(nullptr)},
-                           {"rtt", rtt ? json(*rtt) : json(nullptr)},
-                           {"state", h.draining ? "draining" : "up"}});
+      hosts.push_back(json{
+          {"host", h.name},
+          {"slots", h.slots},
+          {"used", used},
+          {"free", std::max(h.slots - used, 0)},
+          {"site", h.site},
+          {"latency", h.latency_ms ? json(*h.latency_ms) : json(nullptr)},
+          {"rtt", rtt ? json(*rtt) : json(nullptr)},
+          {"state", h.lost       ? "lost"
+                    : h.draining ? "draining"
+                                 : "up"},
+          {"agent", h.agent ? json{{"cores", h.cores},
+                                   {"busy", h.busy},
+                                   {"load1", h.load1},
+                                   {"seconds_since_report",
+                                    std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                                                  h.last_report)
+                                        .count()}}
+                            : json(nullptr)}});
     }
     return json{{"ok", true}, {"hosts", hosts}, {"placement", placement_name(options_.placement)}};
   }
@@ -219,6 +235,8 @@ json Server::op_host(const std::string& op, const json& req) {
       fail(PCM_ERR_REFUSED, "host '{}' runs {} processes ({}): cannot give it {} slots", name, used,
            fmt::join(users(), ", "), slots);
     bool existed = host != nullptr;
+    if (!existed && inventory_.size() >= kMaxHosts)
+      fail(PCM_ERR_REFUSED, "pcmd's inventory is full ({} hosts)", inventory_.size());
     add_host(name, slots, site, latency);
     log_->info("host {} {}: {} slots, site {}", name, existed ? "updated" : "added", slots, site);
     return json{{"ok", true}, {"host", name}, {"added", !existed}};
@@ -233,8 +251,13 @@ json Server::op_host(const std::string& op, const json& req) {
     log_->info("host {} removed", name);
     return proto::ok_reply();
   }
-  // host_drain: every job on the host must have somewhere to go.
-  if (host->draining) return json{{"ok", true}, {"host", name}, {"draining", true}};
+  if (!host->draining) start_drain(*host);
+  return json{{"ok", true}, {"host", name}, {"draining", true}};
+}
+
+// Every job on the host must have somewhere to go.
+void Server::start_drain(InventoryHost& target) {
+  const std::string name = target.name;
   int room = 0, others = 0;
   for (const auto& h : inventory_) {
     if (h.name == name || h.draining) continue;
@@ -253,10 +276,102 @@ json Server::op_host(const std::string& op, const json& req) {
            "(add slots or a host with pcmctl host add)",
            jname, name);
   }
-  host->draining = true;
+  target.draining = true;
   log_->info("host {}: drain started ({} processes)", name, used_slots(name, nullptr));
   progress_drains();
-  return json{{"ok", true}, {"host", name}, {"draining", true}};
+}
+
+// ---- agents --------------------------------------------------------------------------------
+
+// agent_report: a host's agent joins (first report, "join": true) or reports; agent_leave: its
+// host is drained, then leaves the inventory.
+json Server::op_agent(const std::string& op, const json& req) {
+  auto name = proto::get_string(req, "host", proto::kMaxHost);
+  if (!proto::valid_host(name)) fail(PCM_ERR_ARG, "invalid host name '{}'", name);
+  InventoryHost* host = find_host(name);
+  if (op == "agent_leave") {
+    if (!host || !host->agent) fail(PCM_ERR_REFUSED, "host '{}' has no agent in pcmd", name);
+    if (!host->draining) {
+      start_drain(*host);
+      log_->info("host {}: its agent leaves; the host is drained first", name);
+      changed();
+    }
+    return json{{"ok", true}, {"host", name}, {"draining", true}};
+  }
+  const int cores = static_cast<int>(proto::get_int(req, "cores", 1, kMaxSlots));
+  auto number = [&](const char* key, double hi) {
+    auto it = req.find(key);
+    if (it == req.end() || !it->is_number() || !(it->get<double>() >= 0) || it->get<double>() > hi)
+      fail(PCM_ERR_ARG, "field \"{}\" must be a number in [0, {}]", key, hi);
+    return it->get<double>();
+  };
+  const double busy = number("busy", cores), load1 = number("load1", 1e6);
+  const bool join = proto::get_bool(req, "join", false);
+  if (join) left_agents_.erase(name);
+  if (left_agents_.count(name))
+    fail(PCM_ERR_REFUSED,
+         "host '{}' was drained and left pcmd's inventory; start its agent "
+         "again to join",
+         name);
+  bool changed_now = false;
+  if (!host) {
+    const int slots = static_cast<int>(proto::opt_int(req, "slots", 1, kMaxSlots).value_or(cores));
+    std::string site = proto::opt_string(req, "site", kMaxSite).value_or("default");
+    if (!proto::valid_name(site)) fail(PCM_ERR_ARG, "invalid site name '{}'", site);
+    if (inventory_.size() >= kMaxHosts)
+      fail(PCM_ERR_REFUSED, "pcmd's inventory is full ({} hosts)", inventory_.size());
+    add_host(name, slots, site, std::nullopt);
+    host = find_host(name);
+    log_->info("host {} joined through its agent: {} cores, {} slots, site {}", name, cores, slots,
+               site);
+    changed_now = true;
+  } else if (!host->agent) {
+    log_->info("host {}: an agent reports for it from now on", name);
+    changed_now = true;
+  }
+  if (host->lost) {  // its agent is back before the host left
+    host->lost = false;
+    host->draining = false;
+    log_->info("host {}: its agent reports again; the host is back", name);
+    changed_now = true;
+  }
+  host->agent = true;
+  host->cores = cores;
+  host->busy = busy;
+  host->load1 = load1;
+  host->last_report = std::chrono::steady_clock::now();
+  if (changed_now) changed();
+  return json{{"ok", true},
+              {"host", name},
+              {"state", host->draining ? "draining" : "up"},
+              {"slots", host->slots}};
+}
+
+// Agent hosts whose agent fell silent are lost: drained (their processes, if still alive, move
+// off), then removed as every drained host is.
+void Server::check_agents() {
+  const auto now = std::chrono::steady_clock::now();
+  std::vector<std::string> lost;
+  for (auto& h : inventory_) {
+    if (!h.agent || h.lost || now - h.last_report < options_.agent_timeout) continue;
+    h.lost = true;
+    lost.push_back(h.name);
+  }
+  for (const auto& name : lost) {
+    log_->warn("host {} lost: its agent has not reported for {} ms; draining it", name,
+               options_.agent_timeout.count());
+    InventoryHost* h = find_host(name);
+    if (!h || h->draining) continue;
+    try {
+      start_drain(*h);
+    } catch (const Error& e) {
+      // Nowhere to go: no new process goes there, and the host stays until its jobs end.
+      h->draining = true;
+      log_->warn("host {}: {}", name, e.what());
+      progress_drains();
+    }
+    changed();
+  }
 }
 
 json Server::op_topology(const json& req) {
@@ -297,6 +412,9 @@ void Server::progress_drains() {
     }
     if (used_slots(host.name, nullptr) == 0) {
       log_->info("host {}: drained, it leaves the inventory", host.name);
+      // Drained while its agent runs (pcmctl host drain, or the agent leaving): its reports are
+      // refused from now on. A lost host's agent that comes back joins again.
+      if (host.agent && !host.lost) left_agents_.insert(host.name);
       prober_->forget(host.name);
       inventory_.erase(inventory_.begin() + static_cast<std::ptrdiff_t>(i));
       continue;

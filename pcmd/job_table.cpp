@@ -71,7 +71,8 @@ json Server::snapshot() const {
                          {"slots", h.slots},
                          {"site", h.site},
                          {"latency_ms", h.latency_ms ? json(*h.latency_ms) : json()},
-                         {"draining", h.draining}});
+                         {"draining", h.draining},
+                         {"agent", h.agent}});
   return json{{"version", kTableVersion},
               {"boot_id", boot_id_},
               {"next_command", next_command_},
@@ -134,6 +135,7 @@ void Server::restore(const json& t) {
     host.site = h.at("site").get<std::string>();
     if (!h.at("latency_ms").is_null()) host.latency_ms = h.at("latency_ms").get<double>();
     host.draining = h.at("draining").get<bool>();
+    host.agent = h.value("agent", false);  // its agent has the timeout to report to this pcmd
     hosts.push_back(std::move(host));
   }
   // Everything read: take it over. Hosts named on pcmd's command line keep the slots given
@@ -146,10 +148,13 @@ void Server::restore(const json& t) {
       mine->site = h.site;
       mine->latency_ms = h.latency_ms;
       mine->draining = h.draining;
+      mine->agent = h.agent;
     } else {
       add_host(h.name, h.slots, h.site, h.latency_ms);
       find_host(h.name)->draining = h.draining;
+      find_host(h.name)->agent = h.agent;
     }
+    find_host(h.name)->last_report = std::chrono::steady_clock::now();
   }
   jobs_ = std::move(jobs);
   int running = 0;

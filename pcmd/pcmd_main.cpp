@@ -15,6 +15,7 @@
 #include <optional>
 #include <sstream>
 
+#include "agent.h"
 #include "auth.h"
 #include "config.h"
 #include "error.h"
@@ -43,6 +44,9 @@ struct Options {
   std::string pidfile;
   int keep = 3;
   bool curve = false;
+  int agent_timeout_ms = 5000;
+  bool agent = false;
+  pcm::detail::AgentOptions agent_options;
 };
 
 // Whether pcmd's bind address reaches only this machine.
@@ -95,6 +99,7 @@ int serve(const Options& o, int ready_fd) {
     so.placement = *pcm::detail::parse_placement(o.placement);
     so.probe_port = o.probe_port;
     so.keep_versions = static_cast<std::size_t>(o.keep);
+    so.agent_timeout = std::chrono::milliseconds(o.agent_timeout_ms);
     // Private by default: refuse what another user could read or change.
     const std::string config_dir = std::filesystem::path(o.config).parent_path().string();
     pcm::detail::check_private_dir(config_dir.empty() ? "." : config_dir,
@@ -197,7 +202,26 @@ int main(int argc, char** argv) {
                "encrypt and authenticate with CURVE on loopback too (always on for any other "
                "address)");
   app.add_flag("--detach", o.detach, "run in the background once listening");
-  app.add_option("--pidfile", o.pidfile, "write the daemon's pid to this file");
+  app.add_option("--pidfile", o.pidfile, "write the daemon's (or the agent's) pid to this file");
+  app.add_option("--agent-timeout-ms", o.agent_timeout_ms,
+                 "a host whose agent has not reported for this long is lost (drained, removed)")
+      ->check(CLI::Range(100, 86400000))
+      ->capture_default_str();
+  auto& ao = o.agent_options;
+  app.add_flag("--agent", o.agent,
+               "run as this host's agent instead: join the inventory of the pcmd that -c names, "
+               "report cores and load every period, on SIGTERM have the host drained and leave");
+  app.add_option("--agent-host", ao.host, "with --agent: the host's name (default: hostname)");
+  app.add_option("--agent-slots", ao.slots, "with --agent: its slots (default: one per core)")
+      ->check(CLI::Range(1, 1 << 20));
+  app.add_option("--agent-site", ao.site, "with --agent: its site");
+  app.add_option("--agent-period-ms", ao.period_ms, "with --agent: report period")
+      ->check(CLI::Range(50, 3600000))
+      ->capture_default_str();
+  app.add_option("--agent-leave-timeout", ao.leave_timeout_s,
+                 "with --agent: seconds a leave waits for the host's drain")
+      ->check(CLI::Range(1, 86400))
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   struct sigaction sa {};
@@ -207,6 +231,13 @@ int main(int argc, char** argv) {
   sigaction(SIGTERM, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
+  if (o.agent) {
+    ao.config = o.config;
+    if (!o.pidfile.empty()) std::ofstream(o.pidfile) << ::getpid() << "\n";
+    const int rc = pcm::detail::run_agent(ao, g_stop);
+    if (!o.pidfile.empty()) ::unlink(o.pidfile.c_str());
+    return rc;
+  }
   if (!o.detach) return serve(o, -1);
 
   // Fork before any ZeroMQ thread exists; the parent returns only once the child is listening,

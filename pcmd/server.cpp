@@ -142,6 +142,7 @@ void Server::run(const std::atomic<bool>& stop) {
   while (!stop.load()) {
     if (std::chrono::steady_clock::now() >= next_check) {
       check_jobs_alive();
+      check_agents();
       next_check = std::chrono::steady_clock::now() + std::chrono::seconds(1);
     }
     expire_transfers();
@@ -449,6 +450,7 @@ json Server::dispatch(const std::string& op, const json& req, const void* data, 
     if (op != "host_list") changed();
     return reply;
   }
+  if (op == "agent_report" || op == "agent_leave") return op_agent(op, req);
   if (op == "topology") return op_topology(req);
   fail(PCM_ERR_ARG, "unknown operation '{}'", op);
 }

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 #include <zmq.hpp>
@@ -44,6 +45,8 @@ struct ServerOptions {
   // A transfer in pieces (protocol.h) whose next piece has not come for this long is dropped and
   // its memory freed.
   std::chrono::milliseconds transfer_timeout{60000};
+  // A host whose agent has not reported for this long is lost: drained, then removed.
+  std::chrono::milliseconds agent_timeout{5000};
 };
 
 // A host of the inventory.
@@ -53,6 +56,13 @@ struct InventoryHost {
   std::string site = "default";
   std::optional<double> latency_ms;  // declared by the operator; wins over the measured RTT
   bool draining = false;             // receives no process; leaves once empty
+  // Joined through an agent (pcmd --agent, agent.h), which reports every period: the host's
+  // cores, how many of them were busy over the last period, the 1-minute load average.
+  bool agent = false;
+  int cores = 0;
+  double busy = 0, load1 = 0;
+  std::chrono::steady_clock::time_point last_report;
+  bool lost = false;  // its agent fell silent for ServerOptions::agent_timeout: being drained
 };
 
 // A job's state as pcmctl shows it ("running", "finished", "failed" on the wire).
@@ -215,12 +225,19 @@ class Server {
   std::vector<std::string> host_names() const;
   std::string requested_host(const proto::json& req) const;
   proto::json op_host(const std::string& op, const proto::json& req);
+  proto::json op_agent(const std::string& op, const proto::json& req);
+  void check_agents();
+  // Starts draining host (refused, with the reason, when its processes have nowhere to go).
+  void start_drain(InventoryHost& host);
   proto::json op_topology(const proto::json& req);
   void progress_drains();
   bool drain_step(Job& job, const InventoryHost& host);
 
   ServerOptions options_;
   std::vector<InventoryHost> inventory_;
+  // Agent hosts that left the inventory (drained): a report from their agent is refused until
+  // an agent joins again (its first report).
+  std::set<std::string> left_agents_;
   std::unique_ptr<RttProber> prober_;
   std::unique_ptr<Watcher> watcher_;
   std::unique_ptr<ZapHandler> zap_;  // with CURVE: checks each client's key

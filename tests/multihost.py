@@ -415,7 +415,102 @@ def scenario_topology(c):
         f"reconfiguration; hierarchical sums equal flat ones; sum {m.group(1)}")
 
 
+def scenario_agents(c):
+    """Host agents (pcmd --agent): host 2's agent joins the inventory by itself; a process moves
+    there; the agent is stopped (SIGTERM): pcmd drains host 2 (the process moves back) and the
+    agent exits once the host has left. An agent started again joins again; killed (-9), it falls
+    silent: after --agent-timeout-ms pcmd marks host 2 lost and drains it. The grid is the plain
+    run's, bit for bit."""
+    h1, h2 = c.names
+    timeout_ms = 2000
+    c.start_pcmd("--hosts", f"{h1}:4", "--agent-timeout-ms", str(timeout_ms))
+    job = "mh-agents"
+    args = ["--nx", "61", "--ny", "40"]
+    plain = heat2d_plain(c.build, [*args, "--iters", "5000"])
+    out = os.path.join(c.tmp, "job.out")
+    p = c.mpiexec([h1], 2, [os.path.join(c.build, "examples/heat2d/heat2d_pcm"), *args,
+                            "--iters", "5000", "--throttle-us", "4000"], out,
+                  env={"PCM_JOB": job})
+    c.pcmctl("wait", job, "--iteration", "20", "--timeout", "120")
+    done = 0
+
+    def start_agent(tag):
+        pidfile = os.path.join(c.tmp, f"agent-{tag}.pid")
+        logf = open(os.path.join(c.tmp, f"agent-{tag}.log"), "w")
+        a = subprocess.Popen(["bash", LAUNCHER, h2, os.path.join(c.build, "pcmd"), "--agent",
+                              "-c", c.config, "--agent-period-ms", "500", "--pidfile", pidfile],
+                             env=c.env, stdout=logf, stderr=subprocess.STDOUT,
+                             stdin=subprocess.DEVNULL, start_new_session=True)
+        c.jobs.append(a)
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 30:
+            row = host_table(c).get(h2)
+            if row and row.get("agent") and os.path.exists(pidfile):
+                log(f"{tag}: {h2} joined through its agent after {time.monotonic() - t0:.2f} s: "
+                    f"{row['slots']} slots, {row['agent']['cores']} cores, "
+                    f"{row['agent']['busy']:.2f} busy")
+                return a, int(open(pidfile).read())
+            time.sleep(0.1)
+        raise Failure(f"{h2}'s agent did not join: {open(logf.name).read()}")
+
+    def expect_hosts(what, want):
+        got = c.status(job)["hosts"]
+        if got != want:
+            raise Failure(f"after {what}: pcmctl status reports hosts {got}, expected {want}")
+
+    a, pid = start_agent("first")
+    c.pcmctl("migrate", job, "1", "--host", h2)
+    done += 1
+    c.pcmctl("wait", job, "--reconfigurations", str(done), "--timeout", "180")
+    expect_hosts(f"migration to {h2}", [h1, h2])
+    t0 = time.monotonic()
+    os.kill(pid, signal.SIGTERM)
+    try:
+        rc = a.wait(timeout=120)
+    except subprocess.TimeoutExpired:
+        raise Failure(f"the agent did not leave within 120 s of SIGTERM")
+    done += 1
+    left = time.monotonic() - t0
+    if rc != 0:
+        raise Failure(f"the agent exited {rc}: {open(os.path.join(c.tmp, 'agent-first.log')).read()}")
+    expect_hosts(f"{h2}'s agent left", [h1, h1])
+    if h2 in host_table(c):
+        raise Failure(f"{h2} is still in the inventory after its agent left")
+    log(f"SIGTERM to {h2}'s agent: drained and left in {left:.2f} s")
+    a, pid = start_agent("second")
+    c.pcmctl("migrate", job, "0", "--host", h2)
+    done += 1
+    c.pcmctl("wait", job, "--reconfigurations", str(done), "--timeout", "180")
+    expect_hosts(f"migration to {h2}", [h2, h1])
+    t0 = time.monotonic()
+    os.kill(pid, signal.SIGKILL)
+    lost_at = None
+    while time.monotonic() - t0 < 60:
+        row = host_table(c).get(h2)
+        if lost_at is None and (row is None or row["state"] == "lost"):
+            lost_at = time.monotonic() - t0
+        if row is None:
+            break
+        time.sleep(0.1)
+    else:
+        raise Failure(f"{h2} did not leave after its agent was killed: {host_table(c).get(h2)}")
+    done += 1
+    # Its last report came at most one period (0.5 s) before it died.
+    if lost_at < timeout_ms / 1000 - 0.6:
+        raise Failure(f"{h2} was marked lost {lost_at:.2f} s after its agent died, before the "
+                      f"{timeout_ms} ms timeout")
+    expect_hosts(f"{h2} lost", [h1, h1])
+    log(f"agent killed: {h2} lost after {lost_at:.2f} s (timeout {timeout_ms} ms), drained and "
+        f"gone after {time.monotonic() - t0:.2f} s")
+    text = wait_job(c, job, p, out, done)
+    m = re.search(r"^checksum (\w+)", text, re.M)
+    if not m or m.group(1) != plain:
+        raise Failure(f"checksum {m.group(1) if m else None} differs from the plain run's {plain}")
+    log("ok: agents: joined, drained on SIGTERM, lost when silent, checksum as plain")
+
+
 SCENARIOS = {
+    "agents": (2, scenario_agents),
     "topology": (3, scenario_topology),
     "reconfig": (3, scenario_reconfig),
     "failure": (3, scenario_failure),

@@ -49,6 +49,7 @@ class ServerTest : public ::testing::Test {
     o.probe_port = 0;  // made-up host names: no lookups (they could leave the machine)
     stop_ = false;
     o.transfer_timeout = transfer_timeout_;
+    o.agent_timeout = std::chrono::milliseconds(1500);
     server_ = std::make_unique<pcm::detail::Server>(ctx_, o);
     thread_ = std::thread([this] { server_->run(stop_); });
     client_ = std::make_unique<Client>(ctx_, server_->endpoint(), "right-secret");
@@ -297,6 +298,75 @@ TEST_F(ServerTest, SplitMergeResizeAreValidatedBeforeAnythingHappens) {
             std::string::npos);
   auto s = client_->request({{"op", "resize"}, {"job", "r"}, {"size", 2}});
   EXPECT_EQ(s.header.at("hosts"), json({"localhost", "nodeb"}));
+}
+
+namespace {
+json agent_report(const std::string& host, int cores, double busy, bool join) {
+  return json{{"op", "agent_report"}, {"host", host}, {"cores", cores},
+              {"busy", busy},         {"load1", 0.5}, {"join", join}};
+}
+}  // namespace
+
+// A host's agent (pcmd --agent) joins the inventory with its first report, reports its cores and
+// how busy they are, and on leaving has the host drained; pcmd then refuses its reports until an
+// agent joins again. An agent that falls silent for agent_timeout (1.5 s here) loses its host:
+// drained like any, removed once empty.
+TEST_F(ServerTest, AgentsJoinReportLeaveAndTheirSilentHostsAreLost) {
+  EXPECT_EQ(code(agent_report("nodec", 2, 0.5, true)), PCM_SUCCESS);
+  auto hosts = [&] {
+    std::map<std::string, json> by_name;
+    const json list = client_->request({{"op", "host_list"}}).header.at("hosts");
+    for (const auto& h : list) by_name[h.at("host").get<std::string>()] = h;
+    return by_name;
+  };
+  auto h = hosts();
+  ASSERT_TRUE(h.count("nodec"));
+  EXPECT_EQ(h["nodec"]["slots"], 2);  // one per core unless the agent says
+  EXPECT_EQ(h["nodec"]["state"], "up");
+  EXPECT_EQ(h["nodec"]["agent"]["cores"], 2);
+  EXPECT_DOUBLE_EQ(h["nodec"]["agent"]["busy"].get<double>(), 0.5);
+  EXPECT_TRUE(h["nodeb"]["agent"].is_null());
+  // Reports are checked like any request.
+  EXPECT_EQ(code(agent_report("nodec", 2, 2.5, false)), PCM_ERR_ARG);  // busier than its cores
+  EXPECT_EQ(code(agent_report("nodec", 0, 0, false)), PCM_ERR_ARG);
+  EXPECT_EQ(code(agent_report("-nodec", 2, 0, false)), PCM_ERR_ARG);
+  EXPECT_EQ(code({{"op", "agent_leave"}, {"host", "nodeb"}}), PCM_ERR_REFUSED);  // no agent
+  // A job with a process there: the agent's leave drains it (a migration off nodec).
+  register_job("a", 2);
+  auto m = client_->request({{"op", "migrate"}, {"job", "a"}, {"rank", 1}, {"host", "nodec"}});
+  reconfigured("a", m.header.at("command"), {"localhost", "nodec"});
+  EXPECT_EQ(code({{"op", "agent_leave"}, {"host", "nodec"}}), PCM_SUCCESS);
+  EXPECT_EQ(hosts()["nodec"]["state"], "draining");
+  auto st = client_->request({{"op", "status"}, {"job", "a"}}).header["jobs"][0];
+  ASSERT_TRUE(st["pending"].is_object());
+  EXPECT_EQ(st["pending"]["kind"], "migrate");
+  EXPECT_NE(st["pending"]["host"], "nodec");
+  EXPECT_EQ(code(agent_report("nodec", 2, 0.1, false)), PCM_SUCCESS);  // still reporting
+  reconfigured("a", st["pending"]["id"], {"localhost", st["pending"]["host"]});
+  EXPECT_FALSE(hosts().count("nodec"));  // drained: it left
+  EXPECT_EQ(code(agent_report("nodec", 2, 0.1, false)), PCM_ERR_REFUSED);
+  EXPECT_NE(last_error_.find("drained"), std::string::npos) << last_error_;
+  // A new agent joins again; then it falls silent.
+  EXPECT_EQ(code(agent_report("nodec", 2, 0.1, true)), PCM_SUCCESS);
+  auto st2 = client_->request({{"op", "status"}, {"job", "a"}}).header["jobs"][0];
+  auto m2 = client_->request({{"op", "migrate"}, {"job", "a"}, {"rank", 0}, {"host", "nodec"}});
+  reconfigured("a", m2.header.at("command"), {"nodec", st2["hosts"][1]});
+  const auto silent_since = std::chrono::steady_clock::now();
+  std::string state = "up";
+  while (state == "up" &&
+         std::chrono::steady_clock::now() - silent_since < std::chrono::seconds(10)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    state = hosts()["nodec"]["state"].get<std::string>();
+  }
+  EXPECT_EQ(state, "lost");
+  EXPECT_GE(std::chrono::steady_clock::now() - silent_since, std::chrono::milliseconds(1400));
+  // Lost and drained: the job's process there is moved off.
+  auto st3 = client_->request({{"op", "status"}, {"job", "a"}}).header["jobs"][0];
+  ASSERT_TRUE(st3["pending"].is_object());
+  EXPECT_EQ(st3["pending"]["rank"], 0);
+  // Its agent comes back before the host left: the host is back.
+  EXPECT_EQ(code(agent_report("nodec", 2, 0.1, false)), PCM_SUCCESS);
+  EXPECT_EQ(hosts()["nodec"]["state"], "up");
 }
 
 TEST_F(ServerTest, AMissingProgramIsRefusedBeforeSpawning) {

@@ -1,0 +1,196 @@
+// agent.cpp — a host's agent (agent.h).
+#include "agent.h"
+
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <thread>
+
+#include "client.h"
+#include "config.h"
+#include "error.h"
+#include "log.h"
+#include "pcm_types.h"
+
+namespace pcm::detail {
+
+using proto::json;
+
+CpuTimes cpu_times(const std::string& proc_stat, const std::vector<int>& cpus) {
+  CpuTimes t;
+  std::istringstream in(proc_stat);
+  std::string line;
+  while (std::getline(in, line)) {
+    // "cpuN user nice system idle iowait irq softirq steal ..." (the "cpu " line is the sum).
+    if (line.rfind("cpu", 0) != 0 || line.size() < 4 || line[3] < '0' || line[3] > '9') continue;
+    std::istringstream f(line.substr(3));
+    int id = -1;
+    f >> id;
+    if (std::find(cpus.begin(), cpus.end(), id) == cpus.end()) continue;
+    std::uint64_t v[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (auto& x : v) f >> x;
+    const std::uint64_t idle = v[3] + v[4];
+    const std::uint64_t total = v[0] + v[1] + v[2] + v[3] + v[4] + v[5] + v[6] + v[7];
+    t.busy += total - idle;
+    t.total += total;
+  }
+  return t;
+}
+
+double busy_cores(const CpuTimes& before, const CpuTimes& after, int n) {
+  if (after.total <= before.total || after.busy < before.busy) return 0;
+  const double frac = static_cast<double>(after.busy - before.busy) /
+                      static_cast<double>(after.total - before.total);
+  return std::min(1.0, std::max(0.0, frac)) * n;
+}
+
+namespace {
+
+std::string read_file(const char* path) {
+  std::ifstream f(path);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+// The CPUs this agent may run on: the host's (a namespace host of scripts/hosts.sh is pinned to
+// its own; a real host has them all).
+std::vector<int> my_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) {
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  }
+  if (cpus.empty())
+    for (long c = 0; c < sysconf(_SC_NPROCESSORS_ONLN); ++c) cpus.push_back(static_cast<int>(c));
+  return cpus;
+}
+
+double load1() {
+  std::istringstream in(read_file("/proc/loadavg"));
+  double l = 0;
+  in >> l;
+  return l;
+}
+
+// Sleeps ms, or less once stop is set.
+void nap(int ms, const std::atomic<bool>& stop) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  while (!stop.load() && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::min(ms, 50)));
+}
+
+}  // namespace
+
+int run_agent(const AgentOptions& o, const std::atomic<bool>& stop) {
+  auto log = logger("pcmd-agent", spdlog::level::info);
+  std::string host = o.host;
+  if (host.empty()) {
+    char name[256] = {0};
+    if (::gethostname(name, sizeof name - 1) != 0 || !proto::valid_host(name)) {
+      log->error("this host's name is not usable: give one with --host");
+      return 2;
+    }
+    host = name;
+  }
+  if (!proto::valid_host(host)) {
+    log->error("invalid host name '{}'", host);
+    return 2;
+  }
+  zmq::context_t context;
+  std::unique_ptr<Client> client;
+  try {
+    const Config config = read_config(o.config);
+    client = std::make_unique<Client>(context, config.endpoint, config.secret, config.curve);
+  } catch (const Error& e) {
+    log->error("{}", e.what());
+    return 1;
+  }
+  const std::vector<int> cpus = my_cpus();
+  const int cores = static_cast<int>(cpus.size());
+  CpuTimes before = cpu_times(read_file("/proc/stat"), cpus);
+  bool joined = false;
+  int failures = 0;
+  const int timeout_ms = std::max(1000, o.period_ms * 2);
+  log->info("agent of host {} ({} cores), reporting to {} every {} ms", host, cores,
+            client->endpoint(), o.period_ms);
+  while (!stop.load()) {
+    nap(o.period_ms, stop);
+    if (stop.load()) break;
+    const CpuTimes now = cpu_times(read_file("/proc/stat"), cpus);
+    json req{{"op", "agent_report"}, {"host", host},
+             {"cores", cores},       {"busy", busy_cores(before, now, cores)},
+             {"load1", load1()},     {"join", !joined}};
+    before = now;
+    if (o.slots > 0) req["slots"] = o.slots;
+    if (!o.site.empty()) req["site"] = o.site;
+    try {
+      auto r = client->request(req, nullptr, 0, timeout_ms);
+      if (!joined)
+        log->info("host {} joined pcmd's inventory ({} slots)", host, r.header.value("slots", 0));
+      joined = true;
+      failures = 0;
+    } catch (const Error& e) {
+      if (e.code() == PCM_ERR_REFUSED || e.code() == PCM_ERR_ARG) {
+        log->error("pcmd refused the report: {}", e.what());
+        return 1;
+      }
+      if (failures++ % 10 == 0) log->warn("no answer from pcmd ({}); still trying", e.what());
+    }
+  }
+  if (!joined) return 0;
+  // Leaving: pcmd drains the host; wait until it has left the inventory.
+  log->info("leaving: pcmd drains host {} first", host);
+  try {
+    client->request({{"op", "agent_leave"}, {"host", host}}, nullptr, 0, timeout_ms);
+  } catch (const Error& e) {
+    log->error("pcmd did not start the drain of {}: {}", host, e.what());
+    return 1;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(o.leave_timeout_s);
+  int last_used = -1;
+  std::atomic<bool> never{false};
+  while (std::chrono::steady_clock::now() < deadline) {
+    try {
+      auto r = client->request({{"op", "host_list"}}, nullptr, 0, timeout_ms);
+      const json* mine = nullptr;
+      for (const auto& h : r.header.at("hosts"))
+        if (h.at("host") == host) mine = &h;
+      if (!mine) {
+        log->info("host {} has left pcmd's inventory", host);
+        return 0;
+      }
+      const int used = mine->at("used").get<int>();
+      if (used != last_used) log->info("host {}: {} processes still to move off", host, used);
+      last_used = used;
+      // Keep reporting: a draining host whose agent falls silent would be marked lost.
+      const CpuTimes now = cpu_times(read_file("/proc/stat"), cpus);
+      client->request({{"op", "agent_report"},
+                       {"host", host},
+                       {"cores", cores},
+                       {"busy", busy_cores(before, now, cores)},
+                       {"load1", load1()}},
+                      nullptr, 0, timeout_ms);
+      before = now;
+    } catch (const Error& e) {
+      if (e.code() == PCM_ERR_REFUSED) {  // it left between the two requests
+        log->info("host {} has left pcmd's inventory", host);
+        return 0;
+      }
+      log->warn("no answer from pcmd ({}); still waiting for the drain", e.what());
+    }
+    nap(std::min(o.period_ms, 500), never);
+  }
+  log->error("host {} did not leave within {} s (processes still on it: {})", host,
+             o.leave_timeout_s, last_used);
+  return 1;
+}
+
+}  // namespace pcm::detail

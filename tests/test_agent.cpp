@@ -1,0 +1,32 @@
+// test_agent.cpp — unit tests of the host agent's measurement (agent.h): busy cores from two
+// readings of /proc/stat, over the agent's own CPUs only.
+#include <gtest/gtest.h>
+
+#include "agent.h"
+
+namespace d = pcm::detail;
+
+TEST(Agent, BusyCoresCountOnlyTheAgentsCpus) {
+  // user nice system idle iowait irq softirq steal
+  const std::string t0 =
+      "cpu  300 0 100 600 0 0 0 0 0 0\n"
+      "cpu0 100 0 0 100 0 0 0 0 0 0\n"
+      "cpu1 200 0 100 500 0 0 0 0 0 0\n"
+      "intr 12345\n";
+  const std::string t1 =
+      "cpu  600 0 100 700 0 0 0 0 0 0\n"
+      "cpu0 200 0 0 100 0 0 0 0 0 0\n"    // cpu0: 100 busy, 0 idle: fully busy
+      "cpu1 400 0 100 600 0 0 0 0 0 0\n"  // cpu1: 200 busy, 100 idle
+      "intr 12399\n";
+  const auto a0 = d::cpu_times(t0, {0}), a1 = d::cpu_times(t1, {0});
+  EXPECT_DOUBLE_EQ(d::busy_cores(a0, a1, 1), 1.0);
+  const auto b0 = d::cpu_times(t0, {1}), b1 = d::cpu_times(t1, {1});
+  EXPECT_NEAR(d::busy_cores(b0, b1, 1), 2.0 / 3.0, 1e-12);
+  const auto c0 = d::cpu_times(t0, {0, 1}), c1 = d::cpu_times(t1, {0, 1});
+  EXPECT_NEAR(d::busy_cores(c0, c1, 2), 2 * 300.0 / 400.0, 1e-12);
+  // No time passed, or counters that went back (a reading of another machine): nothing busy.
+  EXPECT_EQ(d::busy_cores(c1, c1, 2), 0.0);
+  EXPECT_EQ(d::busy_cores(c1, c0, 2), 0.0);
+  // A CPU the text does not list counts nothing.
+  EXPECT_EQ(d::cpu_times(t1, {7}).total, 0u);
+}
