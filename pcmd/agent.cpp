@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -49,6 +50,25 @@ double busy_cores(const CpuTimes& before, const CpuTimes& after, int n) {
   return std::min(1.0, std::max(0.0, frac)) * n;
 }
 
+bool task_runnable(const std::string& stat, int* cpu) {
+  *cpu = -1;
+  // "pid (comm) S ppid ..." where comm may hold spaces and parentheses: fields after the last ')'.
+  const auto close = stat.rfind(')');
+  if (close == std::string::npos) return false;
+  std::istringstream f(stat.substr(close + 1));
+  std::string field;
+  std::vector<std::string> fields;
+  while (f >> field) fields.push_back(field);
+  // fields[0] is the state (field 3); the processor is field 39, fields[36].
+  if (fields.size() < 37) return false;
+  try {
+    *cpu = std::stoi(fields[36]);
+  } catch (const std::exception&) {
+    *cpu = -1;
+  }
+  return fields[0] == "R";
+}
+
 namespace {
 
 std::string read_file(const char* path) {
@@ -71,6 +91,39 @@ std::vector<int> my_cpus() {
   if (cpus.empty())
     for (long c = 0; c < sysconf(_SC_NPROCESSORS_ONLN); ++c) cpus.push_back(static_cast<int>(c));
   return cpus;
+}
+
+// Runnable tasks on cpus (those that last ran there), this agent excluded. With every CPU of the
+// machine: /proc/stat's procs_running; otherwise (a namespace host pinned to its CPUs) a scan of
+// every task.
+double runnable_on(const std::vector<int>& cpus) {
+  const long online = sysconf(_SC_NPROCESSORS_ONLN);
+  if (static_cast<long>(cpus.size()) >= online) {
+    std::istringstream in(read_file("/proc/stat"));
+    std::string key;
+    long value = 0;
+    while (in >> key) {
+      if (key == "procs_running" && in >> value) return std::max(0L, value - 1);
+      in.ignore(1 << 20, '\n');
+    }
+    return 0;
+  }
+  const std::string self = std::to_string(::getpid());
+  int count = 0;
+  std::error_code ec;
+  for (const auto& p : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string pid = p.path().filename().string();
+    if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos || pid == self)
+      continue;
+    std::error_code tec;
+    for (const auto& t : std::filesystem::directory_iterator(p.path() / "task", tec)) {
+      int cpu = -1;
+      if (task_runnable(read_file((t.path() / "stat").c_str()), &cpu) &&
+          std::find(cpus.begin(), cpus.end(), cpu) != cpus.end())
+        ++count;
+    }
+  }
+  return count;
 }
 
 double load1() {
@@ -122,12 +175,25 @@ int run_agent(const AgentOptions& o, const std::atomic<bool>& stop) {
   log->info("agent of host {} ({} cores), reporting to {} every {} ms", host, cores,
             client->endpoint(), o.period_ms);
   while (!stop.load()) {
-    nap(o.period_ms, stop);
+    // Runnable tasks, sampled every 100 ms over the period and averaged.
+    double runnable = 0;
+    int samples = 0;
+    const auto period_end =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(o.period_ms);
+    while (!stop.load() && std::chrono::steady_clock::now() < period_end) {
+      runnable += runnable_on(cpus);
+      ++samples;
+      nap(std::min(o.period_ms, 100), stop);
+    }
     if (stop.load()) break;
     const CpuTimes now = cpu_times(read_file("/proc/stat"), cpus);
-    json req{{"op", "agent_report"}, {"host", host},
-             {"cores", cores},       {"busy", busy_cores(before, now, cores)},
-             {"load1", load1()},     {"join", !joined}};
+    json req{{"op", "agent_report"},
+             {"host", host},
+             {"cores", cores},
+             {"busy", busy_cores(before, now, cores)},
+             {"runnable", samples ? runnable / samples : 0.0},
+             {"load1", load1()},
+             {"join", !joined}};
     before = now;
     if (o.slots > 0) req["slots"] = o.slots;
     if (!o.site.empty()) req["site"] = o.site;

@@ -30,5 +30,8 @@ struct CpuTimes {
 CpuTimes cpu_times(const std::string& proc_stat, const std::vector<int>& cpus);
 // Busy cores between two readings of n CPUs: 0..n.
 double busy_cores(const CpuTimes& before, const CpuTimes& after, int n);
+// From one task's /proc/PID/task/TID/stat text: whether it is runnable (state R) and the CPU it
+// last ran on (-1 if the text does not parse).
+bool task_runnable(const std::string& stat, int* cpu);
 
 }  // namespace pcm::detail

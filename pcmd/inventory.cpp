@@ -198,6 +198,7 @@ json Server::op_host(const std::string& op, const json& req) {
                                  : "up"},
           {"agent", h.agent ? json{{"cores", h.cores},
                                    {"busy", h.busy},
+                                   {"runnable", h.runnable},
                                    {"load1", h.load1},
                                    {"seconds_since_report",
                                     std::chrono::duration<double>(std::chrono::steady_clock::now() -
@@ -306,6 +307,7 @@ json Server::op_agent(const std::string& op, const json& req) {
     return it->get<double>();
   };
   const double busy = number("busy", cores), load1 = number("load1", 1e6);
+  const double runnable = req.contains("runnable") ? number("runnable", 1e6) : 0.0;
   const bool join = proto::get_bool(req, "join", false);
   if (join) left_agents_.erase(name);
   if (left_agents_.count(name))
@@ -339,6 +341,7 @@ json Server::op_agent(const std::string& op, const json& req) {
   host->cores = cores;
   host->busy = busy;
   host->load1 = load1;
+  host->runnable = runnable;
   host->last_report = std::chrono::steady_clock::now();
   if (changed_now) changed();
   return json{{"ok", true},
@@ -371,6 +374,74 @@ void Server::check_agents() {
       progress_drains();
     }
     changed();
+  }
+}
+
+// ---- the policy ----------------------------------------------------------------------------
+
+double Job::rate(std::chrono::steady_clock::time_point now) const {
+  // Over the polls of the last 4 s (at least 2 s of them); a job that stopped reporting has none.
+  const auto window = std::chrono::seconds(4);
+  auto first = std::find_if(progress.begin(), progress.end(),
+                            [&](const auto& p) { return now - p.first <= window; });
+  if (first == progress.end() || now - progress.back().first > std::chrono::seconds(2)) return -1;
+  const double span = std::chrono::duration<double>(progress.back().first - first->first).count();
+  if (span < 2) return -1;
+  return static_cast<double>(progress.back().second - first->second) / span;
+}
+
+void Server::run_policy() {
+  if (!policy_) return;
+  const auto tnow = std::chrono::steady_clock::now();
+  const double now = std::chrono::duration<double>(tnow.time_since_epoch()).count();
+  std::vector<PolicyJob> jobs;
+  for (const auto& [name, job] : jobs_) {
+    if (job.state != JobState::kRunning) continue;
+    jobs.push_back(PolicyJob{name, job.size, job.hosts, job.rate(tnow), job.pending.has_value()});
+  }
+  std::vector<PolicyHost> hosts;
+  for (const auto& h : inventory_)
+    hosts.push_back(PolicyHost{h.name, h.slots, used_slots(h.name, nullptr), h.draining, h.agent,
+                               h.cores, h.busy, h.runnable});
+  const std::vector<PolicyDecision> decisions = policy_->decide(now, jobs, hosts);
+  for (const auto& [name, text] : policy_->take_notes()) {
+    if (auto it = jobs_.find(name); it != jobs_.end()) note(it->second, text);
+    log_->info("job {}: {}", name, text);
+  }
+  for (const PolicyDecision& d : decisions) {
+    auto it = jobs_.find(d.job);
+    if (it == jobs_.end()) continue;
+    json req{{"job", d.job}};
+    std::string op = proto::kind_name(d.kind);
+    switch (d.kind) {
+      case proto::Command::Kind::kMigrate:
+        req["rank"] = d.rank;
+        req["host"] = d.host;
+        break;
+      case proto::Command::Kind::kMerge:
+        req["ranks"] = d.ranks;
+        break;
+      default:
+        req["size"] = d.size;
+        if (!d.host.empty()) req["host"] = d.host;
+    }
+    policy_deciding_ = true;
+    struct Reset {
+      bool& flag;
+      ~Reset() { flag = false; }
+    } reset{policy_deciding_};
+    try {
+      const json r =
+          d.kind == proto::Command::Kind::kMigrate ? op_migrate(req) : op_reshape(op, req);
+      note(it->second, fmt::format("policy: {} (command {}) because {}", r.value("text", op),
+                                   r.value("command", 0), d.reason));
+      changed();
+    } catch (const Error& e) {
+      policy_->failed(d.job, now);
+      note(it->second,
+           fmt::format("policy: {} refused: {} (it wanted to because {})", op, e.what(), d.reason));
+    }
+    log_->info("job {}: {}", d.job, it->second.last_event);
   }
 }
 

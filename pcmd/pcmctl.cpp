@@ -249,6 +249,10 @@ int main(int argc, char** argv) {
   wait->add_option("--timeout", wait_timeout, "give up after this many seconds")
       ->capture_default_str();
 
+  auto* events = app.add_subcommand(
+      "events", "a job's last events: commands, their outcome, the policy's decisions and why");
+  events->add_option("job", job, "job name")->required();
+  events->add_flag("--json", as_json, "print JSON for scripts");
   auto* profile = app.add_subcommand(
       "profile", "a job's last profile: ms per iteration, MPI share, bytes between ranks");
   profile->add_option("job", job, "job name")->required();
@@ -281,6 +285,16 @@ int main(int argc, char** argv) {
         std::cout << r.header.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
       } else {
         print_status_table(r.header);
+      }
+    } else if (app.got_subcommand("events")) {
+      auto r = client.request({{"op", "status"}, {"job", job}}, nullptr, 0, timeout_ms);
+      const json& ev = r.header.at("jobs").at(0).at("events");
+      if (as_json) {
+        std::cout << json{{"job", job}, {"events", ev}}.dump(2, ' ', false,
+                                                             json::error_handler_t::replace)
+                  << "\n";
+      } else {
+        for (const auto& e : ev) std::cout << e.get<std::string>() << "\n";
       }
     } else if (app.got_subcommand("profile")) {
       auto r = client.request({{"op", "profile"}, {"job", job}}, nullptr, 0, timeout_ms);

@@ -45,6 +45,7 @@ struct Options {
   int keep = 3;
   bool curve = false;
   int agent_timeout_ms = 5000;
+  std::string policy = "manual";
   bool agent = false;
   pcm::detail::AgentOptions agent_options;
 };
@@ -100,6 +101,7 @@ int serve(const Options& o, int ready_fd) {
     so.probe_port = o.probe_port;
     so.keep_versions = static_cast<std::size_t>(o.keep);
     so.agent_timeout = std::chrono::milliseconds(o.agent_timeout_ms);
+    so.policy_auto = o.policy == "auto";
     // Private by default: refuse what another user could read or change.
     const std::string config_dir = std::filesystem::path(o.config).parent_path().string();
     pcm::detail::check_private_dir(config_dir.empty() ? "." : config_dir,
@@ -206,6 +208,12 @@ int main(int argc, char** argv) {
   app.add_option("--agent-timeout-ms", o.agent_timeout_ms,
                  "a host whose agent has not reported for this long is lost (drained, removed)")
       ->check(CLI::Range(100, 86400000))
+      ->capture_default_str();
+  app.add_option("--policy", o.policy,
+                 "manual: jobs change only by commands (pcmctl); auto: pcmd also grows, shrinks "
+                 "and moves them by itself from their iteration rates and the agents' reports "
+                 "(a pcmctl command always takes precedence)")
+      ->check(CLI::IsMember({"manual", "auto"}))
       ->capture_default_str();
   auto& ao = o.agent_options;
   app.add_flag("--agent", o.agent,

@@ -52,6 +52,7 @@ Server::Server(zmq::context_t& context, ServerOptions options)
       bell_(context, zmq::socket_type::pair),
       log_(logger("pcmd", spdlog::level::info)) {
   if (options_.secret.empty()) fail(PCM_ERR_CONFIG, "pcmd needs a secret");
+  if (options_.policy_auto) policy_ = std::make_unique<Policy>(options_.policy);
   if (char host[256] = {0}; ::gethostname(host, sizeof host - 1) == 0) my_host_ = host;
   int default_slots = 4 * static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   if (options_.hosts.empty() && options_.more_hosts.empty()) {
@@ -143,6 +144,7 @@ void Server::run(const std::atomic<bool>& stop) {
     if (std::chrono::steady_clock::now() >= next_check) {
       check_jobs_alive();
       check_agents();
+      run_policy();
       next_check = std::chrono::steady_clock::now() + std::chrono::seconds(1);
     }
     expire_transfers();
@@ -657,6 +659,13 @@ json Server::registration_reply(const Job& job) const {
 json Server::op_poll(const json& req) {
   Job& job = find_job(req);
   job.iteration = proto::get_int(req, "iteration", 0, INT64_MAX);
+  {
+    const auto now = std::chrono::steady_clock::now();
+    if (job.progress.empty() || job.progress.back().second != job.iteration)
+      job.progress.emplace_back(now, job.iteration);
+    while (!job.progress.empty() && now - job.progress.front().first > std::chrono::seconds(30))
+      job.progress.pop_front();
+  }
   job.last_seen = std::chrono::steady_clock::now();
   if (auto it = req.find("profile"); it != req.end()) {
     // A bad profile costs the job its profile, never its commands.
@@ -710,6 +719,10 @@ json Server::op_reconfigured(const json& req) {
   } else {
     note(job, fmt::format("{} failed: {}", job.pending->describe(),
                           proto::opt_string(req, "error", 4096).value_or("?")));
+    if (policy_)
+      policy_->failed(job.name, std::chrono::duration<double>(
+                                    std::chrono::steady_clock::now().time_since_epoch())
+                                    .count());
   }
   job.iteration = proto::opt_int(req, "iteration", 0, INT64_MAX).value_or(job.iteration);
   job.last_seen = std::chrono::steady_clock::now();
@@ -902,6 +915,10 @@ json Server::queue(Job& job, proto::Command c) {
     }
   }
   c.id = next_command_++;
+  if (policy_ && !policy_deciding_)
+    policy_->operator_command(
+        job.name,
+        std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count());
   note(job, c.describe() + " requested");
   log_->info("job {}: command {}: {}", job.name, c.id, job.last_event);
   job.pending = c;

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -20,6 +21,7 @@
 #include "hosts.h"
 #include "journal.h"
 #include "log.h"
+#include "policy.h"
 #include "probe.h"
 #include "protocol.h"
 #include "store.h"
@@ -47,6 +49,9 @@ struct ServerOptions {
   std::chrono::milliseconds transfer_timeout{60000};
   // A host whose agent has not reported for this long is lost: drained, then removed.
   std::chrono::milliseconds agent_timeout{5000};
+  // --policy auto: pcmd reconfigures jobs by itself (policy.h); manual (default): only commands.
+  bool policy_auto = false;
+  PolicyConfig policy;
 };
 
 // A host of the inventory.
@@ -60,7 +65,7 @@ struct InventoryHost {
   // cores, how many of them were busy over the last period, the 1-minute load average.
   bool agent = false;
   int cores = 0;
-  double busy = 0, load1 = 0;
+  double busy = 0, load1 = 0, runnable = 0;
   std::chrono::steady_clock::time_point last_report;
   bool lost = false;  // its agent fell silent for ServerOptions::agent_timeout: being drained
 };
@@ -104,6 +109,10 @@ struct Job {
   // memory only: a restarted pcmd has the next one within PCM_PROFILE_MS.
   nlohmann::json profile;
   std::chrono::steady_clock::time_point profile_at;
+  // Iterations reported by rank 0's polls lately (the policy's iteration rate).
+  std::deque<std::pair<std::chrono::steady_clock::time_point, std::int64_t>> progress;
+  // Iterations per second over the last few seconds of polls (< 0: not known).
+  double rate(std::chrono::steady_clock::time_point now) const;
 };
 
 class Server {
@@ -227,6 +236,8 @@ class Server {
   proto::json op_host(const std::string& op, const proto::json& req);
   proto::json op_agent(const std::string& op, const proto::json& req);
   void check_agents();
+  // --policy auto: one round of the policy's decisions (every second).
+  void run_policy();
   // Starts draining host (refused, with the reason, when its processes have nowhere to go).
   void start_drain(InventoryHost& host);
   proto::json op_topology(const proto::json& req);
@@ -238,6 +249,8 @@ class Server {
   // Agent hosts that left the inventory (drained): a report from their agent is refused until
   // an agent joins again (its first report).
   std::set<std::string> left_agents_;
+  std::unique_ptr<Policy> policy_;  // --policy auto
+  bool policy_deciding_ = false;    // the command being queued is the policy's
   std::unique_ptr<RttProber> prober_;
   std::unique_ptr<Watcher> watcher_;
   std::unique_ptr<ZapHandler> zap_;  // with CURVE: checks each client's key

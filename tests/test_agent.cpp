@@ -30,3 +30,19 @@ TEST(Agent, BusyCoresCountOnlyTheAgentsCpus) {
   // A CPU the text does not list counts nothing.
   EXPECT_EQ(d::cpu_times(t1, {7}).total, 0u);
 }
+
+TEST(Agent, TaskStatesAndCpusParse) {
+  int cpu = -2;
+  // comm with spaces and a parenthesis; state R; processor (field 39) 1.
+  std::string stat = "123 (a (b) c) R 1 123 123 0 -1 4194560";
+  for (int f = 10; f <= 38; ++f) stat += f == 39 ? " 1" : " 0";
+  stat += " 1 0 0 0 0 0";
+  EXPECT_TRUE(d::task_runnable(stat, &cpu));
+  EXPECT_EQ(cpu, 1);
+  std::string sleeping = stat;
+  sleeping[sleeping.rfind(')') + 2] = 'S';
+  EXPECT_FALSE(d::task_runnable(sleeping, &cpu));
+  EXPECT_FALSE(d::task_runnable("garbage", &cpu));
+  EXPECT_EQ(cpu, -1);
+  EXPECT_FALSE(d::task_runnable("1 (x) R 2 3", &cpu));  // too short
+}

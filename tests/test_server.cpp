@@ -50,6 +50,8 @@ class ServerTest : public ::testing::Test {
     stop_ = false;
     o.transfer_timeout = transfer_timeout_;
     o.agent_timeout = std::chrono::milliseconds(1500);
+    o.policy_auto = policy_auto_;
+    o.policy.min_interval_s = 0;
     server_ = std::make_unique<pcm::detail::Server>(ctx_, o);
     thread_ = std::thread([this] { server_->run(stop_); });
     client_ = std::make_unique<Client>(ctx_, server_->endpoint(), "right-secret");
@@ -114,6 +116,7 @@ class ServerTest : public ::testing::Test {
   }
 
   std::chrono::milliseconds transfer_timeout_{60000};
+  bool policy_auto_ = false;
   zmq::context_t ctx_{1};
   TempDir tmp_;
   const fs::path& dir_ = tmp_.path();
@@ -367,6 +370,38 @@ TEST_F(ServerTest, AgentsJoinReportLeaveAndTheirSilentHostsAreLost) {
   // Its agent comes back before the host left: the host is back.
   EXPECT_EQ(code(agent_report("nodec", 2, 0.1, false)), PCM_SUCCESS);
   EXPECT_EQ(hosts()["nodec"]["state"], "up");
+}
+
+// --policy auto: from the iteration rate rank 0's polls show and the free slots of quiet hosts,
+// pcmd queues a growth by itself and says why in the job's events.
+TEST_F(ServerTest, AutoPolicyGrowsAJobOntoAnAgentsFreeSlotAndSaysWhy) {
+  stop();
+  policy_auto_ = true;
+  start(dir_);
+  register_job("p", 2);  // on localhost
+  EXPECT_EQ(code(agent_report("nodec", 2, 0.0, true)), PCM_SUCCESS);
+  json pending;
+  std::int64_t it = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  while (pending.is_null() && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(15)) {
+    it += 50;
+    client_->request({{"op", "poll"}, {"job", "p"}, {"iteration", it}});
+    client_->request(agent_report("nodec", 2, 0.0, false));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    pending = client_->request({{"op", "status"}, {"job", "p"}}).header["jobs"][0]["pending"];
+  }
+  ASSERT_TRUE(pending.is_object()) << "no decision within 15 s";
+  EXPECT_EQ(pending["kind"], "resize");
+  EXPECT_EQ(pending["size"], 3);
+  EXPECT_EQ(pending["hosts"].size(), 3u);  // the new process on a host with a free slot
+  // At least 2 s of polls were needed to know the rate.
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
+  auto events = client_->request({{"op", "status"}, {"job", "p"}}).header["jobs"][0]["events"];
+  bool why = false;
+  for (const auto& e : events)
+    why = why || (e.get<std::string>().find("policy: resize to 3") != std::string::npos &&
+                  e.get<std::string>().find("iterations/s") != std::string::npos);
+  EXPECT_TRUE(why) << events.dump();
 }
 
 TEST_F(ServerTest, AMissingProgramIsRefusedBeforeSpawning) {

@@ -1,0 +1,104 @@
+// policy.h — pcmd's autonomous policy (`pcmd --policy auto`): from the jobs' measured iteration
+// rates and the hosts' agent reports it decides reconfigurations by itself. A pure component: no
+// socket, no clock of its own, no MPI; the server feeds it a snapshot every second and carries
+// out what it returns (server.cpp), so that its rules are unit-tested alone (test_policy.cpp).
+//
+// Rules, per job (one decision at a time, never while a command is in flight):
+//  - a host whose competing load (runnable tasks beyond the jobs' own processes there) stays
+//    above load_high for load_sustain_s is left: one of the job's ranks there migrates to a host
+//    with a free slot and a competing load below load_low, or else merges into a rank elsewhere;
+//  - a job grows by one process onto a free slot of a host whose competing load is below
+//    load_low (resize, balanced), then measures: after measure_s its iteration rate must have
+//    risen by min_gain, or the growth is undone (resize back) and the job is not grown past that
+//    size again for cap_s (the granularity curve is found by measuring, not assumed);
+//  - hysteresis everywhere: min_interval_s between two decisions for a job (and after an
+//    operator's command), a failed decision is not retried for retry_after_s, the load thresholds
+//    differ for leaving and for coming.
+// Draining a host that leaves is pcmd's drain (agent_leave), not a decision here.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "command.h"
+
+namespace pcm::detail {
+
+struct PolicyConfig {
+  double min_interval_s = 10;
+  double measure_s = 8;
+  double min_gain = 0.05;
+  double load_high = 0.6;
+  double load_low = 0.3;
+  double load_sustain_s = 3;
+  double retry_after_s = 30;
+  double cap_s = 300;
+};
+
+struct PolicyHost {
+  std::string name;
+  int slots = 0;
+  int used = 0;  // processes of all running jobs
+  bool draining = false;
+  bool agent = false;  // the figures below come from its agent
+  int cores = 0;
+  double busy = 0;      // busy cores
+  double runnable = 0;  // runnable tasks on its CPUs, the jobs' own included
+};
+
+struct PolicyJob {
+  std::string name;
+  int size = 0;
+  std::vector<std::string> hosts;  // by rank
+  double rate = -1;                // iterations per second lately (< 0: not known yet)
+  bool pending = false;            // a command is in flight
+};
+
+struct PolicyDecision {
+  std::string job;
+  proto::Command::Kind kind = proto::Command::Kind::kMigrate;
+  int rank = -1;           // migrate
+  std::vector<int> ranks;  // merge
+  int size = 0;            // resize
+  std::string host;        // migrate: the target; resize up: where the new process goes
+  std::string reason;      // with the figures it used
+};
+
+class Policy {
+ public:
+  explicit Policy(PolicyConfig config = {}) : config_(config) {}
+
+  // The decisions for this snapshot (at most one per job). now: seconds on any steady clock.
+  std::vector<PolicyDecision> decide(double now, const std::vector<PolicyJob>& jobs,
+                                     const std::vector<PolicyHost>& hosts);
+  // A decision's command could not be queued, or failed when it ran.
+  void failed(const std::string& job, double now);
+  // An operator's command for job (it takes precedence: the policy waits min_interval_s after).
+  void operator_command(const std::string& job, double now);
+  // Lines for the job's events that the last decide() produced besides its decisions (a growth
+  // kept), taken once.
+  std::vector<std::pair<std::string, std::string>> take_notes();
+
+  // The competing load on a host: its runnable tasks beyond the jobs' own processes there.
+  static double competing(const PolicyHost& h);
+
+ private:
+  struct JobState {
+    double last = -1e18;    // last decision (or operator command)
+    double failed = -1e18;  // last failure
+    bool trial = false;     // a growth being measured
+    int trial_size = 0;     // the size it grew from
+    double trial_rate = 0;  // the rate before
+    bool trial_started = false;
+    double trial_since = 0;    // when the grown world was running
+    int cap = 0;               // not grown past this size ...
+    double cap_until = -1e18;  // ... until then
+  };
+  PolicyConfig config_;
+  std::map<std::string, JobState> jobs_;
+  std::map<std::string, double> high_since_;  // host: since when above load_high (absent: not)
+  std::vector<std::pair<std::string, std::string>> notes_;
+};
+
+}  // namespace pcm::detail

@@ -1,0 +1,160 @@
+// test_policy.cpp — unit tests of pcmd's autonomous policy (policy.h): its rules, driven by
+// snapshots of jobs and hosts at chosen times, without MPI or a daemon.
+#include <gtest/gtest.h>
+
+#include "policy.h"
+
+namespace d = pcm::detail;
+using Kind = pcm::proto::Command::Kind;
+
+namespace {
+
+d::PolicyConfig config() {
+  d::PolicyConfig c;
+  c.min_interval_s = 10;
+  c.measure_s = 8;
+  c.min_gain = 0.05;
+  c.load_high = 0.6;
+  c.load_low = 0.3;
+  c.load_sustain_s = 3;
+  c.retry_after_s = 30;
+  c.cap_s = 300;
+  return c;
+}
+
+d::PolicyHost host(const std::string& name, int slots, int used, double runnable = -1) {
+  d::PolicyHost h;
+  h.name = name;
+  h.slots = slots;
+  h.used = used;
+  h.agent = runnable >= 0;
+  h.cores = slots;
+  h.runnable = runnable >= 0 ? runnable : 0;
+  return h;
+}
+
+d::PolicyJob job(std::vector<std::string> hosts, double rate, bool pending = false) {
+  d::PolicyJob j;
+  j.name = "heat";
+  j.size = static_cast<int>(hosts.size());
+  j.hosts = std::move(hosts);
+  j.rate = rate;
+  j.pending = pending;
+  return j;
+}
+
+}  // namespace
+
+TEST(Policy, GrowsOntoAFreeQuietSlotOnlyWithAKnownRate) {
+  d::Policy p(config());
+  // h1 full with the job's 2 processes; h2 has an agent, 2 free slots, nothing else running.
+  std::vector<d::PolicyHost> hosts{host("h1", 2, 2), host("h2", 2, 0, 0.0)};
+  EXPECT_TRUE(p.decide(0, {job({"h1", "h1"}, -1)}, hosts).empty());  // no rate yet
+  auto out = p.decide(1, {job({"h1", "h1"}, 100)}, hosts);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].kind, Kind::kResize);
+  EXPECT_EQ(out[0].size, 3);
+  EXPECT_EQ(out[0].host, "h2");
+  EXPECT_NE(out[0].reason.find("100.0 iterations/s"), std::string::npos) << out[0].reason;
+  // While the command runs, nothing more.
+  EXPECT_TRUE(p.decide(2, {job({"h1", "h1"}, 100, true)}, hosts).empty());
+  // A loaded host is not grown onto.
+  d::Policy q(config());
+  std::vector<d::PolicyHost> busy{host("h1", 2, 2), host("h2", 2, 0, 0.9)};
+  EXPECT_TRUE(q.decide(1, {job({"h1", "h1"}, 100)}, busy).empty());
+}
+
+TEST(Policy, AGrowthIsKeptOnlyIfTheRateRoseAndIsNotRetriedSoonAfterAnUndo) {
+  d::Policy p(config());
+  std::vector<d::PolicyHost> hosts{host("h1", 2, 2), host("h2", 2, 0, 0.0)};
+  ASSERT_EQ(p.decide(0, {job({"h1", "h1"}, 100)}, hosts).size(), 1u);
+  std::vector<d::PolicyHost> after{host("h1", 2, 2), host("h2", 2, 1, 1.0)};
+  EXPECT_TRUE(p.decide(1, {job({"h1", "h1", "h2"}, -1, true)}, after).empty());  // running
+  // Done at t=2: measured from then, for 8 s.
+  EXPECT_TRUE(p.decide(2, {job({"h1", "h1", "h2"}, 104)}, after).empty());
+  EXPECT_TRUE(p.decide(9, {job({"h1", "h1", "h2"}, 104)}, after).empty());
+  // +4 % < 5 %: undone, back to 2.
+  auto out = p.decide(10.5, {job({"h1", "h1", "h2"}, 104)}, after);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].kind, Kind::kResize);
+  EXPECT_EQ(out[0].size, 2);
+  EXPECT_NE(out[0].reason.find("+4 %"), std::string::npos) << out[0].reason;
+  // Not grown past 2 for cap_s, though the slot is free again.
+  for (double t : {30.0, 100.0, 300.0})
+    EXPECT_TRUE(p.decide(t, {job({"h1", "h1"}, 100)}, hosts).empty()) << t;
+  EXPECT_EQ(p.decide(311, {job({"h1", "h1"}, 100)}, hosts).size(), 1u);
+
+  // The same growth with +50 %: kept, noted, nothing undone.
+  d::Policy k(config());
+  ASSERT_EQ(k.decide(0, {job({"h1", "h1"}, 100)}, hosts).size(), 1u);
+  EXPECT_TRUE(k.decide(2, {job({"h1", "h1", "h2"}, 150)}, after).empty());
+  EXPECT_TRUE(k.decide(10.5, {job({"h1", "h1", "h2"}, 150)}, after).empty());
+  auto notes = k.take_notes();
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].second.find("kept"), std::string::npos) << notes[0].second;
+  EXPECT_TRUE(k.take_notes().empty());
+}
+
+TEST(Policy, ALoadedHostIsLeftAfterTheLoadLastedWithHysteresis) {
+  // The job: rank 0 on h1, rank 1 on h2; h3 free and quiet. h2 gets a competing load of 1.
+  auto hosts = [](double h2_runnable, double h3_runnable) {
+    return std::vector<d::PolicyHost>{host("h1", 1, 1, 1.0), host("h2", 1, 1, h2_runnable),
+                                      host("h3", 1, 0, h3_runnable)};
+  };
+  auto j = [] { return job({"h1", "h2"}, 50); };
+  d::Policy q(config());
+  q.operator_command("heat", -20);
+  // At t=0 h2's competing load is 1 (2 runnable, 1 of them the job's); h3 has no free slot yet.
+  std::vector<d::PolicyHost> full{host("h1", 1, 1, 1.0), host("h2", 1, 1, 2.0),
+                                  host("h3", 1, 1, 1.0)};
+  EXPECT_TRUE(q.decide(0, {j()}, full).empty());
+  // Between low and high it still counts as loaded (hysteresis), and at 3 s it has lasted.
+  full[1].runnable = 1.5;
+  EXPECT_TRUE(q.decide(2, {j()}, full).empty());
+  // Nowhere with a free slot: rank 1 merges into rank 0 (on h1).
+  auto out = q.decide(3.5, {j()}, full);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].kind, Kind::kMerge);
+  EXPECT_EQ(out[0].ranks, (std::vector<int>{0, 1}));
+  EXPECT_NE(out[0].reason.find("h2 is loaded"), std::string::npos) << out[0].reason;
+
+  // With a quiet host with room: a migration there (and no growth meanwhile: a host of the job
+  // is above load_high, which would spoil the measurement).
+  d::Policy m(config());
+  m.operator_command("heat", -20);
+  EXPECT_TRUE(m.decide(0, {j()}, hosts(2.0, 0.0)).empty());
+  auto mv = m.decide(3.5, {j()}, hosts(2.0, 0.0));
+  ASSERT_EQ(mv.size(), 1u);
+  EXPECT_EQ(mv[0].kind, Kind::kMigrate);
+  EXPECT_EQ(mv[0].rank, 1);
+  EXPECT_EQ(mv[0].host, "h3");
+
+  // A load that falls below low before it lasted is forgotten.
+  d::Policy f(config());
+  f.operator_command("heat", -20);
+  EXPECT_TRUE(f.decide(0, {j()}, full).empty());
+  full[1].runnable = 1.2;  // competing 0.2 < low
+  EXPECT_TRUE(f.decide(2, {j()}, full).empty());
+  full[1].runnable = 2.0;
+  EXPECT_TRUE(f.decide(3.5, {j()}, full).empty());  // above high again, since 3.5 only
+  EXPECT_EQ(f.decide(6.6, {j()}, full).size(), 1u);
+}
+
+TEST(Policy, OperatorsAndFailuresHoldThePolicyBack) {
+  std::vector<d::PolicyHost> hosts{host("h1", 2, 2), host("h2", 2, 0, 0.0)};
+  d::Policy p(config());
+  p.operator_command("heat", 0);
+  EXPECT_TRUE(p.decide(5, {job({"h1", "h1"}, 100)}, hosts).empty());  // within min_interval
+  EXPECT_EQ(p.decide(10.5, {job({"h1", "h1"}, 100)}, hosts).size(), 1u);
+  p.failed("heat", 11);
+  for (double t : {20.0, 30.0, 40.0})
+    EXPECT_TRUE(p.decide(t, {job({"h1", "h1"}, 100)}, hosts).empty()) << t;
+  EXPECT_EQ(p.decide(41.5, {job({"h1", "h1"}, 100)}, hosts).size(), 1u);
+  // Two jobs do not both take the one free slot.
+  d::Policy two(config());
+  std::vector<d::PolicyHost> one_slot{host("h1", 4, 4), host("h2", 1, 0, 0.0)};
+  auto a = job({"h1", "h1"}, 100);
+  auto b = job({"h1", "h1"}, 100);
+  b.name = "other";
+  EXPECT_EQ(two.decide(0, {a, b}, one_slot).size(), 1u);
+}
