@@ -46,6 +46,7 @@ struct Options {
   bool curve = false;
   int agent_timeout_ms = 5000;
   std::string policy = "manual";
+  pcm::detail::PolicyConfig policy_config;
   bool agent = false;
   pcm::detail::AgentOptions agent_options;
 };
@@ -102,6 +103,7 @@ int serve(const Options& o, int ready_fd) {
     so.keep_versions = static_cast<std::size_t>(o.keep);
     so.agent_timeout = std::chrono::milliseconds(o.agent_timeout_ms);
     so.policy_auto = o.policy == "auto";
+    so.policy = o.policy_config;
     // Private by default: refuse what another user could read or change.
     const std::string config_dir = std::filesystem::path(o.config).parent_path().string();
     pcm::detail::check_private_dir(config_dir.empty() ? "." : config_dir,
@@ -214,6 +216,25 @@ int main(int argc, char** argv) {
                  "and moves them by itself from their iteration rates and the agents' reports "
                  "(a pcmctl command always takes precedence)")
       ->check(CLI::IsMember({"manual", "auto"}))
+      ->capture_default_str();
+  auto& pc = o.policy_config;
+  app.add_option("--policy-interval-s", pc.min_interval_s,
+                 "--policy auto: least time between two decisions for one job")
+      ->check(CLI::Range(0.0, 86400.0))
+      ->capture_default_str();
+  app.add_option("--policy-measure-s", pc.measure_s,
+                 "--policy auto: how long a growth runs before its rate decides keep or undo "
+                 "(the rate is measured over the last 4 s)")
+      ->check(CLI::Range(4.0, 86400.0))
+      ->capture_default_str();
+  app.add_option("--policy-min-gain", pc.min_gain,
+                 "--policy auto: the rise in iterations/s a growth must bring (0.05: 5 %)")
+      ->check(CLI::Range(0.0, 100.0))
+      ->capture_default_str();
+  app.add_option("--policy-sustain-s", pc.load_sustain_s,
+                 "--policy auto: how long a host's competing load must stay high before jobs "
+                 "leave it")
+      ->check(CLI::Range(0.0, 86400.0))
       ->capture_default_str();
   auto& ao = o.agent_options;
   app.add_flag("--agent", o.agent,

@@ -415,6 +415,101 @@ def scenario_topology(c):
         f"reconfiguration; hierarchical sums equal flat ones; sum {m.group(1)}")
 
 
+def start_host_agent(c, h, tag):
+    """Starts `pcmd --agent` on host h (period 0.5 s); waits until h is in the inventory through
+    it. Returns (Popen, the agent's pid)."""
+    pidfile = os.path.join(c.tmp, f"agent-{tag}.pid")
+    logf = open(os.path.join(c.tmp, f"agent-{tag}.log"), "w")
+    a = subprocess.Popen(["bash", LAUNCHER, h, os.path.join(c.build, "pcmd"), "--agent",
+                          "-c", c.config, "--agent-period-ms", "500", "--pidfile", pidfile],
+                         env=c.env, stdout=logf, stderr=subprocess.STDOUT,
+                         stdin=subprocess.DEVNULL, start_new_session=True)
+    c.jobs.append(a)
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 30:
+        row = host_table(c).get(h)
+        if row and row.get("agent") and os.path.exists(pidfile):
+            log(f"{tag}: {h} joined through its agent after {time.monotonic() - t0:.2f} s: "
+                f"{row['slots']} slots, {row['agent']['cores']} cores, "
+                f"{row['agent']['busy']:.2f} busy")
+            return a, int(open(pidfile).read())
+        time.sleep(0.1)
+    raise Failure(f"{h}'s agent did not join: {open(logf.name).read()}")
+
+
+def scenario_policy(c):
+    """The paper's Figures 9 and 10 without a person (pcmd --policy auto, short intervals): heat2d
+    starts on host 1 (one slot); host 2's agent starts and the job grows onto it by itself, keeping
+    the growth because its iteration rate rose; a competing program starts on host 2 and the job
+    leaves it (a merge: no other free slot); the program ends and the job grows again; host 2's
+    agent stops and the job is drained off it before the host leaves. Every decision is in the
+    job's events with its reason; the grid is the plain run's, bit for bit."""
+    h1, h2 = c.names
+    c.start_pcmd("--hosts", f"{h1}:1", "--policy", "auto", "--policy-interval-s", "3",
+                 "--policy-measure-s", "5", "--policy-sustain-s", "2", "--agent-timeout-ms", "3000")
+    job = "mh-policy"
+    args = ["--nx", "1024", "--ny", "256", "--iters", "250000"]
+    out = os.path.join(c.tmp, "job.out")
+    p = c.mpiexec([h1], 1, [os.path.join(c.build, "examples/heat2d/heat2d_pcm"), *args], out,
+                  env={"PCM_JOB": job})
+    c.pcmctl("wait", job, "--iteration", "20", "--timeout", "120")
+    t_start = time.monotonic()
+    timeline = []
+
+    def events():
+        return c.status(job)["events"]
+
+    def wait_event(what, pattern, after, timeout=60):
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < timeout:
+            ev = events()
+            for e in ev[after:] if after <= len(ev) else ev:
+                if re.search(pattern, e):
+                    dt = time.monotonic() - t0
+                    timeline.append((time.monotonic() - t_start, what, e))
+                    log(f"{what} after {dt:.1f} s: {e}")
+                    return len(ev), dt
+            if p.poll() is not None:
+                raise Failure(f"mpiexec ended ({p.returncode}) while waiting for {what}: "
+                              f"{open(out).read()[-2000:]}; pcmd: {c.status(job)}")
+            time.sleep(0.2)
+        raise Failure(f"no {what} within {timeout} s; events: {events()}")
+
+    n = len(events())
+    agent, apid = start_host_agent(c, h2, "policy")
+    n, t_grow = wait_event("growth onto the new host", r"policy: resize to 2", n)
+    n, _ = wait_event("the growth kept", r"policy: growth to 2 kept", n)
+    if c.status(job)["hosts"] != [h1, h2]:
+        raise Failure(f"after the growth the job runs on {c.status(job)['hosts']}")
+    # One word: the launcher joins its words with spaces and runs them with a shell, as ssh does.
+    burner = subprocess.Popen(["bash", LAUNCHER, h2, "exec python3 -c 'while True: pass'"],
+                              env=c.env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, start_new_session=True)
+    c.jobs.append(burner)
+    n, t_leave = wait_event("leaving the loaded host", rf"policy: merge .* {h2} is loaded", n)
+    c.pcmctl("wait", job, "--reconfigurations", "2", "--timeout", "60")
+    os.killpg(burner.pid, signal.SIGKILL)
+    burner.wait()
+    n, t_back = wait_event("growth after the load ended", r"policy: resize to 2", n)
+    c.pcmctl("wait", job, "--reconfigurations", "3", "--timeout", "60")
+    os.kill(apid, signal.SIGTERM)
+    if agent.wait(timeout=120) != 0:
+        raise Failure("the agent did not leave cleanly")
+    n, _ = wait_event("drain of the host that leaves", rf"drain of {h2}", 0)
+    c.pcmctl("wait", job, "--reconfigurations", "4", "--timeout", "60")
+    if c.status(job)["hosts"] != [h1]:
+        raise Failure(f"after {h2} left the job runs on {c.status(job)['hosts']}")
+    log("events:\n  " + "\n  ".join(events()))
+    plain = heat2d_plain(c.build, args)
+    text = wait_job(c, job, p, out, 4)
+    m = re.search(r"^checksum (\w+)", text, re.M)
+    if not m or m.group(1) != plain:
+        raise Failure(f"checksum {m.group(1) if m else None} differs from the plain run's {plain}")
+    log(f"ok: policy: grew onto {h2} {t_grow:.1f} s after its agent joined, left it "
+        f"{t_leave:.1f} s after the load started, came back {t_back:.1f} s after it ended, "
+        f"drained when its agent stopped; checksum as plain")
+
+
 def scenario_agents(c):
     """Host agents (pcmd --agent): host 2's agent joins the inventory by itself; a process moves
     there; the agent is stopped (SIGTERM): pcmd drains host 2 (the process moves back) and the
@@ -435,23 +530,7 @@ def scenario_agents(c):
     done = 0
 
     def start_agent(tag):
-        pidfile = os.path.join(c.tmp, f"agent-{tag}.pid")
-        logf = open(os.path.join(c.tmp, f"agent-{tag}.log"), "w")
-        a = subprocess.Popen(["bash", LAUNCHER, h2, os.path.join(c.build, "pcmd"), "--agent",
-                              "-c", c.config, "--agent-period-ms", "500", "--pidfile", pidfile],
-                             env=c.env, stdout=logf, stderr=subprocess.STDOUT,
-                             stdin=subprocess.DEVNULL, start_new_session=True)
-        c.jobs.append(a)
-        t0 = time.monotonic()
-        while time.monotonic() - t0 < 30:
-            row = host_table(c).get(h2)
-            if row and row.get("agent") and os.path.exists(pidfile):
-                log(f"{tag}: {h2} joined through its agent after {time.monotonic() - t0:.2f} s: "
-                    f"{row['slots']} slots, {row['agent']['cores']} cores, "
-                    f"{row['agent']['busy']:.2f} busy")
-                return a, int(open(pidfile).read())
-            time.sleep(0.1)
-        raise Failure(f"{h2}'s agent did not join: {open(logf.name).read()}")
+        return start_host_agent(c, h2, tag)
 
     def expect_hosts(what, want):
         got = c.status(job)["hosts"]
@@ -511,6 +590,7 @@ def scenario_agents(c):
 
 SCENARIOS = {
     "agents": (2, scenario_agents),
+    "policy": (2, scenario_policy),
     "topology": (3, scenario_topology),
     "reconfig": (3, scenario_reconfig),
     "failure": (3, scenario_failure),
