@@ -529,19 +529,22 @@ def scenario_agents(c):
     c.pcmctl("wait", job, "--iteration", "20", "--timeout", "120")
     done = 0
 
-    def start_agent(tag):
-        return start_host_agent(c, h2, tag)
-
     def expect_hosts(what, want):
         got = c.status(job)["hosts"]
         if got != want:
             raise Failure(f"after {what}: pcmctl status reports hosts {got}, expected {want}")
 
-    a, pid = start_agent("first")
-    c.pcmctl("migrate", job, "1", "--host", h2)
-    done += 1
-    c.pcmctl("wait", job, "--reconfigurations", str(done), "--timeout", "180")
-    expect_hosts(f"migration to {h2}", [h1, h2])
+    def agent_and_move(tag, rank, want):
+        """Starts host 2's agent, then moves rank there; returns (agent, its pid)."""
+        nonlocal done
+        agent = start_host_agent(c, h2, tag)
+        c.pcmctl("migrate", job, str(rank), "--host", h2)
+        done += 1
+        c.pcmctl("wait", job, "--reconfigurations", str(done), "--timeout", "180")
+        expect_hosts(f"migration to {h2}", want)
+        return agent
+
+    a, pid = agent_and_move("first", 1, [h1, h2])
     t0 = time.monotonic()
     os.kill(pid, signal.SIGTERM)
     try:
@@ -556,11 +559,7 @@ def scenario_agents(c):
     if h2 in host_table(c):
         raise Failure(f"{h2} is still in the inventory after its agent left")
     log(f"SIGTERM to {h2}'s agent: drained and left in {left:.2f} s")
-    a, pid = start_agent("second")
-    c.pcmctl("migrate", job, "0", "--host", h2)
-    done += 1
-    c.pcmctl("wait", job, "--reconfigurations", str(done), "--timeout", "180")
-    expect_hosts(f"migration to {h2}", [h2, h1])
+    a, pid = agent_and_move("second", 0, [h2, h1])
     t0 = time.monotonic()
     os.kill(pid, signal.SIGKILL)
     lost_at = None
