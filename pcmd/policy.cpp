@@ -36,8 +36,11 @@ std::vector<PolicyDecision> Policy::decide(double now, const std::vector<PolicyJ
   // Hosts above load_high, and for how long (hysteresis: a host is "loaded" once above high for
   // load_sustain_s, and counts as free for new processes only below low).
   std::map<std::string, const PolicyHost*> by_name;
+  for (const PolicyHost& h : hosts) by_name[h.name] = &h;
+  // Hosts that left the inventory are forgotten.
+  for (auto it = high_since_.begin(); it != high_since_.end();)
+    it = by_name.count(it->first) ? std::next(it) : high_since_.erase(it);
   for (const PolicyHost& h : hosts) {
-    by_name[h.name] = &h;
     const double c = competing(h);
     if (h.agent && c > config_.load_high) {
       high_since_.emplace(h.name, now);
@@ -59,7 +62,8 @@ std::vector<PolicyDecision> Policy::decide(double now, const std::vector<PolicyJ
   std::vector<PolicyDecision> out;
   for (const PolicyJob& job : jobs) {
     JobState& s = jobs_[job.name];
-    if (job.pending || job.size <= 0) continue;
+    if (job.pending || job.size <= 0 || job.hosts.size() != static_cast<std::size_t>(job.size))
+      continue;
     // A growth on trial: measured once the grown world has run for measure_s.
     if (s.trial) {
       if (!s.trial_started) {

@@ -144,7 +144,11 @@ void Server::run(const std::atomic<bool>& stop) {
     if (std::chrono::steady_clock::now() >= next_check) {
       check_jobs_alive();
       check_agents();
-      run_policy();
+      try {
+        run_policy();
+      } catch (const std::exception& e) {  // a bug there must not take pcmd down
+        log_->error("policy: {}", e.what());
+      }
       next_check = std::chrono::steady_clock::now() + std::chrono::seconds(1);
     }
     expire_transfers();

@@ -158,3 +158,16 @@ TEST(Policy, OperatorsAndFailuresHoldThePolicyBack) {
   b.name = "other";
   EXPECT_EQ(two.decide(0, {a, b}, one_slot).size(), 1u);
 }
+
+TEST(Policy, HostsThatLeftAreForgottenAndInconsistentJobsSkipped) {
+  d::Policy p(config());
+  p.operator_command("heat", -20);
+  std::vector<d::PolicyHost> with{host("h1", 1, 1, 1.0), host("h2", 1, 1, 2.0)};
+  EXPECT_TRUE(p.decide(0, {job({"h1", "h2"}, 50)}, with).empty());  // h2 above high since 0
+  // h2 left the inventory (its job still names it until pcmd hears otherwise): no throw, nothing.
+  std::vector<d::PolicyHost> without{host("h1", 1, 1, 1.0)};
+  EXPECT_TRUE(p.decide(5, {job({"h1", "h2"}, 50)}, without).empty());
+  auto odd = job({"h1"}, 50);
+  odd.size = 2;  // hosts do not match the size
+  EXPECT_TRUE(p.decide(6, {odd}, with).empty());
+}
