@@ -4,9 +4,14 @@
 # second-mpi there (store/load, migration, split, merge, resize, restart, heat2d bit for bit).
 # Extra arguments go to ctest instead of the label (for example nothing but -j1, or -R heat2d;
 # `scripts/test_openmpi.sh -L .` runs the whole suite on Open MPI).
+# PCM_OPENMPI_BUILD_DIR: its build directory (default <checkout>/build-openmpi). What the MPICH
+# environment exported (scripts/.env, sourced by scripts/test.sh before it calls this) must not
+# leak in: with its PCM_BUILD_DIR the Open MPI set-up would reuse MPICH's build directory.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-PCM_MPI=openmpi bash "$ROOT/scripts/setup.sh"
+unset PCM_BUILD_DIR PCM_MPI_FAMILY MPIEXEC
+PCM_MPI=openmpi PCM_BUILD_DIR=${PCM_OPENMPI_BUILD_DIR:-$ROOT/build-openmpi} \
+  bash "$ROOT/scripts/setup.sh"
 # shellcheck source=/dev/null
 source "$ROOT/scripts/.env.openmpi"
 cd "$PCM_BUILD_DIR"
