@@ -289,6 +289,14 @@ def scenario_failure(c):
         f"on {h1},{h2} from iteration {k.group(1)}, checksum {plain} as plain")
 
 
+def expect_hosts(c, job, what, want):
+    """Fails unless pcmctl status shows job's ranks on hosts want (after what)."""
+    got = c.status(job)["hosts"]
+    if got != want:
+        raise Failure(f"after {what}: pcmctl status reports hosts {got}, expected {want}")
+    log(f"{what}: hosts {got}")
+
+
 def host_table(c):
     """`pcmctl host list --json`: {name: row}."""
     rows = json.loads(c.pcmctl("host", "list", "--json").stdout)
@@ -309,11 +317,6 @@ def scenario_drain(c):
     c.pcmctl("wait", job, "--iteration", "20", "--timeout", "120")
     done = 0
 
-    def expect_hosts(what, want):
-        got = c.status(job)["hosts"]
-        if got != want:
-            raise Failure(f"after {what}: pcmctl status reports hosts {got}, expected {want}")
-        log(f"{what}: hosts {got}")
 
     # A host joins while the job runs; pcmd measures its round trip.
     c.pcmctl("host", "add", h3, "--slots", "2", "--site", "b")
@@ -330,17 +333,17 @@ def scenario_drain(c):
     c.pcmctl("split", job, "0", "--into", "2", "--host", h3)
     done += 1
     c.pcmctl("wait", job, "--reconfigurations", str(done), "--timeout", "180")
-    expect_hosts(f"split onto {h3}", [h3, h3, h2])
+    expect_hosts(c, job, f"split onto {h3}", [h3, h3, h2])
     # Host 2 is drained: its process migrates to host 1 (free slots there), then host 2 leaves.
     r = c.pcmctl("host", "drain", h2, "--wait", timeout=300)
     done += 1
-    expect_hosts(f"drain of {h2}", [h3, h3, h1])
+    expect_hosts(c, job, f"drain of {h2}", [h3, h3, h1])
     if h2 in host_table(c):
         raise Failure(f"{h2} is still in the inventory after its drain: {r.stdout}")
     # Host 1 is drained with no free slot anywhere else: its process is merged into rank 0.
     c.pcmctl("host", "drain", h1, "--wait", timeout=300)
     done += 1
-    expect_hosts(f"drain of {h1}", [h3, h3])
+    expect_hosts(c, job, f"drain of {h1}", [h3, h3])
     # Nowhere to go: the last host cannot be drained; a host in use cannot be removed.
     for cmd in (["drain", h3], ["remove", h3]):
         r = c.pcmctl("host", *cmd, check=False)
@@ -479,8 +482,7 @@ def scenario_policy(c):
     agent, apid = start_host_agent(c, h2, "policy")
     n, t_grow = wait_event("growth onto the new host", r"policy: resize to 2", n)
     n, _ = wait_event("the growth kept", r"policy: growth to 2 kept", n)
-    if c.status(job)["hosts"] != [h1, h2]:
-        raise Failure(f"after the growth the job runs on {c.status(job)['hosts']}")
+    expect_hosts(c, job, "the growth", [h1, h2])
     # One word: the launcher joins its words with spaces and runs them with a shell, as ssh does.
     burner = subprocess.Popen(["bash", LAUNCHER, h2, "exec python3 -c 'while True: pass'"],
                               env=c.env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
@@ -497,8 +499,7 @@ def scenario_policy(c):
         raise Failure("the agent did not leave cleanly")
     n, _ = wait_event("drain of the host that leaves", rf"drain of {h2}", 0)
     c.pcmctl("wait", job, "--reconfigurations", "4", "--timeout", "60")
-    if c.status(job)["hosts"] != [h1]:
-        raise Failure(f"after {h2} left the job runs on {c.status(job)['hosts']}")
+    expect_hosts(c, job, f"{h2} left", [h1])
     log("events:\n  " + "\n  ".join(events()))
     plain = heat2d_plain(c.build, args)
     text = wait_job(c, job, p, out, 4)
@@ -529,10 +530,6 @@ def scenario_agents(c):
     c.pcmctl("wait", job, "--iteration", "20", "--timeout", "120")
     done = 0
 
-    def expect_hosts(what, want):
-        got = c.status(job)["hosts"]
-        if got != want:
-            raise Failure(f"after {what}: pcmctl status reports hosts {got}, expected {want}")
 
     def agent_and_move(tag, rank, want):
         """Starts host 2's agent, then moves rank there; returns (agent, its pid)."""
@@ -541,7 +538,7 @@ def scenario_agents(c):
         c.pcmctl("migrate", job, str(rank), "--host", h2)
         done += 1
         c.pcmctl("wait", job, "--reconfigurations", str(done), "--timeout", "180")
-        expect_hosts(f"migration to {h2}", want)
+        expect_hosts(c, job, f"migration to {h2}", want)
         return agent
 
     a, pid = agent_and_move("first", 1, [h1, h2])
@@ -555,7 +552,7 @@ def scenario_agents(c):
     left = time.monotonic() - t0
     if rc != 0:
         raise Failure(f"the agent exited {rc}: {open(os.path.join(c.tmp, 'agent-first.log')).read()}")
-    expect_hosts(f"{h2}'s agent left", [h1, h1])
+    expect_hosts(c, job, f"{h2}'s agent left", [h1, h1])
     if h2 in host_table(c):
         raise Failure(f"{h2} is still in the inventory after its agent left")
     log(f"SIGTERM to {h2}'s agent: drained and left in {left:.2f} s")
@@ -577,7 +574,7 @@ def scenario_agents(c):
     if lost_at < timeout_ms / 1000 - 0.6:
         raise Failure(f"{h2} was marked lost {lost_at:.2f} s after its agent died, before the "
                       f"{timeout_ms} ms timeout")
-    expect_hosts(f"{h2} lost", [h1, h1])
+    expect_hosts(c, job, f"{h2} lost", [h1, h1])
     log(f"agent killed: {h2} lost after {lost_at:.2f} s (timeout {timeout_ms} ms), drained and "
         f"gone after {time.monotonic() - t0:.2f} s")
     text = wait_job(c, job, p, out, done)
