@@ -169,6 +169,15 @@ int run_agent(const AgentOptions& o, const std::atomic<bool>& stop) {
   const std::vector<int> cpus = my_cpus();
   const int cores = static_cast<int>(cpus.size());
   CpuTimes before = cpu_times(read_file("/proc/stat"), cpus);
+  // A report: busy cores since the last one, the runnable tasks measured, the load average.
+  auto report = [&](double runnable) {
+    const CpuTimes now = cpu_times(read_file("/proc/stat"), cpus);
+    json r{{"op", "agent_report"}, {"host", host},
+           {"cores", cores},       {"busy", busy_cores(before, now, cores)},
+           {"runnable", runnable}, {"load1", load1()}};
+    before = now;
+    return r;
+  };
   bool joined = false;
   int failures = 0;
   const int timeout_ms = std::max(1000, o.period_ms * 2);
@@ -186,15 +195,8 @@ int run_agent(const AgentOptions& o, const std::atomic<bool>& stop) {
       nap(std::min(o.period_ms, 100), stop);
     }
     if (stop.load()) break;
-    const CpuTimes now = cpu_times(read_file("/proc/stat"), cpus);
-    json req{{"op", "agent_report"},
-             {"host", host},
-             {"cores", cores},
-             {"busy", busy_cores(before, now, cores)},
-             {"runnable", samples ? runnable / samples : 0.0},
-             {"load1", load1()},
-             {"join", !joined}};
-    before = now;
+    json req = report(samples ? runnable / samples : 0.0);
+    req["join"] = !joined;
     if (o.slots > 0) req["slots"] = o.slots;
     if (!o.site.empty()) req["site"] = o.site;
     try {
@@ -237,14 +239,7 @@ int run_agent(const AgentOptions& o, const std::atomic<bool>& stop) {
       if (used != last_used) log->info("host {}: {} processes still to move off", host, used);
       last_used = used;
       // Keep reporting: a draining host whose agent falls silent would be marked lost.
-      const CpuTimes now = cpu_times(read_file("/proc/stat"), cpus);
-      client->request({{"op", "agent_report"},
-                       {"host", host},
-                       {"cores", cores},
-                       {"busy", busy_cores(before, now, cores)},
-                       {"load1", load1()}},
-                      nullptr, 0, timeout_ms);
-      before = now;
+      client->request(report(runnable_on(cpus)), nullptr, 0, timeout_ms);
     } catch (const Error& e) {
       if (e.code() == PCM_ERR_REFUSED) {  // it left between the two requests
         log->info("host {} has left pcmd's inventory", host);
