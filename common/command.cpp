@@ -82,6 +82,8 @@ Command Command::from_json(const json& j, int world_size) {
       break;
   }
   c.respawn = get_bool(j, "respawn", false);
+  if (auto w = j.find("why"); w != j.end() && !w->is_null())
+    c.why = clean_why(get_string(j, "why", 4 * kMaxWhy));
   const bool needs_hosts =
       c.respawn || c.kind == Kind::kSplit || (c.kind == Kind::kResize && c.size > world_size);
   auto it = j.find("hosts");
@@ -101,10 +103,15 @@ Command Command::from_json(const json& j, int world_size) {
   return c;
 }
 
+std::string Command::clean_why(std::string_view text) {
+  return clean_text(printable(text, kMaxWhy), kMaxWhy);
+}
+
 json Command::to_json() const {
   return json{{"id", id},     {"kind", kind_name(kind)}, {"rank", rank},
               {"into", into}, {"ranks", ranks},          {"size", size},
-              {"host", host}, {"hosts", hosts},          {"respawn", respawn}};
+              {"host", host}, {"hosts", hosts},          {"respawn", respawn},
+              {"why", why}};
 }
 
 std::string Command::describe() const {

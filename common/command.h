@@ -29,6 +29,13 @@ struct Command {
   // Carried out by spawning the whole new world and letting the old one leave, as a split is,
   // whatever the kind (libpcm's rank 0 decides: retirement.h, the cap on parked processes).
   bool respawn = false;
+  // Who asked and why, for the application (PCM_Reconfig_reason) and the logs: "policy: ...",
+  // "drain of host h2", "operator command" or the text the client sent with it (at most kMaxWhy
+  // bytes, made printable: no control characters).
+  std::string why;
+  static constexpr std::size_t kMaxWhy = 400;
+  // Text made fit for `why`: control characters escaped, cut to kMaxWhy bytes.
+  static std::string clean_why(std::string_view text);
 
   // Decodes and validates a command for a world of world_size processes; throws
   // pcm::Error(PCM_ERR_ARG) naming what is wrong.

@@ -514,6 +514,16 @@ int PCM_Dist_gather(PCM_Dist dist, const void *buf, PCM_Datatype type, int root,
 int PCM_Reconfig_last(int *kind, int *size_before, double *started);
 
 /*
+ * PCM_Reconfig_reason — who asked for that reconfiguration and why, as pcmd sent it: "policy: "
+ * and the policy's reason with the figures it used (pcmd --policy auto), "drain of HOST", the text
+ * a client sent with its command, or "operator command". Printable text (no control characters),
+ * at most 400 bytes; written NUL-terminated into reason, cut at a character boundary to fit len
+ * bytes. Processes that a reconfiguration creates receive it too. Local.
+ * Errors: PCM_ERR_ARG (reason NULL or len < 1), PCM_ERR_STATE (no reconfiguration yet).
+ */
+int PCM_Reconfig_reason(char *reason, int len);
+
+/*
  * Topology (QCG-OMPI's colours): where the processes of a communicator are, level by level.
  * Level PCM_TOPO_SITE groups the processes of one site, level PCM_TOPO_HOST those of one host
  * (and site). A process's colour at a level is the lowest rank of comm in its group, so two

@@ -122,6 +122,10 @@ PCM_EXPORT int PCM_Load_redistribute(const char* key, PCM_Datatype type, PCM_Dis
 PCM_EXPORT int PCM_Reconfig_last(int* kind, int* size_before, double* started) {
   return guard("PCM_Reconfig_last", [&] { return rt().reconfig_last(kind, size_before, started); });
 }
+
+PCM_EXPORT int PCM_Reconfig_reason(char* reason, int len) {
+  return guard("PCM_Reconfig_reason", [&] { return rt().reconfig_reason(reason, len); });
+}
 PCM_EXPORT int PCM_Reconfig_times(double* spawn, double* data, double* rebuild) {
   rt().reconfig_times(spawn, data, rebuild);
   return PCM_SUCCESS;

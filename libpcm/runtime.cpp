@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 
 #include "auth.h"
 #include "error.h"
@@ -274,6 +275,18 @@ int Runtime::reconfig_last(int* kind, int* size_before, double* started) const {
   if (kind) *kind = last_reconfig_.at("kind").get<int>();
   if (size_before) *size_before = last_reconfig_.at("size_before").get<int>();
   if (started) *started = last_reconfig_.at("started").get<double>();
+  return PCM_SUCCESS;
+}
+
+int Runtime::reconfig_reason(char* reason, int len) const {
+  if (!reason || len < 1) fail(PCM_ERR_ARG, "reason must be a buffer of at least 1 byte");
+  if (last_reconfig_.is_null()) fail(PCM_ERR_STATE, "this world has not been reconfigured");
+  const std::string why = last_reconfig_.value("why", std::string());
+  // Cut at a character boundary: never half a UTF-8 sequence.
+  std::size_t n = std::min(why.size(), static_cast<std::size_t>(len - 1));
+  while (n > 0 && n < why.size() && (static_cast<unsigned char>(why[n]) & 0xc0) == 0x80) --n;
+  std::memcpy(reason, why.data(), n);
+  reason[n] = '\0';
   return PCM_SUCCESS;
 }
 

@@ -89,6 +89,7 @@ class Runtime {
   int merge_datacnts(const Distribution* dist, long* count, int* merge_rank, MPI_Comm comm);
   void reconfig_times(double* spawn, double* data, double* rebuild) const;
   int reconfig_last(int* kind, int* size_before, double* started) const;
+  int reconfig_reason(char* reason, int len) const;
   int commit(MPI_Comm comm, int iteration);
   int restart_info(int* iteration, int* nprocs) const;
   int load_redistribute(const char* key, int type, const Distribution& from, const Distribution& to,

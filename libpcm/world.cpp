@@ -91,7 +91,8 @@ void Runtime::note_reconfig(const Command& cmd) {
                                  : cmd.size > size_                  ? PCM_SPLIT
                                                                      : PCM_MERGE},
                         {"size_before", size_},
-                        {"started", static_cast<double>(ts.tv_sec) + 1e-9 * ts.tv_nsec}};
+                        {"started", static_cast<double>(ts.tv_sec) + 1e-9 * ts.tv_nsec},
+                        {"why", cmd.why}};
 }
 
 void Runtime::retire(mpi::Comm waker_comm, int waker_rank, const Command& cmd) {

@@ -411,7 +411,7 @@ void Server::run_policy() {
   for (const PolicyDecision& d : decisions) {
     auto it = jobs_.find(d.job);
     if (it == jobs_.end()) continue;
-    json req{{"job", d.job}};
+    json req{{"job", d.job}, {"why", "policy: " + d.reason}};
     std::string op = proto::kind_name(d.kind);
     switch (d.kind) {
       case proto::Command::Kind::kMigrate:
@@ -526,6 +526,7 @@ bool Server::drain_step(Job& job, const InventoryHost& host) {
   } else {
     fail(PCM_ERR_REFUSED, "every process is on {} and no other host has a free slot", host.name);
   }
+  c.why = fmt::format("drain of {}{}", host.name, host.lost ? " (its agent fell silent)" : "");
   queue(job, c);
   job.pending_drain = true;
   note(job, fmt::format("drain of {}: {} requested", host.name, c.describe()));

@@ -53,6 +53,7 @@ json Server::snapshot() const {
            {"last_done_command", job.last_done_command},
            {"last_event", job.last_event},
            {"events", job.events},
+           {"event_times", job.event_times},
            {"layout_command", job.layout_command},
            {"layout", job.layout},
            {"restarted_from", job.restarted_from ? job.restarted_from->to_json() : json()},
@@ -109,6 +110,8 @@ void Server::restore(const json& t) {
     job.last_done_command = j.at("last_done_command").get<std::int64_t>();
     job.last_event = j.at("last_event").get<std::string>();
     job.events = j.at("events").get<std::vector<std::string>>();
+    job.event_times = j.value("event_times", std::vector<double>());
+    job.event_times.resize(job.events.size());
     job.layout_command = j.at("layout_command").get<std::int64_t>();
     job.layout = j.at("layout");
     if (!j.at("restarted_from").is_null())

@@ -1,10 +1,12 @@
 // pcmctl.cpp — the operator's CLI for pcmd: job status and reconfiguration commands.
+#include <fmt/chrono.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
+#include <ctime>
 #include <iostream>
 #include <thread>
 
@@ -191,6 +193,13 @@ int main(int argc, char** argv) {
                    "concentrate")
       ->check(placement_check);
 
+  // Every command may say why; the job reads it with PCM_Reconfig_reason.
+  std::string why;
+  for (auto* sub : {migrate, split, merge, resize})
+    sub->add_option("--why", why,
+                    "the reason passed on to the job (PCM_Reconfig_reason; default \"operator "
+                    "command\")");
+
   std::string host_name, site;
   int slots = 0;
   double latency = -1;
@@ -288,13 +297,28 @@ int main(int argc, char** argv) {
       }
     } else if (app.got_subcommand("events")) {
       auto r = client.request({{"op", "status"}, {"job", job}}, nullptr, 0, timeout_ms);
-      const json& ev = r.header.at("jobs").at(0).at("events");
+      const json& row = r.header.at("jobs").at(0);
+      const json& ev = row.at("events");
+      const json times = row.value("event_times", json::array());
       if (as_json) {
-        std::cout << json{{"job", job}, {"events", ev}}.dump(2, ' ', false,
-                                                             json::error_handler_t::replace)
+        std::cout << json{{"job", job}, {"events", ev}, {"times", times}}.dump(
+                         2, ' ', false, json::error_handler_t::replace)
                   << "\n";
       } else {
-        for (const auto& e : ev) std::cout << e.get<std::string>() << "\n";
+        // "2026-11-25 11:52:03.120  policy: ..." (local time; no time for events from before
+        // pcmd kept them).
+        for (std::size_t i = 0; i < ev.size(); ++i) {
+          const double t = i < times.size() && times[i].is_number() ? times[i].get<double>() : 0;
+          std::string when(23, ' ');
+          if (t > 0) {
+            const std::time_t s = static_cast<std::time_t>(t);
+            std::tm tm{};
+            localtime_r(&s, &tm);
+            when = fmt::format("{:%Y-%m-%d %H:%M:%S}.{:03d}", tm,
+                               static_cast<int>((t - static_cast<double>(s)) * 1000));
+          }
+          std::cout << when << "  " << ev[i].get<std::string>() << "\n";
+        }
       }
     } else if (app.got_subcommand("profile")) {
       auto r = client.request({{"op", "profile"}, {"job", job}}, nullptr, 0, timeout_ms);
@@ -314,6 +338,7 @@ int main(int argc, char** argv) {
       json req{{"op", "migrate"}, {"job", job}, {"rank", rank}};
       if (!host.empty()) req["host"] = host;
       if (!placement.empty()) req["placement"] = placement;
+      if (!why.empty()) req["why"] = why;
       auto r = client.request(req, nullptr, 0, timeout_ms);
       std::cout << fmt::format("command {}: migrate {} rank {} to {}\n",
                                r.header.value("command", 0), job, rank,
@@ -330,6 +355,7 @@ int main(int argc, char** argv) {
       }
       if (!host.empty()) req["host"] = host;
       if (!placement.empty()) req["placement"] = placement;
+      if (!why.empty()) req["why"] = why;
       auto r = client.request(req, nullptr, 0, timeout_ms);
       std::cout << fmt::format("command {}: {} of job {} -> {} processes",
                                r.header.value("command", 0), r.header.value("text", "?"), job,

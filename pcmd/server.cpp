@@ -547,8 +547,14 @@ void Server::note(Job& job, std::string event) {
   changed();
   // Events quote what processes and files said: kept as valid UTF-8 (status is JSON).
   event = proto::clean_text(event);
-  if (job.events.size() == kMaxEvents) job.events.erase(job.events.begin());
+  job.event_times.resize(job.events.size());  // a job table from before the times: 0
+  if (job.events.size() == kMaxEvents) {
+    job.events.erase(job.events.begin());
+    job.event_times.erase(job.event_times.begin());
+  }
   job.events.push_back(event);
+  job.event_times.push_back(
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
   job.last_event = std::move(event);
 }
 
@@ -841,6 +847,7 @@ json Server::job_json(const Job& job) const {
          {"layout_command", job.layout_command},
          {"last_event", job.last_event},
          {"events", job.events},
+         {"event_times", job.event_times},
          {"lost", job.lost},
          {"seconds_since_seen",
           std::chrono::duration<double>(std::chrono::steady_clock::now() - job.last_seen).count()},
@@ -1109,6 +1116,13 @@ std::optional<json> Server::committed_before(const std::string& job, std::int64_
               {"pruned", json::array()}};
 }
 
+// The reason a command's sender gave ("why", optional): passed on to the job.
+static std::string requested_why(const json& req) {
+  auto it = req.find("why");
+  if (it == req.end() || it->is_null()) return "operator command";
+  return proto::Command::clean_why(proto::get_string(req, "why", 4 * proto::Command::kMaxWhy));
+}
+
 json Server::op_migrate(const json& req) {
   Job& job = job_for_command(req);
   int rank = static_cast<int>(proto::get_int(req, "rank", -1, kMaxRanks));
@@ -1124,6 +1138,7 @@ json Server::op_migrate(const json& req) {
   c.rank = rank;
   c.host = host;
   c.size = job.size;
+  c.why = requested_why(req);
   return queue(job, c);
 }
 
@@ -1178,6 +1193,7 @@ json Server::op_reshape(const std::string& op, const json& req) {
                   ? place_near(job, source, preferred_new, preferred_host)
                   : place(placement_hosts(&job), c.size, placement_for(job, req));
   }
+  c.why = requested_why(req);
   return queue(job, c);
 }
 

@@ -87,6 +87,7 @@ struct Job {
   bool pending_drain = false;             // the pending command is a step of a host's drain
   std::string last_event;
   std::vector<std::string> events;  // the last few events, oldest first
+  std::vector<double> event_times;  // when each happened (wall clock, seconds since the epoch)
   std::chrono::steady_clock::time_point last_seen;
   std::int64_t layout_command = 0;         // the command whose data layout pcmd holds (0: none)
   nlohmann::json layout;                   // that layout (null: none reported)

@@ -8,7 +8,8 @@ dump:  heat2d_plain on 2 processes and heat2d_pcm on 2 (cyclic layout, rank 0 mi
 trace: heat2d_plain (1 process) then heat2d_pcm (1 process, split into 2 mid-run) append to one
        trace: one header; every row parses, with epoch times that increase; intervals every 100
        iterations (--report 0) whose ms/iteration agree with the times and the throttle; the
-       start rows, the split's event row, and the process count 1 before it and 2 after.
+       start rows, the split's event row (with the reason sent by pcmctl --why), and the process
+       count 1 before it and 2 after.
 """
 import csv
 import os
@@ -127,7 +128,7 @@ def check_trace():
     job = f"heat2d-trace-{os.getpid()}"
     iters = 1500
     pcm = run_pcm(1, ["--nx", str(NX), "--ny", str(NY), "--iters", str(iters), "--throttle-us",
-                      "1000", "--trace", trace], job, [(300, f"split {job} 0 --into 2")])
+                      "1000", "--trace", trace], job, [(300, f"split {job} 0 --into 2 --why test:more,cores")])
     t_end = time.time()
     lines = open(trace).read().splitlines()
     if lines[0] != "time_s,iteration,procs,ms_per_iter,event":
@@ -163,7 +164,9 @@ def check_trace():
     if [r[4].split()[0] for r in events] != ["start", "split"] or events[0][1:3] != (0, 1):
         fail(f"PCM's events {[(r[1], r[2], r[4]) for r in events]}")
     split = events[1]
-    if not re.fullmatch(r"split 1->2 \d+\.\d{3}s", split[4]) or split[1:3] != (at, 2):
+    # The reason pcmctl sent (--why) follows, its comma made a space (CSV).
+    if not re.fullmatch(r"split 1->2 \d+\.\d{3}s; test:more cores", split[4]) or \
+            split[1:3] != (at, 2):
         fail(f"the split's row {split} (the split was at iteration {at})")
     k = pcm_rows.index(split)
     before, after = pcm_rows[1:k], pcm_rows[k + 1:]

@@ -18,10 +18,12 @@ plain=$(timeout 300 "$MPIEXEC" -n 2 "$heat/heat2d_plain" "${args[@]}" | awk '/^c
 
 # setsid: the job gets its own process group, so one kill reaches mpiexec, its proxies and ranks.
 PCM_JOB=$job setsid "$MPIEXEC" -n 2 "$heat/heat2d_pcm" "${pcm_args[@]}" --commit-every 100 \
-  --throttle-us 1500 >"$PCM_TEST_DIR/run.out" 2>&1 </dev/null &
+  --throttle-us 3000 >"$PCM_TEST_DIR/run.out" 2>&1 </dev/null &
 mpi=$!
-"$pcmctl" wait "$job" --iteration 450 --timeout 120 ||
-  fail "the job did not reach iteration 450: $(show "$PCM_TEST_DIR/run.out")"
+# pcmd learns the iteration from rank 0's polls, so the kill lands some way past 300 (measured up
+# to 550 iterations later on Open MPI); 3 ms per iteration keeps it well before the end (1200).
+"$pcmctl" wait "$job" --iteration 300 --timeout 120 ||
+  fail "the job did not reach iteration 300: $(show "$PCM_TEST_DIR/run.out")"
 kill -9 -- -"$mpi"
 wait "$mpi" 2>/dev/null
 "$pcmctl" wait "$job" --ended --timeout 30 || fail "pcmd did not notice that the job died"
@@ -40,7 +42,7 @@ $(show "$out")"
   k=$(sed -n 's/^heat2d: restarted from iteration \([0-9]*\) (2 -> '"$np"' processes)$/\1/p' "$out")
   [ -n "$k" ] || fail "restart on $np printed no 'restarted from iteration K (2 -> $np processes)':
 $(show "$out")"
-  [ "$k" -ge 400 ] || fail "restart on $np resumed from iteration $k, expected >= 400"
+  [ "$k" -ge 300 ] || fail "restart on $np resumed from iteration $k, expected >= 300"
   [ -z "$first" ] || [ "$k" = "$first" ] ||
     fail "restart on $np resumed from iteration $k, the first one from $first"
   first=$k
@@ -69,6 +71,10 @@ with open(d + "/r1.h5", "r+b") as f:
     f.seek(ds["offset"] + 4097)
     f.write(bytes([b[0] ^ 1]))
 PY
+# Version 1000 was written by the killed job (2 processes) or by the restart on 3, depending on
+# where the kill landed; the restart must say which.
+procs1000=$("$pcmctl" checkpoints "$job" | awk '$1 == 1000 {print $2}')
+[ -n "$procs1000" ] || fail "no version 1000: $("$pcmctl" checkpoints "$job")"
 for direct in 1 0; do
   out=$PCM_TEST_DIR/damaged$direct.out
   # The second run also commits, through pcmd, and so makes version 1100 anew.
@@ -77,7 +83,7 @@ for direct in 1 0; do
   PCM_CHECKPOINT_DIRECT=$direct PCM_RESTART=1 PCM_JOB=$job timeout 300 "$MPIEXEC" -n 2 \
     "$heat/heat2d_pcm" "${pcm_args[@]}" "${more[@]}" --throttle-us 0 >"$out" 2>&1 </dev/null ||
     fail "restart after the damage (direct=$direct) exited with $?: $(show "$out")"
-  k=$(sed -n 's/^heat2d: restarted from iteration \([0-9]*\) (3 -> 2 processes)$/\1/p' "$out")
+  k=$(sed -n 's/^heat2d: restarted from iteration \([0-9]*\) ('"$procs1000"' -> 2 processes)$/\1/p' "$out")
   [ "$k" = 1000 ] || fail "restart after the damage (direct=$direct) resumed from '$k', expected 1000:
 $(show "$out")"
   got=$(awk '/^checksum/ {print $2}' "$out")

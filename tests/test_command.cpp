@@ -140,9 +140,30 @@ TEST(Command, EncodingRoundTrips) {
                      {"size", 4},
                      {"host", ""},
                      {"hosts", {"a", "a", "b", "b"}},
-                     {"respawn", false}}));
+                     {"respawn", false},
+                     {"why", ""}}));
   Command back = Command::from_json(j, 2);
   EXPECT_EQ(back.to_json(), j);
+}
+
+// Who asked and why travels with the command as printable text of at most kMaxWhy bytes.
+TEST(Command, ReasonIsPrintableAndBounded) {
+  auto j = migrate_json();
+  EXPECT_EQ(Command::from_json(j, 4).why, "");  // older pcmds sent none
+  j["why"] = "policy: host b is loaded";
+  EXPECT_EQ(Command::from_json(Command::from_json(j, 4).to_json(), 4).why,
+            "policy: host b is loaded");
+  j["why"] = "two\nlines\x1b[31m";
+  const std::string w = Command::from_json(j, 4).why;
+  EXPECT_EQ(w.find('\n'), std::string::npos) << w;
+  EXPECT_EQ(w.find('\x1b'), std::string::npos) << w;
+  EXPECT_NE(w.find("two"), std::string::npos) << w;
+  j["why"] = std::string(1000, 'x');
+  EXPECT_LE(Command::from_json(j, 4).why.size(), Command::kMaxWhy);
+  j["why"] = std::string(100000, 'x');  // beyond what any sender may send
+  EXPECT_EQ(code_of([&] { Command::from_json(j, 4); }), PCM_ERR_ARG);
+  j["why"] = 7;
+  EXPECT_EQ(code_of([&] { Command::from_json(j, 4); }), PCM_ERR_ARG);
 }
 
 // pcmd sends the world afterwards with every command; libpcm may turn any command into a respawn

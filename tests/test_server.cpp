@@ -394,6 +394,10 @@ TEST_F(ServerTest, AutoPolicyGrowsAJobOntoAnAgentsFreeSlotAndSaysWhy) {
   EXPECT_EQ(pending["kind"], "resize");
   EXPECT_EQ(pending["size"], 3);
   EXPECT_EQ(pending["hosts"].size(), 3u);  // the new process on a host with a free slot
+  // The job is told why (PCM_Reconfig_reason).
+  const std::string reason = pending["why"].get<std::string>();
+  EXPECT_EQ(reason.rfind("policy: ", 0), 0u) << reason;
+  EXPECT_NE(reason.find("free slot"), std::string::npos) << reason;
   // At least 2 s of polls were needed to know the rate.
   EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
   auto events = client_->request({{"op", "status"}, {"job", "p"}}).header["jobs"][0]["events"];
@@ -402,6 +406,25 @@ TEST_F(ServerTest, AutoPolicyGrowsAJobOntoAnAgentsFreeSlotAndSaysWhy) {
     why = why || (e.get<std::string>().find("policy: resize to 3") != std::string::npos &&
                   e.get<std::string>().find("iterations/s") != std::string::npos);
   EXPECT_TRUE(why) << events.dump();
+}
+
+// A command carries who asked and why to the job: the sender's text (made printable and cut to
+// Command::kMaxWhy) or "operator command".
+TEST_F(ServerTest, CommandsCarryTheirReason) {
+  auto pending_why = [&](const std::string& job) {
+    return client_->request({{"op", "status"}, {"job", job}})
+        .header["jobs"][0]["pending"]["why"]
+        .get<std::string>();
+  };
+  for (const char* job : {"w1", "w2", "w3", "w4"}) register_job(job, 1);
+  client_->request({{"op", "migrate"}, {"job", "w1"}, {"rank", 0}});
+  EXPECT_EQ(pending_why("w1"), "operator command");
+  client_->request(
+      {{"op", "split"}, {"job", "w2"}, {"rank", 0}, {"into", 2}, {"why", "night\nshift"}});
+  EXPECT_EQ(pending_why("w2"), "night\\nshift");
+  client_->request({{"op", "resize"}, {"job", "w3"}, {"size", 2}, {"why", std::string(1000, 'y')}});
+  EXPECT_LE(pending_why("w3").size(), pcm::proto::Command::kMaxWhy);
+  EXPECT_EQ(code({{"op", "resize"}, {"job", "w4"}, {"size", 2}, {"why", {1, 2}}}), PCM_ERR_ARG);
 }
 
 TEST_F(ServerTest, AMissingProgramIsRefusedBeforeSpawning) {

@@ -128,10 +128,11 @@ int heat2d_progress_register(Heat2dProgress *p) {
 
 void heat2d_progress_reconfig(Heat2dProgress *p, MPI_Comm world, int it, int reconfigs) {
   static const char *const kWords[] = {"", "migration", "", "split", "merge"};
-  char event[64];
+  char event[512], why[420] = "";
   int kind = 0, before = 0, rank, nprocs;
   double started = heat2d_epoch_seconds(), seconds;
   PCM_Reconfig_last(&kind, &before, &started);
+  PCM_Reconfig_reason(why, (int)sizeof why);
   seconds = heat2d_epoch_seconds() - started;
   MPI_Comm_rank(world, &rank);
   MPI_Comm_size(world, &nprocs);
@@ -141,8 +142,10 @@ void heat2d_progress_reconfig(Heat2dProgress *p, MPI_Comm world, int it, int rec
            before, nprocs);
     fflush(stdout);
   }
-  snprintf(event, sizeof event, "%s %d->%d %.3fs", kind == PCM_MIGRATE ? "migrate" : kWords[kind],
-           before, nprocs, seconds);
+  /* The trace's event: "split 1->2 0.412s; policy: ..." (who asked and why, as pcmd said). */
+  snprintf(event, sizeof event, "%s %d->%d %.3fs%s%s",
+           kind == PCM_MIGRATE ? "migrate" : kWords[kind], before, nprocs, seconds,
+           why[0] ? "; " : "", why);
   heat2d_progress_reconfigured(p, rank, it, before, nprocs, started, event);
 }
 

@@ -49,7 +49,9 @@ nj = sum [i = 1:nr] (is_event(EV[i]) ? 1 : 0)
 array jt[nj > 0 ? nj : 1]
 array jl[nj > 0 ? nj : 1]
 k = 0
-do for [i = 1:nr] { if (is_event(EV[i])) { k = k + 1; jt[k] = T[i]; jl[k] = EV[i] } }
+# A label is the event up to its reason ("split 1->2 0.412s; policy: ..." shows "split 1->2 0.412s").
+head(s) = strstrt(s, ";") > 0 ? s[1:strstrt(s, ";") - 1] : s
+do for [i = 1:nr] { if (is_event(EV[i])) { k = k + 1; jt[k] = T[i]; jl[k] = head(EV[i]) } }
 
 # Outside events (counted first: stats refuses a file without data).
 no = int(system(sprintf("awk -F, 'NR > 1 && NF >= 2' '%s' 2>/dev/null | wc -l", events)))
