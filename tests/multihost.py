@@ -11,6 +11,7 @@ with pcmctl, and removes everything it made at the end. Traffic goes only to the
 
 Exits 77 (ctest SKIPPED) with the reason where namespaces cannot be made (no root).
 """
+import csv
 import json
 import os
 import re
@@ -446,15 +447,17 @@ def scenario_policy(c):
     the growth because its iteration rate rose; a competing program starts on host 2 and the job
     leaves it (a merge: no other free slot); the program ends and the job grows again; host 2's
     agent stops and the job is drained off it before the host leaves. Every decision is in the
-    job's events with its reason; the grid is the plain run's, bit for bit."""
+    job's events with its reason, and each reconfiguration's row in heat2d's --trace ends with the
+    reason pcmd sent the job (PCM_Reconfig_reason); the grid is the plain run's, bit for bit."""
     h1, h2 = c.names
     c.start_pcmd("--hosts", f"{h1}:1", "--policy", "auto", "--policy-interval-s", "3",
                  "--policy-measure-s", "5", "--policy-sustain-s", "2", "--agent-timeout-ms", "3000")
     job = "mh-policy"
     args = ["--nx", "1024", "--ny", "256", "--iters", "250000"]
     out = os.path.join(c.tmp, "job.out")
-    p = c.mpiexec([h1], 1, [os.path.join(c.build, "examples/heat2d/heat2d_pcm"), *args], out,
-                  env={"PCM_JOB": job})
+    trace = os.path.join(c.tmp, "trace.csv")
+    p = c.mpiexec([h1], 1, [os.path.join(c.build, "examples/heat2d/heat2d_pcm"), *args,
+                            "--trace", trace], out, env={"PCM_JOB": job})
     c.pcmctl("wait", job, "--iteration", "20", "--timeout", "120")
     t_start = time.monotonic()
     timeline = []
@@ -506,6 +509,13 @@ def scenario_policy(c):
     m = re.search(r"^checksum (\w+)", text, re.M)
     if not m or m.group(1) != plain:
         raise Failure(f"checksum {m.group(1) if m else None} differs from the plain run's {plain}")
+    # The job was told why: each reconfiguration's row in heat2d's trace ends with the reason.
+    with open(trace) as f:
+        rows = [r["event"] for r in csv.DictReader(f) if r["event"] and r["event"] != "start"]
+    want = [r"^split 1->2 .*; policy: .*free slot", r"^merge 2->1 .*; policy: host .* is loaded",
+            r"^split 1->2 .*; policy: .*free slot", rf"^(merge 2->1|migrate 2->2) .*; drain of {h2}"]
+    if len(rows) != 4 or not all(re.search(w, r) for w, r in zip(want, rows)):
+        raise Failure(f"the trace's reconfiguration rows do not give the reasons: {rows}")
     log(f"ok: policy: grew onto {h2} {t_grow:.1f} s after its agent joined, left it "
         f"{t_leave:.1f} s after the load started, came back {t_back:.1f} s after it ended, "
         f"drained when its agent stopped; checksum as plain")
