@@ -309,7 +309,7 @@ json Server::op_agent(const std::string& op, const json& req) {
   const double busy = number("busy", cores), load1 = number("load1", 1e6);
   const double runnable = req.contains("runnable") ? number("runnable", 1e6) : 0.0;
   const bool join = proto::get_bool(req, "join", false);
-  if (join) left_agents_.erase(name);
+  if (join) left_agent(name, false);
   if (left_agents_.count(name))
     fail(PCM_ERR_REFUSED,
          "host '{}' was drained and left pcmd's inventory; start its agent "
@@ -348,6 +348,21 @@ json Server::op_agent(const std::string& op, const json& req) {
               {"host", name},
               {"state", host->draining ? "draining" : "up"},
               {"slots", host->slots}};
+}
+
+// Notes that name's agent host left the inventory (left) or that an agent joins for it again.
+void Server::left_agent(const std::string& name, bool left) {
+  if (!left) {
+    if (left_agents_.erase(name))
+      left_order_.erase(std::find(left_order_.begin(), left_order_.end(), name));
+    return;
+  }
+  if (!left_agents_.insert(name).second) return;
+  left_order_.push_back(name);
+  if (left_order_.size() > kMaxHosts) {
+    left_agents_.erase(left_order_.front());
+    left_order_.pop_front();
+  }
 }
 
 // Agent hosts whose agent fell silent are lost: drained (their processes, if still alive, move
@@ -485,7 +500,7 @@ void Server::progress_drains() {
       log_->info("host {}: drained, it leaves the inventory", host.name);
       // Drained while its agent runs (pcmctl host drain, or the agent leaving): its reports are
       // refused from now on. A lost host's agent that comes back joins again.
-      if (host.agent && !host.lost) left_agents_.insert(host.name);
+      if (host.agent && !host.lost) left_agent(host.name, true);
       prober_->forget(host.name);
       inventory_.erase(inventory_.begin() + static_cast<std::ptrdiff_t>(i));
       continue;

@@ -90,13 +90,22 @@ void print_host_table(const json& hosts) {
     std::cout << "no hosts\n";
     return;
   }
-  std::cout << fmt::format("{:<24} {:>6} {:>5} {:>5}  {:<12} {:>10} {:>9}  {}\n", "HOST", "SLOTS",
-                           "USED", "FREE", "SITE", "LATENCY_MS", "RTT_MS", "STATE");
-  for (const auto& h : hosts)
-    std::cout << fmt::format("{:<24} {:>6} {:>5} {:>5}  {:<12} {:>10} {:>9}  {}\n",
-                             h.value("host", "?"), h.value("slots", 0), h.value("used", 0),
-                             h.value("free", 0), h.value("site", ""), opt_ms(h.at("latency")),
-                             opt_ms(h.at("rtt")), h.value("state", "?"));
+  // AGENT: "-" for a host added by hand; else its agent's last report: busy cores of its cores,
+  // runnable tasks (PCM's processes included) and how long ago it reported.
+  const char* row = "{:<24} {:>6} {:>5} {:>5}  {:<12} {:>10} {:>9}  {:<9} {}\n";
+  std::cout << fmt::format(fmt::runtime(row), "HOST", "SLOTS", "USED", "FREE", "SITE", "LATENCY_MS",
+                           "RTT_MS", "STATE", "AGENT");
+  for (const auto& h : hosts) {
+    std::string agent = "-";
+    if (const auto a = h.value("agent", json()); a.is_object())
+      agent = fmt::format("busy {:.1f}/{} runnable {:.1f} {:.1f}s ago", a.value("busy", 0.0),
+                          a.value("cores", 0), a.value("runnable", 0.0),
+                          a.value("seconds_since_report", 0.0));
+    std::cout << fmt::format(fmt::runtime(row), h.value("host", "?"), h.value("slots", 0),
+                             h.value("used", 0), h.value("free", 0), h.value("site", ""),
+                             opt_ms(h.at("latency")), opt_ms(h.at("rtt")), h.value("state", "?"),
+                             agent);
+  }
 }
 
 // Polls the inventory until host has left it (exit 0), printing a line whenever the number of
@@ -218,7 +227,8 @@ int main(int argc, char** argv) {
       ->add_option("--latency", latency,
                    "declared latency in ms (placement order; else the measured RTT)")
       ->check(CLI::Range(0.0, 1e6));
-  auto* host_list = hostcmd->add_subcommand("list", "slots, used, free, site, latency, RTT, state");
+  auto* host_list = hostcmd->add_subcommand(
+      "list", "slots, used, free, site, latency, RTT, state, agent figures");
   host_list->add_flag("--json", as_json, "print JSON for scripts");
   auto* host_drain = hostcmd->add_subcommand(
       "drain", "move every process off a host (migrations, else merges); then it leaves");

@@ -218,24 +218,40 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"manual", "auto"}))
       ->capture_default_str();
   auto& pc = o.policy_config;
-  app.add_option("--policy-interval-s", pc.min_interval_s,
-                 "--policy auto: least time between two decisions for one job")
-      ->check(CLI::Range(0.0, 86400.0))
-      ->capture_default_str();
-  app.add_option("--policy-measure-s", pc.measure_s,
-                 "--policy auto: how long a growth runs before its rate decides keep or undo "
-                 "(the rate is measured over the last 4 s)")
-      ->check(CLI::Range(4.0, 86400.0))
-      ->capture_default_str();
-  app.add_option("--policy-min-gain", pc.min_gain,
-                 "--policy auto: the rise in iterations/s a growth must bring (0.05: 5 %)")
-      ->check(CLI::Range(0.0, 100.0))
-      ->capture_default_str();
-  app.add_option("--policy-sustain-s", pc.load_sustain_s,
-                 "--policy auto: how long a host's competing load must stay high before jobs "
-                 "leave it")
-      ->check(CLI::Range(0.0, 86400.0))
-      ->capture_default_str();
+  // The policy's figures: "--policy auto: " + what, within [lo, hi], default shown.
+  auto policy_option = [&](const char* name, double& value, const std::string& what, double lo,
+                           double hi) {
+    app.add_option(name, value, "--policy auto: " + what)
+        ->check(CLI::Range(lo, hi))
+        ->capture_default_str();
+  };
+  policy_option("--policy-interval-s", pc.min_interval_s,
+                "least time between two decisions for one job, and after an operator's command",
+                0.0, 86400.0);
+  policy_option("--policy-measure-s", pc.measure_s,
+                "how long a growth runs before its rate decides keep or undo (the rate is "
+                "measured over the last 4 s)",
+                4.0, 86400.0);
+  policy_option("--policy-min-gain", pc.min_gain,
+                "the rise in iterations/s a growth must bring (0.05: 5 %)", 0.0, 100.0);
+  policy_option("--policy-sustain-s", pc.load_sustain_s,
+                "how long a host's competing load must stay high before jobs leave it", 0.0,
+                86400.0);
+  policy_option("--policy-load-high", pc.load_high,
+                "a host whose competing load (runnable tasks beyond the PCM processes there) "
+                "stays above this is left",
+                0.0, 1e6);
+  policy_option("--policy-load-low", pc.load_low,
+                "a host is quiet (may receive processes, and stops counting as loaded) below "
+                "this competing load; at most --policy-load-high",
+                0.0, 1e6);
+  policy_option("--policy-retry-s", pc.retry_after_s,
+                "after a decision pcmd refused or the job failed to carry out, no decision for "
+                "that job for this long",
+                0.0, 86400.0);
+  policy_option("--policy-cap-s", pc.cap_s,
+                "after a growth was undone, the job is not grown past its size for this long", 0.0,
+                86400.0);
   auto& ao = o.agent_options;
   app.add_flag("--agent", o.agent,
                "run as this host's agent instead: join the inventory of the pcmd that -c names, "
@@ -252,6 +268,11 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 86400))
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  if (pc.load_low > pc.load_high) {
+    std::cerr << "pcmd: --policy-load-low (" << pc.load_low
+              << ") must not exceed --policy-load-high (" << pc.load_high << ")\n";
+    return 2;
+  }
 
   struct sigaction sa {};
   sa.sa_handler = on_signal;

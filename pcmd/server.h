@@ -248,8 +248,11 @@ class Server {
   ServerOptions options_;
   std::vector<InventoryHost> inventory_;
   // Agent hosts that left the inventory (drained): a report from their agent is refused until
-  // an agent joins again (its first report).
+  // an agent joins again (its first report). At most kMaxHosts names, the oldest forgotten first
+  // (left_order_: oldest first).
   std::set<std::string> left_agents_;
+  std::deque<std::string> left_order_;
+  void left_agent(const std::string& name, bool left);
   std::unique_ptr<Policy> policy_;  // --policy auto
   bool policy_deciding_ = false;    // the command being queued is the policy's
   std::unique_ptr<RttProber> prober_;

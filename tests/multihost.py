@@ -433,6 +433,11 @@ def start_host_agent(c, h, tag):
     while time.monotonic() - t0 < 30:
         row = host_table(c).get(h)
         if row and row.get("agent") and os.path.exists(pidfile):
+            # The table shows the agent's figures too.
+            table = c.pcmctl("host", "list").stdout
+            if not re.search(rf"^{h} .* busy [\d.]+/\d+ runnable [\d.]+ [\d.]+s ago$", table,
+                             re.M):
+                raise Failure(f"pcmctl host list shows no agent figures for {h}:\n{table}")
             log(f"{tag}: {h} joined through its agent after {time.monotonic() - t0:.2f} s: "
                 f"{row['slots']} slots, {row['agent']['cores']} cores, "
                 f"{row['agent']['busy']:.2f} busy")
