@@ -188,13 +188,7 @@ def run(c):
     checks.append(("leave", outside[-1][0], st["reconfigurations"], 1))
     if agent.wait(timeout=120) != 0:
         raise Failure("the agent did not leave cleanly")
-    try:
-        rc = p.wait(timeout=900)
-    except subprocess.TimeoutExpired:
-        raise Failure("the job did not end within 900 s of the last phase")
-    text = open(out).read()
-    if rc != 0:
-        raise Failure(f"the job exited {rc}: {text[-3000:]}")
+    text = multihost.wait_job(c, job, p, out, None, timeout=900)
     final = status()
     rate2b = launched("launched2b", [h1, h2], 2, 2 * base_iters)
 

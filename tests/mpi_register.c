@@ -52,6 +52,16 @@ static long walk(void *buf, int is_a, PCM_Dist dist, int rank, int it, int set) 
   return bad;
 }
 
+/* Rank 0 prints who asked for reconfiguration n and why, as pcmd told the world (a process the
+ * reconfiguration made received it from the old world). */
+static void say_why(int rank, long long n) {
+  char why[512];
+  if (rank == 0 && PCM_Reconfig_reason(why, (int)sizeof why) == PCM_SUCCESS) {
+    printf("register: reconfiguration %lld because: %s\n", n, why);
+    fflush(stdout);
+  }
+}
+
 int main(int argc, char **argv) {
   MPI_Comm world = MPI_COMM_WORLD;
   PCM_Dist da = NULL, db = NULL;
@@ -95,7 +105,10 @@ int main(int argc, char **argv) {
     return 1;
   }
   if (origin == PCM_SPLITTED && computed != 0) bad++; /* a split's processes start at zero */
-  if (origin == PCM_MIGRATED || origin == PCM_SPLITTED) table[1]++;
+  if (origin == PCM_MIGRATED || origin == PCM_SPLITTED) {
+    table[1]++;
+    say_why(rank, table[1]);
+  }
   bad += walk(a, 1, da, rank, it, 0) + walk(b, 0, db, rank, it, 0);
   while (it < iters) {
     s = PCM_Adapt(&world); /* at the top of iteration it, as the old world's was */
@@ -114,6 +127,7 @@ int main(int argc, char **argv) {
     if (s == PCM_RESHAPED) {
       table[1]++;
       MPI_Comm_rank(world, &rank);
+      say_why(rank, table[1]);
       bad += walk(a, 1, da, rank, it, 0) + walk(b, 0, db, rank, it, 0);
     }
     walk(a, 1, da, rank, it + 1, 1);

@@ -156,7 +156,7 @@ for i in range(args.ops):
     a, new = cycle[i % len(cycle)]
     assert a[0] != "resize" or int(a[2]) != size, "the cycle resizes to the size it has"
     grew = new is not None and new > size
-    ctl(a[0], job, *a[1:])
+    ctl(a[0], job, *a[1:], "--why", f"op {i + 1}")
     ctl("wait", job, "--reconfigurations", str(i + 1), "--timeout", "60")
     size = new or size
     largest = max(largest, size)
@@ -197,6 +197,11 @@ word = "register" if moves else "reshape"
 if not re.search(rf"^{word}: ok: {args.ops} reconfigurations, {size} processes, 0 wrong", text,
                  re.M):
     fail(f"{program} did not report success")
+# Every reconfiguration's rank 0 (often a process the reconfiguration made) knew its reason.
+if moves:
+    told = re.findall(r"^register: reconfiguration (\d+) because: op (\d+)$", text, re.M)
+    if [(int(a), int(b)) for a, b in told] != [(k, k) for k in range(1, args.ops + 1)]:
+        fail(f"rank 0 did not report each reconfiguration's reason (--why): {told}")
 if moves and not args.park and respawns == 0:
     fail("no reconfiguration was carried out by respawning the world")
 print(f"retire_bounded: ok: {args.ops} reconfigurations ({args.cycle}, "
