@@ -517,8 +517,8 @@ int PCM_Reconfig_last(int *kind, int *size_before, double *started);
  * PCM_Reconfig_reason — who asked for that reconfiguration and why, as pcmd sent it: "policy: "
  * and the policy's reason with the figures it used (pcmd --policy auto), "drain of HOST", the text
  * a client sent with its command, or "operator command". Printable text (no control characters),
- * at most 400 bytes; written NUL-terminated into reason, cut at a character boundary to fit len
- * bytes. Processes that a reconfiguration creates receive it too. Local.
+ * at most 400 bytes; written NUL-terminated into reason, cut at a character boundary (ending in
+ * "...") to fit len bytes. Processes that a reconfiguration creates receive it too. Local.
  * Errors: PCM_ERR_ARG (reason NULL or len < 1), PCM_ERR_STATE (no reconfiguration yet).
  */
 int PCM_Reconfig_reason(char *reason, int len);

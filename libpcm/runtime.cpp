@@ -281,12 +281,11 @@ int Runtime::reconfig_last(int* kind, int* size_before, double* started) const {
 int Runtime::reconfig_reason(char* reason, int len) const {
   if (!reason || len < 1) fail(PCM_ERR_ARG, "reason must be a buffer of at least 1 byte");
   if (last_reconfig_.is_null()) fail(PCM_ERR_STATE, "this world has not been reconfigured");
-  const std::string why = last_reconfig_.value("why", std::string());
-  // Cut at a character boundary: never half a UTF-8 sequence.
-  std::size_t n = std::min(why.size(), static_cast<std::size_t>(len - 1));
-  while (n > 0 && n < why.size() && (static_cast<unsigned char>(why[n]) & 0xc0) == 0x80) --n;
-  std::memcpy(reason, why.data(), n);
-  reason[n] = '\0';
+  // Cut at a character boundary (never half a UTF-8 sequence), ending in "..." when cut.
+  const std::string why = proto::clean_text(last_reconfig_.value("why", std::string()),
+                                            static_cast<std::size_t>(len - 1));
+  std::memcpy(reason, why.data(), why.size());
+  reason[why.size()] = '\0';
   return PCM_SUCCESS;
 }
 

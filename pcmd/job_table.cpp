@@ -52,8 +52,6 @@ json Server::snapshot() const {
            {"pending_drain", job.pending_drain},
            {"last_done_command", job.last_done_command},
            {"last_event", job.last_event},
-           {"events", job.events},
-           {"event_times", job.event_times},
            {"layout_command", job.layout_command},
            {"layout", job.layout},
            {"restarted_from", job.restarted_from ? job.restarted_from->to_json() : json()},
@@ -64,6 +62,7 @@ json Server::snapshot() const {
            {"incarnation", job.incarnation},
            {"nonce", job.nonce},
            {"lost", job.lost}};
+    job.put_events(j);
     jobs.push_back(std::move(j));
   }
   json hosts = json::array();
@@ -109,9 +108,10 @@ void Server::restore(const json& t) {
     job.pending_drain = j.at("pending_drain").get<bool>();
     job.last_done_command = j.at("last_done_command").get<std::int64_t>();
     job.last_event = j.at("last_event").get<std::string>();
-    job.events = j.at("events").get<std::vector<std::string>>();
-    job.event_times = j.value("event_times", std::vector<double>());
-    job.event_times.resize(job.events.size());
+    const auto texts = j.at("events").get<std::vector<std::string>>();
+    const auto times = j.value("event_times", std::vector<double>());  // none before they were kept
+    for (std::size_t k = 0; k < texts.size(); ++k)
+      job.events.push_back(JobEvent{k < times.size() ? times[k] : 0.0, texts[k]});
     job.layout_command = j.at("layout_command").get<std::int64_t>();
     job.layout = j.at("layout");
     if (!j.at("restarted_from").is_null())

@@ -209,6 +209,14 @@ int main(int argc, char** argv) {
                     "the reason passed on to the job (PCM_Reconfig_reason; default \"operator "
                     "command\")");
 
+  // A command's request with the options every command may have (--host, --placement, --why).
+  auto with_options = [&](json req) {
+    if (!host.empty()) req["host"] = host;
+    if (!placement.empty()) req["placement"] = placement;
+    if (!why.empty()) req["why"] = why;
+    return req;
+  };
+
   std::string host_name, site;
   int slots = 0;
   double latency = -1;
@@ -346,10 +354,7 @@ int main(int argc, char** argv) {
       }
     } else if (app.got_subcommand("migrate")) {
       json req{{"op", "migrate"}, {"job", job}, {"rank", rank}};
-      if (!host.empty()) req["host"] = host;
-      if (!placement.empty()) req["placement"] = placement;
-      if (!why.empty()) req["why"] = why;
-      auto r = client.request(req, nullptr, 0, timeout_ms);
+      auto r = client.request(with_options(req), nullptr, 0, timeout_ms);
       std::cout << fmt::format("command {}: migrate {} rank {} to {}\n",
                                r.header.value("command", 0), job, rank,
                                r.header.value("host", "?"));
@@ -363,10 +368,7 @@ int main(int argc, char** argv) {
       } else {
         req.update({{"op", "resize"}, {"size", to}});
       }
-      if (!host.empty()) req["host"] = host;
-      if (!placement.empty()) req["placement"] = placement;
-      if (!why.empty()) req["why"] = why;
-      auto r = client.request(req, nullptr, 0, timeout_ms);
+      auto r = client.request(with_options(req), nullptr, 0, timeout_ms);
       std::cout << fmt::format("command {}: {} of job {} -> {} processes",
                                r.header.value("command", 0), r.header.value("text", "?"), job,
                                r.header.value("size", 0));

@@ -547,15 +547,21 @@ void Server::note(Job& job, std::string event) {
   changed();
   // Events quote what processes and files said: kept as valid UTF-8 (status is JSON).
   event = proto::clean_text(event);
-  job.event_times.resize(job.events.size());  // a job table from before the times: 0
-  if (job.events.size() == kMaxEvents) {
-    job.events.erase(job.events.begin());
-    job.event_times.erase(job.event_times.begin());
-  }
-  job.events.push_back(event);
-  job.event_times.push_back(
-      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
+  if (job.events.size() == kMaxEvents) job.events.erase(job.events.begin());
+  job.events.push_back(JobEvent{
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(),
+      event});
   job.last_event = std::move(event);
+}
+
+void Job::put_events(json& j) const {
+  json texts = json::array(), times = json::array();
+  for (const JobEvent& e : events) {
+    texts.push_back(e.text);
+    times.push_back(e.time);
+  }
+  j["events"] = std::move(texts);
+  j["event_times"] = std::move(times);
 }
 
 // The name a registration takes; refused while a running job holds it.
@@ -846,12 +852,11 @@ json Server::job_json(const Job& job) const {
          {"reconfigurations", job.reconfigurations},
          {"layout_command", job.layout_command},
          {"last_event", job.last_event},
-         {"events", job.events},
-         {"event_times", job.event_times},
          {"lost", job.lost},
          {"seconds_since_seen",
           std::chrono::duration<double>(std::chrono::steady_clock::now() - job.last_seen).count()},
          {"pending", nullptr}};
+  job.put_events(j);
   if (job.pending) {
     j["pending"] = job.pending->to_json();
     j["pending"]["delivered"] = job.pending_delivered;

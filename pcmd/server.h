@@ -74,6 +74,13 @@ struct InventoryHost {
 enum class JobState { kRunning, kFinished, kFailed };
 const char* state_name(JobState state);
 
+// One entry of a job's history: when (wall clock, seconds since the epoch; 0 for entries of a job
+// table from before pcmd kept times) and what.
+struct JobEvent {
+  double time = 0;
+  std::string text;
+};
+
 struct Job {
   std::string name;
   JobState state = JobState::kRunning;
@@ -86,8 +93,7 @@ struct Job {
   bool pending_delivered = false;         // rank 0 has been told
   bool pending_drain = false;             // the pending command is a step of a host's drain
   std::string last_event;
-  std::vector<std::string> events;  // the last few events, oldest first
-  std::vector<double> event_times;  // when each happened (wall clock, seconds since the epoch)
+  std::vector<JobEvent> events;  // the last few events, oldest first
   std::chrono::steady_clock::time_point last_seen;
   std::int64_t layout_command = 0;         // the command whose data layout pcmd holds (0: none)
   nlohmann::json layout;                   // that layout (null: none reported)
@@ -114,6 +120,8 @@ struct Job {
   std::deque<std::pair<std::chrono::steady_clock::time_point, std::int64_t>> progress;
   // Iterations per second over the last few seconds of polls (< 0: not known).
   double rate(std::chrono::steady_clock::time_point now) const;
+  // The history as status and the job table show it: "events" (texts) and "event_times".
+  void put_events(nlohmann::json& j) const;
 };
 
 class Server {
