@@ -46,8 +46,20 @@ install_packages() {
   log "installing Debian packages: ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
   $SUDO apt-get update -qq
+  local munged_before=
+  munged_before=$(cat /run/munge/munged.pid 2>/dev/null || true)
   $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
     "${missing[@]}" >/dev/null
+  # Where invoke-rc.d may start services (sysvinit without a denying policy-rc.d), munge's
+  # post-install starts a system munged; scripts/slurm.sh runs one of its own, so stop one that
+  # this install started, by its pid file. (slurmctld and slurmd start only with /etc/slurm.)
+  local pid
+  pid=$(cat /run/munge/munged.pid 2>/dev/null || true)
+  if [ -n "$pid" ] && [ "$pid" != "$munged_before" ] &&
+    [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = munged ]; then
+    log "stopping the munged ($pid) that the munge package started"
+    $SUDO kill "$pid" || true
+  fi
 }
 
 # mpi_family MPIEXEC: prints mpich (hydra), openmpi or unknown (scripts/mpi_launcher.sh decides).
