@@ -16,8 +16,9 @@
 #   env        "export SLURM_CONF=..." (also printed), for sinfo/srun/sbatch/salloc/scancel
 # slurmctld runs in a UTS namespace of its own with the controller's host name (it refuses to run
 # where the host name is not SlurmctldHost); slurmd k runs in host Pk's network namespace with
-# its own UTS namespace and host name (`nsenter --net` rather than `ip netns exec`, which remounts
-# /sys and hides the cgroup mounts slurmd needs). slurmctld listens on a port derived from the
+# its own UTS namespace and host name, and its own mount namespace where /etc/hosts is the
+# host's file from hosts.sh (`nsenter --net` and a bind mount rather than `ip netns exec`, which
+# also remounts /sys and hides the cgroup mounts slurmd needs). slurmctld listens on a port derived from the
 # hosts' subnet, so clusters with different prefixes coexist. `up` returns once `sinfo` shows N
 # idle nodes (bounded wait; else it prints the logs' tails and fails).
 #
@@ -111,7 +112,7 @@ field() { sed -n "s/^$1=//p" "$state" 2>/dev/null || true; }
 pid_of() {
   local p c st
   [[ -f $1 ]] || return 0
-  p=$(cat "$1" 2>/dev/null | tr -dc 0-9)
+  p=$({ tr -dc 0-9 <"$1"; } 2>/dev/null || true)
   [[ -n $p ]] || return 0
   c=$(cat "/proc/$p/comm" 2>/dev/null || true)
   st=$(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null | cut -d' ' -f1 || true)
@@ -227,11 +228,14 @@ start_slurmd() {
   [[ -z $(pid_of "$pf" slurmd) ]] || return 0
   rm -f "$pf"
   mkdir -p "$dir/spool/$h"
-  # Only the network namespace of the host (ip netns exec would remount /sys and hide the cgroup
-  # mounts), plus a UTS namespace with the host's name.
+  # The network namespace of the host only (ip netns exec would remount /sys and hide the cgroup
+  # mounts slurmd needs), a UTS namespace with the host's name, and a mount namespace (a slave of
+  # the machine's, so that the hosts' namespaces removed later are released here too) where the
+  # host's /etc/netns/H/hosts covers /etc/hosts, as ip netns exec does: jobs resolve host names.
   # shellcheck disable=SC2016  # expanded by that sh
-  nsenter --net="/var/run/netns/$h" unshare --uts \
-    sh -c 'hostname "$1" && exec slurmd -f "$2" -N "$1"' sh "$h" "$conf" \
+  nsenter --net="/var/run/netns/$h" unshare --uts --mount --propagation slave \
+    sh -c 'mount --bind "/etc/netns/$1/hosts" /etc/hosts && hostname "$1" &&
+      exec slurmd -f "$2" -N "$1"' sh "$h" "$conf" \
     </dev/null >>"$dir/log/slurmd-$h.out" 2>&1 || fail "slurmd of $h did not start"
   wait_file "$pf" 20 || fail "slurmd of $h wrote no pid file $pf"
 }
@@ -277,10 +281,10 @@ do_up() {
   port=$((17000 + 2 * ${net##*.}))
 
   mkdir -p "$STATE_DIR" "$dir"
-  chmod 0700 "$dir"
+  chmod 0755 "$dir"
   printf 'n=%s\ncpus=%s\nnet=%s\nport=%s\n' "$n" "$cpus" "$net" "$port" >"$state"
   mkdir -p "$munge_dir"
-  chmod 0700 "$munge_dir"
+  chmod 0755 "$munge_dir" # the socket must be reachable; the key is 0400
   mkdir -p "$dir/ctld" "$dir/spool" "$dir/log" "$dir/run"
   write_conf "$net" "$port"
   echo "export SLURM_CONF=$conf" >"$dir/env"

@@ -2,7 +2,7 @@
 # tests/slurm_cluster.sh — scripts/slurm.sh makes a real Slurm cluster on two namespace hosts (a
 # prefix of this test's own) and removes all of it again:
 #   - sinfo shows 2 idle nodes;
-#   - srun -N 2 hostname prints exactly the two host names;
+#   - srun -N 2 hostname prints exactly the two host names; a job on host 1 resolves host 2;
 #   - an sbatch job completes and its output file holds a host name of the cluster;
 #   - salloc --no-shell grants an allocation J, srun --jobid=J --overlap runs a step inside it,
 #     scancel J ends it;
@@ -91,6 +91,10 @@ cd "$work"
 got=$(timeout 60 srun -N 2 hostname | sort | tr '\n' ' ')
 [[ $got == "$h1 $h2 " ]] || fail "srun -N 2 hostname printed '$got', want '$h1 $h2'"
 echo "slurm_cluster: srun -N 2 hostname: $got"
+# ... and sees the cluster's names (the host's /etc/hosts, as under ip netns exec)
+a2=$(ip -n "$h2" -4 -o addr show dev eth0 | awk '{sub(/\/.*/, "", $4); print $4}')
+got=$(timeout 60 srun -N 1 -w "$h1" getent hosts "$h2" | awk '{print $1}')
+[[ -n $a2 && $got == "$a2" ]] || fail "on $h1, $h2 resolves to '$got', want its address '$a2'"
 
 # --- sbatch: the job completes; its output holds a host name of the cluster
 job=$(sbatch --parsable -N1 -o "$work/batch-%j.out" --wrap 'hostname')
