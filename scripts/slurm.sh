@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# scripts/slurm.sh — a real Slurm cluster on the namespace hosts of scripts/hosts.sh, for tests and
-# demos of PCM under a resource manager.
+# scripts/slurm.sh — a real Slurm cluster on the namespace hosts of scripts/hosts.sh, for tests
+# and demos of PCM under a resource manager.
 #
 #   slurm.sh up N [--prefix P] [--cpus C]   hosts P1..PN with one slurmd each (default prefix pcms)
 #   slurm.sh down [--prefix P]              stop exactly what `up` started, remove the hosts
@@ -17,10 +17,11 @@
 # slurmctld runs in a UTS namespace of its own with the controller's host name (it refuses to run
 # where the host name is not SlurmctldHost); slurmd k runs in host Pk's network namespace with
 # its own UTS namespace and host name, and its own mount namespace where /etc/hosts is the
-# host's file from hosts.sh (`nsenter --net` and a bind mount rather than `ip netns exec`, which
-# also remounts /sys and hides the cgroup mounts slurmd needs). slurmctld listens on a port derived from the
-# hosts' subnet, so clusters with different prefixes coexist. `up` returns once `sinfo` shows N
-# idle nodes (bounded wait; else it prints the logs' tails and fails).
+# host's file from hosts.sh, so that jobs resolve the cluster's names (`nsenter --net` and a bind
+# mount rather than `ip netns exec`, which also remounts /sys and hides the cgroup mounts slurmd
+# needs). slurmctld listens on a port derived from the hosts' subnet, so that clusters with
+# different prefixes coexist. `up` returns once `sinfo` shows N idle nodes (bounded wait; else it
+# prints the logs' tails and fails).
 #
 # The directory is made before any daemon starts, and each daemon writes its pid file there, so
 # `down` stops exactly those processes by pid (TERM, then KILL after a bounded wait) and tolerates
@@ -94,14 +95,19 @@ munge_pid=$munge_dir/munged.pid
 ctld_pid=$dir/run/slurmctld.pid
 export SLURM_CONF=$conf
 
+need_root() {
+  [[ $(id -u) -eq 0 ]] ||
+    skip "needs root to create network namespaces and run slurmd (uid $(id -u))"
+  PATH=$PATH:/usr/sbin:/sbin
+}
+
 need_tools() {
-  [[ $(id -u) -eq 0 ]] || skip "needs root to create network namespaces and run slurmd (uid $(id -u))"
+  need_root
   local t
   for t in slurmctld slurmd munged mungekey sinfo squeue nsenter unshare; do
-    command -v "$t" >/dev/null 2>&1 || PATH=$PATH:/usr/sbin:/sbin command -v "$t" >/dev/null 2>&1 ||
+    command -v "$t" >/dev/null 2>&1 ||
       skip "$t is not installed (Debian: apt-get install slurm-wlm munge)"
   done
-  PATH=$PATH:/usr/sbin:/sbin
 }
 
 field() { sed -n "s/^$1=//p" "$state" 2>/dev/null || true; }
@@ -265,7 +271,8 @@ do_up() {
     local old_n old_cpus
     old_n=$(field n)
     old_cpus=$(field cpus)
-    [[ $old_n == "$n" ]] || die "cluster '$prefix' is up with $old_n hosts; run: $0 down --prefix $prefix"
+    [[ $old_n == "$n" ]] ||
+      die "cluster '$prefix' is up with $old_n hosts; run: $0 down --prefix $prefix"
     [[ $old_cpus == "$cpus" ]] || die "cluster '$prefix' is up with $old_cpus CPUs per node"
   fi
   local rc=0 out
@@ -313,7 +320,7 @@ stop() {
 }
 
 do_down() {
-  need_tools
+  need_root # not the Slurm tools: what was started is stopped by pid even if they are gone since
   local f
   if [[ -d $dir ]]; then
     for f in "$dir"/run/slurmd-*.pid; do

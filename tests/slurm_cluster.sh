@@ -100,7 +100,8 @@ got=$(timeout 60 srun -N 1 -w "$h1" getent hosts "$h2" | awk '{print $1}')
 job=$(sbatch --parsable -N1 -o "$work/batch-%j.out" --wrap 'hostname')
 [[ $job =~ ^[0-9]+$ ]] || fail "sbatch --parsable printed '$job'"
 job_state() { scontrol show job "$1" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p'; }
-finished() { [[ $(job_state "$job") =~ ^(COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY)$ ]]; }
+ended='^(COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY|BOOT_FAIL|DEADLINE)$'
+finished() { [[ $(job_state "$job") =~ $ended ]]; }
 poll 60 finished || fail "batch job $job not finished after 60 s (state $(job_state "$job"))"
 [[ $(job_state "$job") == COMPLETED ]] || fail "batch job $job ended $(job_state "$job")"
 has_output() { [[ -s $work/batch-$job.out ]]; }
