@@ -32,7 +32,7 @@ if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; fi
 PACKAGES=(build-essential cmake pkg-config dpkg-dev python3 clang-format
   libhdf5-dev hdf5-tools libzmq3-dev cppzmq-dev libsodium-dev libxxhash-dev
   libfmt-dev libspdlog-dev libgtest-dev libgmock-dev libcli11-dev nlohmann-json3-dev zlib1g-dev procps gnuplot-nox
-  fonts-dejavu-core clang-14 libclang-rt-14-dev)
+  fonts-dejavu-core clang-14 libclang-rt-14-dev slurm-wlm munge)
 if [ "$PCM_MPI" = openmpi ] && [ -z "${PCM_MPI_HOME:-}" ]; then
   PACKAGES+=(openmpi-bin libopenmpi-dev)
 fi
@@ -46,8 +46,20 @@ install_packages() {
   log "installing Debian packages: ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
   $SUDO apt-get update -qq
+  local munged_before=
+  munged_before=$(cat /run/munge/munged.pid 2>/dev/null || true)
   $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
     "${missing[@]}" >/dev/null
+  # Where invoke-rc.d may start services (sysvinit without a denying policy-rc.d), munge's
+  # post-install starts a system munged; scripts/slurm.sh runs one of its own, so stop one that
+  # this install started, by its pid file. (slurmctld and slurmd start only with /etc/slurm.)
+  local pid
+  pid=$(cat /run/munge/munged.pid 2>/dev/null || true)
+  if [ -n "$pid" ] && [ "$pid" != "$munged_before" ] &&
+    [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = munged ]; then
+    log "stopping the munged ($pid) that the munge package started"
+    $SUDO kill "$pid" || true
+  fi
 }
 
 # mpi_family MPIEXEC: prints mpich (hydra), openmpi or unknown (scripts/mpi_launcher.sh decides).
