@@ -8,6 +8,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <sstream>
 #include <thread>
@@ -140,23 +141,79 @@ void nap(int ms, const std::atomic<bool>& stop) {
     std::this_thread::sleep_for(std::chrono::milliseconds(std::min(ms, 50)));
 }
 
-}  // namespace
-
-int run_agent(const AgentOptions& o, const std::atomic<bool>& stop) {
-  auto log = logger("pcmd-agent", spdlog::level::info);
+// The host's name in the inventory: the one given, else gethostname(); "" (logged) if unusable.
+std::string host_name(const AgentOptions& o, spdlog::logger& log) {
   std::string host = o.host;
   if (host.empty()) {
     char name[256] = {0};
     if (::gethostname(name, sizeof name - 1) != 0 || !proto::valid_host(name)) {
-      log->error("this host's name is not usable: give one with --host");
-      return 2;
+      log.error("this host's name is not usable: give one with --host");
+      return "";
     }
     host = name;
   }
   if (!proto::valid_host(host)) {
-    log->error("invalid host name '{}'", host);
-    return 2;
+    log.error("invalid host name '{}'", host);
+    return "";
   }
+  return host;
+}
+
+// Runnable tasks on cpus, sampled every 100 ms over a period and averaged (0 if stopped at once).
+double mean_runnable(const std::vector<int>& cpus, int period_ms, const std::atomic<bool>& stop) {
+  double runnable = 0;
+  int samples = 0;
+  const auto period_end = std::chrono::steady_clock::now() + std::chrono::milliseconds(period_ms);
+  while (!stop.load() && std::chrono::steady_clock::now() < period_end) {
+    runnable += runnable_on(cpus);
+    ++samples;
+    nap(std::min(period_ms, 100), stop);
+  }
+  return samples ? runnable / samples : 0.0;
+}
+
+// Once pcmd drains the host: waits until it has left the inventory (0), logging progress and
+// sending report() meanwhile, since a draining host whose agent falls silent would be marked
+// lost; 1 if it has not left within the leave timeout.
+int wait_until_left(Client& client, const std::string& host, const AgentOptions& o, int timeout_ms,
+                    spdlog::logger& log, const std::function<json()>& report) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(o.leave_timeout_s);
+  int last_used = -1;
+  std::atomic<bool> never{false};
+  while (std::chrono::steady_clock::now() < deadline) {
+    try {
+      auto r = client.request({{"op", "host_list"}}, nullptr, 0, timeout_ms);
+      const json* mine = nullptr;
+      for (const auto& h : r.header.at("hosts"))
+        if (h.at("host") == host) mine = &h;
+      if (!mine) {
+        log.info("host {} has left pcmd's inventory", host);
+        return 0;
+      }
+      const int used = mine->at("used").get<int>();
+      if (used != last_used) log.info("host {}: {} processes still to move off", host, used);
+      last_used = used;
+      client.request(report(), nullptr, 0, timeout_ms);
+    } catch (const Error& e) {
+      if (e.code() == PCM_ERR_REFUSED) {  // it left between the two requests
+        log.info("host {} has left pcmd's inventory", host);
+        return 0;
+      }
+      log.warn("no answer from pcmd ({}); still waiting for the drain", e.what());
+    }
+    nap(std::min(o.period_ms, 500), never);
+  }
+  log.error("host {} did not leave within {} s (processes still on it: {})", host,
+            o.leave_timeout_s, last_used);
+  return 1;
+}
+
+}  // namespace
+
+int run_agent(const AgentOptions& o, const std::atomic<bool>& stop) {
+  auto log = logger("pcmd-agent", spdlog::level::info);
+  const std::string host = host_name(o, *log);
+  if (host.empty()) return 2;
   zmq::context_t context;
   std::unique_ptr<Client> client;
   try {
@@ -184,18 +241,9 @@ int run_agent(const AgentOptions& o, const std::atomic<bool>& stop) {
   log->info("agent of host {} ({} cores), reporting to {} every {} ms", host, cores,
             client->endpoint(), o.period_ms);
   while (!stop.load()) {
-    // Runnable tasks, sampled every 100 ms over the period and averaged.
-    double runnable = 0;
-    int samples = 0;
-    const auto period_end =
-        std::chrono::steady_clock::now() + std::chrono::milliseconds(o.period_ms);
-    while (!stop.load() && std::chrono::steady_clock::now() < period_end) {
-      runnable += runnable_on(cpus);
-      ++samples;
-      nap(std::min(o.period_ms, 100), stop);
-    }
+    const double runnable = mean_runnable(cpus, o.period_ms, stop);
     if (stop.load()) break;
-    json req = report(samples ? runnable / samples : 0.0);
+    json req = report(runnable);
     req["join"] = !joined;
     if (o.slots > 0) req["slots"] = o.slots;
     if (!o.site.empty()) req["site"] = o.site;
@@ -222,36 +270,8 @@ int run_agent(const AgentOptions& o, const std::atomic<bool>& stop) {
     log->error("pcmd did not start the drain of {}: {}", host, e.what());
     return 1;
   }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(o.leave_timeout_s);
-  int last_used = -1;
-  std::atomic<bool> never{false};
-  while (std::chrono::steady_clock::now() < deadline) {
-    try {
-      auto r = client->request({{"op", "host_list"}}, nullptr, 0, timeout_ms);
-      const json* mine = nullptr;
-      for (const auto& h : r.header.at("hosts"))
-        if (h.at("host") == host) mine = &h;
-      if (!mine) {
-        log->info("host {} has left pcmd's inventory", host);
-        return 0;
-      }
-      const int used = mine->at("used").get<int>();
-      if (used != last_used) log->info("host {}: {} processes still to move off", host, used);
-      last_used = used;
-      // Keep reporting: a draining host whose agent falls silent would be marked lost.
-      client->request(report(runnable_on(cpus)), nullptr, 0, timeout_ms);
-    } catch (const Error& e) {
-      if (e.code() == PCM_ERR_REFUSED) {  // it left between the two requests
-        log->info("host {} has left pcmd's inventory", host);
-        return 0;
-      }
-      log->warn("no answer from pcmd ({}); still waiting for the drain", e.what());
-    }
-    nap(std::min(o.period_ms, 500), never);
-  }
-  log->error("host {} did not leave within {} s (processes still on it: {})", host,
-             o.leave_timeout_s, last_used);
-  return 1;
+  return wait_until_left(*client, host, o, timeout_ms, *log,
+                         [&] { return report(runnable_on(cpus)); });
 }
 
 }  // namespace pcm::detail

@@ -56,6 +56,92 @@ bool loopback_address(const std::string& a) {
   return a == "localhost" || a == "::1" || a == "[::1]" || a.rfind("127.", 0) == 0;
 }
 
+// The hosts of an MPICH hostfile (--hostfile).
+std::vector<pcm::detail::HostSlots> hostfile_hosts(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw pcm::Error(PCM_ERR_CONFIG, "cannot read --hostfile " + path);
+  std::stringstream text;
+  text << in.rdbuf();
+  try {
+    return pcm::detail::parse_hostfile(text.str());
+  } catch (const pcm::Error& e) {
+    throw pcm::Error(PCM_ERR_CONFIG, "--hostfile " + path + ": " + e.what());
+  }
+}
+
+// The hosts of the Slurm allocation pcmd runs in (--slurm).
+std::vector<pcm::detail::HostSlots> slurm_allocation_hosts() {
+  const char* nodes = std::getenv("SLURM_JOB_NODELIST");
+  const char* tasks = std::getenv("SLURM_TASKS_PER_NODE");
+  if (!nodes || !tasks)
+    throw pcm::Error(PCM_ERR_CONFIG,
+                     "--slurm: SLURM_JOB_NODELIST and SLURM_TASKS_PER_NODE must be set (run "
+                     "pcmd inside a Slurm allocation)");
+  try {
+    return pcm::detail::slurm_hosts(nodes, tasks);
+  } catch (const pcm::Error& e) {
+    throw pcm::Error(PCM_ERR_CONFIG, std::string("--slurm: ") + e.what());
+  }
+}
+
+// The server's options from the command line's, without the secret and CURVE keys.
+pcm::detail::ServerOptions server_options(const Options& o) {
+  pcm::detail::ServerOptions so;
+  so.bind = "tcp://" + o.bind + ":" + (o.port == 0 ? std::string("*") : std::to_string(o.port));
+  so.data_dir = o.data_dir;
+  so.hosts = o.hosts;
+  if (!o.hostfile.empty()) so.more_hosts = hostfile_hosts(o.hostfile);
+  if (o.slurm) {
+    auto h = slurm_allocation_hosts();
+    so.more_hosts.insert(so.more_hosts.end(), h.begin(), h.end());
+  }
+  so.placement = *pcm::detail::parse_placement(o.placement);
+  so.probe_port = o.probe_port;
+  so.keep_versions = static_cast<std::size_t>(o.keep);
+  so.agent_timeout = std::chrono::milliseconds(o.agent_timeout_ms);
+  so.policy_auto = o.policy == "auto";
+  so.policy = o.policy_config;
+  return so;
+}
+
+// Checks that the configuration and data are private, and sets so's secret and CURVE keys;
+// returns the keys clients get through the configuration file.
+pcm::detail::CurveClientKeys secure(const Options& o, pcm::detail::ServerOptions& so) {
+  // Private by default: refuse what another user could read or change.
+  const std::string config_dir = std::filesystem::path(o.config).parent_path().string();
+  pcm::detail::check_private_dir(config_dir.empty() ? "." : config_dir,
+                                 "the configuration directory");
+  pcm::detail::check_private_file(o.config, "the configuration file");
+  pcm::detail::check_private_dir(o.data_dir, "the data directory");
+  // Keep the secret (and CURVE keys) of an earlier pcmd with the same configuration file, so
+  // that jobs that read it survive a restart of pcmd on a fixed port.
+  std::optional<pcm::detail::Config> earlier;
+  try {
+    earlier = pcm::detail::read_config(o.config);
+  } catch (const pcm::Error&) {
+  }
+  so.secret = earlier ? earlier->secret : pcm::detail::random_secret();
+  pcm::detail::check_secret_strength(so.secret, o.config);
+  // CURVE on every bind beyond loopback (and on loopback with --curve).
+  pcm::detail::CurveClientKeys client_keys;
+  if (o.curve || !loopback_address(o.bind)) {
+    std::string server_secret = pcm::detail::read_server_key(o.config);
+    // The earlier keys, if the key file still belongs to that configuration.
+    if (earlier && earlier->curve.enabled() && !server_secret.empty() &&
+        pcm::detail::curve_public_of(server_secret) == earlier->curve.server_public) {
+      client_keys = earlier->curve;
+    } else {
+      auto server = pcm::detail::curve_keypair();
+      auto client = pcm::detail::curve_keypair();
+      server_secret = server.secret_key;
+      client_keys = {server.public_key, client.public_key, client.secret_key};
+      pcm::detail::write_server_key(o.config, server_secret);
+    }
+    so.curve = {server_secret, client_keys.public_key};
+  }
+  return client_keys;
+}
+
 // The part that runs in the daemon process. ready_fd (or -1): where to tell the parent that the
 // configuration file is written ("ok") or why start-up failed.
 int serve(const Options& o, int ready_fd) {
@@ -69,73 +155,8 @@ int serve(const Options& o, int ready_fd) {
   };
   std::string pidfile_written;
   try {
-    pcm::detail::ServerOptions so;
-    so.bind = "tcp://" + o.bind + ":" + (o.port == 0 ? std::string("*") : std::to_string(o.port));
-    so.data_dir = o.data_dir;
-    so.hosts = o.hosts;
-    if (!o.hostfile.empty()) {
-      std::ifstream in(o.hostfile);
-      if (!in) throw pcm::Error(PCM_ERR_CONFIG, "cannot read --hostfile " + o.hostfile);
-      std::stringstream text;
-      text << in.rdbuf();
-      try {
-        so.more_hosts = pcm::detail::parse_hostfile(text.str());
-      } catch (const pcm::Error& e) {
-        throw pcm::Error(PCM_ERR_CONFIG, "--hostfile " + o.hostfile + ": " + e.what());
-      }
-    }
-    if (o.slurm) {
-      const char* nodes = std::getenv("SLURM_JOB_NODELIST");
-      const char* tasks = std::getenv("SLURM_TASKS_PER_NODE");
-      if (!nodes || !tasks)
-        throw pcm::Error(PCM_ERR_CONFIG,
-                         "--slurm: SLURM_JOB_NODELIST and SLURM_TASKS_PER_NODE must be set (run "
-                         "pcmd inside a Slurm allocation)");
-      try {
-        auto h = pcm::detail::slurm_hosts(nodes, tasks);
-        so.more_hosts.insert(so.more_hosts.end(), h.begin(), h.end());
-      } catch (const pcm::Error& e) {
-        throw pcm::Error(PCM_ERR_CONFIG, std::string("--slurm: ") + e.what());
-      }
-    }
-    so.placement = *pcm::detail::parse_placement(o.placement);
-    so.probe_port = o.probe_port;
-    so.keep_versions = static_cast<std::size_t>(o.keep);
-    so.agent_timeout = std::chrono::milliseconds(o.agent_timeout_ms);
-    so.policy_auto = o.policy == "auto";
-    so.policy = o.policy_config;
-    // Private by default: refuse what another user could read or change.
-    const std::string config_dir = std::filesystem::path(o.config).parent_path().string();
-    pcm::detail::check_private_dir(config_dir.empty() ? "." : config_dir,
-                                   "the configuration directory");
-    pcm::detail::check_private_file(o.config, "the configuration file");
-    pcm::detail::check_private_dir(o.data_dir, "the data directory");
-    // Keep the secret (and CURVE keys) of an earlier pcmd with the same configuration file, so
-    // that jobs that read it survive a restart of pcmd on a fixed port.
-    std::optional<pcm::detail::Config> earlier;
-    try {
-      earlier = pcm::detail::read_config(o.config);
-    } catch (const pcm::Error&) {
-    }
-    so.secret = earlier ? earlier->secret : pcm::detail::random_secret();
-    pcm::detail::check_secret_strength(so.secret, o.config);
-    // CURVE on every bind beyond loopback (and on loopback with --curve).
-    pcm::detail::CurveClientKeys client_keys;
-    if (o.curve || !loopback_address(o.bind)) {
-      std::string server_secret = pcm::detail::read_server_key(o.config);
-      // The earlier keys, if the key file still belongs to that configuration.
-      if (earlier && earlier->curve.enabled() && !server_secret.empty() &&
-          pcm::detail::curve_public_of(server_secret) == earlier->curve.server_public) {
-        client_keys = earlier->curve;
-      } else {
-        auto server = pcm::detail::curve_keypair();
-        auto client = pcm::detail::curve_keypair();
-        server_secret = server.secret_key;
-        client_keys = {server.public_key, client.public_key, client.secret_key};
-        pcm::detail::write_server_key(o.config, server_secret);
-      }
-      so.curve = {server_secret, client_keys.public_key};
-    }
+    pcm::detail::ServerOptions so = server_options(o);
+    const pcm::detail::CurveClientKeys client_keys = secure(o, so);
     zmq::context_t context(1);
     pcm::detail::Server server(context, so);
     if (!o.pidfile.empty()) {
@@ -164,17 +185,8 @@ int serve(const Options& o, int ready_fd) {
   return 0;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  // Private by default: the data directory, stored data, versions and manifests are the user's
-  // alone (0700 directories, 0600 files), whatever the caller's umask.
-  ::umask(077);
-  Options o;
-  const char* home = std::getenv("HOME");
-  o.config = pcm::detail::default_config_path();
-  o.data_dir = std::string(home && *home ? home : ".") + "/.pcm/data";
-  CLI::App app{"pcmd — the PCM daemon: reconfiguration commands and stored data for PCM jobs"};
+// The daemon's options: where it listens, keeps data and finds hosts.
+void add_server_options(CLI::App& app, Options& o) {
   app.add_option("-c,--config", o.config,
                  "configuration file to write (default: $PCM_CONFIG, else ~/.pcm/pcmd.conf)");
   app.add_option("--bind", o.bind, "address to listen on")->capture_default_str();
@@ -211,6 +223,10 @@ int main(int argc, char** argv) {
                  "a host whose agent has not reported for this long is lost (drained, removed)")
       ->check(CLI::Range(100, 86400000))
       ->capture_default_str();
+}
+
+// --policy and the figures --policy auto decides with.
+void add_policy_options(CLI::App& app, Options& o) {
   app.add_option("--policy", o.policy,
                  "manual: jobs change only by commands (pcmctl); auto: pcmd also grows, shrinks "
                  "and moves them by itself from their iteration rates and the agents' reports "
@@ -252,6 +268,10 @@ int main(int argc, char** argv) {
   policy_option("--policy-cap-s", pc.cap_s,
                 "after a growth was undone, the job is not grown past its size for this long", 0.0,
                 86400.0);
+}
+
+// --agent and what the agent reports.
+void add_agent_options(CLI::App& app, Options& o) {
   auto& ao = o.agent_options;
   app.add_flag("--agent", o.agent,
                "run as this host's agent instead: join the inventory of the pcmd that -c names, "
@@ -267,29 +287,29 @@ int main(int argc, char** argv) {
                  "with --agent: seconds a leave waits for the host's drain")
       ->check(CLI::Range(1, 86400))
       ->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
-  if (pc.load_low > pc.load_high) {
-    std::cerr << "pcmd: --policy-load-low (" << pc.load_low
-              << ") must not exceed --policy-load-high (" << pc.load_high << ")\n";
-    return 2;
-  }
+}
 
+void install_signal_handlers() {
   struct sigaction sa {};
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);
+}
 
-  if (o.agent) {
-    ao.config = o.config;
-    if (!o.pidfile.empty()) std::ofstream(o.pidfile) << ::getpid() << "\n";
-    const int rc = pcm::detail::run_agent(ao, g_stop);
-    if (!o.pidfile.empty()) ::unlink(o.pidfile.c_str());
-    return rc;
-  }
-  if (!o.detach) return serve(o, -1);
+// pcmd --agent: this host's agent, until SIGTERM or SIGINT.
+int agent_main(const Options& o) {
+  pcm::detail::AgentOptions ao = o.agent_options;
+  ao.config = o.config;
+  if (!o.pidfile.empty()) std::ofstream(o.pidfile) << ::getpid() << "\n";
+  const int rc = pcm::detail::run_agent(ao, g_stop);
+  if (!o.pidfile.empty()) ::unlink(o.pidfile.c_str());
+  return rc;
+}
 
+// pcmd --detach: serves in a child process of its own session.
+int serve_detached(const Options& o) {
   // Fork before any ZeroMQ thread exists; the parent returns only once the child is listening,
   // so a script can use the configuration file as soon as `pcmd --detach` returns.
   int fds[2];
@@ -324,4 +344,31 @@ int main(int argc, char** argv) {
     return 1;
   }
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Private by default: the data directory, stored data, versions and manifests are the user's
+  // alone (0700 directories, 0600 files), whatever the caller's umask.
+  ::umask(077);
+  Options o;
+  const char* home = std::getenv("HOME");
+  o.config = pcm::detail::default_config_path();
+  o.data_dir = std::string(home && *home ? home : ".") + "/.pcm/data";
+  CLI::App app{"pcmd — the PCM daemon: reconfiguration commands and stored data for PCM jobs"};
+  add_server_options(app, o);
+  add_policy_options(app, o);
+  add_agent_options(app, o);
+  CLI11_PARSE(app, argc, argv);
+  const auto& pc = o.policy_config;
+  if (pc.load_low > pc.load_high) {
+    std::cerr << "pcmd: --policy-load-low (" << pc.load_low
+              << ") must not exceed --policy-load-high (" << pc.load_high << ")\n";
+    return 2;
+  }
+  install_signal_handlers();
+  if (o.agent) return agent_main(o);
+  if (!o.detach) return serve(o, -1);
+  return serve_detached(o);
 }

@@ -31,144 +31,168 @@ std::vector<std::pair<std::string, std::string>> Policy::take_notes() {
   return out;
 }
 
-std::vector<PolicyDecision> Policy::decide(double now, const std::vector<PolicyJob>& jobs,
-                                           const std::vector<PolicyHost>& hosts) {
-  // Hosts above load_high, and for how long (hysteresis: a host is "loaded" once above high for
-  // load_sustain_s, and counts as free for new processes only below low).
-  std::map<std::string, const PolicyHost*> by_name;
-  for (const PolicyHost& h : hosts) by_name[h.name] = &h;
+bool Policy::loaded(const std::string& host, double now) const {
+  auto it = high_since_.find(host);
+  return it != high_since_.end() && now - it->second >= config_.load_sustain_s;
+}
+
+bool Policy::quiet(const PolicyHost& h, double now) const {
+  return !h.draining && (!h.agent || competing(h) < config_.load_low) && !loaded(h.name, now);
+}
+
+std::string Policy::quiet_target(const Snapshot& snap, const std::string* except) const {
+  for (const PolicyHost& h : snap.hosts)
+    if ((!except || h.name != *except) && snap.room.at(h.name) > 0 && quiet(h, snap.now))
+      return h.name;
+  return "";
+}
+
+// Hosts above load_high, and since when (hysteresis: a host is "loaded" once above high for
+// load_sustain_s, and counts as free for new processes only below low).
+void Policy::track_loads(const Snapshot& snap) {
   // Hosts that left the inventory are forgotten.
   for (auto it = high_since_.begin(); it != high_since_.end();)
-    it = by_name.count(it->first) ? std::next(it) : high_since_.erase(it);
-  for (const PolicyHost& h : hosts) {
+    it = snap.by_name.count(it->first) ? std::next(it) : high_since_.erase(it);
+  for (const PolicyHost& h : snap.hosts) {
     const double c = competing(h);
     if (h.agent && c > config_.load_high) {
-      high_since_.emplace(h.name, now);
+      high_since_.emplace(h.name, snap.now);
     } else if (!h.agent || c < config_.load_low) {
       high_since_.erase(h.name);
     }
   }
-  auto loaded = [&](const std::string& name) {
-    auto it = high_since_.find(name);
-    return it != high_since_.end() && now - it->second >= config_.load_sustain_s;
-  };
-  auto quiet = [&](const PolicyHost& h) {
-    return !h.draining && (!h.agent || competing(h) < config_.load_low) && !loaded(h.name);
-  };
+}
+
+std::optional<PolicyDecision> Policy::judge_trial(double now, const PolicyJob& job, JobState& s) {
+  // Measured once the grown world has run for measure_s.
+  if (!s.trial_started) {
+    s.trial_started = true;
+    s.trial_since = now;
+  }
+  if (now - s.trial_since < config_.measure_s || job.rate < 0) return std::nullopt;
+  s.trial = false;
+  const double gain = s.trial_rate > 0 ? job.rate / s.trial_rate - 1 : 0;
+  if (gain >= config_.min_gain) {
+    notes_.emplace_back(job.name, fmt::format("policy: growth to {} kept: {:.1f} -> {:.1f} "
+                                              "iterations/s ({:+.0f} %, at least {:+.0f} % wanted)",
+                                              job.size, s.trial_rate, job.rate, 100 * gain,
+                                              100 * config_.min_gain));
+    s.last = now;
+    return std::nullopt;
+  }
+  PolicyDecision d;
+  d.job = job.name;
+  d.kind = Kind::kResize;
+  d.size = s.trial_size;
+  d.reason = fmt::format(
+      "undo the growth to {}: {:.1f} -> {:.1f} iterations/s ({:+.0f} %, at least {:+.0f} % "
+      "wanted); not grown past {} for {:.0f} s",
+      job.size, s.trial_rate, job.rate, 100 * gain, 100 * config_.min_gain, s.trial_size,
+      config_.cap_s);
+  s.cap = s.trial_size;
+  s.cap_until = now + config_.cap_s;
+  s.last = now;
+  return d;
+}
+
+// The job's highest rank on from goes to a quiet host with room, or merges into a rank on
+// another host.
+std::optional<PolicyDecision> Policy::leave_host(Snapshot& snap, const PolicyJob& job,
+                                                 const std::string& from) {
+  int rank = -1;
+  for (int r = 0; r < job.size; ++r)
+    if (job.hosts[static_cast<std::size_t>(r)] == from) rank = r;
+  const PolicyHost& src = *snap.by_name.at(from);
+  const std::string target = quiet_target(snap, &from);
+  PolicyDecision d;
+  d.job = job.name;
+  const std::string why = fmt::format(
+      "host {} is loaded: {:.1f} runnable tasks beyond its {} PCM processes for {:.0f} s "
+      "(leave above {:.1f})",
+      from, competing(src), src.used, snap.now - high_since_.at(from), config_.load_high);
+  if (!target.empty()) {
+    d.kind = Kind::kMigrate;
+    d.rank = rank;
+    d.host = target;
+    d.reason = fmt::format("{}; {} has a free slot and a competing load of {:.1f}", why, target,
+                           competing(*snap.by_name.at(target)));
+    --snap.room[target];
+    return d;
+  }
+  int other = -1;
+  for (int r = 0; r < job.size; ++r)
+    if (job.hosts[static_cast<std::size_t>(r)] != from && !loaded(job.hosts[r], snap.now) &&
+        other < 0)
+      other = r;
+  if (other < 0) return std::nullopt;  // nowhere to go: stay
+  d.kind = Kind::kMerge;
+  d.ranks = {std::min(rank, other), std::max(rank, other)};
+  d.reason = fmt::format("{}; no quiet host has a free slot: rank {} merges into rank {}", why,
+                         rank, other);
+  return d;
+}
+
+// One more process onto a free slot of a quiet host, measured afterwards (judge_trial); not
+// while a host of the job is above load_high (the measurement would be the load's).
+std::optional<PolicyDecision> Policy::grow(Snapshot& snap, const PolicyJob& job, JobState& s) {
+  if (job.rate <= 0) return std::nullopt;
+  if (std::any_of(job.hosts.begin(), job.hosts.end(),
+                  [&](const std::string& h) { return high_since_.count(h) > 0; }))
+    return std::nullopt;
+  if (snap.now < s.cap_until && job.size + 1 > s.cap) return std::nullopt;
+  const std::string target = quiet_target(snap, nullptr);
+  if (target.empty()) return std::nullopt;
+  PolicyDecision d;
+  d.job = job.name;
+  d.kind = Kind::kResize;
+  d.size = job.size + 1;
+  d.host = target;
+  d.reason = fmt::format(
+      "{} has a free slot (competing load {:.1f}): try {} processes, keep them if the rate "
+      "({:.1f} iterations/s now) rises by {:.0f} % within {:.0f} s",
+      target, competing(*snap.by_name.at(target)), job.size + 1, job.rate, 100 * config_.min_gain,
+      config_.measure_s);
+  --snap.room[target];
+  s.last = snap.now;
+  s.trial = true;
+  s.trial_started = false;
+  s.trial_size = job.size;
+  s.trial_rate = job.rate;
+  return d;
+}
+
+std::vector<PolicyDecision> Policy::decide(double now, const std::vector<PolicyJob>& jobs,
+                                           const std::vector<PolicyHost>& hosts) {
+  Snapshot snap{now, hosts, {}, {}};
+  for (const PolicyHost& h : hosts) snap.by_name[h.name] = &h;
+  track_loads(snap);
   // Free slots as decisions use them up in this snapshot.
-  std::map<std::string, int> room;
-  for (const PolicyHost& h : hosts) room[h.name] = h.draining ? 0 : std::max(0, h.slots - h.used);
+  for (const PolicyHost& h : hosts)
+    snap.room[h.name] = h.draining ? 0 : std::max(0, h.slots - h.used);
 
   std::vector<PolicyDecision> out;
   for (const PolicyJob& job : jobs) {
     JobState& s = jobs_[job.name];
     if (job.pending || job.size <= 0 || job.hosts.size() != static_cast<std::size_t>(job.size))
       continue;
-    // A growth on trial: measured once the grown world has run for measure_s.
     if (s.trial) {
-      if (!s.trial_started) {
-        s.trial_started = true;
-        s.trial_since = now;
-      }
-      if (now - s.trial_since < config_.measure_s || job.rate < 0) continue;
-      s.trial = false;
-      const double gain = s.trial_rate > 0 ? job.rate / s.trial_rate - 1 : 0;
-      if (gain >= config_.min_gain) {
-        notes_.emplace_back(
-            job.name,
-            fmt::format("policy: growth to {} kept: {:.1f} -> {:.1f} iterations/s "
-                        "({:+.0f} %, at least {:+.0f} % wanted)",
-                        job.size, s.trial_rate, job.rate, 100 * gain, 100 * config_.min_gain));
-        s.last = now;
-        continue;
-      }
-      PolicyDecision d;
-      d.job = job.name;
-      d.kind = Kind::kResize;
-      d.size = s.trial_size;
-      d.reason = fmt::format(
-          "undo the growth to {}: {:.1f} -> {:.1f} iterations/s ({:+.0f} %, at least {:+.0f} % "
-          "wanted); not grown past {} for {:.0f} s",
-          job.size, s.trial_rate, job.rate, 100 * gain, 100 * config_.min_gain, s.trial_size,
-          config_.cap_s);
-      s.cap = s.trial_size;
-      s.cap_until = now + config_.cap_s;
-      s.last = now;
-      out.push_back(std::move(d));
+      if (auto d = judge_trial(now, job, s)) out.push_back(std::move(*d));
       continue;
     }
     if (now - s.last < config_.min_interval_s || now - s.failed < config_.retry_after_s) continue;
-
-    // 1. Leave a loaded host: its highest rank there goes to a quiet host with room, or merges
-    // into a rank on another host.
+    // 1. Leave a loaded host (the last of the job's hosts that is).
     std::string from;
     for (const std::string& h : job.hosts)
-      if (loaded(h)) from = h;
+      if (loaded(h, now)) from = h;
     if (!from.empty()) {
-      int rank = -1;
-      for (int r = 0; r < job.size; ++r)
-        if (job.hosts[static_cast<std::size_t>(r)] == from) rank = r;
-      const PolicyHost& src = *by_name.at(from);
-      std::string target;
-      for (const PolicyHost& h : hosts)
-        if (h.name != from && room[h.name] > 0 && quiet(h) && target.empty()) target = h.name;
-      PolicyDecision d;
-      d.job = job.name;
-      const std::string why = fmt::format(
-          "host {} is loaded: {:.1f} runnable tasks beyond its {} PCM processes for {:.0f} s "
-          "(leave above {:.1f})",
-          from, competing(src), src.used, now - high_since_.at(from), config_.load_high);
-      if (!target.empty()) {
-        d.kind = Kind::kMigrate;
-        d.rank = rank;
-        d.host = target;
-        d.reason = fmt::format("{}; {} has a free slot and a competing load of {:.1f}", why, target,
-                               competing(*by_name.at(target)));
-        --room[target];
-      } else {
-        int other = -1;
-        for (int r = 0; r < job.size; ++r)
-          if (job.hosts[static_cast<std::size_t>(r)] != from && !loaded(job.hosts[r]) && other < 0)
-            other = r;
-        if (other < 0) continue;  // nowhere to go: stay
-        d.kind = Kind::kMerge;
-        d.ranks = {std::min(rank, other), std::max(rank, other)};
-        d.reason = fmt::format("{}; no quiet host has a free slot: rank {} merges into rank {}",
-                               why, rank, other);
+      if (auto d = leave_host(snap, job, from)) {
+        s.last = now;
+        out.push_back(std::move(*d));
       }
-      s.last = now;
-      out.push_back(std::move(d));
       continue;
     }
-
-    // 2. Grow onto a free slot of a quiet host, then measure; not while a host of the job is
-    // above load_high (the measurement would be the load's).
-    if (job.rate <= 0) continue;
-    if (std::any_of(job.hosts.begin(), job.hosts.end(),
-                    [&](const std::string& h) { return high_since_.count(h) > 0; }))
-      continue;
-    if (now < s.cap_until && job.size + 1 > s.cap) continue;
-    std::string target;
-    for (const PolicyHost& h : hosts)
-      if (room[h.name] > 0 && quiet(h) && target.empty()) target = h.name;
-    if (target.empty()) continue;
-    PolicyDecision d;
-    d.job = job.name;
-    d.kind = Kind::kResize;
-    d.size = job.size + 1;
-    d.host = target;
-    d.reason = fmt::format(
-        "{} has a free slot (competing load {:.1f}): try {} processes, keep them if the rate "
-        "({:.1f} iterations/s now) rises by {:.0f} % within {:.0f} s",
-        target, competing(*by_name.at(target)), job.size + 1, job.rate, 100 * config_.min_gain,
-        config_.measure_s);
-    --room[target];
-    s.last = now;
-    s.trial = true;
-    s.trial_started = false;
-    s.trial_size = job.size;
-    s.trial_rate = job.rate;
-    out.push_back(std::move(d));
+    // 2. Grow, then measure.
+    if (auto d = grow(snap, job, s)) out.push_back(std::move(*d));
   }
   return out;
 }

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -95,6 +96,32 @@ class Policy {
     int cap = 0;               // not grown past this size ...
     double cap_until = -1e18;  // ... until then
   };
+
+  // One decide() call's hosts, and the free slots its decisions have not taken yet.
+  struct Snapshot {
+    double now = 0;
+    const std::vector<PolicyHost>& hosts;
+    std::map<std::string, const PolicyHost*> by_name;
+    std::map<std::string, int> room;
+  };
+
+  // The steps of decide(), in order.
+  void track_loads(const Snapshot& snap);
+  // A growth on trial; nothing until it has run measure_s, then a note (kept) or the resize
+  // undoing it.
+  std::optional<PolicyDecision> judge_trial(double now, const PolicyJob& job, JobState& s);
+  // A job with a rank on loaded host from: that rank moves or merges (nothing if it cannot).
+  std::optional<PolicyDecision> leave_host(Snapshot& snap, const PolicyJob& job,
+                                           const std::string& from);
+  std::optional<PolicyDecision> grow(Snapshot& snap, const PolicyJob& job, JobState& s);
+
+  // Above load_high for load_sustain_s.
+  bool loaded(const std::string& host, double now) const;
+  // May receive processes: not draining, competing load below load_low, not loaded.
+  bool quiet(const PolicyHost& h, double now) const;
+  // The first quiet host with a free slot, other than *except if given ("" if none).
+  std::string quiet_target(const Snapshot& snap, const std::string* except) const;
+
   PolicyConfig config_;
   std::map<std::string, JobState> jobs_;
   std::map<std::string, double> high_since_;  // host: since when above load_high (absent: not)

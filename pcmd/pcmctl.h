@@ -1,0 +1,70 @@
+// pcmctl.h — pcmctl's pieces: the connection to pcmd, one builder per request, the printers.
+#pragma once
+
+#include <string>
+#include <vector>
+#include <zmq.hpp>
+
+#include "client.h"
+#include "config.h"
+#include "protocol.h"
+
+namespace pcm::detail {
+
+// The options every subcommand shares (set on pcmctl itself, before the subcommand).
+struct ConnectOptions {
+  std::string config_path;
+  int timeout_ms = 5000;
+};
+
+// A connection to the pcmd that the configuration file names; every request waits at most
+// timeout_ms. Throws pcm::Error (PCM_ERR_CONFIG) if the file cannot be read.
+class Connection {
+ public:
+  explicit Connection(const ConnectOptions& options);
+  // The reply's header; throws pcm::Error as Client::request does.
+  proto::json request(const proto::json& req);
+  const std::string& endpoint() const { return config_.endpoint; }
+
+ private:
+  Config config_;
+  zmq::context_t context_{1};
+  Client client_;
+  int timeout_ms_;
+};
+
+// Where a reconfiguration's new processes go and why (--host, --placement, --why; "": not given).
+struct Target {
+  std::string host;
+  std::string placement;
+  std::string why;
+};
+
+// One builder per request pcmctl sends (pcmctl_requests.cpp). In req_verify and req_host_add,
+// "" or a negative number leaves the optional field out.
+proto::json req_ping();
+proto::json req_status();  // every job
+proto::json req_status(const std::string& job);
+proto::json req_profile(const std::string& job);
+proto::json req_migrate(const std::string& job, int rank, const Target& target);
+proto::json req_split(const std::string& job, int rank, int into, const Target& target);
+proto::json req_merge(const std::string& job, const std::vector<int>& ranks, const Target& target);
+proto::json req_resize(const std::string& job, int size, const Target& target);
+proto::json req_checkpoints(const std::string& job);
+proto::json req_verify(const std::string& job, long iteration);
+proto::json req_prune(const std::string& job, int keep);
+proto::json req_host_add(const std::string& host, int slots, const std::string& site,
+                         double latency);
+proto::json req_host_list();
+proto::json req_host_remove(const std::string& host);
+proto::json req_host_drain(const std::string& host);
+
+// Printers (pcmctl_print.cpp): the tables and texts pcmctl shows; scripts parse them.
+void print_status_table(const proto::json& reply);
+void print_host_table(const proto::json& hosts);
+void print_events(const proto::json& events, const proto::json& times);
+// The versions table; returns whether every version is valid.
+bool print_versions(const proto::json& versions);
+void print_reshape(const proto::json& reply, const std::string& job);
+
+}  // namespace pcm::detail
