@@ -63,18 +63,6 @@ PCM_EXPORT int PCM_Load_count(int rank, const char* key, PCM_Datatype* type, lon
 PCM_EXPORT int PCM_Reconfigure(MPI_Comm* comm, const char* command) {
   return guard("PCM_Reconfigure", [&] { return rt().reconfigure(comm, command); });
 }
-// The MPI profiling interface: libpcm's MPI_Finalize comes before MPI's in a program linked
-// with PCM. A retired process that calls MPI_Finalize instead of PCM_Exit would otherwise spin in
-// MPICH's finalize until the job ends (and its waker could not wake it): it parks as PCM_Exit does.
-// Every other call goes straight to PMPI_Finalize.
-PCM_EXPORT int MPI_Finalize(void) {
-  if (!rt().retired_unfinished()) return PMPI_Finalize();
-  pcm::detail::plog()->warn(
-      "a retired process called MPI_Finalize: it waits for the end of the job as PCM_Exit "
-      "does (call PCM_Exit instead)");
-  return guard("MPI_Finalize", [&] { return rt().exit_retired(); }) == PCM_SUCCESS ? MPI_SUCCESS
-                                                                                   : MPI_ERR_OTHER;
-}
 PCM_EXPORT int PCM_Exit(void) {
   return guard("PCM_Exit", [&] { return rt().exit_retired(); });
 }

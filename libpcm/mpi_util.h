@@ -1,5 +1,5 @@
 // mpi_util.h — libpcm's small MPI helpers: owning handles, error checks, agreed error codes,
-// header broadcasts, type mapping, settings from the environment, and the library's logger.
+// header broadcasts, type mapping and the library's logger.
 #pragma once
 
 #include <mpi.h>
@@ -93,10 +93,6 @@ std::int64_t now_ms();
 
 // Throws pcm::Error(PCM_ERR_MPI) naming `what` unless rc is MPI_SUCCESS.
 void mpi_check(int rc, const char* what);
-
-// An integer setting from the environment: fallback when unset; throws PCM_ERR_ARG when it is
-// not a number in [lo, hi].
-long env_long(const char* name, long fallback, long lo, long hi);
 
 // Collective over comm: every rank throws the same pcm::Error (the most negative local code,
 // with the message of the lowest rank that had it), or returns if every code is PCM_SUCCESS.

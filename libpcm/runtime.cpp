@@ -118,8 +118,8 @@ int Runtime::init(MPI_Comm* comm) {
         req["job"] = settings_.job;
       }
       // The job's placement strategy for the processes pcmd places later (pcmd checks it).
-      if (const char* p = std::getenv("PCM_PLACEMENT"); p && *p)
-        req["placement"] = proto::clean_text(p, 32);
+      if (!settings_.placement.empty())
+        req["placement"] = proto::clean_text(settings_.placement, 32);
       if (settings_.restart) {
         if (!req.contains("job")) fail(PCM_ERR_ARG, "PCM_RESTART=1 needs PCM_JOB, the job's name");
         req["restart"] = true;
