@@ -93,23 +93,16 @@ int Runtime::resume(MPI_Comm* comm) {
     case PCM_MIGRATED:
       resume_migrated();
       break;
-    case PCM_SPLITTED: {
-      int code = PCM_SUCCESS;
-      std::string msg;
-      try {
+    case PCM_SPLITTED:
+      agreed(world_.get(), [&] {
         json extra;
         receive_split(arrays_of(registry_), &extra);
         const auto& values = extra.at("values").get_binary();
         registry_.unpack(ItemKind::kValue, std::string(values.begin(), values.end()));
         registry_.zero(ItemKind::kLocal);
-      } catch (const Error& e) {
-        code = e.code();
-        msg = e.what();
-      }
-      agree(world_.get(), code, msg);
+      });
       check_registrations();
       break;
-    }
     case PCM_RESTARTED:
       check_registrations();
       resume_restarted();
@@ -172,9 +165,8 @@ void Runtime::send_migration(MPI_Comm merged, int child, int rank) {
 // The replacement of a migrated process: receive everything the mover sends (whatever it is, so
 // that the mover is never left blocked), then check it against the registrations.
 void Runtime::resume_migrated() {
-  int code = PCM_SUCCESS;
-  std::string msg;
-  try {
+  // Pairs with the survivors' agreement in PCM_Adapt.
+  agreed(world_.get(), [&] {
     if (migrant_comm_ == MPI_COMM_NULL) fail(PCM_ERR_STATE, "no mover to receive from");
     long long n = 0;
     mpi_check(
@@ -231,21 +223,14 @@ void Runtime::resume_migrated() {
         std::memcpy(reg[k].value, data[k], reg[k].bytes());
       }
     }
-  } catch (const Error& e) {
-    code = e.code();
-    msg = e.what();
-  }
-  // Pairs with the survivors' agreement in PCM_Adapt.
-  agree(world_.get(), code, msg);
+  });
 }
 
 // A restarted process, from a version made through pcmd (format 1, PCM_Store and PCM_Commit):
 // the values, this world's share of every array (at any process count), and the local values
 // where the process count is the same.
 void Runtime::resume_restarted_whole() {
-  int code = PCM_SUCCESS;
-  std::string msg;
-  try {
+  agreed(world_.get(), [&] {
     const Registry& reg = registry_;
     for (const Item* i : reg.of(ItemKind::kValue))
       load(0, Registry::key(*i).c_str(), i->value, i->type, i->count);
@@ -275,11 +260,7 @@ void Runtime::resume_restarted_whole() {
       hand_over(*i, fresh.bufs[k], std::move(maps[k]));
       fresh.bufs[k++] = nullptr;
     }
-  } catch (const Error& e) {
-    code = e.code();
-    msg = e.what();
-  }
-  agree(world_.get(), code, msg);
+  });
 }
 
 // ---- PCM_Adapt -----------------------------------------------------------------------------

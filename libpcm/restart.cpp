@@ -80,16 +80,11 @@ int Runtime::commit(MPI_Comm comm, int iteration) {
   std::string msg = code ? fmt::format("iteration {} is negative", iteration) : "";
   // Every rank's stores have returned once all are here; then rank 0 asks pcmd to commit.
   agree(world_.get(), code, msg);
-  if (rank_ == 0) {
-    try {
+  agreed(world_.get(), [&] {
+    if (rank_ == 0)
       link_.request({{"op", "commit"}, {"job", job_}, {"iteration", iteration}, {"size", size_}},
                     nullptr, 0, settings_.data_timeout_ms);
-    } catch (const Error& e) {
-      code = e.code();
-      msg = e.what();
-    }
-  }
-  agree(world_.get(), code, msg);
+  });
   return PCM_SUCCESS;
 }
 

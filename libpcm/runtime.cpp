@@ -41,19 +41,14 @@ int Runtime::mpi_pcm_init(int* argc, char*** argv) {
   ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
   if (n > 0) self_exe_.assign(buf, static_cast<std::size_t>(n));
 
-  int code = PCM_SUCCESS;
-  std::string msg;
-  try {
+  Outcome setup = attempt([&] {
     const Config config = read_config(default_config_path());
     settings_ = Settings::from_env();
     split_leaves_ = settings_.retire_leave >= 0 ? settings_.retire_leave == 1
                                                 : Retirement::mpi_lets_spawners_leave();
     window_ = StatusWindow(settings_.status_window_us);
     link_.open(config, default_config_path(), settings_.poll_interval_ms, settings_.reconnect_ms);
-  } catch (const Error& e) {
-    code = e.code();
-    msg = e.what();
-  }
+  });
 
   // A spawned process joins the world its parents are rebuilding before anything else: the
   // parents are waiting for it, whatever happens to its own set-up.
@@ -64,15 +59,14 @@ int Runtime::mpi_pcm_init(int* argc, char*** argv) {
   try {
     int me;
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
-    if (code == PCM_SUCCESS && me == 0) {
-      try {
+    if (setup.ok() && me == 0) {
+      setup = attempt([&] {
         link_.request({{"op", "ping"}}, nullptr, 0, settings_.connect_timeout_ms);
-      } catch (const Error& e) {
-        code = e.code();
-        msg = fmt::format("{} (configuration file {})", e.what(), default_config_path());
-      }
+      });
+      if (!setup.ok())
+        setup.msg = fmt::format("{} (configuration file {})", setup.msg, default_config_path());
     }
-    agree(MPI_COMM_WORLD, code, msg);
+    agree(MPI_COMM_WORLD, setup.code, setup.msg);
   } catch (const Error& e) {
     init_error_ = e.what();
     throw;
@@ -99,48 +93,40 @@ int Runtime::init(MPI_Comm* comm) {
   MPI_Comm_rank(dup.get(), &rank_);
   MPI_Comm_size(dup.get(), &size_);
 
-  int code = PCM_SUCCESS;
-  std::string msg;
   std::vector<std::string> hosts = gather_hosts(dup.get());
-  if (rank_ == 0) {
-    try {
-      json req{{"op", "register"},
-               {"size", size_},
-               {"hosts", hosts},
-               {"executable", self_exe_},
-               {"pid", static_cast<long>(::getpid())},
-               // Known again if the request is sent twice (pcmd restarted before answering).
-               {"nonce", random_hex(16)}};
-      if (!settings_.job.empty()) {
-        if (!proto::valid_name(settings_.job))
-          fail(PCM_ERR_ARG, "PCM_JOB='{}' is not a valid job name (1-64 of A-Z a-z 0-9 . _ -)",
-               settings_.job);
-        req["job"] = settings_.job;
-      }
-      // The job's placement strategy for the processes pcmd places later (pcmd checks it).
-      if (!settings_.placement.empty())
-        req["placement"] = proto::clean_text(settings_.placement, 32);
-      if (settings_.restart) {
-        if (!req.contains("job")) fail(PCM_ERR_ARG, "PCM_RESTART=1 needs PCM_JOB, the job's name");
-        req["restart"] = true;
-      }
-      // A restart waits while pcmd verifies the newest version (every byte's checksum): that
-      // grows with the data, like a store or a load. pcmd has answered a ping already.
-      auto reply = link_.request(
-          req, nullptr, 0,
-          req.contains("restart") ? settings_.data_timeout_ms : settings_.connect_timeout_ms);
-      job_ = proto::get_string(reply.header, "job", proto::kMaxName);
-      incarnation_ = proto::opt_int(reply.header, "incarnation", 0, INT64_MAX).value_or(0);
-      if (auto it = reply.header.find("restart"); it != reply.header.end() && it->is_object()) {
-        restart_iteration_ = proto::get_int(*it, "iteration", 0, INT64_MAX);
-        restart_nprocs_ = static_cast<int>(proto::get_int(*it, "nprocs", 1, 1 << 20));
-      }
-    } catch (const Error& e) {
-      code = e.code();
-      msg = e.what();
+  agreed(dup.get(), [&] {  // on failure, dup goes
+    if (rank_ != 0) return;
+    json req{{"op", "register"},
+             {"size", size_},
+             {"hosts", hosts},
+             {"executable", self_exe_},
+             {"pid", static_cast<long>(::getpid())},
+             // Known again if the request is sent twice (pcmd restarted before answering).
+             {"nonce", random_hex(16)}};
+    if (!settings_.job.empty()) {
+      if (!proto::valid_name(settings_.job))
+        fail(PCM_ERR_ARG, "PCM_JOB='{}' is not a valid job name (1-64 of A-Z a-z 0-9 . _ -)",
+             settings_.job);
+      req["job"] = settings_.job;
     }
-  }
-  agree(dup.get(), code, msg);  // on failure, dup goes
+    // The job's placement strategy for the processes pcmd places later (pcmd checks it).
+    if (!settings_.placement.empty()) req["placement"] = proto::clean_text(settings_.placement, 32);
+    if (settings_.restart) {
+      if (!req.contains("job")) fail(PCM_ERR_ARG, "PCM_RESTART=1 needs PCM_JOB, the job's name");
+      req["restart"] = true;
+    }
+    // A restart waits while pcmd verifies the newest version (every byte's checksum): that
+    // grows with the data, like a store or a load. pcmd has answered a ping already.
+    auto reply = link_.request(
+        req, nullptr, 0,
+        req.contains("restart") ? settings_.data_timeout_ms : settings_.connect_timeout_ms);
+    job_ = proto::get_string(reply.header, "job", proto::kMaxName);
+    incarnation_ = proto::opt_int(reply.header, "incarnation", 0, INT64_MAX).value_or(0);
+    if (auto it = reply.header.find("restart"); it != reply.header.end() && it->is_object()) {
+      restart_iteration_ = proto::get_int(*it, "iteration", 0, INT64_MAX);
+      restart_nprocs_ = static_cast<int>(proto::get_int(*it, "nprocs", 1, 1 << 20));
+    }
+  });
   world_ = std::move(dup);
   profiler().start(settings_.profile_ms, world_.get(), rank_, size_);
   json shared = bcast_json(json{{"job", job_},

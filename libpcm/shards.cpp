@@ -130,26 +130,19 @@ class VersionSource {
 void Runtime::write_version(int iteration) {
   const double t0 = wtime();
   double t_shard = 0, t_written = 0;
-  int code = PCM_SUCCESS;
-  std::string msg;
   json where;
-  if (rank_ == 0) {
-    try {
+  agreed(world_.get(), [&] {
+    if (rank_ == 0)
       where = link_
                   .request({{"op", "checkpoint_begin"}, {"job", job_}, {"iteration", iteration}},
                            nullptr, 0, settings_.data_timeout_ms)
                   .header;
-    } catch (const Error& e) {
-      code = e.code();
-      msg = e.what();
-    }
-  }
-  agree(world_.get(), code, msg);
+  });
   where = bcast_json(where, 0, world_.get());
   const std::string dir = where.at("dir").get<std::string>();
 
   std::string record;  // this rank's shard record, MessagePack
-  try {
+  agreed(world_.get(), [&] {
     std::vector<ShardItem> items;
     std::vector<std::string> maps;  // encoded maps, alive until written
     maps.reserve(registry_.items().size());
@@ -199,11 +192,7 @@ void Runtime::write_version(int iteration) {
     }
     record = proto::encode(rec.to_json());
     t_written = wtime();
-  } catch (const Error& e) {
-    code = e.code();
-    msg = e.what();
-  }
-  agree(world_.get(), code, msg);
+  });
 
   // Rank 0 gathers the records and asks pcmd to commit.
   int len = static_cast<int>(record.size());
@@ -215,28 +204,23 @@ void Runtime::write_version(int iteration) {
     displs[r] = static_cast<int>(total);
     total += lens[r];
   }
-  if (total > INT_MAX) code = PCM_ERR_INTERNAL;  // caught below, agreed by everyone
-  std::string all(rank_ == 0 && total <= INT_MAX ? static_cast<std::size_t>(total) : 0, '\0');
+  const bool too_large = total > INT_MAX;  // rank 0 fails below, agreed by everyone
+  std::string all(rank_ == 0 && !too_large ? static_cast<std::size_t>(total) : 0, '\0');
   mpi_check(MPI_Gatherv(record.data(), len, MPI_BYTE, all.data(), lens.data(), displs.data(),
                         MPI_BYTE, 0, world_.get()),
             "MPI_Gatherv");
-  if (rank_ == 0) {
-    try {
-      if (code) fail(code, "the shard records of {} processes are too large", size_);
-      json table{{"shards", json::array()}};
-      for (std::size_t r = 0; r < lens.size(); ++r)
-        table["shards"].push_back(
-            decode_internal(all.substr(static_cast<std::size_t>(displs[r]), lens[r])));
-      const std::string bytes = proto::encode(table);
-      link_.request(
-          {{"op", "checkpoint_commit"}, {"job", job_}, {"iteration", iteration}, {"size", size_}},
-          bytes.data(), bytes.size(), settings_.data_timeout_ms);
-    } catch (const Error& e) {
-      code = e.code();
-      msg = e.what();
-    }
-  }
-  agree(world_.get(), code, msg);
+  agreed(world_.get(), [&] {
+    if (rank_ != 0) return;
+    if (too_large) fail(PCM_ERR_INTERNAL, "the shard records of {} processes are too large", size_);
+    json table{{"shards", json::array()}};
+    for (std::size_t r = 0; r < lens.size(); ++r)
+      table["shards"].push_back(
+          decode_internal(all.substr(static_cast<std::size_t>(displs[r]), lens[r])));
+    const std::string bytes = proto::encode(table);
+    link_.request(
+        {{"op", "checkpoint_commit"}, {"job", job_}, {"iteration", iteration}, {"size", size_}},
+        bytes.data(), bytes.size(), settings_.data_timeout_ms);
+  });
   plog()->debug(
       "[rank {}] checkpoint {}: begun in {:.3f} s, shard written in {:.3f} s, committed "
       "{:.3f} s after",
@@ -247,23 +231,16 @@ void Runtime::write_version(int iteration) {
 
 void Runtime::resume_restarted() {
   while (true) {
-    int code = PCM_SUCCESS;
-    std::string msg;
     json info;
-    if (rank_ == 0) {
-      try {
-        auto r = link_.request(
-            {{"op", "checkpoint_manifest"}, {"job", job_}, {"iteration", restart_iteration_}},
-            nullptr, 0, settings_.data_timeout_ms);
-        info = r.header;
-        if (proto::get_int(info, "format", 1, 2) == 2)
-          info["manifest"] = proto::decode_large(r.data.data(), r.data.size(), r.data.size());
-      } catch (const Error& e) {
-        code = e.code();
-        msg = e.what();
-      }
-    }
-    agree(world_.get(), code, msg);
+    agreed(world_.get(), [&] {
+      if (rank_ != 0) return;
+      auto r = link_.request(
+          {{"op", "checkpoint_manifest"}, {"job", job_}, {"iteration", restart_iteration_}},
+          nullptr, 0, settings_.data_timeout_ms);
+      info = r.header;
+      if (proto::get_int(info, "format", 1, 2) == 2)
+        info["manifest"] = proto::decode_large(r.data.data(), r.data.size(), r.data.size());
+    });
     info = bcast_json(info, 0, world_.get());
     if (info.at("format").get<int>() != 2) {
       resume_restarted_whole();  // a version made through pcmd (PCM_Store and PCM_Commit)
@@ -275,13 +252,12 @@ void Runtime::resume_restarted() {
     } catch (const Error& e) {
       if (e.code() != PCM_ERR_CORRUPT) throw;
       // Damaged: pcmd marks the version bad for good and names the one before it, if any.
-      code = PCM_SUCCESS;
-      msg.clear();
+      Outcome asked;
       json next;
       if (rank_ == 0) {
         plog()->warn("[rank 0] version {} is damaged ({}); trying the one before it",
                      restart_iteration_, e.what());
-        try {
+        asked = attempt([&] {
           next = link_
                      .request({{"op", "checkpoint_bad"},
                                {"job", job_},
@@ -289,12 +265,10 @@ void Runtime::resume_restarted() {
                                {"why", proto::clean_text(e.what(), 1500)}},
                               nullptr, 0, settings_.data_timeout_ms)
                      .header.at("restart");
-        } catch (const Error& e2) {
-          code = e2.code();
-          msg = fmt::format("{}; {}", e.what(), e2.what());
-        }
+        });
+        if (!asked.ok()) asked.msg = fmt::format("{}; {}", e.what(), asked.msg);
       }
-      agree(world_.get(), code, msg);
+      agree(world_.get(), asked.code, asked.msg);
       next = bcast_json(next, 0, world_.get());
       restart_iteration_ = next.at("iteration").get<std::int64_t>();
       restart_nprocs_ = next.at("nprocs").get<int>();
@@ -303,11 +277,9 @@ void Runtime::resume_restarted() {
 }
 
 void Runtime::read_version(const json& info) {
-  int code = PCM_SUCCESS;
-  std::string msg;
   NewBuffers fresh;
   std::vector<Distribution> maps;
-  try {
+  agreed(world_.get(), [&] {
     const json& m = info.at("manifest");
     const std::string dir = info.at("dir").get<std::string>();
     std::vector<ShardRecord> shards;
@@ -359,11 +331,7 @@ void Runtime::read_version(const json& info) {
       }
       maps.push_back(std::move(to));
     }
-  } catch (const Error& e) {
-    code = e.code();
-    msg = e.what();
-  }
-  agree(world_.get(), code, msg);
+  });
   std::size_t k = 0;
   for (const Item* i : registry_.of(ItemKind::kDist)) {
     hand_over(*i, fresh.bufs[k], std::move(maps[k]));
