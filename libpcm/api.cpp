@@ -98,7 +98,10 @@ PCM_EXPORT int PCM_Commit(MPI_Comm comm, int iteration) {
   return guard("PCM_Commit", [&] { return rt().commit(comm, iteration); });
 }
 PCM_EXPORT int PCM_Restart_info(int* iteration, int* nprocs) {
-  return guard("PCM_Restart_info", [&] { return rt().restart_info(iteration, nprocs); });
+  return guard("PCM_Restart_info", [&] {
+    rt().restart().info(iteration, nprocs);
+    return PCM_SUCCESS;
+  });
 }
 PCM_EXPORT int PCM_Load_redistribute(const char* key, PCM_Datatype type, PCM_Dist from, PCM_Dist to,
                                      int rank, void* buf) {
@@ -108,14 +111,20 @@ PCM_EXPORT int PCM_Load_redistribute(const char* key, PCM_Datatype type, PCM_Dis
   });
 }
 PCM_EXPORT int PCM_Reconfig_last(int* kind, int* size_before, double* started) {
-  return guard("PCM_Reconfig_last", [&] { return rt().reconfig_last(kind, size_before, started); });
+  return guard("PCM_Reconfig_last", [&] {
+    rt().reconfig().last_info(kind, size_before, started);
+    return PCM_SUCCESS;
+  });
 }
 
 PCM_EXPORT int PCM_Reconfig_reason(char* reason, int len) {
-  return guard("PCM_Reconfig_reason", [&] { return rt().reconfig_reason(reason, len); });
+  return guard("PCM_Reconfig_reason", [&] {
+    rt().reconfig().reason(reason, len);
+    return PCM_SUCCESS;
+  });
 }
 PCM_EXPORT int PCM_Reconfig_times(double* spawn, double* data, double* rebuild) {
-  rt().reconfig_times(spawn, data, rebuild);
+  rt().reconfig().times(spawn, data, rebuild);
   return PCM_SUCCESS;
 }
 

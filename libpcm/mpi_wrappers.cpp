@@ -45,9 +45,10 @@ int timed(F&& call) {
 
 extern "C" {
 
-// libpcm's MPI_Finalize comes before MPI's in a program linked with PCM. A retired process that calls MPI_Finalize instead of PCM_Exit would otherwise spin in
-// MPICH's finalize until the job ends (and its waker could not wake it): it parks as PCM_Exit does.
-// Every other call goes straight to PMPI_Finalize.
+// libpcm's MPI_Finalize comes before MPI's in a program linked with PCM. A retired process that
+// calls MPI_Finalize instead of PCM_Exit would otherwise spin in MPICH's finalize until the job
+// ends (and its waker could not wake it): it parks as PCM_Exit does. Every other call goes straight
+// to PMPI_Finalize.
 PCM_EXPORT int MPI_Finalize(void) {
   if (!rt().retired_unfinished()) return PMPI_Finalize();
   pcm::detail::plog()->warn(
