@@ -79,6 +79,25 @@ std::vector<Distribution> maps_of(const std::vector<ArrayRef>& arrays) {
 }
 }  // namespace
 
+namespace {
+
+// A survivor of a merge that keeps all its units at their offsets grows its buffer in place and
+// receives only the others' units: every rank drops those self-transfers from moves (the answer
+// is a pure function of the maps, the same on every rank). Returns which old ranks do.
+std::vector<bool> drop_in_place(std::vector<Transfer>* moves, const Distribution& from,
+                                const Distribution& to, const std::vector<int>& new_of) {
+  std::vector<bool> in_place(static_cast<std::size_t>(from.size()));
+  for (int r = 0; r < from.size(); ++r)
+    in_place[r] = keeps_in_place(*moves, from, to, r, new_of[r]);
+  moves->erase(
+      std::remove_if(moves->begin(), moves->end(),
+                     [&](const Transfer& t) { return in_place[t.from] && t.to == new_of[t.from]; }),
+      moves->end());
+  return in_place;
+}
+
+}  // namespace
+
 // ---- split ---------------------------------------------------------------------------------
 
 void Runtime::check_pending(MPI_Comm comm, bool want_split) const {
@@ -315,17 +334,7 @@ void Runtime::merge_arrays(const std::vector<ArrayRef>& arrays) {
       const std::size_t elem = proto::type_size(arrays[i].type);
       const Distribution& from = (*arrays[i].dist)->d;
       std::vector<Transfer> moves = plan(from, next[i]);
-      // A survivor that keeps all its units at their offsets grows its buffer in place and
-      // receives only the others' units; every rank drops those self-transfers from the plan
-      // (the answer is a pure function of the maps, the same on every rank).
-      std::vector<bool> in_place(static_cast<std::size_t>(world_.size()));
-      for (int r = 0; r < world_.size(); ++r)
-        in_place[r] = keeps_in_place(moves, from, next[i], r, new_of[r]);
-      moves.erase(std::remove_if(moves.begin(), moves.end(),
-                                 [&](const Transfer& t) {
-                                   return in_place[t.from] && t.to == new_of[t.from];
-                                 }),
-                  moves.end());
+      const std::vector<bool> in_place = drop_in_place(&moves, from, next[i], new_of);
       if (me >= 0 && in_place[world_.rank()]) {
         newbufs[i] = grow_buffer(*arrays[i].buf, next[i], me, elem);
         if (!newbufs[i]) fail(PCM_ERR_INTERNAL, "out of memory to grow a buffer for a merge");

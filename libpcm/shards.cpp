@@ -123,6 +123,49 @@ class VersionSource {
   std::map<std::pair<int, std::string>, std::vector<char>> fetched_;
 };
 
+// What this rank's shard holds: the owned units of every registered array, straight from the
+// application's buffers, and the locals; rank 0's also the values and the arrays' maps (encoded
+// into maps, which must outlive the items).
+std::vector<ShardItem> shard_items(const Registry& registry, int rank, int size,
+                                   std::vector<std::string>* maps) {
+  std::vector<ShardItem> items;
+  maps->reserve(registry.items().size());  // the items point into them: no string may move
+  for (const Item& i : registry.items()) {
+    const std::string key = Registry::key(i);
+    const std::size_t elem = proto::type_size(i.type);
+    if (i.kind == ItemKind::kDist) {
+      const Distribution& d = (*i.dist)->d;
+      if (d.size() != size)
+        fail(PCM_ERR_ARG, "'{}': the map describes {} processes, the world has {}", i.name,
+             d.size(), size);
+      // The owned units only: ghosts are no state (a restart gives them zeros, as a split).
+      ShardItem it{key, i.type, 0, {}};
+      const auto& segs = d.segments(rank);
+      for (std::size_t s = 0; s < segs.size(); ++s) {
+        const std::uint64_t n = static_cast<std::uint64_t>(segs[s].count * d.unit_len());
+        it.pieces.push_back({static_cast<const char*>(*i.buf) +
+                                 static_cast<std::uint64_t>(d.segment_offset(rank, s)) * elem,
+                             n * elem});
+        it.count += n;
+      }
+      items.push_back(std::move(it));
+      if (rank == 0) {
+        maps->push_back(proto::encode(d.to_json()));
+        items.push_back(ShardItem{Registry::map_key(i),
+                                  PCM_BYTE,
+                                  maps->back().size(),
+                                  {{maps->back().data(), maps->back().size()}}});
+      }
+    } else if (i.kind == ItemKind::kLocal || rank == 0) {
+      items.push_back(ShardItem{key,
+                                i.type,
+                                static_cast<std::uint64_t>(i.count),
+                                {{i.value, static_cast<std::uint64_t>(i.count) * elem}}});
+    }
+  }
+  return items;
+}
+
 }  // namespace
 
 // ---- writing a version ---------------------------------------------------------------------
@@ -143,43 +186,9 @@ void Runtime::write_version(int iteration) {
 
   std::string record;  // this rank's shard record, MessagePack
   agreed(world_.comm(), [&] {
-    std::vector<ShardItem> items;
     std::vector<std::string> maps;  // encoded maps, alive until written
-    maps.reserve(registry_.items().size());
-    for (const Item& i : registry_.items()) {
-      const std::string key = Registry::key(i);
-      const std::size_t elem = proto::type_size(i.type);
-      if (i.kind == ItemKind::kDist) {
-        const Distribution& d = (*i.dist)->d;
-        if (d.size() != world_.size())
-          fail(PCM_ERR_ARG, "'{}': the map describes {} processes, the world has {}", i.name,
-               d.size(), world_.size());
-        // The owned units only: ghosts are no state (a restart gives them zeros, as a split).
-        ShardItem it{key, i.type, 0, {}};
-        const auto& segs = d.segments(world_.rank());
-        for (std::size_t s = 0; s < segs.size(); ++s) {
-          const std::uint64_t n = static_cast<std::uint64_t>(segs[s].count * d.unit_len());
-          it.pieces.push_back(
-              {static_cast<const char*>(*i.buf) +
-                   static_cast<std::uint64_t>(d.segment_offset(world_.rank(), s)) * elem,
-               n * elem});
-          it.count += n;
-        }
-        items.push_back(std::move(it));
-        if (world_.rank() == 0) {
-          maps.push_back(proto::encode(d.to_json()));
-          items.push_back(ShardItem{Registry::map_key(i),
-                                    PCM_BYTE,
-                                    maps.back().size(),
-                                    {{maps.back().data(), maps.back().size()}}});
-        }
-      } else if (i.kind == ItemKind::kLocal || world_.rank() == 0) {
-        items.push_back(ShardItem{key,
-                                  i.type,
-                                  static_cast<std::uint64_t>(i.count),
-                                  {{i.value, static_cast<std::uint64_t>(i.count) * elem}}});
-      }
-    }
+    const std::vector<ShardItem> items =
+        shard_items(registry_, world_.rank(), world_.size(), &maps);
     const ShardHeader header{job_, iteration, world_.rank(), world_.size()};
     t_shard = wtime();
     ShardRecord rec;
