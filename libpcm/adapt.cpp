@@ -73,12 +73,12 @@ std::vector<ArrayRef> arrays_of(const Registry& reg) {
 void Runtime::check_registrations() {
   const std::uint64_t h = registry_.signature();
   std::uint64_t v[2] = {h, ~h};
-  mpi_check(MPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_UINT64_T, MPI_MIN, world_.get()),
+  mpi_check(MPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_UINT64_T, MPI_MIN, world_.comm()),
             "MPI_Allreduce");
   // min(h) == max(h) on every process iff all are equal; max(h) = ~min(~h).
   const int code = v[0] == ~v[1] ? PCM_SUCCESS : PCM_ERR_ARG;
-  agree(world_.get(), code,
-        code ? fmt::format("the processes registered different data (rank {}: {})", rank_,
+  agree(world_.comm(), code,
+        code ? fmt::format("the processes registered different data (rank {}: {})", world_.rank(),
                            registry_.describe())
              : "");
 }
@@ -93,23 +93,16 @@ int Runtime::resume(MPI_Comm* comm) {
     case PCM_MIGRATED:
       resume_migrated();
       break;
-    case PCM_SPLITTED: {
-      int code = PCM_SUCCESS;
-      std::string msg;
-      try {
+    case PCM_SPLITTED:
+      agreed(world_.comm(), [&] {
         json extra;
         receive_split(arrays_of(registry_), &extra);
         const auto& values = extra.at("values").get_binary();
         registry_.unpack(ItemKind::kValue, std::string(values.begin(), values.end()));
         registry_.zero(ItemKind::kLocal);
-      } catch (const Error& e) {
-        code = e.code();
-        msg = e.what();
-      }
-      agree(world_.get(), code, msg);
+      });
       check_registrations();
       break;
-    }
     case PCM_RESTARTED:
       check_registrations();
       resume_restarted();
@@ -119,20 +112,20 @@ int Runtime::resume(MPI_Comm* comm) {
       int code = PCM_SUCCESS;
       std::string msg;
       for (const Item* i : registry_.of(ItemKind::kDist)) {
-        if (!*i->dist || (*i->dist)->d.size() != size_) {
+        if (!*i->dist || (*i->dist)->d.size() != world_.size()) {
           code = PCM_ERR_ARG;
           msg = *i->dist ? fmt::format("'{}': the map describes {} processes, the world has {}",
-                                       i->name, (*i->dist)->d.size(), size_)
+                                       i->name, (*i->dist)->d.size(), world_.size())
                          : fmt::format("'{}': the map is NULL", i->name);
-        } else if (!*i->buf && (*i->dist)->d.local_elements(rank_) > 0) {
+        } else if (!*i->buf && (*i->dist)->d.local_elements(world_.rank()) > 0) {
           code = PCM_ERR_ARG;
           msg = fmt::format("'{}': the buffer is NULL", i->name);
         }
       }
-      agree(world_.get(), code, msg);
+      agree(world_.comm(), code, msg);
     }
   }
-  *comm = world_.get();
+  *comm = world_.comm();
   return PCM_SUCCESS;
 }
 
@@ -172,16 +165,15 @@ void Runtime::send_migration(MPI_Comm merged, int child, int rank) {
 // The replacement of a migrated process: receive everything the mover sends (whatever it is, so
 // that the mover is never left blocked), then check it against the registrations.
 void Runtime::resume_migrated() {
-  int code = PCM_SUCCESS;
-  std::string msg;
-  try {
-    if (migrant_comm_ == MPI_COMM_NULL) fail(PCM_ERR_STATE, "no mover to receive from");
+  // Pairs with the survivors' agreement in PCM_Adapt.
+  agreed(world_.comm(), [&] {
+    if (world_.migrant.comm == MPI_COMM_NULL) fail(PCM_ERR_STATE, "no mover to receive from");
     long long n = 0;
-    mpi_check(
-        MPI_Recv(&n, 1, MPI_LONG_LONG, migrant_src_, kTagMigrate, migrant_comm_, MPI_STATUS_IGNORE),
-        "MPI_Recv");
+    mpi_check(MPI_Recv(&n, 1, MPI_LONG_LONG, world_.migrant.src, kTagMigrate, world_.migrant.comm,
+                       MPI_STATUS_IGNORE),
+              "MPI_Recv");
     std::string header(static_cast<std::size_t>(n), '\0');
-    recv_bytes(header.data(), header.size(), migrant_src_, migrant_comm_);
+    recv_bytes(header.data(), header.size(), world_.migrant.src, world_.migrant.comm);
     const json items = decode_internal(header).at("items");
     NewBuffers fresh;
     std::vector<char*> data;
@@ -191,20 +183,20 @@ void Runtime::resume_migrated() {
       if (h.at("kind").get<int>() == static_cast<int>(ItemKind::kDist)) {
         maps.push_back(Distribution::from_json(h.at("map")));
         const std::size_t elem = proto::type_size(h.at("type").get<int>());
-        if (elem == 0 || maps.back().size() <= rank_ ||
-            bytes != static_cast<std::size_t>(maps.back().local_elements(rank_)) * elem)
+        if (elem == 0 || maps.back().size() <= world_.rank() ||
+            bytes != static_cast<std::size_t>(maps.back().local_elements(world_.rank())) * elem)
           fail(PCM_ERR_INTERNAL, "the mover's array '{}' does not fit its map",
                h.at("name").get<std::string>());
         // new_buffer: from 4 MiB up, huge pages for the application's array.
-        data.push_back(fresh.add(new_buffer(maps.back(), rank_, elem)));
+        data.push_back(fresh.add(new_buffer(maps.back(), world_.rank(), elem)));
       } else {
         maps.emplace_back();
         data.push_back(fresh.add(static_cast<char*>(std::malloc(std::max<std::size_t>(1, bytes)))));
       }
-      recv_bytes(data.back(), bytes, migrant_src_, migrant_comm_);
+      recv_bytes(data.back(), bytes, world_.migrant.src, world_.migrant.comm);
     }
-    migrant_owned_.reset();
-    migrant_comm_ = MPI_COMM_NULL;
+    world_.migrant.owned.reset();
+    world_.migrant.comm = MPI_COMM_NULL;
     // Check, then hand over.
     const auto& reg = registry_.items();
     if (items.size() != reg.size())
@@ -231,27 +223,20 @@ void Runtime::resume_migrated() {
         std::memcpy(reg[k].value, data[k], reg[k].bytes());
       }
     }
-  } catch (const Error& e) {
-    code = e.code();
-    msg = e.what();
-  }
-  // Pairs with the survivors' agreement in PCM_Adapt.
-  agree(world_.get(), code, msg);
+  });
 }
 
 // A restarted process, from a version made through pcmd (format 1, PCM_Store and PCM_Commit):
 // the values, this world's share of every array (at any process count), and the local values
 // where the process count is the same.
 void Runtime::resume_restarted_whole() {
-  int code = PCM_SUCCESS;
-  std::string msg;
-  try {
+  agreed(world_.comm(), [&] {
     const Registry& reg = registry_;
     for (const Item* i : reg.of(ItemKind::kValue))
       load(0, Registry::key(*i).c_str(), i->value, i->type, i->count);
-    if (restart_nprocs_ == size_) {
+    if (restart_.nprocs == world_.size()) {
       for (const Item* i : reg.of(ItemKind::kLocal))
-        load(rank_, Registry::key(*i).c_str(), i->value, i->type, i->count);
+        load(world_.rank(), Registry::key(*i).c_str(), i->value, i->type, i->count);
     } else {
       reg.zero(ItemKind::kLocal);
     }
@@ -265,9 +250,9 @@ void Runtime::resume_restarted_whole() {
       std::string bytes(static_cast<std::size_t>(count), '\0');
       load(0, mkey.c_str(), bytes.data(), PCM_BYTE, count);
       const Distribution from = Distribution::from_json(proto::decode(bytes.data(), bytes.size()));
-      Distribution to = restart_map(*i, from, restart_nprocs_, size_, PCM_ERR_INTERNAL);
-      char* buf = fresh.add(new_buffer(to, rank_, proto::type_size(i->type)));
-      load_redistribute(Registry::key(*i).c_str(), i->type, from, to, rank_, buf);
+      Distribution to = restart_map(*i, from, restart_.nprocs, world_.size(), PCM_ERR_INTERNAL);
+      char* buf = fresh.add(new_buffer(to, world_.rank(), proto::type_size(i->type)));
+      load_redistribute(Registry::key(*i).c_str(), i->type, from, to, world_.rank(), buf);
       maps.push_back(std::move(to));
     }
     std::size_t k = 0;
@@ -275,11 +260,7 @@ void Runtime::resume_restarted_whole() {
       hand_over(*i, fresh.bufs[k], std::move(maps[k]));
       fresh.bufs[k++] = nullptr;
     }
-  } catch (const Error& e) {
-    code = e.code();
-    msg = e.what();
-  }
-  agree(world_.get(), code, msg);
+  });
 }
 
 // ---- PCM_Adapt -----------------------------------------------------------------------------
@@ -292,7 +273,7 @@ int Runtime::adapt(MPI_Comm* comm) {
   try {
     switch (s) {
       case PCM_MIGRATE: {
-        const int me = rank_;
+        const int me = world_.rank();
         migrate(nullptr,
                 [this, me](MPI_Comm merged, int child) { send_migration(merged, child, me); });
         break;
@@ -300,7 +281,7 @@ int Runtime::adapt(MPI_Comm* comm) {
       case PCM_RECONFIGURE:
         migrate(nullptr, nullptr);
         // Pairs with the replacement's agreement at the end of its PCM_Resume.
-        agree(world_.get(), PCM_SUCCESS, "");
+        agree(world_.comm(), PCM_SUCCESS, "");
         break;
       case PCM_SPLIT: {
         const std::string values = registry_.pack(ItemKind::kValue);
@@ -319,10 +300,10 @@ int Runtime::adapt(MPI_Comm* comm) {
   } catch (const Error& e) {
     if (e.code() != PCM_ERR_SPAWN) throw;
     // Agreed, and nothing changed: the job goes on in the old world.
-    if (rank_ == 0) plog()->warn("[rank 0] {}; continuing in the old world", e.what());
+    if (world_.rank() == 0) plog()->warn("[rank 0] {}; continuing in the old world", e.what());
     return PCM_NONE;
   }
-  *comm = world_.get();
+  *comm = world_.comm();
   return process_status_ == PCM_RETIRED ? PCM_RETIRED : PCM_RESHAPED;
 }
 
@@ -333,11 +314,11 @@ int Runtime::checkpoint(MPI_Comm comm, int iteration) {
   if (!resumed_) fail(PCM_ERR_STATE, "call PCM_Resume before PCM_Checkpoint");
   int code = iteration < 0 ? PCM_ERR_ARG : PCM_SUCCESS;
   std::string msg = code ? fmt::format("iteration {} is negative", iteration) : "";
-  agree(world_.get(), code, msg);
+  agree(world_.comm(), code, msg);
   // A restarted job has this version already (rank 0 decides for all: a process spawned later
   // knows the restart too, but one answer leaves no doubt).
-  int skip = iteration == restart_iteration_ ? 1 : 0;
-  mpi_check(MPI_Bcast(&skip, 1, MPI_INT, 0, world_.get()), "MPI_Bcast");
+  int skip = iteration == restart_.iteration ? 1 : 0;
+  mpi_check(MPI_Bcast(&skip, 1, MPI_INT, 0, world_.comm()), "MPI_Bcast");
   if (skip) return PCM_SUCCESS;
   write_version(iteration);
   return PCM_SUCCESS;

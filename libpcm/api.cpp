@@ -63,18 +63,6 @@ PCM_EXPORT int PCM_Load_count(int rank, const char* key, PCM_Datatype* type, lon
 PCM_EXPORT int PCM_Reconfigure(MPI_Comm* comm, const char* command) {
   return guard("PCM_Reconfigure", [&] { return rt().reconfigure(comm, command); });
 }
-// The MPI profiling interface: libpcm's MPI_Finalize comes before MPI's in a program linked
-// with PCM. A retired process that calls MPI_Finalize instead of PCM_Exit would otherwise spin in
-// MPICH's finalize until the job ends (and its waker could not wake it): it parks as PCM_Exit does.
-// Every other call goes straight to PMPI_Finalize.
-PCM_EXPORT int MPI_Finalize(void) {
-  if (!rt().retired_unfinished()) return PMPI_Finalize();
-  pcm::detail::plog()->warn(
-      "a retired process called MPI_Finalize: it waits for the end of the job as PCM_Exit "
-      "does (call PCM_Exit instead)");
-  return guard("MPI_Finalize", [&] { return rt().exit_retired(); }) == PCM_SUCCESS ? MPI_SUCCESS
-                                                                                   : MPI_ERR_OTHER;
-}
 PCM_EXPORT int PCM_Exit(void) {
   return guard("PCM_Exit", [&] { return rt().exit_retired(); });
 }
@@ -110,7 +98,10 @@ PCM_EXPORT int PCM_Commit(MPI_Comm comm, int iteration) {
   return guard("PCM_Commit", [&] { return rt().commit(comm, iteration); });
 }
 PCM_EXPORT int PCM_Restart_info(int* iteration, int* nprocs) {
-  return guard("PCM_Restart_info", [&] { return rt().restart_info(iteration, nprocs); });
+  return guard("PCM_Restart_info", [&] {
+    rt().restart().info(iteration, nprocs);
+    return PCM_SUCCESS;
+  });
 }
 PCM_EXPORT int PCM_Load_redistribute(const char* key, PCM_Datatype type, PCM_Dist from, PCM_Dist to,
                                      int rank, void* buf) {
@@ -120,14 +111,20 @@ PCM_EXPORT int PCM_Load_redistribute(const char* key, PCM_Datatype type, PCM_Dis
   });
 }
 PCM_EXPORT int PCM_Reconfig_last(int* kind, int* size_before, double* started) {
-  return guard("PCM_Reconfig_last", [&] { return rt().reconfig_last(kind, size_before, started); });
+  return guard("PCM_Reconfig_last", [&] {
+    rt().reconfig().last_info(kind, size_before, started);
+    return PCM_SUCCESS;
+  });
 }
 
 PCM_EXPORT int PCM_Reconfig_reason(char* reason, int len) {
-  return guard("PCM_Reconfig_reason", [&] { return rt().reconfig_reason(reason, len); });
+  return guard("PCM_Reconfig_reason", [&] {
+    rt().reconfig().reason(reason, len);
+    return PCM_SUCCESS;
+  });
 }
 PCM_EXPORT int PCM_Reconfig_times(double* spawn, double* data, double* rebuild) {
-  rt().reconfig_times(spawn, data, rebuild);
+  rt().reconfig().times(spawn, data, rebuild);
   return PCM_SUCCESS;
 }
 

@@ -13,6 +13,7 @@
 #include "error.h"
 #include "mpi_util.h"
 #include "pcm_types.h"
+#include "settings.h"
 
 namespace pcm::detail {
 
@@ -22,7 +23,7 @@ namespace pcm::detail {
 // in 2 MiB pages, on the project's machine). PCM_HUGEPAGES=0 keeps plain malloc.
 void* alloc_for_exchange(std::size_t bytes) {
   constexpr std::size_t kHuge = std::size_t{2} << 20;
-  static const bool huge = env_long("PCM_HUGEPAGES", 1, 0, 1) == 1;
+  const bool huge = Settings::hugepages();
   if (!huge || bytes < 2 * kHuge) return std::malloc(bytes);
   void* p = nullptr;
   if (posix_memalign(&p, kHuge, bytes) != 0) return nullptr;
@@ -68,7 +69,7 @@ char* new_buffer(const Distribution& d, int rank, std::size_t elem) {
 // which moves page tables, not data. The grown part asks for huge pages as new buffers do.
 char* grow_buffer(void* old, const Distribution& d, int rank, std::size_t elem) {
   constexpr std::uintptr_t kHuge = std::uintptr_t{2} << 20;
-  static const bool huge = env_long("PCM_HUGEPAGES", 1, 0, 1) == 1;
+  const bool huge = Settings::hugepages();
   const std::size_t bytes = buffer_bytes(d, rank, elem);
   char* buf = static_cast<char*>(std::realloc(old, bytes));
   if (!buf) return nullptr;

@@ -279,12 +279,10 @@ void gather(PCM_Dist dist, const void* buf, PCM_Datatype type, int root, MPI_Com
 
   // Whatever can fail on one rank alone (arguments, datatypes) fails before the ranks agree, so
   // that once they have agreed the data's collective is the only one left.
-  int code = PCM_SUCCESS;
-  std::string why;
   const Distribution* d = nullptr;
   MpiType send_type;
   std::vector<MpiType> recv_types;  // the root's, per rank: where its units go in global
-  try {
+  const Outcome local = attempt([&] {
     d = &map_of(dist);
     const std::size_t elem = element_size(type);
     if (root < 0 || root >= size) fail(PCM_ERR_ARG, "root {} is not in [0, {})", root, size);
@@ -311,10 +309,9 @@ void gather(PCM_Dist dist, const void* buf, PCM_Datatype type, int root, MPI_Com
         if (!theirs.empty()) recv_types[r] = theirs.type(unit.get());
       }
     }
-  } catch (const Error& e) {
-    code = e.code();
-    why = e.what();
-  }
+  });
+  int code = local.code;
+  std::string why = local.msg;
 
   // One reduction agrees on success and checks that the ranks gave the same root, type and
   // number of units (the minimum of a value and of its negation give its least and greatest);
@@ -348,14 +345,7 @@ void gather(PCM_Dist dist, const void* buf, PCM_Datatype type, int root, MPI_Com
   int rc = MPI_Alltoallw(buf ? buf : &dummy, send_counts.data(), zero.data(), send_types.data(),
                          global && me == root ? global : &dummy, recv_counts.data(), zero.data(),
                          recv_types_raw.data(), comm);
-  code = PCM_SUCCESS;
-  try {
-    mpi_check(rc, "MPI_Alltoallw");
-  } catch (const Error& e) {
-    code = e.code();
-    why = e.what();
-  }
-  agree(comm, code, why);
+  agreed(comm, [&] { mpi_check(rc, "MPI_Alltoallw"); });
 }
 
 }  // namespace

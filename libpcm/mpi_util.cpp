@@ -61,16 +61,6 @@ void mpi_check(int rc, const char* what) {
   }
 }
 
-long env_long(const char* name, long fallback, long lo, long hi) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return fallback;
-  char* end = nullptr;
-  long x = std::strtol(v, &end, 10);
-  if (*end || x < lo || x > hi)
-    fail(PCM_ERR_ARG, "{}={} is not a number in [{}, {}]", name, v, lo, hi);
-  return x;
-}
-
 void agree(MPI_Comm comm, int local_code, const std::string& local_msg) {
   int code = local_code;
   mpi_check(MPI_Allreduce(&local_code, &code, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");

@@ -1,15 +1,19 @@
 // mpi_util.h — libpcm's small MPI helpers: owning handles, error checks, agreed error codes,
-// header broadcasts, type mapping, settings from the environment, and the library's logger.
+// header broadcasts, type mapping and the library's logger.
 #pragma once
 
 #include <mpi.h>
 #include <spdlog/spdlog.h>
 
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
+
+#include "error.h"
+#include "pcm_types.h"
 
 namespace pcm::detail {
 
@@ -94,13 +98,40 @@ std::int64_t now_ms();
 // Throws pcm::Error(PCM_ERR_MPI) naming `what` unless rc is MPI_SUCCESS.
 void mpi_check(int rc, const char* what);
 
-// An integer setting from the environment: fallback when unset; throws PCM_ERR_ARG when it is
-// not a number in [lo, hi].
-long env_long(const char* name, long fallback, long lo, long hi);
-
 // Collective over comm: every rank throws the same pcm::Error (the most negative local code,
 // with the message of the lowest rank that had it), or returns if every code is PCM_SUCCESS.
 void agree(MPI_Comm comm, int local_code, const std::string& local_msg);
+
+// What one rank's part of a collective step came to: PCM_SUCCESS, or the code and message of the
+// exception it threw.
+struct Outcome {
+  int code = PCM_SUCCESS;
+  std::string msg;
+  bool ok() const { return code == PCM_SUCCESS; }
+};
+
+// Runs f and returns what it came to (an exception that is not a pcm::Error is
+// PCM_ERR_INTERNAL, as at the C boundary).
+template <typename F>
+Outcome attempt(F&& f) {
+  try {
+    f();
+    return {};
+  } catch (const Error& e) {
+    return {e.code(), e.what()};
+  } catch (const std::exception& e) {
+    return {PCM_ERR_INTERNAL, std::string("internal error: ") + e.what()};
+  }
+}
+
+// Collective over comm: runs f on this rank, then every rank throws the same pcm::Error if f threw
+// on any rank (agree), or returns. What one rank alone fails on never leaves the others waiting
+// in a collective, and every rank returns the same code from the entry point.
+template <typename F>
+void agreed(MPI_Comm comm, F&& f) {
+  const Outcome o = attempt(std::forward<F>(f));
+  agree(comm, o.code, o.msg);
+}
 
 // Decodes a header that another process of the job encoded with proto::encode (no size limit).
 nlohmann::json decode_internal(const std::string& bytes);

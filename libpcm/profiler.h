@@ -1,6 +1,6 @@
 // profiler.h — libpcm's profile of the application (PCM_PROFILE_MS): the MPI calls it makes on
 // the thread that called PCM_Init are timed and its sends counted per destination, through the MPI
-// profiling interface (profiler.cpp defines MPI_Send & co. and calls PMPI_*); PCM_Status marks
+// profiling interface (mpi_wrappers.cpp defines MPI_Send & co. and calls PMPI_*); PCM_Status marks
 // the iterations. libpcm's own MPI calls (agreements, reconfigurations, checkpoints) are not the
 // application's and are left out (Quiet). Rank 0 gathers the ranks' figures at an agreement once
 // per interval and sends them to pcmd with its next poll.
@@ -98,7 +98,7 @@ class Profiler {
   // ranks an empty one); every rank starts the next interval.
   JobProfile gather(std::int64_t iteration);
 
-  // The wrappers' side (profiler.cpp).
+  // The wrappers' side (mpi_wrappers.cpp).
   void mpi_call(std::uint64_t ticks) {
     mpi_ticks_ += ticks;
     ++mine_.mpi_calls;

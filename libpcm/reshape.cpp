@@ -79,18 +79,30 @@ std::vector<Distribution> maps_of(const std::vector<ArrayRef>& arrays) {
 }
 }  // namespace
 
+namespace {
+
+// A survivor of a merge that keeps all its units at their offsets grows its buffer in place and
+// receives only the others' units: every rank drops those self-transfers from moves (the answer
+// is a pure function of the maps, the same on every rank). Returns which old ranks do.
+std::vector<bool> drop_in_place(std::vector<Transfer>* moves, const Distribution& from,
+                                const Distribution& to, const std::vector<int>& new_of) {
+  std::vector<bool> in_place(static_cast<std::size_t>(from.size()));
+  for (int r = 0; r < from.size(); ++r)
+    in_place[r] = keeps_in_place(*moves, from, to, r, new_of[r]);
+  moves->erase(
+      std::remove_if(moves->begin(), moves->end(),
+                     [&](const Transfer& t) { return in_place[t.from] && t.to == new_of[t.from]; }),
+      moves->end());
+  return in_place;
+}
+
+}  // namespace
+
 // ---- split ---------------------------------------------------------------------------------
 
 void Runtime::check_pending(MPI_Comm comm, bool want_split) const {
   require_world(comm);
-  if (!current_ || (current_->kind == Command::Kind::kMigrate && !current_->respawn))
-    fail(PCM_ERR_STATE, "no {} is pending", want_split ? "split" : "merge");
-  // A respawn spawns the whole new world, as a split does, whatever its size.
-  bool grows = current_->respawn || current_->size > size_;
-  if (grows != want_split)
-    fail(PCM_ERR_STATE, "the pending reconfiguration is a {} ({} -> {} processes): call {}",
-         proto::kind_name(current_->kind), size_, current_->size,
-         grows ? "PCM_Split" : "PCM_Merge");
+  reconfig_.check_pending(want_split, world_.size());
 }
 
 namespace {
@@ -106,7 +118,7 @@ int Runtime::split(void** buf, int type, PCM_Dist* dist, int* iteration, int* ra
                    MPI_Comm* comm, const char* command) {
   check_reshape_args(buf, dist, iteration, rank, size, comm, type);
   const std::vector<ArrayRef> arrays{{buf, type, dist}};
-  if (join_inter_) {
+  if (world_.joining.inter) {
     json extra;
     receive_split(arrays, &extra);
     *iteration = extra.at("iteration").get<int>();
@@ -114,9 +126,9 @@ int Runtime::split(void** buf, int type, PCM_Dist* dist, int* iteration, int* ra
     check_pending(*comm, true);
     send_split(arrays, json{{"iteration", *iteration}}, command);
   }
-  *rank = rank_;
-  *size = size_;
-  *comm = world_.get();
+  *rank = world_.rank();
+  *size = world_.size();
+  *comm = world_.comm();
   return PCM_SUCCESS;
 }
 
@@ -125,7 +137,7 @@ int Runtime::split(void** buf, int type, PCM_Dist* dist, int* iteration, int* ra
 // waiting for a process that gave up early).
 void Runtime::receive_split(const std::vector<ArrayRef>& arrays, json* extra) {
   const double t0 = wtime();
-  const json ctx = join_ctx_;
+  const json ctx = world_.joining.ctx;
   const json& sent = ctx.at("arrays");
   const std::size_t n = sent.size();
   std::vector<Distribution> from(n), to(n);
@@ -143,37 +155,37 @@ void Runtime::receive_split(const std::vector<ArrayRef>& arrays, json* extra) {
       from[i] = Distribution::from_json(sent[i].at("from"));
       to[i] = Distribution::from_json(sent[i].at("to"));
       types[i] = sent[i].at("type").get<int>();
-      bufs[i] = new_buffer(to[i], rank_, proto::type_size(types[i]));
+      bufs[i] = new_buffer(to[i], world_.rank(), proto::type_size(types[i]));
       moves[i] = plan(from[i], to[i]);
     }
     const double t_read = wtime();
     for (std::size_t i = 0; i < n && read; ++i)
-      read = cma_read(sent[i].at("cma"), moves[i], rank_, from[i], to[i], bufs[i],
+      read = cma_read(sent[i].at("cma"), moves[i], world_.rank(), from[i], to[i], bufs[i],
                       proto::type_size(types[i]));
-    plog()->debug("[rank {}] split: direct read {:.4f} s ({})", rank_, wtime() - t_read,
+    plog()->debug("[rank {}] split: direct read {:.4f} s ({})", world_.rank(), wtime() - t_read,
                   read ? "done" : "not possible");
   } catch (...) {
     free_all();
     throw;
   }
-  if (!cma_all_read(read, false, join_inter_.get(), world_.get())) {
+  if (!cma_all_read(read, false, world_.joining.inter.get(), world_.comm())) {
     for (std::size_t i = 0; i < n; ++i)
-      exchange(join_inter_.get(), from[i].size(), moves[i], -1, rank_, from[i], to[i],
-               identity(to[i].size()), identity(from[i].size()), nullptr, bufs[i], types[i]);
+      exchange(world_.joining.inter.get(), from[i].size(), moves[i], -1, world_.rank(), from[i],
+               to[i], identity(to[i].size()), identity(from[i].size()), nullptr, bufs[i], types[i]);
   }
-  t_data_ = wtime() - t0;
+  reconfig_.t_data = wtime() - t0;
   const double t1 = wtime();
   if (ctx.value("leave", false)) {
-    disconnect(join_inter_);  // the old world leaves the job (send_split)
-  } else if (rank_ == 0) {
-    retirement_.watch(std::move(join_inter_), identity(ctx.at("old_size").get<int>()));
+    disconnect(world_.joining.inter);  // the old world leaves the job (send_split)
+  } else if (world_.rank() == 0) {
+    retirement_.watch(std::move(world_.joining.inter), identity(ctx.at("old_size").get<int>()));
   } else {
-    join_inter_.reset();
+    world_.joining.inter.reset();
   }
-  last_done_command_ = cmd.id;
-  report_reconfigured(cmd, true, "", rank_ == 0 && n > 0 ? to[0].to_json() : json());
-  t_spawn_ = 0;
-  t_rebuild_ = wtime() - t1;
+  reconfig_.done(cmd.id);
+  report_reconfigured(cmd, true, "", world_.rank() == 0 && n > 0 ? to[0].to_json() : json());
+  reconfig_.t_spawn = 0;
+  reconfig_.t_rebuild = wtime() - t1;
   if (n != arrays.size()) {
     free_all();
     fail(PCM_ERR_ARG, "the old world sent {} arrays, this process expects {}", n, arrays.size());
@@ -199,45 +211,39 @@ void Runtime::send_split(const std::vector<ArrayRef>& arrays, const json& extra,
                          const char* command) {
   agree_reshape_args(arrays);
   const double t0 = wtime();
-  const Command cmd = *current_;
-  const std::vector<Distribution> next = next_maps(cmd, maps_of(arrays), size_);
-  std::string exe = spawn_command(command, self_exe_, cwd_);
-  agree_spawnable(exe, cmd);
-  mpi::Comm inter;
-  try {
-    inter = spawn(exe, cmd.hosts);
-  } catch (const Error& e) {
-    abandon(cmd, e.what());
-    throw;
-  }
-  t_spawn_ = wtime() - t0;
+  const Command cmd = *reconfig_.current;
+  const std::vector<Distribution> next = next_maps(cmd, maps_of(arrays), world_.size());
+  mpi::Comm inter = spawn_for(cmd, command, cmd.hosts);
+  reconfig_.t_spawn = wtime() - t0;
   const double t1 = wtime();
-  cma_token_ = std::random_device{}() * 4294967296ULL + std::random_device{}();
+  reconfig_.cma_token = std::random_device{}() * 4294967296ULL + std::random_device{}();
   json sent = json::array();
   for (std::size_t i = 0; i < arrays.size(); ++i) {
     sent.push_back({{"type", arrays[i].type},
                     {"from", (*arrays[i].dist)->d.to_json()},
                     {"to", next[i].to_json()},
-                    {"cma", cma_sources(world_.get(), rank_, size_, *arrays[i].buf, &cma_token_,
-                                        settings_.split_cma)}});
+                    {"cma", cma_sources(world_.comm(), world_.rank(), world_.size(), *arrays[i].buf,
+                                        &reconfig_.cma_token, settings_.split_cma)}});
   }
   json ctx = spawn_context("split", cmd);
   ctx["arrays"] = std::move(sent);
   ctx["extra"] = extra;
-  int leave = split_leaves_;
-  mpi_check(MPI_Allreduce(MPI_IN_PLACE, &leave, 1, MPI_INT, MPI_MIN, world_.get()),
+  int leave = world_.parking.split_leaves;
+  mpi_check(MPI_Allreduce(MPI_IN_PLACE, &leave, 1, MPI_INT, MPI_MIN, world_.comm()),
             "MPI_Allreduce");
   ctx["leave"] = leave == 1;
-  ctx["parked"] = leave ? 0 : parked_ + size_;  // the old world with the others, or nobody
-  bcast_inter(ctx, true, rank_, inter.get());
+  ctx["parked"] =
+      leave ? 0
+            : world_.parking.parked + world_.size();  // the old world with the others, or nobody
+  bcast_inter(ctx, true, world_.rank(), inter.get());
   if (!cma_all_read(false, true, inter.get(), MPI_COMM_NULL)) {
     for (std::size_t i = 0; i < arrays.size(); ++i)
-      exchange(inter.get(), next[i].size(), plan((*arrays[i].dist)->d, next[i]), rank_, -1,
-               (*arrays[i].dist)->d, next[i], identity(next[i].size()), identity(size_),
+      exchange(inter.get(), next[i].size(), plan((*arrays[i].dist)->d, next[i]), world_.rank(), -1,
+               (*arrays[i].dist)->d, next[i], identity(next[i].size()), identity(world_.size()),
                static_cast<const char*>(*arrays[i].buf), nullptr, arrays[i].type);
   }
-  t_data_ = wtime() - t1;
-  t_rebuild_ = 0;
+  reconfig_.t_data = wtime() - t1;
+  reconfig_.t_rebuild = 0;
   for (const ArrayRef& a : arrays) {
     std::free(*a.buf);
     *a.buf = nullptr;
@@ -251,10 +257,10 @@ void Runtime::send_split(const std::vector<ArrayRef>& arrays, const json& extra,
   }
   // The old world leaves the job now (retirement.h), and with it every process parked so far:
   // each is woken by its waker, here or in a chain of parked ones, and finalizes with its group.
-  if (rank_ == 0)
+  if (world_.rank() == 0)
     plog()->info(
         "[rank 0] split: the old world of {} leaves the job with the processes parked so far",
-        size_);
+        world_.size());
   retirement_.wake_all();
   disconnect(inter);  // with the new world's disconnect of its parent (receive_split)
   retire(mpi::Comm(), -1, cmd);
@@ -266,26 +272,27 @@ void Runtime::agree_reshape_args(const std::vector<ArrayRef>& arrays) {
   int code = PCM_SUCCESS;
   std::string msg;
   for (const ArrayRef& a : arrays) {
-    if (!*a.dist || (*a.dist)->d.size() != size_) {
+    if (!*a.dist || (*a.dist)->d.size() != world_.size()) {
       code = PCM_ERR_ARG;
       msg = *a.dist ? fmt::format("the map describes {} processes, the world has {}",
-                                  (*a.dist)->d.size(), size_)
+                                  (*a.dist)->d.size(), world_.size())
                     : "dist is NULL";
-    } else if (!*a.buf && (*a.dist)->d.local_elements(rank_) > 0) {
+    } else if (!*a.buf && (*a.dist)->d.local_elements(world_.rank()) > 0) {
       code = PCM_ERR_ARG;
       msg = "buf is NULL";
     }
     if (code != PCM_SUCCESS) break;
   }
-  agree(world_.get(), code, msg);
+  agree(world_.comm(), code, msg);
 }
 
 int Runtime::merge_datacnts(const Distribution* dist, long* count, int* merge_rank, MPI_Comm comm) {
   check_pending(comm, false);
-  if (!dist || dist->size() != size_) fail(PCM_ERR_ARG, "dist does not describe this world");
+  if (!dist || dist->size() != world_.size())
+    fail(PCM_ERR_ARG, "dist does not describe this world");
   std::vector<int> new_of;
-  Distribution next = merged_distribution(*current_, *dist, &new_of);
-  int me = new_of[rank_];
+  Distribution next = merged_distribution(*reconfig_.current, *dist, &new_of);
+  int me = new_of[world_.rank()];
   if (count) *count = me >= 0 ? static_cast<long>(next.local_elements(me)) : 0;
   if (merge_rank) *merge_rank = me;
   return PCM_SUCCESS;
@@ -296,9 +303,9 @@ int Runtime::merge(void** buf, int type, PCM_Dist* dist, int* iteration, int* ra
   check_reshape_args(buf, dist, iteration, rank, size, comm, type);
   check_pending(*comm, false);
   merge_arrays({{buf, type, dist}});
-  *rank = rank_;
-  *size = size_;
-  *comm = world_.get();
+  *rank = world_.rank();
+  *size = world_.size();
+  *comm = world_.comm();
   (void)iteration;  // nothing is spawned: every survivor already knows it
   return PCM_SUCCESS;
 }
@@ -306,15 +313,15 @@ int Runtime::merge(void** buf, int type, PCM_Dist* dist, int* iteration, int* ra
 void Runtime::merge_arrays(const std::vector<ArrayRef>& arrays) {
   agree_reshape_args(arrays);
   const double t0 = wtime();
-  const Command cmd = *current_;
+  const Command cmd = *reconfig_.current;
   std::vector<int> new_of;
-  std::vector<Distribution> next = merged_maps(cmd, maps_of(arrays), size_, &new_of);
+  std::vector<Distribution> next = merged_maps(cmd, maps_of(arrays), world_.size(), &new_of);
   const int new_size =
       static_cast<int>(std::count_if(new_of.begin(), new_of.end(), [](int r) { return r >= 0; }));
   std::vector<int> old_of_new(static_cast<std::size_t>(new_size), -1);
-  for (int r = 0; r < size_; ++r)
+  for (int r = 0; r < world_.size(); ++r)
     if (new_of[r] >= 0) old_of_new[new_of[r]] = r;
-  const int me = new_of[rank_];
+  const int me = new_of[world_.rank()];
   // newbufs[i] is this survivor's new buffer; grown[i] says it is the old one grown in place
   // (then it is already *arrays[i].buf, and is not freed if the merge fails).
   std::vector<char*> newbufs(arrays.size(), nullptr);
@@ -322,23 +329,13 @@ void Runtime::merge_arrays(const std::vector<ArrayRef>& arrays) {
   try {
     // On one host the data moves directly between the processes' buffers (one copy, none
     // through MPI); where any process cannot, everyone falls back to MPI together.
-    cma_token_ = std::random_device{}() * 4294967296ULL + std::random_device{}();
+    reconfig_.cma_token = std::random_device{}() * 4294967296ULL + std::random_device{}();
     for (std::size_t i = 0; i < arrays.size(); ++i) {
       const std::size_t elem = proto::type_size(arrays[i].type);
       const Distribution& from = (*arrays[i].dist)->d;
       std::vector<Transfer> moves = plan(from, next[i]);
-      // A survivor that keeps all its units at their offsets grows its buffer in place and
-      // receives only the others' units; every rank drops those self-transfers from the plan
-      // (the answer is a pure function of the maps, the same on every rank).
-      std::vector<bool> in_place(static_cast<std::size_t>(size_));
-      for (int r = 0; r < size_; ++r)
-        in_place[r] = keeps_in_place(moves, from, next[i], r, new_of[r]);
-      moves.erase(std::remove_if(moves.begin(), moves.end(),
-                                 [&](const Transfer& t) {
-                                   return in_place[t.from] && t.to == new_of[t.from];
-                                 }),
-                  moves.end());
-      if (me >= 0 && in_place[rank_]) {
+      const std::vector<bool> in_place = drop_in_place(&moves, from, next[i], new_of);
+      if (me >= 0 && in_place[world_.rank()]) {
         newbufs[i] = grow_buffer(*arrays[i].buf, next[i], me, elem);
         if (!newbufs[i]) fail(PCM_ERR_INTERNAL, "out of memory to grow a buffer for a merge");
         *arrays[i].buf = newbufs[i];
@@ -349,21 +346,21 @@ void Runtime::merge_arrays(const std::vector<ArrayRef>& arrays) {
       // Where every process is on one host, both ends of each transfer move it (cma_merge): the
       // old buffers, then the new ones, are published.
       auto published = [&](const void* buf) {
-        return bcast_json(json{{"cma", cma_sources(world_.get(), rank_, size_, buf, &cma_token_,
-                                                   settings_.split_cma)}},
-                          0, world_.get())
+        return bcast_json(json{{"cma", cma_sources(world_.comm(), world_.rank(), world_.size(), buf,
+                                                   &reconfig_.cma_token, settings_.split_cma)}},
+                          0, world_.comm())
             .at("cma");
       };
       const json sources = published(*arrays[i].buf);
       const json targets = published(newbufs[i]);
       int read = !sources.is_null() &&
-                 cma_merge(sources, targets, moves, rank_, me, old_of_new, from, next[i],
+                 cma_merge(sources, targets, moves, world_.rank(), me, old_of_new, from, next[i],
                            static_cast<const char*>(*arrays[i].buf), newbufs[i], elem);
       // Until every move is done, every old buffer stays where it is.
-      mpi_check(MPI_Allreduce(MPI_IN_PLACE, &read, 1, MPI_INT, MPI_MIN, world_.get()),
+      mpi_check(MPI_Allreduce(MPI_IN_PLACE, &read, 1, MPI_INT, MPI_MIN, world_.comm()),
                 "MPI_Allreduce");
-      plog()->debug("[rank {}] merge: direct moves {:.4f} s ({}; buffer {})", rank_, wtime() - t0,
-                    read ? "done" : "not possible",
+      plog()->debug("[rank {}] merge: direct moves {:.4f} s ({}; buffer {})", world_.rank(),
+                    wtime() - t0, read ? "done" : "not possible",
                     me < 0     ? "left"
                     : grown[i] ? "grown in place"
                                : "new");
@@ -371,7 +368,8 @@ void Runtime::merge_arrays(const std::vector<ArrayRef>& arrays) {
       // Plan in new ranks; the exchange addresses each new rank through the old rank that keeps
       // it.
       // (A buffer grown in place sends nothing: all its units stayed.)
-      exchange(world_.get(), size_, moves, rank_, me, from, next[i], old_of_new, identity(size_),
+      exchange(world_.comm(), world_.size(), moves, world_.rank(), me, from, next[i], old_of_new,
+               identity(world_.size()),
                grown[i] ? nullptr : static_cast<const char*>(*arrays[i].buf), newbufs[i],
                arrays[i].type);
     }
@@ -381,11 +379,11 @@ void Runtime::merge_arrays(const std::vector<ArrayRef>& arrays) {
       if (!grown[i]) std::free(newbufs[i]);
     throw;
   }
-  t_spawn_ = 0;
-  t_data_ = wtime() - t0;
+  reconfig_.t_spawn = 0;
+  reconfig_.t_data = wtime() - t0;
   const double t1 = wtime();
   mpi::Comm nw;
-  mpi_check(MPI_Comm_split(world_.get(), me >= 0 ? 0 : MPI_UNDEFINED, me, nw.out()),
+  mpi_check(MPI_Comm_split(world_.comm(), me >= 0 ? 0 : MPI_UNDEFINED, me, nw.out()),
             "MPI_Comm_split");
   const json layout = me == 0 && !next.empty() ? next[0].to_json() : json();
   for (std::size_t i = 0; i < arrays.size(); ++i) {
@@ -396,23 +394,23 @@ void Runtime::merge_arrays(const std::vector<ArrayRef>& arrays) {
   }
   const int waker = old_of_new[0];
   if (me < 0) {
-    retire(std::move(world_), waker, cmd);  // the old world stays, for the waker's message
-    t_rebuild_ = wtime() - t1;
+    retire(world_.take(), waker, cmd);  // the old world stays, for the waker's message
+    reconfig_.t_rebuild = wtime() - t1;
     return;
   }
-  parked_ += size_ - new_size;
-  if (rank_ == waker) {
+  world_.parking.parked += world_.size() - new_size;
+  if (world_.rank() == waker) {
     std::vector<int> leavers;
-    for (int r = 0; r < size_; ++r)
+    for (int r = 0; r < world_.size(); ++r)
       if (new_of[r] < 0) leavers.push_back(r);
-    retirement_.watch(std::move(world_), leavers);
+    retirement_.watch(world_.take(), leavers);
   } else {
-    world_.reset();
+    world_.leave();
   }
   adopt_world(std::move(nw));
-  last_done_command_ = cmd.id;
+  reconfig_.done(cmd.id);
   report_reconfigured(cmd, true, "", layout);
-  t_rebuild_ = wtime() - t1;
+  reconfig_.t_rebuild = wtime() - t1;
 }
 
 }  // namespace pcm::detail

@@ -47,7 +47,7 @@ int Runtime::load_count(int rank, const char* key, int* type, long* count) {
   if (phase_ != Phase::kActive) fail(PCM_ERR_STATE, "call PCM_Init first");
   check_entry(rank, key);
   json req{{"op", "load"}, {"job", job_}, {"rank", rank}, {"key", key}, {"meta_only", true}};
-  if (reading_version_) req["version"] = restart_iteration_;
+  if (restart_.reading) req["version"] = restart_.iteration;
   auto r = link_.request(req, nullptr, 0, settings_.data_timeout_ms);
   if (type) *type = static_cast<int>(proto::get_int(r.header, "type", 1, 1000));
   if (count) *count = static_cast<long>(proto::get_int(r.header, "count", 0, LONG_MAX));
@@ -58,7 +58,7 @@ int Runtime::load(int rank, const char* key, void* buf, int type, long count) {
   if (phase_ != Phase::kActive) fail(PCM_ERR_STATE, "call PCM_Init first");
   std::size_t elem = check_data(rank, key, buf, type, count);
   json req{{"op", "load"}, {"job", job_}, {"rank", rank}, {"key", key}};
-  if (reading_version_) req["version"] = restart_iteration_;
+  if (restart_.reading) req["version"] = restart_.iteration;
   auto r = link_.request(req, nullptr, 0, settings_.data_timeout_ms);
   int stored_type = static_cast<int>(proto::get_int(r.header, "type", 1, 1000));
   auto stored_count = proto::get_int(r.header, "count", 0, INT64_MAX);
@@ -79,30 +79,19 @@ int Runtime::commit(MPI_Comm comm, int iteration) {
   int code = iteration < 0 ? PCM_ERR_ARG : PCM_SUCCESS;
   std::string msg = code ? fmt::format("iteration {} is negative", iteration) : "";
   // Every rank's stores have returned once all are here; then rank 0 asks pcmd to commit.
-  agree(world_.get(), code, msg);
-  if (rank_ == 0) {
-    try {
-      link_.request({{"op", "commit"}, {"job", job_}, {"iteration", iteration}, {"size", size_}},
-                    nullptr, 0, settings_.data_timeout_ms);
-    } catch (const Error& e) {
-      code = e.code();
-      msg = e.what();
-    }
-  }
-  agree(world_.get(), code, msg);
-  return PCM_SUCCESS;
-}
-
-int Runtime::restart_info(int* iteration, int* nprocs) const {
-  if (restart_iteration_ < 0) fail(PCM_ERR_STATE, "this job was not restarted");
-  if (iteration) *iteration = static_cast<int>(restart_iteration_);
-  if (nprocs) *nprocs = restart_nprocs_;
+  agree(world_.comm(), code, msg);
+  agreed(world_.comm(), [&] {
+    if (world_.rank() == 0)
+      link_.request(
+          {{"op", "commit"}, {"job", job_}, {"iteration", iteration}, {"size", world_.size()}},
+          nullptr, 0, settings_.data_timeout_ms);
+  });
   return PCM_SUCCESS;
 }
 
 int Runtime::load_redistribute(const char* key, int type, const Distribution& from,
                                const Distribution& to, int rank, void* buf) {
-  if (!reading_version_)
+  if (!restart_.reading)
     fail(PCM_ERR_STATE, "only a restarted process, before its first PCM_Status, reads a version");
   if (rank < 0 || rank >= to.size()) fail(PCM_ERR_ARG, "rank {} is not in the map", rank);
   const std::size_t elem = proto::type_size(type);

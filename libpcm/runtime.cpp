@@ -34,26 +34,17 @@ int Runtime::mpi_pcm_init(int* argc, char*** argv) {
   phase_ = Phase::kMpiReady;
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
 
-  if (argc && argv && *argv)
-    for (int i = 1; i < *argc; ++i) args_.emplace_back((*argv)[i]);
-  char buf[PATH_MAX];
-  if (::getcwd(buf, sizeof buf)) cwd_ = buf;
-  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n > 0) self_exe_.assign(buf, static_cast<std::size_t>(n));
+  program_ = Program::of_this_process(argc, argv);
 
-  int code = PCM_SUCCESS;
-  std::string msg;
-  try {
+  Outcome setup = attempt([&] {
     const Config config = read_config(default_config_path());
     settings_ = Settings::from_env();
-    split_leaves_ = settings_.retire_leave >= 0 ? settings_.retire_leave == 1
-                                                : Retirement::mpi_lets_spawners_leave();
+    world_.parking.split_leaves = settings_.retire_leave >= 0
+                                      ? settings_.retire_leave == 1
+                                      : Retirement::mpi_lets_spawners_leave();
     window_ = StatusWindow(settings_.status_window_us);
     link_.open(config, default_config_path(), settings_.poll_interval_ms, settings_.reconnect_ms);
-  } catch (const Error& e) {
-    code = e.code();
-    msg = e.what();
-  }
+  });
 
   // A spawned process joins the world its parents are rebuilding before anything else: the
   // parents are waiting for it, whatever happens to its own set-up.
@@ -64,15 +55,14 @@ int Runtime::mpi_pcm_init(int* argc, char*** argv) {
   try {
     int me;
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
-    if (code == PCM_SUCCESS && me == 0) {
-      try {
+    if (setup.ok() && me == 0) {
+      setup = attempt([&] {
         link_.request({{"op", "ping"}}, nullptr, 0, settings_.connect_timeout_ms);
-      } catch (const Error& e) {
-        code = e.code();
-        msg = fmt::format("{} (configuration file {})", e.what(), default_config_path());
-      }
+      });
+      if (!setup.ok())
+        setup.msg = fmt::format("{} (configuration file {})", setup.msg, default_config_path());
     }
-    agree(MPI_COMM_WORLD, code, msg);
+    agree(MPI_COMM_WORLD, setup.code, setup.msg);
   } catch (const Error& e) {
     init_error_ = e.what();
     throw;
@@ -87,7 +77,7 @@ int Runtime::init(MPI_Comm* comm) {
   if (phase_ == Phase::kActive) {
     if (process_status_ != PCM_MIGRATED && process_status_ != PCM_SPLITTED)
       fail(PCM_ERR_STATE, "PCM_Init was already called");
-    *comm = world_.get();  // a spawned process got its world while joining
+    *comm = world_.comm();  // a spawned process got its world while joining
     return PCM_SUCCESS;
   }
   if (phase_ != Phase::kMpiReady) fail(PCM_ERR_STATE, "PCM_Init was already called");
@@ -96,70 +86,63 @@ int Runtime::init(MPI_Comm* comm) {
   mpi::Comm dup;
   mpi_check(MPI_Comm_dup(*comm, dup.out()), "MPI_Comm_dup");
   MPI_Comm_set_errhandler(dup.get(), MPI_ERRORS_RETURN);
-  MPI_Comm_rank(dup.get(), &rank_);
-  MPI_Comm_size(dup.get(), &size_);
+  int rank = -1, size = 0;
+  MPI_Comm_rank(dup.get(), &rank);
+  MPI_Comm_size(dup.get(), &size);
 
-  int code = PCM_SUCCESS;
-  std::string msg;
   std::vector<std::string> hosts = gather_hosts(dup.get());
-  if (rank_ == 0) {
-    try {
-      json req{{"op", "register"},
-               {"size", size_},
-               {"hosts", hosts},
-               {"executable", self_exe_},
-               {"pid", static_cast<long>(::getpid())},
-               // Known again if the request is sent twice (pcmd restarted before answering).
-               {"nonce", random_hex(16)}};
-      if (!settings_.job.empty()) {
-        if (!proto::valid_name(settings_.job))
-          fail(PCM_ERR_ARG, "PCM_JOB='{}' is not a valid job name (1-64 of A-Z a-z 0-9 . _ -)",
-               settings_.job);
-        req["job"] = settings_.job;
-      }
-      // The job's placement strategy for the processes pcmd places later (pcmd checks it).
-      if (const char* p = std::getenv("PCM_PLACEMENT"); p && *p)
-        req["placement"] = proto::clean_text(p, 32);
-      if (settings_.restart) {
-        if (!req.contains("job")) fail(PCM_ERR_ARG, "PCM_RESTART=1 needs PCM_JOB, the job's name");
-        req["restart"] = true;
-      }
-      // A restart waits while pcmd verifies the newest version (every byte's checksum): that
-      // grows with the data, like a store or a load. pcmd has answered a ping already.
-      auto reply = link_.request(
-          req, nullptr, 0,
-          req.contains("restart") ? settings_.data_timeout_ms : settings_.connect_timeout_ms);
-      job_ = proto::get_string(reply.header, "job", proto::kMaxName);
-      incarnation_ = proto::opt_int(reply.header, "incarnation", 0, INT64_MAX).value_or(0);
-      if (auto it = reply.header.find("restart"); it != reply.header.end() && it->is_object()) {
-        restart_iteration_ = proto::get_int(*it, "iteration", 0, INT64_MAX);
-        restart_nprocs_ = static_cast<int>(proto::get_int(*it, "nprocs", 1, 1 << 20));
-      }
-    } catch (const Error& e) {
-      code = e.code();
-      msg = e.what();
+  agreed(dup.get(), [&] {  // on failure, dup goes
+    if (rank != 0) return;
+    json req{{"op", "register"},
+             {"size", size},
+             {"hosts", hosts},
+             {"executable", program_.exe},
+             {"pid", static_cast<long>(::getpid())},
+             // Known again if the request is sent twice (pcmd restarted before answering).
+             {"nonce", random_hex(16)}};
+    if (!settings_.job.empty()) {
+      if (!proto::valid_name(settings_.job))
+        fail(PCM_ERR_ARG, "PCM_JOB='{}' is not a valid job name (1-64 of A-Z a-z 0-9 . _ -)",
+             settings_.job);
+      req["job"] = settings_.job;
     }
-  }
-  agree(dup.get(), code, msg);  // on failure, dup goes
-  world_ = std::move(dup);
-  profiler().start(settings_.profile_ms, world_.get(), rank_, size_);
+    // The job's placement strategy for the processes pcmd places later (pcmd checks it).
+    if (!settings_.placement.empty()) req["placement"] = proto::clean_text(settings_.placement, 32);
+    if (settings_.restart) {
+      if (!req.contains("job")) fail(PCM_ERR_ARG, "PCM_RESTART=1 needs PCM_JOB, the job's name");
+      req["restart"] = true;
+    }
+    // A restart waits while pcmd verifies the newest version (every byte's checksum): that
+    // grows with the data, like a store or a load. pcmd has answered a ping already.
+    auto reply = link_.request(
+        req, nullptr, 0,
+        req.contains("restart") ? settings_.data_timeout_ms : settings_.connect_timeout_ms);
+    job_ = proto::get_string(reply.header, "job", proto::kMaxName);
+    incarnation_ = proto::opt_int(reply.header, "incarnation", 0, INT64_MAX).value_or(0);
+    if (auto it = reply.header.find("restart"); it != reply.header.end() && it->is_object()) {
+      restart_.iteration = proto::get_int(*it, "iteration", 0, INT64_MAX);
+      restart_.nprocs = static_cast<int>(proto::get_int(*it, "nprocs", 1, 1 << 20));
+    }
+  });
+  world_.begin(std::move(dup), rank, size);
+  profiler().start(settings_.profile_ms, world_.comm(), world_.rank(), world_.size());
   json shared = bcast_json(json{{"job", job_},
                                 {"incarnation", incarnation_},
-                                {"restart_iteration", restart_iteration_},
-                                {"restart_nprocs", restart_nprocs_}},
-                           0, world_.get());
+                                {"restart_iteration", restart_.iteration},
+                                {"restart_nprocs", restart_.nprocs}},
+                           0, world_.comm());
   job_ = shared.at("job").get<std::string>();
   incarnation_ = shared.at("incarnation").get<std::int64_t>();
   link_.watch(job_, incarnation_, processor_name(), settings_.connect_timeout_ms);
-  restart_iteration_ = shared.at("restart_iteration").get<std::int64_t>();
-  restart_nprocs_ = shared.at("restart_nprocs").get<int>();
-  if (restart_iteration_ >= 0) {
+  restart_.iteration = shared.at("restart_iteration").get<std::int64_t>();
+  restart_.nprocs = shared.at("restart_nprocs").get<int>();
+  if (restart_.restarted()) {
     process_status_ = PCM_RESTARTED;
-    reading_version_ = true;
+    restart_.reading = true;
   }
   phase_ = Phase::kActive;
-  *comm = world_.get();
-  plog()->info("[rank {}] job {} started with {} processes", rank_, job_, size_);
+  *comm = world_.comm();
+  plog()->info("[rank {}] job {} started with {} processes", world_.rank(), job_, world_.size());
   return PCM_SUCCESS;
 }
 
@@ -172,7 +155,7 @@ void Runtime::require_world(MPI_Comm comm) const {
   if (process_status_ == PCM_RETIRED)
     fail(PCM_ERR_STATE, "this process has retired; call PCM_Exit");
   if (phase_ != Phase::kActive) fail(PCM_ERR_STATE, "call PCM_Init first");
-  if (comm != world_.get())
+  if (!world_.is(comm))
     fail(PCM_ERR_ARG,
          "comm is not the PCM world (use the communicator PCM_Init or PCM_Reconfigure returned)");
 }
@@ -180,7 +163,7 @@ void Runtime::require_world(MPI_Comm comm) const {
 int Runtime::comm_rank(MPI_Comm comm, int* rank) const {
   if (!rank) fail(PCM_ERR_ARG, "rank is NULL");
   require_world(comm);
-  *rank = rank_;
+  *rank = world_.rank();
   return PCM_SUCCESS;
 }
 
@@ -188,16 +171,16 @@ int Runtime::comm_rank(MPI_Comm comm, int* rank) const {
 
 int Runtime::status(MPI_Comm comm) {
   require_world(comm);
-  if (join_inter_)
+  if (world_.joining.inter)
     fail(PCM_ERR_STATE,
          "this process was spawned by a split: call PCM_Resume (or PCM_Split) first");
-  reading_version_ = false;  // a restarted process's set-up is over: loads use the working store
+  restart_.reading = false;  // a restarted process's set-up is over: loads use the working store
   if (skip_next_status_) {
     skip_next_status_ = false;
     return PCM_NONE;
   }
   ++iteration_;
-  if (!current_) {
+  if (!reconfig_.current) {
     if (window_.inside()) return PCM_NONE;
     Profiler& prof = profiler();
     if (prof.on()) prof.agreement(iteration_);
@@ -207,23 +190,23 @@ int Runtime::status(MPI_Comm comm) {
     // the ranks gather their profile now (once per PCM_PROFILE_MS).
     long long msg[5] = {0, 0, 1, 0, 0};
     std::string bytes;
-    if (rank_ == 0) {
-      if (auto c = link_.poll(job_, iteration_, size_); c && c->id > last_done_command_)
-        if (keep_parking_bounded(*c)) received_ = std::move(c);
-      if (received_) {
-        bytes = proto::encode(received_->to_json());
-        msg[0] = received_->id;
+    if (world_.rank() == 0) {
+      if (auto c = link_.poll(job_, iteration_, world_.size()); c && reconfig_.is_new(*c))
+        if (keep_parking_bounded(*c)) reconfig_.received = std::move(c);
+      if (reconfig_.received) {
+        bytes = proto::encode(reconfig_.received->to_json());
+        msg[0] = reconfig_.received->id;
         msg[1] = static_cast<long long>(bytes.size());
       }
       msg[2] = window_.next_calls();
       msg[3] = link_.pcmd_pid();
       msg[4] = prof.due();
     }
-    mpi_check(MPI_Bcast(msg, 5, MPI_LONG_LONG, 0, world_.get()), "MPI_Bcast");
-    if (rank_ != 0 && msg[3] != link_.pcmd_pid()) link_.follow(static_cast<long>(msg[3]));
+    mpi_check(MPI_Bcast(msg, 5, MPI_LONG_LONG, 0, world_.comm()), "MPI_Bcast");
+    if (world_.rank() != 0 && msg[3] != link_.pcmd_pid()) link_.follow(static_cast<long>(msg[3]));
     if (msg[4]) {
       JobProfile p = prof.gather(iteration_);
-      if (rank_ == 0) link_.send_profile(p.to_json());
+      if (world_.rank() == 0) link_.send_profile(p.to_json());
     }
     if (msg[0] == 0) {
       window_.begin(msg[2]);
@@ -232,67 +215,37 @@ int Runtime::status(MPI_Comm comm) {
     // A command: every process leaves the window at this call (countdown 0), so the world that
     // the reconfiguration builds starts with the same countdown everywhere.
     bytes.resize(static_cast<std::size_t>(msg[1]));
-    mpi_check(MPI_Bcast(bytes.data(), static_cast<int>(msg[1]), MPI_CHAR, 0, world_.get()),
+    mpi_check(MPI_Bcast(bytes.data(), static_cast<int>(msg[1]), MPI_CHAR, 0, world_.comm()),
               "MPI_Bcast");
-    current_ = Command::from_json(proto::decode(bytes.data(), bytes.size()), size_);
-    received_.reset();
-    note_reconfig(*current_);
+    reconfig_.current =
+        Command::from_json(proto::decode(bytes.data(), bytes.size()), world_.size());
+    reconfig_.received.reset();
+    reconfig_.note(*reconfig_.current, world_.size());
   }
   // Until the reconfiguration runs, every call reports the same command.
-  const Command& c = *current_;
-  if (c.respawn) return PCM_SPLIT;  // only in PCM_Adapt (keep_parking_bounded)
-  if (c.kind == Command::Kind::kMigrate) return rank_ == c.rank ? PCM_MIGRATE : PCM_RECONFIGURE;
-  return c.size > size_ ? PCM_SPLIT : PCM_MERGE;
+  return reconfig_.status_of(world_.rank(), world_.size());
 }
 
 bool Runtime::keep_parking_bounded(Command& cmd) {
-  if (!split_leaves_ || cmd.respawn) return true;  // nothing can leave: nothing to bound by
-  const int adds = cmd.kind == Command::Kind::kMigrate ? 1 : std::max(0, size_ - cmd.size);
-  const int cap = settings_.max_parked > 0 ? settings_.max_parked
-                  : resumed_               ? std::max(largest_, size_)
-                                           : 0;
-  if (adds == 0 || cap == 0 || parked_ + adds <= cap) return true;
-  if (resumed_ && cmd.hosts.size() == static_cast<std::size_t>(cmd.size)) {
+  const Parking& parking = world_.parking;
+  const Parking::Decision d = parking.bound(cmd, world_.size(), settings_.max_parked, resumed_);
+  if (d.verdict == Parking::Verdict::kKeep) return true;
+  if (d.verdict == Parking::Verdict::kRespawn) {
     cmd.respawn = true;
     plog()->info(
         "[rank 0] {}: carried out by respawning the whole world, which lets the {} parked "
         "processes leave (it would park {}, over the cap of {})",
-        cmd.describe(), parked_, parked_ + adds, cap);
+        cmd.describe(), parking.parked, d.would_park, d.cap);
     return true;
   }
   abandon(cmd, fmt::format("refused: it would park {} processes, over the cap of {} "
                            "(PCM_MAX_PARKED); {}",
-                           parked_ + adds, cap,
+                           d.would_park, d.cap,
                            resumed_ ? "pcmd sent no host for each new rank, which a respawn needs"
                                     : "a job that does not use PCM_Adapt cannot be respawned "
                                       "instead; a split or a growing resize lets every parked "
                                       "process leave"));
   return false;
-}
-
-int Runtime::reconfig_last(int* kind, int* size_before, double* started) const {
-  if (last_reconfig_.is_null()) fail(PCM_ERR_STATE, "this world has not been reconfigured");
-  if (kind) *kind = last_reconfig_.at("kind").get<int>();
-  if (size_before) *size_before = last_reconfig_.at("size_before").get<int>();
-  if (started) *started = last_reconfig_.at("started").get<double>();
-  return PCM_SUCCESS;
-}
-
-int Runtime::reconfig_reason(char* reason, int len) const {
-  if (!reason || len < 1) fail(PCM_ERR_ARG, "reason must be a buffer of at least 1 byte");
-  if (last_reconfig_.is_null()) fail(PCM_ERR_STATE, "this world has not been reconfigured");
-  // Cut at a character boundary (never half a UTF-8 sequence), ending in "..." when cut.
-  const std::string why = proto::clean_text(last_reconfig_.value("why", std::string()),
-                                            static_cast<std::size_t>(len - 1));
-  std::memcpy(reason, why.data(), why.size());
-  reason[why.size()] = '\0';
-  return PCM_SUCCESS;
-}
-
-void Runtime::reconfig_times(double* spawn, double* data, double* rebuild) const {
-  if (spawn) *spawn = t_spawn_;
-  if (data) *data = t_data_;
-  if (rebuild) *rebuild = t_rebuild_;
 }
 
 // ---- the end -------------------------------------------------------------------------------
@@ -322,7 +275,7 @@ int Runtime::finalize(MPI_Comm comm) {
   if (process_status_ == PCM_RETIRED) return exit_retired();
   if (phase_ == Phase::kActive) {
     require_world(comm);
-    if (rank_ == 0) {
+    if (world_.rank() == 0) {
       try {
         // A pcmd that went away gets a short while to come back: the job is over anyway.
         link_.request({{"op", "finished"}, {"job", job_}, {"iteration", iteration_}}, nullptr, 0,
@@ -333,9 +286,8 @@ int Runtime::finalize(MPI_Comm comm) {
       }
     }
     retirement_.wake_all();
-    migrant_owned_.reset();
-    migrant_comm_ = MPI_COMM_NULL;
-    world_.reset();
+    world_.migrant.clear();
+    world_.leave();
     phase_ = Phase::kMpiReady;
   }
   shut_down();

@@ -1,6 +1,9 @@
-// runtime.h — the per-process state of libpcm behind the C API (one instance per process): a
-// façade over its parts (settings, daemon link, status windows, retirement) whose member
-// functions live in one file per job:
+// runtime.h — the per-process state of libpcm behind the C API (one instance per process): the
+// context (settings, the link to pcmd, the job, this program) holding the named parts (the world,
+// the reconfiguration in flight, the restart's state, the status windows, the registrations, the
+// retirement), each in a header of its own (world.h, reconfig.h, restart_state.h, program.h,
+// settings.h, daemon_link.h, status_window.h, registry.h, retirement.h). Its member functions,
+// which work on those parts, live in one file per job:
 //   runtime.cpp  lifecycle (MPI_PCM_Init, PCM_Init, PCM_Finalize, PCM_Exit), PCM_Status
 //   world.cpp    spawning, adopting a new world, joining as a spawned child, retiring
 //   migrate.cpp  migration (PCM_Reconfigure)
@@ -24,10 +27,14 @@
 #include "distribution.h"
 #include "mpi_util.h"
 #include "pcm.h"
+#include "program.h"
+#include "reconfig.h"
 #include "registry.h"
+#include "restart_state.h"
 #include "retirement.h"
 #include "settings.h"
 #include "status_window.h"
+#include "world.h"
 
 // What a PCM_Dist handle points to.
 struct PCM_Dist_s {
@@ -87,11 +94,7 @@ class Runtime {
   int merge(void** buf, int type, PCM_Dist* dist, int* iteration, int* rank, int* size,
             MPI_Comm* comm);
   int merge_datacnts(const Distribution* dist, long* count, int* merge_rank, MPI_Comm comm);
-  void reconfig_times(double* spawn, double* data, double* rebuild) const;
-  int reconfig_last(int* kind, int* size_before, double* started) const;
-  int reconfig_reason(char* reason, int len) const;
   int commit(MPI_Comm comm, int iteration);
-  int restart_info(int* iteration, int* nprocs) const;
   int load_redistribute(const char* key, int type, const Distribution& from, const Distribution& to,
                         int rank, void* buf);
   int exit_retired();
@@ -100,6 +103,11 @@ class Runtime {
     return process_status_ == PCM_RETIRED && phase_ != Phase::kFinalized;
   }
   int finalize(MPI_Comm comm);
+
+  // The last reconfiguration (PCM_Reconfig_*) and the version a restart resumes from
+  // (PCM_Restart_info).
+  const Reconfig& reconfig() const { return reconfig_; }
+  const RestartState& restart() const { return restart_; }
 
   // The register-once layer (adapt.cpp).
   Registry& registry() { return registry_; }
@@ -117,19 +125,26 @@ class Runtime {
   // Lifecycle (runtime.cpp).
   void require_world(MPI_Comm comm) const;
   void shut_down();
+  // Rank 0, for a command just received: whether it would park more processes than the cap
+  // allows, and then either marks it a respawn or refuses it (false: refused, already reported).
+  bool keep_parking_bounded(Command& cmd);
 
   // Worlds (world.cpp).
   void join_as_child(MPI_Comm parent);
-  void agree_spawnable(const std::string& exe, const Command& cmd);
+  // Collective over the world: spawns command (or this program) on hosts for cmd; the
+  // reconfiguration is given up (abandon) on every rank if the program is missing or the spawn
+  // fails.
+  mpi::Comm spawn_for(const Command& cmd, const char* command,
+                      const std::vector<std::string>& hosts);
   mpi::Comm spawn(const std::string& exe, const std::vector<std::string>& hosts);
   void adopt_world(mpi::Comm world);
+  // key: this process's rank in the old world (a migrated process: the mover's).
   void finish_reconfigure(mpi::Comm merged, int waker_in_merged, int mover_in_merged,
-                          bool i_am_mover, const Command& cmd);
+                          bool i_am_mover, int key, const Command& cmd);
   void retire(mpi::Comm waker_comm, int waker_rank, const Command& cmd);
   void abandon(const Command& cmd, const std::string& why);
   void report_reconfigured(const Command& cmd, bool success, const std::string& error,
                            const nlohmann::json& layout = nullptr);
-  void note_reconfig(const Command& cmd);
 
   // Migration (migrate.cpp); in the mover, send(merged, child) runs once the new world is built.
   using MigrationSender = std::function<void(MPI_Comm merged, int child)>;
@@ -165,66 +180,28 @@ class Runtime {
   int process_status_ = PCM_STARTED;  // how this process came to be (PCM_RETIRED once retired)
   std::string init_error_;            // why MPI_PCM_Init failed (then only PCM_Finalize is allowed)
 
-  // Job and world.
+  // The context every part works in: the settings, pcmd and the job, this program.
   Settings settings_;
+  DaemonLink link_;
   std::string job_;
   std::int64_t incarnation_ = 0;  // pcmd's number for this run of the job (watch hellos)
-  mpi::Comm world_;
-  int rank_ = -1;
-  int size_ = 0;
-  std::int64_t iteration_ = 0;  // PCM_Status calls over the job's life
-  std::vector<std::string> args_;
-  std::string cwd_;
-  std::string self_exe_;
+  Program program_;
 
-  DaemonLink link_;
-  std::optional<Command> received_;  // rank 0: from pcmd, not yet broadcast
-  std::int64_t last_done_command_ = 0;
-  std::optional<Command> current_;  // broadcast, not yet carried out
+  World world_;
+  Reconfig reconfig_;
+  RestartState restart_;
+
+  // PCM_Status: its calls over the job's life, and the agreement windows.
+  std::int64_t iteration_ = 0;
   StatusWindow window_;
   // A spawned process resumes at the iteration whose PCM_Status the others have already made.
   bool skip_next_status_ = false;
-
-  // A process spawned by a split, between PCM_Init and its PCM_Split: the intercommunicator to
-  // the old world and what the old world told it.
-  mpi::Comm join_inter_;
-  nlohmann::json join_ctx_;
-
-  // Set in a restarted job: the version it resumes from.
-  std::int64_t restart_iteration_ = -1;
-  int restart_nprocs_ = 0;
-  bool reading_version_ = false;  // until the first PCM_Status of a restarted process
-
-  // A split's old ranks: the token that proves to the new processes that they read this process.
-  std::uint64_t cma_token_ = 0;
-
-  // The reconfiguration pending or last carried out (kind, size_before, started); null if none.
-  nlohmann::json last_reconfig_;
-
-  // Seconds spent in the phases of this process's last split or merge.
-  double t_spawn_ = 0, t_data_ = 0, t_rebuild_ = 0;
-
-  // A migrated process, until PCM_Resume has received the mover's registered state: the
-  // communicator to the mover and the mover's rank in it. migrant_owned_ holds it unless it
-  // is the communicator this process wakes the mover on (then retirement_ owns it).
-  MPI_Comm migrant_comm_ = MPI_COMM_NULL;
-  mpi::Comm migrant_owned_;
-  int migrant_src_ = -1;
 
   // The register-once layer.
   Registry registry_;
   bool resumed_ = false;
 
   Retirement retirement_;
-  // Whether a split's old world leaves the job at once (retirement.h); agreed at each split.
-  bool split_leaves_ = false;
-  // The job's processes parked now (not counting those on their way out) and the largest size its
-  // world has had: the same on every rank, handed to spawned processes in the spawn context.
-  int parked_ = 0;
-  int largest_ = 0;
-  // Rank 0, for a command just received: whether it would park more processes than the cap
-  // allows, and then either marks it a respawn or refuses it (false: refused, already reported).
-  bool keep_parking_bounded(Command& cmd);
 };
 
 }  // namespace pcm::detail

@@ -2,10 +2,27 @@
 #include "settings.h"
 
 #include <cstdlib>
+#include <string>
 
-#include "mpi_util.h"
+#include "error.h"
+#include "pcm_types.h"
 
 namespace pcm::detail {
+
+namespace {
+
+// An integer setting: fallback when unset; throws PCM_ERR_ARG when it is not a number in [lo, hi].
+long env_long(const char* name, long fallback, long lo, long hi) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  char* end = nullptr;
+  long x = std::strtol(v, &end, 10);
+  if (*end || x < lo || x > hi)
+    fail(PCM_ERR_ARG, "{}={} is not a number in [{}, {}]", name, v, lo, hi);
+  return x;
+}
+
+}  // namespace
 
 Settings Settings::from_env() {
   Settings s;
@@ -21,7 +38,18 @@ Settings Settings::from_env() {
   s.max_parked = static_cast<int>(env_long("PCM_MAX_PARKED", 0, 0, 1 << 20));
   if (const char* name = std::getenv("PCM_JOB")) s.job = name;
   if (const char* r = std::getenv("PCM_RESTART")) s.restart = std::string(r) == "1";
+  if (const char* p = std::getenv("PCM_PLACEMENT")) s.placement = p;
   return s;
+}
+
+std::string Settings::site() {
+  const char* site = std::getenv("PCM_SITE");
+  return site ? site : "";
+}
+
+bool Settings::hugepages() {
+  static const bool huge = env_long("PCM_HUGEPAGES", 1, 0, 1) == 1;
+  return huge;
 }
 
 }  // namespace pcm::detail

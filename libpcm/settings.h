@@ -1,4 +1,5 @@
-// settings.h — libpcm's PCM_* environment variables, read once by MPI_PCM_Init.
+// settings.h — libpcm's PCM_* environment variables: every one is read here, most of them once by
+// MPI_PCM_Init (from_env), the rest by the few calls that need no MPI_PCM_Init.
 #pragma once
 
 #include <string>
@@ -33,9 +34,19 @@ struct Settings {
   // PCM_JOB and PCM_RESTART (=1) as given; PCM_Init checks them on rank 0 and agrees.
   std::string job;
   bool restart = false;
+  // PCM_PLACEMENT: the job's placement strategy for the processes pcmd places later, as given
+  // ("" when unset); pcmd checks it.
+  std::string placement;
 
   // Throws pcm::Error(PCM_ERR_ARG) naming a variable that is set but out of range.
   static Settings from_env();
+
+  // Read where they are used, because their users may run without MPI_PCM_Init:
+  // PCM_SITE: this process's own site for PCM_Topology ("" when unset).
+  static std::string site();
+  // PCM_HUGEPAGES (1, the default): the buffers a reconfiguration allocates ask for huge pages
+  // (buffer.h). Read at the first call; throws pcm::Error(PCM_ERR_ARG) when out of range.
+  static bool hugepages();
 };
 
 }  // namespace pcm::detail

@@ -123,6 +123,49 @@ class VersionSource {
   std::map<std::pair<int, std::string>, std::vector<char>> fetched_;
 };
 
+// What this rank's shard holds: the owned units of every registered array, straight from the
+// application's buffers, and the locals; rank 0's also the values and the arrays' maps (encoded
+// into maps, which must outlive the items).
+std::vector<ShardItem> shard_items(const Registry& registry, int rank, int size,
+                                   std::vector<std::string>* maps) {
+  std::vector<ShardItem> items;
+  maps->reserve(registry.items().size());  // the items point into them: no string may move
+  for (const Item& i : registry.items()) {
+    const std::string key = Registry::key(i);
+    const std::size_t elem = proto::type_size(i.type);
+    if (i.kind == ItemKind::kDist) {
+      const Distribution& d = (*i.dist)->d;
+      if (d.size() != size)
+        fail(PCM_ERR_ARG, "'{}': the map describes {} processes, the world has {}", i.name,
+             d.size(), size);
+      // The owned units only: ghosts are no state (a restart gives them zeros, as a split).
+      ShardItem it{key, i.type, 0, {}};
+      const auto& segs = d.segments(rank);
+      for (std::size_t s = 0; s < segs.size(); ++s) {
+        const std::uint64_t n = static_cast<std::uint64_t>(segs[s].count * d.unit_len());
+        it.pieces.push_back({static_cast<const char*>(*i.buf) +
+                                 static_cast<std::uint64_t>(d.segment_offset(rank, s)) * elem,
+                             n * elem});
+        it.count += n;
+      }
+      items.push_back(std::move(it));
+      if (rank == 0) {
+        maps->push_back(proto::encode(d.to_json()));
+        items.push_back(ShardItem{Registry::map_key(i),
+                                  PCM_BYTE,
+                                  maps->back().size(),
+                                  {{maps->back().data(), maps->back().size()}}});
+      }
+    } else if (i.kind == ItemKind::kLocal || rank == 0) {
+      items.push_back(ShardItem{key,
+                                i.type,
+                                static_cast<std::uint64_t>(i.count),
+                                {{i.value, static_cast<std::uint64_t>(i.count) * elem}}});
+    }
+  }
+  return items;
+}
+
 }  // namespace
 
 // ---- writing a version ---------------------------------------------------------------------
@@ -130,63 +173,23 @@ class VersionSource {
 void Runtime::write_version(int iteration) {
   const double t0 = wtime();
   double t_shard = 0, t_written = 0;
-  int code = PCM_SUCCESS;
-  std::string msg;
   json where;
-  if (rank_ == 0) {
-    try {
+  agreed(world_.comm(), [&] {
+    if (world_.rank() == 0)
       where = link_
                   .request({{"op", "checkpoint_begin"}, {"job", job_}, {"iteration", iteration}},
                            nullptr, 0, settings_.data_timeout_ms)
                   .header;
-    } catch (const Error& e) {
-      code = e.code();
-      msg = e.what();
-    }
-  }
-  agree(world_.get(), code, msg);
-  where = bcast_json(where, 0, world_.get());
+  });
+  where = bcast_json(where, 0, world_.comm());
   const std::string dir = where.at("dir").get<std::string>();
 
   std::string record;  // this rank's shard record, MessagePack
-  try {
-    std::vector<ShardItem> items;
+  agreed(world_.comm(), [&] {
     std::vector<std::string> maps;  // encoded maps, alive until written
-    maps.reserve(registry_.items().size());
-    for (const Item& i : registry_.items()) {
-      const std::string key = Registry::key(i);
-      const std::size_t elem = proto::type_size(i.type);
-      if (i.kind == ItemKind::kDist) {
-        const Distribution& d = (*i.dist)->d;
-        if (d.size() != size_)
-          fail(PCM_ERR_ARG, "'{}': the map describes {} processes, the world has {}", i.name,
-               d.size(), size_);
-        // The owned units only: ghosts are no state (a restart gives them zeros, as a split).
-        ShardItem it{key, i.type, 0, {}};
-        const auto& segs = d.segments(rank_);
-        for (std::size_t s = 0; s < segs.size(); ++s) {
-          const std::uint64_t n = static_cast<std::uint64_t>(segs[s].count * d.unit_len());
-          it.pieces.push_back({static_cast<const char*>(*i.buf) +
-                                   static_cast<std::uint64_t>(d.segment_offset(rank_, s)) * elem,
-                               n * elem});
-          it.count += n;
-        }
-        items.push_back(std::move(it));
-        if (rank_ == 0) {
-          maps.push_back(proto::encode(d.to_json()));
-          items.push_back(ShardItem{Registry::map_key(i),
-                                    PCM_BYTE,
-                                    maps.back().size(),
-                                    {{maps.back().data(), maps.back().size()}}});
-        }
-      } else if (i.kind == ItemKind::kLocal || rank_ == 0) {
-        items.push_back(ShardItem{key,
-                                  i.type,
-                                  static_cast<std::uint64_t>(i.count),
-                                  {{i.value, static_cast<std::uint64_t>(i.count) * elem}}});
-      }
-    }
-    const ShardHeader header{job_, iteration, rank_, size_};
+    const std::vector<ShardItem> items =
+        shard_items(registry_, world_.rank(), world_.size(), &maps);
+    const ShardHeader header{job_, iteration, world_.rank(), world_.size()};
     t_shard = wtime();
     ShardRecord rec;
     if (settings_.checkpoint_direct && sees(dir, where.at("token").get<std::string>())) {
@@ -194,77 +197,65 @@ void Runtime::write_version(int iteration) {
     } else {
       std::vector<char> image;
       rec = image_shard(header, items, image);
-      link_.request({{"op", "shard_put"}, {"job", job_}, {"iteration", iteration}, {"rank", rank_}},
-                    image.data(), image.size(), settings_.data_timeout_ms);
+      link_.request(
+          {{"op", "shard_put"}, {"job", job_}, {"iteration", iteration}, {"rank", world_.rank()}},
+          image.data(), image.size(), settings_.data_timeout_ms);
     }
     record = proto::encode(rec.to_json());
     t_written = wtime();
-  } catch (const Error& e) {
-    code = e.code();
-    msg = e.what();
-  }
-  agree(world_.get(), code, msg);
+  });
 
   // Rank 0 gathers the records and asks pcmd to commit.
   int len = static_cast<int>(record.size());
-  std::vector<int> lens(rank_ == 0 ? static_cast<std::size_t>(size_) : 0);
-  mpi_check(MPI_Gather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, 0, world_.get()), "MPI_Gather");
+  std::vector<int> lens(world_.rank() == 0 ? static_cast<std::size_t>(world_.size()) : 0);
+  mpi_check(MPI_Gather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, 0, world_.comm()), "MPI_Gather");
   std::vector<int> displs(lens.size());
   long total = 0;
   for (std::size_t r = 0; r < lens.size(); ++r) {
     displs[r] = static_cast<int>(total);
     total += lens[r];
   }
-  if (total > INT_MAX) code = PCM_ERR_INTERNAL;  // caught below, agreed by everyone
-  std::string all(rank_ == 0 && total <= INT_MAX ? static_cast<std::size_t>(total) : 0, '\0');
+  const bool too_large = total > INT_MAX;  // rank 0 fails below, agreed by everyone
+  std::string all(world_.rank() == 0 && !too_large ? static_cast<std::size_t>(total) : 0, '\0');
   mpi_check(MPI_Gatherv(record.data(), len, MPI_BYTE, all.data(), lens.data(), displs.data(),
-                        MPI_BYTE, 0, world_.get()),
+                        MPI_BYTE, 0, world_.comm()),
             "MPI_Gatherv");
-  if (rank_ == 0) {
-    try {
-      if (code) fail(code, "the shard records of {} processes are too large", size_);
-      json table{{"shards", json::array()}};
-      for (std::size_t r = 0; r < lens.size(); ++r)
-        table["shards"].push_back(
-            decode_internal(all.substr(static_cast<std::size_t>(displs[r]), lens[r])));
-      const std::string bytes = proto::encode(table);
-      link_.request(
-          {{"op", "checkpoint_commit"}, {"job", job_}, {"iteration", iteration}, {"size", size_}},
-          bytes.data(), bytes.size(), settings_.data_timeout_ms);
-    } catch (const Error& e) {
-      code = e.code();
-      msg = e.what();
-    }
-  }
-  agree(world_.get(), code, msg);
+  agreed(world_.comm(), [&] {
+    if (world_.rank() != 0) return;
+    if (too_large)
+      fail(PCM_ERR_INTERNAL, "the shard records of {} processes are too large", world_.size());
+    json table{{"shards", json::array()}};
+    for (std::size_t r = 0; r < lens.size(); ++r)
+      table["shards"].push_back(
+          decode_internal(all.substr(static_cast<std::size_t>(displs[r]), lens[r])));
+    const std::string bytes = proto::encode(table);
+    link_.request({{"op", "checkpoint_commit"},
+                   {"job", job_},
+                   {"iteration", iteration},
+                   {"size", world_.size()}},
+                  bytes.data(), bytes.size(), settings_.data_timeout_ms);
+  });
   plog()->debug(
       "[rank {}] checkpoint {}: begun in {:.3f} s, shard written in {:.3f} s, committed "
       "{:.3f} s after",
-      rank_, iteration, t_shard - t0, t_written - t_shard, wtime() - t_written);
+      world_.rank(), iteration, t_shard - t0, t_written - t_shard, wtime() - t_written);
 }
 
 // ---- reading a version ---------------------------------------------------------------------
 
 void Runtime::resume_restarted() {
   while (true) {
-    int code = PCM_SUCCESS;
-    std::string msg;
     json info;
-    if (rank_ == 0) {
-      try {
-        auto r = link_.request(
-            {{"op", "checkpoint_manifest"}, {"job", job_}, {"iteration", restart_iteration_}},
-            nullptr, 0, settings_.data_timeout_ms);
-        info = r.header;
-        if (proto::get_int(info, "format", 1, 2) == 2)
-          info["manifest"] = proto::decode_large(r.data.data(), r.data.size(), r.data.size());
-      } catch (const Error& e) {
-        code = e.code();
-        msg = e.what();
-      }
-    }
-    agree(world_.get(), code, msg);
-    info = bcast_json(info, 0, world_.get());
+    agreed(world_.comm(), [&] {
+      if (world_.rank() != 0) return;
+      auto r = link_.request(
+          {{"op", "checkpoint_manifest"}, {"job", job_}, {"iteration", restart_.iteration}},
+          nullptr, 0, settings_.data_timeout_ms);
+      info = r.header;
+      if (proto::get_int(info, "format", 1, 2) == 2)
+        info["manifest"] = proto::decode_large(r.data.data(), r.data.size(), r.data.size());
+    });
+    info = bcast_json(info, 0, world_.comm());
     if (info.at("format").get<int>() != 2) {
       resume_restarted_whole();  // a version made through pcmd (PCM_Store and PCM_Commit)
       return;
@@ -275,46 +266,40 @@ void Runtime::resume_restarted() {
     } catch (const Error& e) {
       if (e.code() != PCM_ERR_CORRUPT) throw;
       // Damaged: pcmd marks the version bad for good and names the one before it, if any.
-      code = PCM_SUCCESS;
-      msg.clear();
+      Outcome asked;
       json next;
-      if (rank_ == 0) {
+      if (world_.rank() == 0) {
         plog()->warn("[rank 0] version {} is damaged ({}); trying the one before it",
-                     restart_iteration_, e.what());
-        try {
+                     restart_.iteration, e.what());
+        asked = attempt([&] {
           next = link_
                      .request({{"op", "checkpoint_bad"},
                                {"job", job_},
-                               {"iteration", restart_iteration_},
+                               {"iteration", restart_.iteration},
                                {"why", proto::clean_text(e.what(), 1500)}},
                               nullptr, 0, settings_.data_timeout_ms)
                      .header.at("restart");
-        } catch (const Error& e2) {
-          code = e2.code();
-          msg = fmt::format("{}; {}", e.what(), e2.what());
-        }
+        });
+        if (!asked.ok()) asked.msg = fmt::format("{}; {}", e.what(), asked.msg);
       }
-      agree(world_.get(), code, msg);
-      next = bcast_json(next, 0, world_.get());
-      restart_iteration_ = next.at("iteration").get<std::int64_t>();
-      restart_nprocs_ = next.at("nprocs").get<int>();
+      agree(world_.comm(), asked.code, asked.msg);
+      next = bcast_json(next, 0, world_.comm());
+      restart_.resume_from(next);
     }
   }
 }
 
 void Runtime::read_version(const json& info) {
-  int code = PCM_SUCCESS;
-  std::string msg;
   NewBuffers fresh;
   std::vector<Distribution> maps;
-  try {
+  agreed(world_.comm(), [&] {
     const json& m = info.at("manifest");
     const std::string dir = info.at("dir").get<std::string>();
     std::vector<ShardRecord> shards;
     for (const auto& r : m.at("shards")) shards.push_back(ShardRecord::from_json(r));
-    if (static_cast<int>(shards.size()) != restart_nprocs_)
-      fail(PCM_ERR_CORRUPT, "version {} has {} shards for {} processes", restart_iteration_,
-           shards.size(), restart_nprocs_);
+    if (static_cast<int>(shards.size()) != restart_.nprocs)
+      fail(PCM_ERR_CORRUPT, "version {} has {} shards for {} processes", restart_.iteration,
+           shards.size(), restart_.nprocs);
     // This process reads the files itself when it sees the very manifest pcmd holds.
     bool direct = false;
     if (settings_.checkpoint_direct) {
@@ -323,29 +308,29 @@ void Runtime::read_version(const json& info) {
       text << in.rdbuf();
       direct = in && json::parse(text.str(), nullptr, false) == m;
     }
-    VersionSource src(link_, job_, restart_iteration_, settings_.data_timeout_ms, dir,
+    VersionSource src(link_, job_, restart_.iteration, settings_.data_timeout_ms, dir,
                       std::move(shards), direct);
     const Registry& reg = registry_;
     for (const Item* i : reg.of(ItemKind::kValue))
       src.read_item(0, Registry::key(*i), i->type, static_cast<std::uint64_t>(i->count), i->value);
-    if (restart_nprocs_ == size_) {
+    if (restart_.nprocs == world_.size()) {
       for (const Item* i : reg.of(ItemKind::kLocal))
-        src.read_item(rank_, Registry::key(*i), i->type, static_cast<std::uint64_t>(i->count),
-                      i->value);
+        src.read_item(world_.rank(), Registry::key(*i), i->type,
+                      static_cast<std::uint64_t>(i->count), i->value);
     } else {
       reg.zero(ItemKind::kLocal);
     }
     for (const Item* i : reg.of(ItemKind::kDist)) {
       const std::string bytes = src.read_bytes(0, Registry::map_key(*i));
       const Distribution from = Distribution::from_json(proto::decode(bytes.data(), bytes.size()));
-      Distribution to = restart_map(*i, from, restart_nprocs_, size_, PCM_ERR_CORRUPT);
+      Distribution to = restart_map(*i, from, restart_.nprocs, world_.size(), PCM_ERR_CORRUPT);
       const std::size_t elem = proto::type_size(i->type);
       const Distribution owned = from.without_halo();  // how the shards hold the units
       const std::string key = Registry::key(*i);
-      char* buf = fresh.add(new_buffer(to, rank_, elem));
+      char* buf = fresh.add(new_buffer(to, world_.rank(), elem));
       const std::uint64_t unit_bytes = static_cast<std::uint64_t>(from.unit_len()) * elem;
       for (const Transfer& t : plan(from, to)) {
-        if (t.to != rank_) continue;
+        if (t.to != world_.rank()) continue;
         const ShardDataset& d = src.dataset(t.from, key);
         if (d.type != i->type)
           fail(PCM_ERR_TYPE, "'{}' was saved as {}, is registered as {}", i->name,
@@ -359,11 +344,7 @@ void Runtime::read_version(const json& info) {
       }
       maps.push_back(std::move(to));
     }
-  } catch (const Error& e) {
-    code = e.code();
-    msg = e.what();
-  }
-  agree(world_.get(), code, msg);
+  });
   std::size_t k = 0;
   for (const Item* i : registry_.of(ItemKind::kDist)) {
     hand_over(*i, fresh.bufs[k], std::move(maps[k]));

@@ -3,7 +3,6 @@
 // PCM_SITE.
 #include <mpi.h>
 
-#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <string>
@@ -16,6 +15,7 @@
 #include "pcm.h"
 #include "protocol.h"
 #include "runtime.h"
+#include "settings.h"
 
 namespace pcm::detail {
 namespace {
@@ -44,9 +44,9 @@ std::vector<char> own_record() {
   std::string host = proc;
   if (!proto::valid_host(host)) host = "unknown";
   std::memcpy(rec.data(), host.data(), host.size());
-  const char* site = std::getenv("PCM_SITE");
-  if (site && std::strlen(site) < kSiteLen && proto::valid_name(site))
-    std::memcpy(rec.data() + kHostLen, site, std::strlen(site));
+  const std::string site = Settings::site();
+  if (site.size() < kSiteLen && proto::valid_name(site))
+    std::memcpy(rec.data() + kHostLen, site.data(), site.size());
   return rec;
 }
 

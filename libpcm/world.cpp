@@ -45,13 +45,38 @@ std::vector<std::string> gather_hosts(MPI_Comm comm) {
   return hosts;
 }
 
-std::string spawn_command(const char* command, const std::string& self_exe,
-                          const std::string& cwd) {
-  std::string c = command && *command ? command : self_exe;
-  if (c.find('/') == std::string::npos) return c;  // found through PATH, as mpiexec did
-  if (c[0] != '/') c = cwd + "/" + c;
-  return c;
+// ---- the world ----------------------------------------------------------------------------
+
+Parking::Decision Parking::bound(const Command& cmd, int size, int max_parked, bool adapts) const {
+  if (!split_leaves || cmd.respawn) return {};  // nothing can leave: nothing to bound by
+  const int adds = cmd.kind == Command::Kind::kMigrate ? 1 : std::max(0, size - cmd.size);
+  const int cap = max_parked > 0 ? max_parked : adapts ? std::max(largest, size) : 0;
+  if (adds == 0 || cap == 0 || parked + adds <= cap) return {};
+  const bool respawn = adapts && cmd.hosts.size() == static_cast<std::size_t>(cmd.size);
+  return {respawn ? Verdict::kRespawn : Verdict::kRefuse, parked + adds, cap};
 }
+
+void World::begin(mpi::Comm dup, int rank, int size) {
+  comm_ = std::move(dup);
+  rank_ = rank;
+  size_ = size;
+}
+
+void World::adopt(mpi::Comm comm) {
+  comm_ = std::move(comm);
+  MPI_Comm_set_errhandler(comm_.get(), MPI_ERRORS_RETURN);
+  MPI_Comm_rank(comm_.get(), &rank_);
+  MPI_Comm_size(comm_.get(), &size_);
+  parking.largest = std::max(parking.largest, size_);
+}
+
+void World::leave() {
+  comm_.reset();
+  rank_ = -1;
+  size_ = 0;
+}
+
+// ---- building worlds -----------------------------------------------------------------------
 
 void Runtime::report_reconfigured(const Command& cmd, bool success, const std::string& error,
                                   const json& layout) {
@@ -62,52 +87,39 @@ void Runtime::report_reconfigured(const Command& cmd, bool success, const std::s
              {"success", success},
              {"iteration", iteration_}};
     if (success) {
-      req["size"] = size_;
-      req["hosts"] = gather_hosts(world_.get());  // collective: every rank of the new world
+      req["size"] = world_.size();
+      req["hosts"] = gather_hosts(world_.comm());  // collective: every rank of the new world
       req["pid"] = static_cast<long>(::getpid());
       if (!layout.is_null()) req["layout"] = layout;
       if (cmd.respawn) req["respawned"] = true;
-      if (rank_ != 0) return;
+      if (world_.rank() != 0) return;
     } else {
       req["error"] = proto::clean_text(error, 4000);  // pcmd takes 4096 bytes of UTF-8
     }
     link_.request(req, nullptr, 0, settings_.connect_timeout_ms);
   } catch (const Error& e) {
-    plog()->warn("[rank {}] could not tell pcmd about command {}: {}", rank_, cmd.id, e.what());
+    plog()->warn("[rank {}] could not tell pcmd about command {}: {}", world_.rank(), cmd.id,
+                 e.what());
   }
 }
 
 // A reconfiguration given up before anything changed: pcmd hears why, and the command is done.
 void Runtime::abandon(const Command& cmd, const std::string& why) {
-  current_.reset();
-  last_done_command_ = cmd.id;
-  if (rank_ == 0) report_reconfigured(cmd, false, why);
-}
-
-void Runtime::note_reconfig(const Command& cmd) {
-  timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  last_reconfig_ = json{{"kind", cmd.kind == Command::Kind::kMigrate ? PCM_MIGRATE
-                                 : cmd.size > size_                  ? PCM_SPLIT
-                                                                     : PCM_MERGE},
-                        {"size_before", size_},
-                        {"started", static_cast<double>(ts.tv_sec) + 1e-9 * ts.tv_nsec},
-                        {"why", cmd.why}};
+  reconfig_.done(cmd.id);
+  if (world_.rank() == 0) report_reconfigured(cmd, false, why);
 }
 
 void Runtime::retire(mpi::Comm waker_comm, int waker_rank, const Command& cmd) {
   profiler().stop();
-  world_.reset();  // unless it is waker_comm, moved in by the caller
+  const int rank = world_.rank();
+  world_.leave();  // its communicator goes unless it is waker_comm, taken by the caller
   retirement_.retire_to(std::move(waker_comm), waker_rank);
   phase_ = Phase::kRetired;
   process_status_ = PCM_RETIRED;
   link_.stop_polling();
-  current_.reset();
-  received_.reset();
-  last_done_command_ = cmd.id;
-  plog()->info("[rank {}] retired ({} {})", rank_, proto::kind_name(cmd.kind), cmd.id);
-  rank_ = -1;
-  size_ = 0;
+  reconfig_.clear();
+  reconfig_.last_done = cmd.id;
+  plog()->info("[rank {}] retired ({} {})", rank, proto::kind_name(cmd.kind), cmd.id);
   // A retired process that returns from main without PCM_Exit would end without MPI_Finalize,
   // which makes mpiexec tear the whole job down: at exit it parks and finalizes as PCM_Exit does.
   static bool at_exit = false;
@@ -128,39 +140,34 @@ void Runtime::exit_if_retired() {
 }
 
 void Runtime::adopt_world(mpi::Comm world) {
-  world_ = std::move(world);
-  MPI_Comm_set_errhandler(world_.get(), MPI_ERRORS_RETURN);
-  MPI_Comm_rank(world_.get(), &rank_);
-  MPI_Comm_size(world_.get(), &size_);
-  largest_ = std::max(largest_, size_);
-  profiler().start(settings_.profile_ms, world_.get(), rank_, size_);
+  world_.adopt(std::move(world));
+  profiler().start(settings_.profile_ms, world_.comm(), world_.rank(), world_.size());
   phase_ = Phase::kActive;
-  current_.reset();
-  received_.reset();
-  if (rank_ != 0) link_.stop_polling();  // only rank 0 polls; it may have moved
+  reconfig_.clear();
+  if (world_.rank() != 0) link_.stop_polling();  // only rank 0 polls; it may have moved
 }
 
 // Called in the parents (after the spawn) and in the child (after it merged with them): builds
 // the new world from merged and records who wakes whom.
 void Runtime::finish_reconfigure(mpi::Comm merged, int waker_in_merged, int mover_in_merged,
-                                 bool i_am_mover, const Command& cmd) {
+                                 bool i_am_mover, int key, const Command& cmd) {
   int me_in_merged;
   MPI_Comm_rank(merged.get(), &me_in_merged);
   // The new process takes the mover's rank; everyone else keeps theirs.
   mpi::Comm next;
-  mpi_check(MPI_Comm_split(merged.get(), i_am_mover ? MPI_UNDEFINED : 0, rank_, next.out()),
+  mpi_check(MPI_Comm_split(merged.get(), i_am_mover ? MPI_UNDEFINED : 0, key, next.out()),
             "MPI_Comm_split");
   if (i_am_mover) {
     retire(std::move(merged), waker_in_merged, cmd);
     return;
   }
-  world_.reset();
+  world_.leave();
   adopt_world(std::move(next));
-  last_done_command_ = cmd.id;
+  reconfig_.done(cmd.id);
   if (me_in_merged == waker_in_merged) {
     retirement_.watch(std::move(merged), {mover_in_merged});
-  } else if (merged.get() == migrant_comm_) {  // a migrated process keeps it for PCM_Resume
-    migrant_owned_ = std::move(merged);
+  } else if (merged.get() == world_.migrant.comm) {  // a migrated process keeps it for PCM_Resume
+    world_.migrant.owned = std::move(merged);
   }  // else merged goes
   report_reconfigured(cmd, true, "");
 }
@@ -170,12 +177,12 @@ json Runtime::spawn_context(const char* kind, const Command& cmd) const {
               {"job", job_},
               {"incarnation", incarnation_},
               {"command", cmd.to_json()},
-              {"old_size", size_},
+              {"old_size", world_.size()},
               {"pcm_iteration", iteration_},
-              {"restart", {{"iteration", restart_iteration_}, {"nprocs", restart_nprocs_}}},
-              {"reconfig", last_reconfig_},
-              {"parked", parked_},
-              {"largest", largest_}};
+              {"restart", restart_.version()},
+              {"reconfig", reconfig_.last},
+              {"parked", world_.parking.parked},
+              {"largest", world_.parking.largest}};
 }
 
 void Runtime::join_as_child(MPI_Comm parent_handle) {
@@ -187,11 +194,10 @@ void Runtime::join_as_child(MPI_Comm parent_handle) {
   incarnation_ = ctx.at("incarnation").get<std::int64_t>();
   link_.watch(job_, incarnation_, processor_name(), settings_.connect_timeout_ms);
   iteration_ = ctx.at("pcm_iteration").get<std::int64_t>();
-  restart_iteration_ = ctx.at("restart").at("iteration").get<std::int64_t>();
-  restart_nprocs_ = ctx.at("restart").at("nprocs").get<int>();
-  last_reconfig_ = ctx.at("reconfig");
-  parked_ = ctx.value("parked", 0);
-  largest_ = ctx.value("largest", 0);
+  restart_.resume_from(ctx.at("restart"));
+  reconfig_.last = ctx.at("reconfig");
+  world_.parking.parked = ctx.value("parked", 0);
+  world_.parking.largest = ctx.value("largest", 0);
   skip_next_status_ = true;
   if (ctx.at("kind") == "migrate") {
     mpi::Comm merged;
@@ -199,33 +205,33 @@ void Runtime::join_as_child(MPI_Comm parent_handle) {
     parent.reset();
     Command cmd = Command::from_json(ctx.at("command"), ctx.at("old_size").get<int>());
     process_status_ = PCM_MIGRATED;
-    rank_ = cmd.rank;
     // PCM_Resume receives the mover's registered state on merged.
-    migrant_comm_ = merged.get();
-    migrant_src_ = cmd.rank;
-    finish_reconfigure(std::move(merged), ctx.at("waker").get<int>(), cmd.rank, false, cmd);
+    world_.migrant.comm = merged.get();
+    world_.migrant.src = cmd.rank;
+    finish_reconfigure(std::move(merged), ctx.at("waker").get<int>(), cmd.rank, false, cmd.rank,
+                       cmd);
     return;
   }
   // A split: this process belongs to a new world spawned as one group. Its data arrives when the
   // application calls PCM_Split (or PCM_Resume).
   process_status_ = PCM_SPLITTED;
-  join_inter_ = std::move(parent);
-  join_ctx_ = std::move(ctx);
+  world_.joining.inter = std::move(parent);
+  world_.joining.ctx = std::move(ctx);
   mpi::Comm world;
   mpi_check(MPI_Comm_dup(MPI_COMM_WORLD, world.out()), "MPI_Comm_dup");
   adopt_world(std::move(world));
 }
 
 // The program must exist, or hydra aborts the job: rank 0 checks, everyone gets the same answer.
-void Runtime::agree_spawnable(const std::string& exe, const Command& cmd) {
-  int code = PCM_SUCCESS;
-  std::string msg;
-  if (rank_ == 0 && exe[0] == '/' && ::access(exe.c_str(), X_OK) != 0) {
-    code = PCM_ERR_SPAWN;
-    msg = fmt::format("program '{}' is not executable: {}", exe, std::strerror(errno));
-  }
+mpi::Comm Runtime::spawn_for(const Command& cmd, const char* command,
+                             const std::vector<std::string>& hosts) {
+  const std::string exe = program_.spawn_command(command);
   try {
-    agree(world_.get(), code, msg);
+    agreed(world_.comm(), [&] {
+      if (world_.rank() == 0 && exe[0] == '/' && ::access(exe.c_str(), X_OK) != 0)
+        fail(PCM_ERR_SPAWN, "program '{}' is not executable: {}", exe, std::strerror(errno));
+    });
+    return spawn(exe, hosts);
   } catch (const Error& e) {
     abandon(cmd, e.what());
     throw;
@@ -233,13 +239,13 @@ void Runtime::agree_spawnable(const std::string& exe, const Command& cmd) {
 }
 
 // Spawns one process per entry of hosts, as one group (so that they share memory among
-// themselves), with the arguments this process was started with. Collective over world_.
+// themselves), with the arguments this process was started with. Collective over the world.
 // Consecutive entries naming one host are one command whose "host" info says "name:count":
 // hydra gives a host named without a count one slot and deals ranks round robin over the hosts,
 // which would number the new world's ranks in another order than the hosts pcmd placed.
 mpi::Comm Runtime::spawn(const std::string& exe, const std::vector<std::string>& hosts) {
   std::vector<char*> argv;
-  for (auto& a : args_) argv.push_back(const_cast<char*>(a.c_str()));
+  for (auto& a : program_.args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   std::vector<char*> cmds;
   std::vector<char**> argvs;
@@ -252,7 +258,7 @@ mpi::Comm Runtime::spawn(const std::string& exe, const std::vector<std::string>&
     mpi::Info info;
     MPI_Info_create(info.out());
     MPI_Info_set(info.get(), "host", fmt::format("{}:{}", hosts[i], run).c_str());
-    if (!cwd_.empty()) MPI_Info_set(info.get(), "wdir", cwd_.c_str());
+    if (!program_.cwd.empty()) MPI_Info_set(info.get(), "wdir", program_.cwd.c_str());
     cmds.push_back(const_cast<char*>(exe.c_str()));
     argvs.push_back(argv.data());
     counts.push_back(static_cast<int>(run));
@@ -263,14 +269,14 @@ mpi::Comm Runtime::spawn(const std::string& exe, const std::vector<std::string>&
   mpi::Comm inter;
   std::vector<int> errcodes(hosts.size(), MPI_SUCCESS);
   int rc = MPI_Comm_spawn_multiple(static_cast<int>(cmds.size()), cmds.data(), argvs.data(),
-                                   counts.data(), infos.data(), 0, world_.get(), inter.out(),
+                                   counts.data(), infos.data(), 0, world_.comm(), inter.out(),
                                    errcodes.data());
   owned.clear();
   int local = rc == MPI_SUCCESS ? PCM_SUCCESS : PCM_ERR_SPAWN;
   for (int e : errcodes)
     if (e != MPI_SUCCESS) local = PCM_ERR_SPAWN;
   // On failure inter goes with the exception.
-  agree(world_.get(), local, fmt::format("MPI_Comm_spawn of {} x '{}' failed", hosts.size(), exe));
+  agree(world_.comm(), local, fmt::format("MPI_Comm_spawn of {} x '{}' failed", hosts.size(), exe));
   return inter;
 }
 

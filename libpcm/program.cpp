@@ -1,0 +1,27 @@
+// program.cpp — how this process was started, and what a reconfiguration spawns (program.h).
+#include "program.h"
+
+#include <limits.h>
+#include <unistd.h>
+
+namespace pcm::detail {
+
+Program Program::of_this_process(int* argc, char*** argv) {
+  Program p;
+  if (argc && argv && *argv)
+    for (int i = 1; i < *argc; ++i) p.args.emplace_back((*argv)[i]);
+  char buf[PATH_MAX];
+  if (::getcwd(buf, sizeof buf)) p.cwd = buf;
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n > 0) p.exe.assign(buf, static_cast<std::size_t>(n));
+  return p;
+}
+
+std::string Program::spawn_command(const char* command) const {
+  std::string c = command && *command ? command : exe;
+  if (c.find('/') == std::string::npos) return c;  // found through PATH, as mpiexec did
+  if (c[0] != '/') c = cwd + "/" + c;
+  return c;
+}
+
+}  // namespace pcm::detail
