@@ -16,6 +16,7 @@
 #include "config.h"
 #include "error.h"
 #include "log.h"
+#include "ops.h"
 #include "pcm_types.h"
 
 namespace pcm::detail {
@@ -172,9 +173,12 @@ int run_agent(const AgentOptions& o, const std::atomic<bool>& stop) {
   // A report: busy cores since the last one, the runnable tasks measured, the load average.
   auto report = [&](double runnable) {
     const CpuTimes now = cpu_times(read_file("/proc/stat"), cpus);
-    json r{{"op", "agent_report"}, {"host", host},
-           {"cores", cores},       {"busy", busy_cores(before, now, cores)},
-           {"runnable", runnable}, {"load1", load1()}};
+    ops::AgentReport r;
+    r.host = host;
+    r.cores = cores;
+    r.busy = busy_cores(before, now, cores);
+    r.runnable = runnable;
+    r.load1 = load1();
     before = now;
     return r;
   };
@@ -195,12 +199,12 @@ int run_agent(const AgentOptions& o, const std::atomic<bool>& stop) {
       nap(std::min(o.period_ms, 100), stop);
     }
     if (stop.load()) break;
-    json req = report(samples ? runnable / samples : 0.0);
-    req["join"] = !joined;
-    if (o.slots > 0) req["slots"] = o.slots;
-    if (!o.site.empty()) req["site"] = o.site;
+    ops::AgentReport req = report(samples ? runnable / samples : 0.0);
+    req.join = !joined;
+    if (o.slots > 0) req.slots = o.slots;
+    if (!o.site.empty()) req.site = o.site;
     try {
-      auto r = client->request(req, nullptr, 0, timeout_ms);
+      auto r = client->request(ops::request(req), nullptr, 0, timeout_ms);
       if (!joined)
         log->info("host {} joined pcmd's inventory ({} slots)", host, r.header.value("slots", 0));
       joined = true;
@@ -217,7 +221,7 @@ int run_agent(const AgentOptions& o, const std::atomic<bool>& stop) {
   // Leaving: pcmd drains the host; wait until it has left the inventory.
   log->info("leaving: pcmd drains host {} first", host);
   try {
-    client->request({{"op", "agent_leave"}, {"host", host}}, nullptr, 0, timeout_ms);
+    client->request(ops::request(ops::AgentLeave{host}), nullptr, 0, timeout_ms);
   } catch (const Error& e) {
     log->error("pcmd did not start the drain of {}: {}", host, e.what());
     return 1;
@@ -227,7 +231,7 @@ int run_agent(const AgentOptions& o, const std::atomic<bool>& stop) {
   std::atomic<bool> never{false};
   while (std::chrono::steady_clock::now() < deadline) {
     try {
-      auto r = client->request({{"op", "host_list"}}, nullptr, 0, timeout_ms);
+      auto r = client->request(ops::request(ops::HostList{}), nullptr, 0, timeout_ms);
       const json* mine = nullptr;
       for (const auto& h : r.header.at("hosts"))
         if (h.at("host") == host) mine = &h;
@@ -239,7 +243,7 @@ int run_agent(const AgentOptions& o, const std::atomic<bool>& stop) {
       if (used != last_used) log->info("host {}: {} processes still to move off", host, used);
       last_used = used;
       // Keep reporting: a draining host whose agent falls silent would be marked lost.
-      client->request(report(runnable_on(cpus)), nullptr, 0, timeout_ms);
+      client->request(ops::request(report(runnable_on(cpus))), nullptr, 0, timeout_ms);
     } catch (const Error& e) {
       if (e.code() == PCM_ERR_REFUSED) {  // it left between the two requests
         log->info("host {} has left pcmd's inventory", host);
