@@ -1,9 +1,10 @@
 // protocol.h — the messages between libpcm/pcmctl and pcmd: MessagePack maps, validated on receipt.
 //
-// A request is one or two ZeroMQ frames: a MessagePack map (the header) and, for "store",
-// "shard_put" and "checkpoint_commit", the raw data. Every header has "v" (protocol version), "op"
-// and "secret". A reply header has "ok" (bool); a failed one also has "code" (a PCM_ERR_* value)
-// and "error" (a message); a "load" reply carries the data as a second frame.
+// A request is one or two ZeroMQ frames: a MessagePack map (the header) and, for the requests
+// that carry data (ops.h's table: OpTraits::pieces), the raw data. Every header has "v" (protocol
+// version), "op" and "secret"; the requests and their fields are in ops.h. A reply header has "ok"
+// (bool); a failed one also has "code" (a PCM_ERR_* value) and "error" (a message); the replies
+// of OpTraits::replies_data carry their data as a second frame.
 //
 // No frame a peer sends pcmd exceeds kMaxFrame bytes (pcmd's socket drops a peer that tries:
 // ZeroMQ would otherwise take in a whole message of any size before pcmd could check its

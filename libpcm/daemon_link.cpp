@@ -1,4 +1,5 @@
 // daemon_link.cpp — requests to pcmd and rank 0's asynchronous poll (see daemon_link.h).
+#include "ops.h"
 #include "daemon_link.h"
 
 #include <fcntl.h>
@@ -226,7 +227,7 @@ bool DaemonLink::reconnect(int within_ms, std::string* why) {
     adopt_config();
     try {
       if (!client_) client_.emplace(*context_, endpoint_, secret_, curve_);
-      client_->request({{"op", "ping"}}, nullptr, 0,
+      client_->request(ops::request(ops::Ping{}), nullptr, 0,
                        static_cast<int>(std::clamp<std::int64_t>(deadline - now_ms(), 1, 1000)));
       if (watch_closed()) {
         ::close(watch_fd_);
@@ -295,13 +296,14 @@ std::optional<proto::Command> DaemonLink::poll(const std::string& job, std::int6
     }
   }
   if (!poll_outstanding_ && now - poll_sent_ms_ >= poll_interval_ms_) {
-    json req{{"v", proto::kVersion},
-             {"op", "poll"},
-             {"secret", secret_},
-             {"job", job},
-             {"iteration", iteration}};
-    if (!profile_.is_null()) req["profile"] = std::move(profile_);
+    ops::Poll poll;
+    poll.job = job;
+    poll.iteration = iteration;
+    if (!profile_.is_null()) poll.profile = std::move(profile_);
     profile_ = nullptr;
+    json req = ops::request(poll);
+    req["v"] = proto::kVersion;
+    req["secret"] = secret_;
     std::string bytes = proto::encode(req);
     if (poller_.send(zmq::message_t(), zmq::send_flags::sndmore | zmq::send_flags::dontwait) &&
         poller_.send(zmq::buffer(bytes), zmq::send_flags::dontwait)) {

@@ -3,6 +3,7 @@
 #include <climits>
 #include <cstring>
 
+#include "ops.h"
 #include "error.h"
 #include "protocol.h"
 #include "runtime.h"
@@ -33,22 +34,16 @@ std::size_t check_data(int rank, const char* key, const void* buf, int type, lon
 int Runtime::store(int rank, const char* key, const void* buf, int type, long count) {
   if (phase_ != Phase::kActive) fail(PCM_ERR_STATE, "call PCM_Init first");
   std::size_t bytes = static_cast<std::size_t>(count) * check_data(rank, key, buf, type, count);
-  link_.request({{"op", "store"},
-                 {"job", job_},
-                 {"rank", rank},
-                 {"key", key},
-                 {"type", type},
-                 {"count", count}},
-                count > 0 ? buf : "", bytes, settings_.data_timeout_ms);
+  link_.request(ops::request(ops::Store{job_, rank, key, type, count}), count > 0 ? buf : "", bytes, settings_.data_timeout_ms);
   return PCM_SUCCESS;
 }
 
 int Runtime::load_count(int rank, const char* key, int* type, long* count) {
   if (phase_ != Phase::kActive) fail(PCM_ERR_STATE, "call PCM_Init first");
   check_entry(rank, key);
-  json req{{"op", "load"}, {"job", job_}, {"rank", rank}, {"key", key}, {"meta_only", true}};
-  if (restart_.reading) req["version"] = restart_.iteration;
-  auto r = link_.request(req, nullptr, 0, settings_.data_timeout_ms);
+  ops::Load req{job_, rank, key, true, std::nullopt};
+  if (restart_.reading) req.version = restart_.iteration;
+  auto r = link_.request(ops::request(req), nullptr, 0, settings_.data_timeout_ms);
   if (type) *type = static_cast<int>(proto::get_int(r.header, "type", 1, 1000));
   if (count) *count = static_cast<long>(proto::get_int(r.header, "count", 0, LONG_MAX));
   return PCM_SUCCESS;
@@ -57,9 +52,9 @@ int Runtime::load_count(int rank, const char* key, int* type, long* count) {
 int Runtime::load(int rank, const char* key, void* buf, int type, long count) {
   if (phase_ != Phase::kActive) fail(PCM_ERR_STATE, "call PCM_Init first");
   std::size_t elem = check_data(rank, key, buf, type, count);
-  json req{{"op", "load"}, {"job", job_}, {"rank", rank}, {"key", key}};
-  if (restart_.reading) req["version"] = restart_.iteration;
-  auto r = link_.request(req, nullptr, 0, settings_.data_timeout_ms);
+  ops::Load req{job_, rank, key, false, std::nullopt};
+  if (restart_.reading) req.version = restart_.iteration;
+  auto r = link_.request(ops::request(req), nullptr, 0, settings_.data_timeout_ms);
   int stored_type = static_cast<int>(proto::get_int(r.header, "type", 1, 1000));
   auto stored_count = proto::get_int(r.header, "count", 0, INT64_MAX);
   if (stored_type != type)
@@ -82,9 +77,8 @@ int Runtime::commit(MPI_Comm comm, int iteration) {
   agree(world_.comm(), code, msg);
   agreed(world_.comm(), [&] {
     if (world_.rank() == 0)
-      link_.request(
-          {{"op", "commit"}, {"job", job_}, {"iteration", iteration}, {"size", world_.size()}},
-          nullptr, 0, settings_.data_timeout_ms);
+      link_.request(ops::request(ops::Commit{job_, iteration, world_.size(), false}), nullptr, 0,
+                    settings_.data_timeout_ms);
   });
   return PCM_SUCCESS;
 }

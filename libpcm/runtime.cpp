@@ -1,5 +1,6 @@
 // runtime.cpp — libpcm's lifecycle (MPI_PCM_Init, PCM_Init, PCM_Finalize, PCM_Exit and the state
 // checks) and the per-iteration status check.
+#include "ops.h"
 #include "runtime.h"
 
 #include <limits.h>
@@ -57,7 +58,7 @@ int Runtime::mpi_pcm_init(int* argc, char*** argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     if (setup.ok() && me == 0) {
       setup = attempt([&] {
-        link_.request({{"op", "ping"}}, nullptr, 0, settings_.connect_timeout_ms);
+        link_.request(ops::request(ops::Ping{}), nullptr, 0, settings_.connect_timeout_ms);
       });
       if (!setup.ok())
         setup.msg = fmt::format("{} (configuration file {})", setup.msg, default_config_path());
@@ -93,30 +94,29 @@ int Runtime::init(MPI_Comm* comm) {
   std::vector<std::string> hosts = gather_hosts(dup.get());
   agreed(dup.get(), [&] {  // on failure, dup goes
     if (rank != 0) return;
-    json req{{"op", "register"},
-             {"size", size},
-             {"hosts", hosts},
-             {"executable", program_.exe},
-             {"pid", static_cast<long>(::getpid())},
-             // Known again if the request is sent twice (pcmd restarted before answering).
-             {"nonce", random_hex(16)}};
+    ops::Register req;
+    req.size = size;
+    req.hosts = hosts;
+    req.executable = program_.exe;
+    req.pid = static_cast<long>(::getpid());
+    req.nonce = random_hex(16);  // known again if sent twice (pcmd restarted before answering)
     if (!settings_.job.empty()) {
       if (!proto::valid_name(settings_.job))
         fail(PCM_ERR_ARG, "PCM_JOB='{}' is not a valid job name (1-64 of A-Z a-z 0-9 . _ -)",
              settings_.job);
-      req["job"] = settings_.job;
+      req.job = settings_.job;
     }
     // The job's placement strategy for the processes pcmd places later (pcmd checks it).
-    if (!settings_.placement.empty()) req["placement"] = proto::clean_text(settings_.placement, 32);
+    if (!settings_.placement.empty()) req.placement = proto::clean_text(settings_.placement, 32);
     if (settings_.restart) {
-      if (!req.contains("job")) fail(PCM_ERR_ARG, "PCM_RESTART=1 needs PCM_JOB, the job's name");
-      req["restart"] = true;
+      if (!req.job) fail(PCM_ERR_ARG, "PCM_RESTART=1 needs PCM_JOB, the job's name");
+      req.restart = true;
     }
     // A restart waits while pcmd verifies the newest version (every byte's checksum): that
     // grows with the data, like a store or a load. pcmd has answered a ping already.
     auto reply = link_.request(
-        req, nullptr, 0,
-        req.contains("restart") ? settings_.data_timeout_ms : settings_.connect_timeout_ms);
+        ops::request(req), nullptr, 0,
+        req.restart ? settings_.data_timeout_ms : settings_.connect_timeout_ms);
     job_ = proto::get_string(reply.header, "job", proto::kMaxName);
     incarnation_ = proto::opt_int(reply.header, "incarnation", 0, INT64_MAX).value_or(0);
     if (auto it = reply.header.find("restart"); it != reply.header.end() && it->is_object()) {
@@ -278,7 +278,7 @@ int Runtime::finalize(MPI_Comm comm) {
     if (world_.rank() == 0) {
       try {
         // A pcmd that went away gets a short while to come back: the job is over anyway.
-        link_.request({{"op", "finished"}, {"job", job_}, {"iteration", iteration_}}, nullptr, 0,
+        link_.request(ops::request(ops::Finished{job_, iteration_}), nullptr, 0,
                       settings_.connect_timeout_ms,
                       std::min(settings_.reconnect_ms, settings_.connect_timeout_ms));
       } catch (const Error& e) {

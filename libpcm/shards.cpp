@@ -10,6 +10,7 @@
 #include <memory>
 #include <sstream>
 
+#include "ops.h"
 #include "buffer.h"
 #include "error.h"
 #include "protocol.h"
@@ -70,11 +71,7 @@ class VersionSource {
       // Through pcmd, which verifies the whole dataset as it reads it; once per dataset.
       auto& cached = fetched_[{rank, d.key}];
       if (cached.size() != d.bytes()) {
-        auto reply = link_.request({{"op", "load"},
-                                    {"job", job_},
-                                    {"rank", rank},
-                                    {"key", d.key},
-                                    {"version", iteration_}},
+        auto reply = link_.request(ops::request(ops::Load{job_, rank, d.key, false, iteration_}),
                                    nullptr, 0, timeout_ms_);
         if (reply.data.size() != d.bytes())
           fail(PCM_ERR_CORRUPT, "pcmd sent {} bytes of rank {} '{}', the manifest says {}",
@@ -177,7 +174,7 @@ void Runtime::write_version(int iteration) {
   agreed(world_.comm(), [&] {
     if (world_.rank() == 0)
       where = link_
-                  .request({{"op", "checkpoint_begin"}, {"job", job_}, {"iteration", iteration}},
+                  .request(ops::request(ops::CheckpointBegin{job_, iteration}),
                            nullptr, 0, settings_.data_timeout_ms)
                   .header;
   });
@@ -198,7 +195,7 @@ void Runtime::write_version(int iteration) {
       std::vector<char> image;
       rec = image_shard(header, items, image);
       link_.request(
-          {{"op", "shard_put"}, {"job", job_}, {"iteration", iteration}, {"rank", world_.rank()}},
+          ops::request(ops::ShardPut{job_, iteration, world_.rank()}),
           image.data(), image.size(), settings_.data_timeout_ms);
     }
     record = proto::encode(rec.to_json());
@@ -229,10 +226,7 @@ void Runtime::write_version(int iteration) {
       table["shards"].push_back(
           decode_internal(all.substr(static_cast<std::size_t>(displs[r]), lens[r])));
     const std::string bytes = proto::encode(table);
-    link_.request({{"op", "checkpoint_commit"},
-                   {"job", job_},
-                   {"iteration", iteration},
-                   {"size", world_.size()}},
+    link_.request(ops::request(ops::CheckpointCommit{job_, iteration, world_.size(), {}, false}),
                   bytes.data(), bytes.size(), settings_.data_timeout_ms);
   });
   plog()->debug(
@@ -249,7 +243,7 @@ void Runtime::resume_restarted() {
     agreed(world_.comm(), [&] {
       if (world_.rank() != 0) return;
       auto r = link_.request(
-          {{"op", "checkpoint_manifest"}, {"job", job_}, {"iteration", restart_.iteration}},
+          ops::request(ops::CheckpointManifest{job_, restart_.iteration}),
           nullptr, 0, settings_.data_timeout_ms);
       info = r.header;
       if (proto::get_int(info, "format", 1, 2) == 2)
@@ -273,10 +267,8 @@ void Runtime::resume_restarted() {
                      restart_.iteration, e.what());
         asked = attempt([&] {
           next = link_
-                     .request({{"op", "checkpoint_bad"},
-                               {"job", job_},
-                               {"iteration", restart_.iteration},
-                               {"why", proto::clean_text(e.what(), 1500)}},
+                     .request(ops::request(ops::CheckpointBad{
+                                  job_, restart_.iteration, proto::clean_text(e.what(), 1500)}),
                               nullptr, 0, settings_.data_timeout_ms)
                      .header.at("restart");
         });

@@ -1,5 +1,6 @@
 // world.cpp — building new worlds: spawning processes, adopting the world a reconfiguration
 // built, joining it as a spawned process, retiring from the old one, and telling pcmd.
+#include "ops.h"
 #include "world.h"
 
 #include <time.h>
@@ -81,22 +82,22 @@ void World::leave() {
 void Runtime::report_reconfigured(const Command& cmd, bool success, const std::string& error,
                                   const json& layout) {
   try {
-    json req{{"op", "reconfigured"},
-             {"job", job_},
-             {"command", cmd.id},
-             {"success", success},
-             {"iteration", iteration_}};
+    ops::Reconfigured req;
+    req.job = job_;
+    req.command = cmd.id;
+    req.success = success;
+    req.iteration = iteration_;
     if (success) {
-      req["size"] = world_.size();
-      req["hosts"] = gather_hosts(world_.comm());  // collective: every rank of the new world
-      req["pid"] = static_cast<long>(::getpid());
-      if (!layout.is_null()) req["layout"] = layout;
-      if (cmd.respawn) req["respawned"] = true;
+      req.size = world_.size();
+      req.hosts = gather_hosts(world_.comm());  // collective: every rank of the new world
+      req.pid = static_cast<long>(::getpid());
+      if (!layout.is_null()) req.layout = layout;
+      req.respawned = cmd.respawn;
       if (world_.rank() != 0) return;
     } else {
-      req["error"] = proto::clean_text(error, 4000);  // pcmd takes 4096 bytes of UTF-8
+      req.error = proto::clean_text(error, 4000);  // pcmd takes 4096 bytes of UTF-8
     }
-    link_.request(req, nullptr, 0, settings_.connect_timeout_ms);
+    link_.request(ops::request(req), nullptr, 0, settings_.connect_timeout_ms);
   } catch (const Error& e) {
     plog()->warn("[rank {}] could not tell pcmd about command {}: {}", world_.rank(), cmd.id,
                  e.what());

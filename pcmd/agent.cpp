@@ -17,6 +17,7 @@
 #include "config.h"
 #include "error.h"
 #include "log.h"
+#include "ops.h"
 #include "pcm_types.h"
 
 namespace pcm::detail {
@@ -176,13 +177,13 @@ double mean_runnable(const std::vector<int>& cpus, int period_ms, const std::ato
 // sending report() meanwhile, since a draining host whose agent falls silent would be marked
 // lost; 1 if it has not left within the leave timeout.
 int wait_until_left(Client& client, const std::string& host, const AgentOptions& o, int timeout_ms,
-                    spdlog::logger& log, const std::function<json()>& report) {
+                    spdlog::logger& log, const std::function<ops::AgentReport()>& report) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(o.leave_timeout_s);
   int last_used = -1;
   std::atomic<bool> never{false};
   while (std::chrono::steady_clock::now() < deadline) {
     try {
-      auto r = client.request({{"op", "host_list"}}, nullptr, 0, timeout_ms);
+      auto r = client.request(ops::request(ops::HostList{}), nullptr, 0, timeout_ms);
       const json* mine = nullptr;
       for (const auto& h : r.header.at("hosts"))
         if (h.at("host") == host) mine = &h;
@@ -193,7 +194,7 @@ int wait_until_left(Client& client, const std::string& host, const AgentOptions&
       const int used = mine->at("used").get<int>();
       if (used != last_used) log.info("host {}: {} processes still to move off", host, used);
       last_used = used;
-      client.request(report(), nullptr, 0, timeout_ms);
+      client.request(ops::request(report()), nullptr, 0, timeout_ms);
     } catch (const Error& e) {
       if (e.code() == PCM_ERR_REFUSED) {  // it left between the two requests
         log.info("host {} has left pcmd's inventory", host);
@@ -229,9 +230,12 @@ int run_agent(const AgentOptions& o, const std::atomic<bool>& stop) {
   // A report: busy cores since the last one, the runnable tasks measured, the load average.
   auto report = [&](double runnable) {
     const CpuTimes now = cpu_times(read_file("/proc/stat"), cpus);
-    json r{{"op", "agent_report"}, {"host", host},
-           {"cores", cores},       {"busy", busy_cores(before, now, cores)},
-           {"runnable", runnable}, {"load1", load1()}};
+    ops::AgentReport r;
+    r.host = host;
+    r.cores = cores;
+    r.busy = busy_cores(before, now, cores);
+    r.runnable = runnable;
+    r.load1 = load1();
     before = now;
     return r;
   };
@@ -243,12 +247,12 @@ int run_agent(const AgentOptions& o, const std::atomic<bool>& stop) {
   while (!stop.load()) {
     const double runnable = mean_runnable(cpus, o.period_ms, stop);
     if (stop.load()) break;
-    json req = report(runnable);
-    req["join"] = !joined;
-    if (o.slots > 0) req["slots"] = o.slots;
-    if (!o.site.empty()) req["site"] = o.site;
+    ops::AgentReport req = report(runnable);
+    req.join = !joined;
+    if (o.slots > 0) req.slots = o.slots;
+    if (!o.site.empty()) req.site = o.site;
     try {
-      auto r = client->request(req, nullptr, 0, timeout_ms);
+      auto r = client->request(ops::request(req), nullptr, 0, timeout_ms);
       if (!joined)
         log->info("host {} joined pcmd's inventory ({} slots)", host, r.header.value("slots", 0));
       joined = true;
@@ -265,7 +269,7 @@ int run_agent(const AgentOptions& o, const std::atomic<bool>& stop) {
   // Leaving: pcmd drains the host; wait until it has left the inventory.
   log->info("leaving: pcmd drains host {} first", host);
   try {
-    client->request({{"op", "agent_leave"}, {"host", host}}, nullptr, 0, timeout_ms);
+    client->request(ops::request(ops::AgentLeave{host}), nullptr, 0, timeout_ms);
   } catch (const Error& e) {
     log->error("pcmd did not start the drain of {}: {}", host, e.what());
     return 1;

@@ -22,6 +22,7 @@
 #include <sstream>
 #include <thread>
 
+#include "checkpoint_files.h"
 #include "durable.h"
 #include "error.h"
 #include "h5.h"
@@ -34,16 +35,22 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using namespace h5;
 
-namespace {
-
-constexpr const char* kManifestName = "manifest.json";
-constexpr const char* kBadName = "BAD";
-constexpr const char* kTokenName = ".pcm-token";
-
-std::string random_token() {
+std::string ckpt::random_token() {
   std::random_device rd;
   return fmt::format("{:08x}{:08x}{:08x}{:08x}", rd(), rd(), rd(), rd());
 }
+
+void ckpt::remove_matching(const fs::path& dir, const std::regex& pattern) {
+  std::error_code ec;
+  for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); ++it) {
+    std::error_code ec2;
+    if (std::regex_match(it->path().filename().string(), pattern)) fs::remove_all(it->path(), ec2);
+  }
+}
+
+using namespace ckpt;
+
+namespace {
 
 std::string version_name(std::int64_t iteration) {
   char b[40];
@@ -81,13 +88,6 @@ std::uint32_t file_crc(const fs::path& p, std::uint64_t* size) {
 
 // Removes every entry of dir whose name matches pattern (leftovers: temporary files and
 // directories, pruned versions); what cannot be removed stays.
-void remove_matching(const fs::path& dir, const std::regex& pattern) {
-  std::error_code ec;
-  for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); ++it) {
-    std::error_code ec2;
-    if (std::regex_match(it->path().filename().string(), pattern)) fs::remove_all(it->path(), ec2);
-  }
-}
 
 // Reads a whole 1-D dataset of a file that has already been verified.
 Meta read_dataset(hid_t file, const std::string& path, std::vector<char>& out) {
@@ -573,109 +573,6 @@ Store::Meta Checkpoints::read(const Manifest& m, int rank, const std::string& ke
   if (crc_of(out.data(), out.size()) != it->crc)
     fail(PCM_ERR_INTERNAL, "{} of version {} fails its checksum", path, m.iteration);
   return Store::Meta{dm.type, dm.count};
-}
-
-// ---- format 2: shards written by the ranks -------------------------------------------------
-
-namespace {
-fs::path tmp_dir_of(const fs::path& version_dir) { return version_dir.string() + ".tmp"; }
-}  // namespace
-
-Checkpoints::ShardDir Checkpoints::begin_shards(const std::string& job, std::int64_t iteration) {
-  if (!proto::valid_name(job)) fail(PCM_ERR_ARG, "invalid job name '{}'", job);
-  if (iteration < 0) fail(PCM_ERR_ARG, "iteration {} is negative", iteration);
-  const fs::path vdir = version_dir(job, iteration), tmp = tmp_dir_of(vdir);
-  std::error_code ec;
-  fs::create_directories(vdir.parent_path(), ec);
-  if (ec) fail(PCM_ERR_INTERNAL, "cannot create {}: {}", vdir.parent_path().string(), ec.message());
-  if ((fs::exists(vdir / kManifestName, ec) || fs::exists(manifest_file(job, iteration), ec)) &&
-      verify(job, iteration).valid)
-    fail(PCM_ERR_REFUSED, "job '{}' already has a valid version for iteration {}", job, iteration);
-  // What earlier attempts left (a commit that failed or died, of this iteration or another)
-  // goes: a job's checkpoints are collective, one at a time.
-  static const std::regex tmp_name(R"(v\d{20}\.tmp)");
-  remove_matching(vdir.parent_path(), tmp_name);
-  if (::mkdir(tmp.c_str(), 0700) != 0)
-    fail(PCM_ERR_INTERNAL, "cannot create {}: {}", tmp.string(), std::strerror(errno));
-  ShardDir out{fs::absolute(tmp, ec), random_token()};
-  // Only read while the version is made, then removed: no fsync.
-  std::ofstream(tmp / kTokenName) << out.token;
-  return out;
-}
-
-void Checkpoints::put_shard(const std::string& job, std::int64_t iteration, int rank,
-                            const void* data, std::size_t size) {
-  if (!proto::valid_name(job)) fail(PCM_ERR_ARG, "invalid job name '{}'", job);
-  if (rank < 0) fail(PCM_ERR_ARG, "rank {} is negative", rank);
-  const fs::path tmp = tmp_dir_of(version_dir(job, iteration));
-  std::error_code ec;
-  if (!fs::is_directory(tmp, ec))
-    fail(PCM_ERR_REFUSED, "no checkpoint of iteration {} is being made for job '{}'", iteration,
-         job);
-  const fs::path file = tmp / shard_file_name(rank);
-  write_synced(file.string() + ".part", data, size);
-  if (::rename((file.string() + ".part").c_str(), file.c_str()) != 0)
-    fail(PCM_ERR_INTERNAL, "cannot rename {}: {}", file.string(), std::strerror(errno));
-}
-
-Manifest Checkpoints::commit_shards(const std::string& job, std::int64_t iteration, int nprocs,
-                                    const json& layout, std::vector<ShardRecord> shards) {
-  if (!proto::valid_name(job)) fail(PCM_ERR_ARG, "invalid job name '{}'", job);
-  if (nprocs < 1) fail(PCM_ERR_ARG, "a version needs at least one process");
-  const fs::path vdir = version_dir(job, iteration), tmp = tmp_dir_of(vdir);
-  std::error_code ec;
-  if (!fs::is_directory(tmp, ec))
-    fail(PCM_ERR_REFUSED, "no checkpoint of iteration {} is being made for job '{}'", iteration,
-         job);
-  std::sort(shards.begin(), shards.end(),
-            [](const ShardRecord& a, const ShardRecord& b) { return a.rank < b.rank; });
-  if (shards.size() != static_cast<std::size_t>(nprocs))
-    fail(PCM_ERR_REFUSED, "{} shards for {} processes; no version made", shards.size(), nprocs);
-  Manifest m;
-  m.format = 2;
-  m.job = job;
-  m.iteration = iteration;
-  m.nprocs = nprocs;
-  m.layout = layout;
-  for (int r = 0; r < nprocs; ++r) {
-    const ShardRecord& sh = shards[static_cast<std::size_t>(r)];
-    if (sh.rank != r) fail(PCM_ERR_REFUSED, "no shard for rank {}; no version made", r);
-    auto size = fs::file_size(tmp / sh.file, ec);
-    if (ec) fail(PCM_ERR_REFUSED, "shard {} of rank {} is missing; no version made", sh.file, r);
-    if (size != sh.size)
-      fail(PCM_ERR_REFUSED, "shard {} has {} bytes, its rank wrote {}; no version made", sh.file,
-           size, sh.size);
-    m.file_size += size;
-  }
-  m.shards = std::move(shards);
-  const std::string text = m.to_json().dump() + "\n";
-  write_synced(tmp / kManifestName, text.data(), text.size());
-  fs::remove(tmp / kTokenName, ec);
-  fsync_path(tmp, true);
-  if (const char* crash = std::getenv("PCMD_TEST_CRASH_BEFORE_RENAME"); crash && *crash == '1')
-    ::_exit(86);  // a crash between the manifest and the rename, for the tests
-  // An invalid version of this iteration (valid ones were refused at the start) is replaced.
-  if (fs::exists(vdir, ec)) {
-    fs::remove(vdir / kManifestName, ec);
-    fs::remove_all(vdir, ec);
-  }
-  if (fs::exists(manifest_file(job, iteration), ec)) {
-    fs::remove(manifest_file(job, iteration), ec);
-    fs::remove(version_file(job, iteration), ec);
-  }
-  if (::rename(tmp.c_str(), vdir.c_str()) != 0)
-    fail(PCM_ERR_INTERNAL, "cannot rename {}: {}", tmp.string(), std::strerror(errno));
-  fsync_path(vdir.parent_path(), true);
-  return m;
-}
-
-void Checkpoints::mark_bad(const std::string& job, std::int64_t iteration, const std::string& why) {
-  const fs::path vdir = version_dir(job, iteration);
-  std::error_code ec;
-  if (!fs::exists(vdir / kManifestName, ec)) return;  // format 1, or gone
-  const std::string text = why.substr(0, 1000) + "\n";
-  write_synced(vdir / kBadName, text.data(), text.size());
-  fsync_path(vdir, true);
 }
 
 void Checkpoints::sweep(const std::set<std::string>& running) {

@@ -6,6 +6,8 @@
 
 namespace pcm::detail {
 
+using proto::json;
+
 DataThread::DataThread(zmq::context_t& context, const std::string& wake)
     : thread_([this, &context, wake] { run(context, wake); }) {}
 
@@ -31,6 +33,47 @@ std::vector<DataThread::Done> DataThread::take_done() {
   std::vector<Done> out;
   out.swap(done_);
   return out;
+}
+
+json DataThread::defer(DataWork work, std::vector<char>& reply_data) {
+  // Data reassembled from pieces lives as long as the work that reads it.
+  if (keep_)
+    work.run = [keep = keep_, run = std::move(work.run)](std::vector<char>& out) {
+      return run(out);
+    };
+  if (async_) {
+    deferred_ = std::move(work);
+    return json{{"ok", true}, {"deferred", true}};
+  }
+  json reply = work.run(reply_data);
+  if (work.then) work.then(reply);
+  return reply;
+}
+
+void DataThread::background(std::function<void()> f) {
+  if (!async_) {
+    f();
+    return;
+  }
+  post(nullptr, DataWork{[f = std::move(f)](std::vector<char>&) {
+                           f();
+                           return proto::ok_reply();
+                         },
+                         nullptr});
+}
+
+void DataThread::begin_request(bool async) {
+  async_ = async;
+  deferred_.reset();
+  keep_.reset();
+}
+
+std::optional<DataWork> DataThread::end_request() {
+  async_ = false;
+  keep_.reset();
+  std::optional<DataWork> work = std::move(deferred_);
+  deferred_.reset();
+  return work;
 }
 
 std::size_t DataThread::queued() const {

@@ -10,25 +10,18 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 #include <zmq.hpp>
 
+#include "disk_work.h"
 #include "protocol.h"
 
 namespace pcm::detail {
 
-// A request's disk part and what the request loop does with its result.
-struct DataWork {
-  // On the data thread: disk and HDF5 only, never the job table. Returns the reply (and fills
-  // reply_data); a pcm::Error becomes an error reply.
-  std::function<proto::json(std::vector<char>& reply_data)> run;
-  // On the request loop, with the reply of a run that succeeded (may be empty).
-  std::function<void(proto::json& reply)> then;
-};
-
-class DataThread {
+class DataThread : public DiskWork {
  public:
   // A finished piece of work: the request's frames (for the route back), the reply, the data.
   struct Done {
@@ -50,6 +43,17 @@ class DataThread {
   std::vector<Done> take_done();
   std::size_t queued() const;
 
+  // DiskWork: between begin_request and end_request, work is handed over (the request loop
+  // serving a request, async) or done at once (a request handled directly: tests, the fuzz
+  // harness); outside, at once.
+  proto::json defer(DataWork work, std::vector<char>& reply_data) override;
+  void background(std::function<void()> f) override;
+  void begin_request(bool async);
+  // Bytes the request's work reads (data reassembled from pieces): kept alive with that work.
+  void keep(std::shared_ptr<std::vector<char>> bytes) { keep_ = std::move(bytes); }
+  // The work defer() handed over for the request, if any (post it with the request's frames).
+  std::optional<DataWork> end_request();
+
  private:
   void run(zmq::context_t& context, std::string wake);
   mutable std::mutex mutex_;
@@ -57,6 +61,9 @@ class DataThread {
   std::deque<Done> queue_;
   std::vector<Done> done_;
   bool stop_ = false;
+  bool async_ = false;                // a request is being served: defer() hands work over
+  std::optional<DataWork> deferred_;  // what defer() handed over for that request
+  std::shared_ptr<std::vector<char>> keep_;
   std::thread thread_;
 };
 

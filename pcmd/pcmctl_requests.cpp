@@ -1,4 +1,5 @@
 // pcmctl_requests.cpp — pcmctl's connection to pcmd and the one place each request is built.
+#include "ops.h"
 #include "pcmctl.h"
 
 namespace pcm::detail {
@@ -17,62 +18,93 @@ json Connection::request(const json& req) {
 namespace {
 
 // A reconfiguration's request with what the operator said about where and why.
-json with_target(json req, const Target& target) {
-  if (!target.host.empty()) req["host"] = target.host;
-  if (!target.placement.empty()) req["placement"] = target.placement;
-  if (!target.why.empty()) req["why"] = target.why;
-  return req;
+template <class R>
+json with_target(R r, const std::string& job, const Target& target) {
+  r.job = job;
+  if (!target.host.empty()) r.host = target.host;
+  if (!target.placement.empty()) r.placement = target.placement;
+  if (!target.why.empty()) r.why = target.why;
+  return ops::request(r);
+}
+
+template <class R>
+json for_job(const std::string& job) {
+  R r;
+  r.job = job;
+  return ops::request(r);
+}
+
+template <class R>
+json for_host(const std::string& host) {
+  R r;
+  r.host = host;
+  return ops::request(r);
 }
 
 }  // namespace
 
-json req_ping() { return {{"op", "ping"}}; }
+json req_ping() { return ops::request(ops::Ping{}); }
 
-json req_status() { return {{"op", "status"}}; }
+json req_status() { return ops::request(ops::Status{}); }
 
-json req_status(const std::string& job) { return {{"op", "status"}, {"job", job}}; }
+json req_status(const std::string& job) { return ops::request(ops::Status{job}); }
 
-json req_profile(const std::string& job) { return {{"op", "profile"}, {"job", job}}; }
+json req_profile(const std::string& job) { return for_job<ops::Profile>(job); }
 
 json req_migrate(const std::string& job, int rank, const Target& target) {
-  return with_target({{"op", "migrate"}, {"job", job}, {"rank", rank}}, target);
+  ops::Migrate r;
+  r.rank = rank;
+  return with_target(r, job, target);
 }
 
 json req_split(const std::string& job, int rank, int into, const Target& target) {
-  return with_target({{"op", "split"}, {"job", job}, {"rank", rank}, {"into", into}}, target);
+  ops::Split r;
+  r.rank = rank;
+  r.into = into;
+  return with_target(r, job, target);
 }
 
 json req_merge(const std::string& job, const std::vector<int>& ranks, const Target& target) {
-  return with_target({{"op", "merge"}, {"job", job}, {"ranks", ranks}}, target);
+  ops::Merge r;
+  r.ranks = ranks;
+  return with_target(r, job, target);
 }
 
 json req_resize(const std::string& job, int size, const Target& target) {
-  return with_target({{"op", "resize"}, {"job", job}, {"size", size}}, target);
+  ops::Resize r;
+  r.size = size;
+  return with_target(r, job, target);
 }
 
-json req_checkpoints(const std::string& job) { return {{"op", "checkpoints"}, {"job", job}}; }
+json req_checkpoints(const std::string& job) { return for_job<ops::Checkpoints>(job); }
 
 json req_verify(const std::string& job, long iteration) {
-  json req{{"op", "verify"}, {"job", job}};
-  if (iteration >= 0) req["iteration"] = iteration;
-  return req;
+  ops::Verify r;
+  r.job = job;
+  if (iteration >= 0) r.iteration = iteration;
+  return ops::request(r);
 }
 
 json req_prune(const std::string& job, int keep) {
-  return {{"op", "prune"}, {"job", job}, {"keep", keep}};
+  ops::Prune r;
+  r.job = job;
+  r.keep = keep;
+  return ops::request(r);
 }
 
 json req_host_add(const std::string& host, int slots, const std::string& site, double latency) {
-  json req{{"op", "host_add"}, {"host", host}, {"slots", slots}};
-  if (!site.empty()) req["site"] = site;
-  if (latency >= 0) req["latency"] = latency;
-  return req;
+  ops::HostAdd r;
+  r.host = host;
+  r.slots = slots;
+  if (!site.empty()) r.site = site;
+  if (latency >= 0) r.latency = latency;
+  return ops::request(r);
 }
 
-json req_host_list() { return {{"op", "host_list"}}; }
+json req_host_list() { return ops::request(ops::HostList{}); }
 
-json req_host_remove(const std::string& host) { return {{"op", "host_remove"}, {"host", host}}; }
+json req_host_remove(const std::string& host) { return for_host<ops::HostRemove>(host); }
 
-json req_host_drain(const std::string& host) { return {{"op", "host_drain"}, {"host", host}}; }
+json req_host_drain(const std::string& host) { return for_host<ops::HostDrain>(host); }
 
 }  // namespace pcm::detail

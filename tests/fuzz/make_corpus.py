@@ -2,16 +2,26 @@
 """make_corpus.py OUTDIR — writes the seed corpus of the fuzz target (fuzz_request.cpp): requests
 as a peer sends them (an empty delimiter, a MessagePack header, maybe a data frame), valid ones
 with and without the secret, every operation, deep nesting, huge declared lengths, bad UTF-8.
-Each input: frames, each a 4-byte little-endian length and its bytes."""
+Each input: frames, each a 4-byte little-endian length and its bytes. The operations come from
+the table of requests (common/ops.h, PCM_OPS): a kind without a seed here is an error."""
 import os
+import re
 import struct
 import sys
+
+OPS_H = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "common", "ops.h")
+
+
+def op_names():
+    """The wire names of PCM_OPS's rows, in order."""
+    with open(OPS_H) as f:
+        return re.findall(r'^\s*X\(\w+, "(\w+)"', f.read(), re.M)
 
 SECRET = "fuzz-secret-0123456789abcdef"  # fuzz_request.cpp's kSecret
 
 
 def pack(v):
-    """A minimal MessagePack encoder: None, bool, int, str, bytes, list, dict."""
+    """A minimal MessagePack encoder: None, bool, int, float, str, bytes, list, dict."""
     if v is None:
         return b"\xc0"
     if v is True:
@@ -26,6 +36,8 @@ def pack(v):
         if v >= 0:
             return b"\xcf" + struct.pack(">Q", v)
         return b"\xd3" + struct.pack(">q", v)
+    if isinstance(v, float):
+        return b"\xcb" + struct.pack(">d", v)
     if isinstance(v, str):
         b = v.encode()
         if len(b) < 32:
@@ -105,6 +117,13 @@ def main():
     seeds["host-drain"] = frames(b"", req("host_drain", host="nodeb"))
     seeds["host-remove"] = frames(b"", req("host_remove", host="nodec"))
     seeds["topology"] = frames(b"", req("topology", hosts=["localhost"], **job))
+    seeds["profile"] = frames(b"", req("profile", **job))
+    seeds["agent-report"] = frames(b"", req("agent_report", host="nodeb", cores=2, busy=0.5,
+                                            load1=1.0, runnable=0.5, join=True))
+    seeds["agent-leave"] = frames(b"", req("agent_leave", host="nodeb"))
+    missing = [op for op in op_names() if op.replace("_", "-") not in seeds]
+    if missing or not op_names():
+        sys.exit(f"make_corpus: no seed for {missing or 'any op'} (common/ops.h)")
     # Hostile: nesting past the limit, lengths declared and absent, bad UTF-8, odd frame counts.
     deep = b"\x81\xa1k" + b"\x91" * 300 + b"\x01"
     seeds["deep-nesting"] = frames(b"", deep)

@@ -1,0 +1,386 @@
+// ops.h — every request pcmd serves, typed once: its kind, its fields with their limits, its
+// encoding, and the facts pcmd's dispatch and the fuzz corpus go by (docs/internals-requests.md).
+//
+// A request struct's from_json validates as it reads (proto::get_*: the same limits and messages
+// as on the wire) and throws pcm::Error(PCM_ERR_ARG) naming the field; checks against pcmd's state
+// (does the job exist, has it that rank) are the handler's. to_json writes the fields only ("op",
+// "v" and "secret" are the envelope): ops::request(x) gives a header with "op" set.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "protocol.h"
+
+namespace pcm::ops {
+
+using json = proto::json;
+
+inline constexpr int kMaxRanks = 1 << 20;  // processes of a job, ranks named in a request
+
+// The table of requests: X(Type, wire name, may come in pieces (and so carries a data frame),
+// always changes the job table (pcmd marks it after the handler; other requests mark their own
+// changes), its reply carries a data frame).
+#define PCM_OPS(X)                                                 \
+  X(Ping, "ping", false, false, false)                             \
+  X(Register, "register", false, false, false)                     \
+  X(Poll, "poll", false, false, false)                             \
+  X(Reconfigured, "reconfigured", false, false, false)             \
+  X(Finished, "finished", false, false, false)                     \
+  X(Status, "status", false, false, false)                         \
+  X(Profile, "profile", false, false, false)                       \
+  X(Store, "store", true, false, false)                            \
+  X(Load, "load", false, false, true)                              \
+  X(Commit, "commit", false, false, false)                         \
+  X(Checkpoints, "checkpoints", false, false, false)               \
+  X(Verify, "verify", false, false, false)                         \
+  X(Prune, "prune", false, false, false)                           \
+  X(CheckpointBegin, "checkpoint_begin", false, false, false)      \
+  X(CheckpointCommit, "checkpoint_commit", true, false, false)     \
+  X(CheckpointBad, "checkpoint_bad", false, false, false)          \
+  X(CheckpointManifest, "checkpoint_manifest", false, false, true) \
+  X(ShardPut, "shard_put", true, false, false)                     \
+  X(Migrate, "migrate", false, false, false)                       \
+  X(Split, "split", false, false, false)                           \
+  X(Merge, "merge", false, false, false)                           \
+  X(Resize, "resize", false, false, false)                         \
+  X(HostAdd, "host_add", false, true, false)                       \
+  X(HostList, "host_list", false, false, false)                    \
+  X(HostDrain, "host_drain", false, true, false)                   \
+  X(HostRemove, "host_remove", false, true, false)                 \
+  X(AgentReport, "agent_report", false, false, false)              \
+  X(AgentLeave, "agent_leave", false, false, false)                \
+  X(Topology, "topology", false, false, false)
+
+enum class Op {
+#define PCM_OP_ENUM(T, name, pieces, changes, replies_data) k##T,
+  PCM_OPS(PCM_OP_ENUM)
+#undef PCM_OP_ENUM
+};
+
+struct OpTraits {
+  Op op;
+  const char* name;
+  bool pieces;        // may come in pieces; carries a data frame
+  bool changes;       // always changes the job table
+  bool replies_data;  // the reply carries a data frame
+};
+
+#define PCM_OP_COUNT(T, name, pieces, changes, replies_data) +1
+inline constexpr std::size_t kOpCount = 0 PCM_OPS(PCM_OP_COUNT);
+#undef PCM_OP_COUNT
+
+inline constexpr std::array<OpTraits, kOpCount> kOps = {{
+#define PCM_OP_ROW(T, name, pieces, changes, replies_data) \
+  {Op::k##T, name, pieces, changes, replies_data},
+    PCM_OPS(PCM_OP_ROW)
+#undef PCM_OP_ROW
+}};
+
+constexpr std::size_t index(Op op) { return static_cast<std::size_t>(op); }
+constexpr const OpTraits& traits(Op op) { return kOps[index(op)]; }
+constexpr const char* name(Op op) { return traits(op).name; }
+std::optional<Op> from_name(std::string_view name);
+
+// ---- the requests (reply fields besides "ok" in the comments) ---------------------------------
+
+// Reply: pid, transfers (under way).
+struct Ping {
+  static constexpr Op kOp = Op::kPing;
+  static Ping from_json(const json& j);
+  json to_json() const;
+};
+
+// A job starts (or restarts from its newest verified version). Reply: job, incarnation, restart.
+struct Register {
+  static constexpr Op kOp = Op::kRegister;
+  int size = 0;
+  std::vector<std::string> hosts;  // by rank: size of them
+  std::optional<std::string> nonce;
+  std::optional<std::string> job;  // absent or empty: pcmd names it
+  bool restart = false;
+  std::optional<std::string> executable;
+  std::optional<long> pid;  // rank 0's
+  std::optional<std::string> placement;
+  static Register from_json(const json& j);
+  json to_json() const;
+};
+
+// Rank 0's poll. Reply: command (null or the pending one).
+struct Poll {
+  static constexpr Op kOp = Op::kPoll;
+  std::string job;
+  std::int64_t iteration = 0;
+  std::optional<json> profile;  // validated by pcmd, which drops a bad one
+  static Poll from_json(const json& j);
+  json to_json() const;
+};
+
+// Rank 0 reports a command done (with the new world) or failed.
+struct Reconfigured {
+  static constexpr Op kOp = Op::kReconfigured;
+  std::string job;
+  std::int64_t command = 0;
+  bool retry = false;
+  bool success = true;
+  int size = 0;                    // success only, as the next four
+  std::vector<std::string> hosts;  // size of them
+  std::optional<long> pid;
+  bool respawned = false;
+  std::optional<json> layout;        // not null
+  std::optional<std::string> error;  // failure only
+  std::optional<std::int64_t> iteration;
+  static Reconfigured from_json(const json& j);
+  json to_json() const;
+};
+
+struct Finished {
+  static constexpr Op kOp = Op::kFinished;
+  std::string job;
+  std::optional<std::int64_t> iteration;
+  static Finished from_json(const json& j);
+  json to_json() const;
+};
+
+// Reply: jobs, inventory.
+struct Status {
+  static constexpr Op kOp = Op::kStatus;
+  std::optional<std::string> job;  // absent: every job
+  static Status from_json(const json& j);
+  json to_json() const;
+};
+
+// Reply: job, profile, age_s.
+struct Profile {
+  static constexpr Op kOp = Op::kProfile;
+  std::string job;
+  static Profile from_json(const json& j);
+  json to_json() const;
+};
+
+// count elements of type for (job, rank, key), as the data frame.
+struct Store {
+  static constexpr Op kOp = Op::kStore;
+  std::string job;
+  int rank = 0;
+  std::string key;
+  int type = 0;
+  std::int64_t count = 0;
+  static Store from_json(const json& j);
+  json to_json() const;
+};
+
+// Reply: type, count, has_data (the data frame).
+struct Load {
+  static constexpr Op kOp = Op::kLoad;
+  std::string job;
+  int rank = 0;
+  std::string key;
+  bool meta_only = false;
+  std::optional<std::int64_t> version;  // the version a restarted job reads
+  static Load from_json(const json& j);
+  json to_json() const;
+};
+
+// The working store becomes a checkpoint version. Reply: iteration, bytes, pruned.
+struct Commit {
+  static constexpr Op kOp = Op::kCommit;
+  std::string job;
+  std::int64_t iteration = 0;
+  int size = 0;
+  bool retry = false;
+  static Commit from_json(const json& j);
+  json to_json() const;
+};
+
+// Reply: versions.
+struct Checkpoints {
+  static constexpr Op kOp = Op::kCheckpoints;
+  std::string job;
+  static Checkpoints from_json(const json& j);
+  json to_json() const;
+};
+
+// Reply: versions.
+struct Verify {
+  static constexpr Op kOp = Op::kVerify;
+  std::string job;
+  std::optional<std::int64_t> iteration;  // absent: all
+  static Verify from_json(const json& j);
+  json to_json() const;
+};
+
+// Reply: pruned.
+struct Prune {
+  static constexpr Op kOp = Op::kPrune;
+  std::string job;
+  std::int64_t keep = 1;
+  static Prune from_json(const json& j);
+  json to_json() const;
+};
+
+// Reply: dir, token.
+struct CheckpointBegin {
+  static constexpr Op kOp = Op::kCheckpointBegin;
+  std::string job;
+  std::int64_t iteration = 0;
+  static CheckpointBegin from_json(const json& j);
+  json to_json() const;
+};
+
+// The shard table travels as the data frame. Reply: iteration, bytes, shards, pruned.
+struct CheckpointCommit {
+  static constexpr Op kOp = Op::kCheckpointCommit;
+  std::string job;
+  std::int64_t iteration = 0;
+  int size = 0;
+  std::optional<json> layout;  // absent: the job's
+  bool retry = false;
+  static CheckpointCommit from_json(const json& j);
+  json to_json() const;
+};
+
+// Reply: restart (the next version).
+struct CheckpointBad {
+  static constexpr Op kOp = Op::kCheckpointBad;
+  std::string job;
+  std::int64_t iteration = 0;
+  std::string why;
+  static CheckpointBad from_json(const json& j);
+  json to_json() const;
+};
+
+// Reply: format, dir, has_data (the manifest).
+struct CheckpointManifest {
+  static constexpr Op kOp = Op::kCheckpointManifest;
+  std::string job;
+  std::int64_t iteration = 0;
+  static CheckpointManifest from_json(const json& j);
+  json to_json() const;
+};
+
+// A rank's shard file, as the data frame.
+struct ShardPut {
+  static constexpr Op kOp = Op::kShardPut;
+  std::string job;
+  std::int64_t iteration = 0;
+  int rank = 0;
+  static ShardPut from_json(const json& j);
+  json to_json() const;
+};
+
+// Fields every command request has besides its own. Reply: command, host, hosts, size, text.
+struct CommandFields {
+  std::string job;
+  std::optional<std::string> host;       // in the inventory
+  std::optional<std::string> placement;  // "spread" or "concentrate"
+  std::optional<std::string> why;        // cleaned (Command::clean_why); absent or null: none
+  void read(const json& j);
+  void write(json& j) const;
+};
+
+struct Migrate : CommandFields {
+  static constexpr Op kOp = Op::kMigrate;
+  int rank = -1;
+  static Migrate from_json(const json& j);
+  json to_json() const;
+};
+
+struct Split : CommandFields {
+  static constexpr Op kOp = Op::kSplit;
+  int rank = -1;
+  int into = 0;
+  static Split from_json(const json& j);
+  json to_json() const;
+};
+
+struct Merge : CommandFields {
+  static constexpr Op kOp = Op::kMerge;
+  std::vector<int> ranks;
+  static Merge from_json(const json& j);
+  json to_json() const;
+};
+
+struct Resize : CommandFields {
+  static constexpr Op kOp = Op::kResize;
+  int size = -1;
+  static Resize from_json(const json& j);
+  json to_json() const;
+};
+
+// Reply: host, added.
+struct HostAdd {
+  static constexpr Op kOp = Op::kHostAdd;
+  std::string host;
+  int slots = 1;
+  std::string site = "default";
+  std::optional<double> latency;  // ms
+  static HostAdd from_json(const json& j);
+  json to_json() const;
+};
+
+// Reply: hosts, placement.
+struct HostList {
+  static constexpr Op kOp = Op::kHostList;
+  static HostList from_json(const json& j);
+  json to_json() const;
+};
+
+// Reply: host, draining.
+struct HostDrain {
+  static constexpr Op kOp = Op::kHostDrain;
+  std::string host;
+  static HostDrain from_json(const json& j);
+  json to_json() const;
+};
+
+struct HostRemove {
+  static constexpr Op kOp = Op::kHostRemove;
+  std::string host;
+  static HostRemove from_json(const json& j);
+  json to_json() const;
+};
+
+// An agent's report on its host (agent.h). Reply: host, state, slots.
+struct AgentReport {
+  static constexpr Op kOp = Op::kAgentReport;
+  std::string host;
+  int cores = 1;
+  double busy = 0, load1 = 0, runnable = 0;
+  bool join = false;
+  std::optional<int> slots;  // a host that joins: default its cores
+  std::string site = "default";
+  static AgentReport from_json(const json& j);
+  json to_json() const;
+};
+
+// Reply: host, draining.
+struct AgentLeave {
+  static constexpr Op kOp = Op::kAgentLeave;
+  std::string host;
+  static AgentLeave from_json(const json& j);
+  json to_json() const;
+};
+
+// Reply: sites (of each host, "" outside the inventory).
+struct Topology {
+  static constexpr Op kOp = Op::kTopology;
+  std::vector<std::string> hosts;
+  static Topology from_json(const json& j);
+  json to_json() const;
+};
+
+// A request's header with "op" set: link.request(ops::request(ops::Load{...})).
+template <class R>
+json request(const R& r) {
+  json j = r.to_json();
+  j["op"] = name(R::kOp);
+  return j;
+}
+
+}  // namespace pcm::ops

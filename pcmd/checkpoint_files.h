@@ -1,0 +1,20 @@
+// checkpoint_files.h — names and helpers both checkpoint formats' files use (checkpoint.cpp,
+// checkpoint_shards.cpp); internal to pcmd's checkpoints.
+#pragma once
+
+#include <filesystem>
+#include <regex>
+#include <string>
+
+namespace pcm::detail::ckpt {
+
+inline constexpr const char* kManifestName = "manifest.json";
+inline constexpr const char* kBadName = "BAD";           // a version marked damaged
+inline constexpr const char* kTokenName = ".pcm-token";  // a shard directory's owner
+
+// 128 random bits in hex.
+std::string random_token();
+// Removes the entries of dir whose names match pattern.
+void remove_matching(const std::filesystem::path& dir, const std::regex& pattern);
+
+}  // namespace pcm::detail::ckpt

@@ -1,0 +1,126 @@
+// checkpoint_shards.cpp — checkpoint versions of format 2, whose shards the ranks write
+// themselves: the version's directory made, shards put through pcmd, the shards committed by one
+// rename, damaged versions marked (checkpoint.h).
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <regex>
+
+#include "checkpoint.h"
+#include "checkpoint_files.h"
+#include "durable.h"
+#include "error.h"
+#include "pcm_types.h"
+#include "protocol.h"
+
+namespace pcm::detail {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using namespace ckpt;
+
+namespace {
+fs::path tmp_dir_of(const fs::path& version_dir) { return version_dir.string() + ".tmp"; }
+}  // namespace
+
+Checkpoints::ShardDir Checkpoints::begin_shards(const std::string& job, std::int64_t iteration) {
+  if (!proto::valid_name(job)) fail(PCM_ERR_ARG, "invalid job name '{}'", job);
+  if (iteration < 0) fail(PCM_ERR_ARG, "iteration {} is negative", iteration);
+  const fs::path vdir = version_dir(job, iteration), tmp = tmp_dir_of(vdir);
+  std::error_code ec;
+  fs::create_directories(vdir.parent_path(), ec);
+  if (ec) fail(PCM_ERR_INTERNAL, "cannot create {}: {}", vdir.parent_path().string(), ec.message());
+  if ((fs::exists(vdir / kManifestName, ec) || fs::exists(manifest_file(job, iteration), ec)) &&
+      verify(job, iteration).valid)
+    fail(PCM_ERR_REFUSED, "job '{}' already has a valid version for iteration {}", job, iteration);
+  // What earlier attempts left (a commit that failed or died, of this iteration or another)
+  // goes: a job's checkpoints are collective, one at a time.
+  static const std::regex tmp_name(R"(v\d{20}\.tmp)");
+  remove_matching(vdir.parent_path(), tmp_name);
+  if (::mkdir(tmp.c_str(), 0700) != 0)
+    fail(PCM_ERR_INTERNAL, "cannot create {}: {}", tmp.string(), std::strerror(errno));
+  ShardDir out{fs::absolute(tmp, ec), random_token()};
+  // Only read while the version is made, then removed: no fsync.
+  std::ofstream(tmp / kTokenName) << out.token;
+  return out;
+}
+
+void Checkpoints::put_shard(const std::string& job, std::int64_t iteration, int rank,
+                            const void* data, std::size_t size) {
+  if (!proto::valid_name(job)) fail(PCM_ERR_ARG, "invalid job name '{}'", job);
+  if (rank < 0) fail(PCM_ERR_ARG, "rank {} is negative", rank);
+  const fs::path tmp = tmp_dir_of(version_dir(job, iteration));
+  std::error_code ec;
+  if (!fs::is_directory(tmp, ec))
+    fail(PCM_ERR_REFUSED, "no checkpoint of iteration {} is being made for job '{}'", iteration,
+         job);
+  const fs::path file = tmp / shard_file_name(rank);
+  write_synced(file.string() + ".part", data, size);
+  if (::rename((file.string() + ".part").c_str(), file.c_str()) != 0)
+    fail(PCM_ERR_INTERNAL, "cannot rename {}: {}", file.string(), std::strerror(errno));
+}
+
+Manifest Checkpoints::commit_shards(const std::string& job, std::int64_t iteration, int nprocs,
+                                    const json& layout, std::vector<ShardRecord> shards) {
+  if (!proto::valid_name(job)) fail(PCM_ERR_ARG, "invalid job name '{}'", job);
+  if (nprocs < 1) fail(PCM_ERR_ARG, "a version needs at least one process");
+  const fs::path vdir = version_dir(job, iteration), tmp = tmp_dir_of(vdir);
+  std::error_code ec;
+  if (!fs::is_directory(tmp, ec))
+    fail(PCM_ERR_REFUSED, "no checkpoint of iteration {} is being made for job '{}'", iteration,
+         job);
+  std::sort(shards.begin(), shards.end(),
+            [](const ShardRecord& a, const ShardRecord& b) { return a.rank < b.rank; });
+  if (shards.size() != static_cast<std::size_t>(nprocs))
+    fail(PCM_ERR_REFUSED, "{} shards for {} processes; no version made", shards.size(), nprocs);
+  Manifest m;
+  m.format = 2;
+  m.job = job;
+  m.iteration = iteration;
+  m.nprocs = nprocs;
+  m.layout = layout;
+  for (int r = 0; r < nprocs; ++r) {
+    const ShardRecord& sh = shards[static_cast<std::size_t>(r)];
+    if (sh.rank != r) fail(PCM_ERR_REFUSED, "no shard for rank {}; no version made", r);
+    auto size = fs::file_size(tmp / sh.file, ec);
+    if (ec) fail(PCM_ERR_REFUSED, "shard {} of rank {} is missing; no version made", sh.file, r);
+    if (size != sh.size)
+      fail(PCM_ERR_REFUSED, "shard {} has {} bytes, its rank wrote {}; no version made", sh.file,
+           size, sh.size);
+    m.file_size += size;
+  }
+  m.shards = std::move(shards);
+  const std::string text = m.to_json().dump() + "\n";
+  write_synced(tmp / kManifestName, text.data(), text.size());
+  fs::remove(tmp / kTokenName, ec);
+  fsync_path(tmp, true);
+  if (const char* crash = std::getenv("PCMD_TEST_CRASH_BEFORE_RENAME"); crash && *crash == '1')
+    ::_exit(86);  // a crash between the manifest and the rename, for the tests
+  // An invalid version of this iteration (valid ones were refused at the start) is replaced.
+  if (fs::exists(vdir, ec)) {
+    fs::remove(vdir / kManifestName, ec);
+    fs::remove_all(vdir, ec);
+  }
+  if (fs::exists(manifest_file(job, iteration), ec)) {
+    fs::remove(manifest_file(job, iteration), ec);
+    fs::remove(version_file(job, iteration), ec);
+  }
+  if (::rename(tmp.c_str(), vdir.c_str()) != 0)
+    fail(PCM_ERR_INTERNAL, "cannot rename {}: {}", tmp.string(), std::strerror(errno));
+  fsync_path(vdir.parent_path(), true);
+  return m;
+}
+
+void Checkpoints::mark_bad(const std::string& job, std::int64_t iteration, const std::string& why) {
+  const fs::path vdir = version_dir(job, iteration);
+  std::error_code ec;
+  if (!fs::exists(vdir / kManifestName, ec)) return;  // format 1, or gone
+  const std::string text = why.substr(0, 1000) + "\n";
+  write_synced(vdir / kBadName, text.data(), text.size());
+  fsync_path(vdir, true);
+}
+
+}  // namespace pcm::detail

@@ -1,0 +1,68 @@
+// commands.h — the command desk: the one path by which a reconfiguration command is queued for a
+// job, whoever asks (an operator's request, a drain's step, the policy's decision). It validates
+// the command against the job, places new processes through the inventory, and queues it.
+#pragma once
+
+#include <spdlog/spdlog.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "command.h"
+#include "inventory.h"
+#include "jobs.h"
+#include "ops.h"
+#include "policy.h"
+#include "protocol.h"
+
+namespace pcm::detail {
+
+class CommandDesk {
+ public:
+  enum class From { kOperator, kDrain, kPolicy };
+  // Where new processes go: a host the sender named ("": none) and a placement ("spread" or
+  // "concentrate"; none: the job's, else pcmd's).
+  struct Where {
+    std::optional<std::string> host;
+    std::optional<std::string> placement;
+  };
+
+  // policy: --policy auto's (null: manual), told of operators' commands.
+  CommandDesk(JobTable& jobs, Inventory& inventory, Policy* policy,
+              std::shared_ptr<spdlog::logger> log);
+
+  // Queues c for job: c has its kind, why and what its kind needs (migrate: rank, and host when
+  // named in where; split: rank, into; merge: ranks; resize: size). Throws pcm::Error (refused)
+  // when the job cannot take it. Reply: command, host, hosts, size, text.
+  proto::json request(Job& job, proto::Command c, const Where& where, From from);
+
+  // The operators' requests.
+  proto::json migrate(const ops::Migrate& r);
+  proto::json split(const ops::Split& r);
+  proto::json merge(const ops::Merge& r);
+  proto::json resize(const ops::Resize& r);
+
+  // --policy auto: one round of the policy's decisions (every second).
+  void policy_round();
+
+  // The counter that numbers commands (the job table on disk).
+  std::int64_t next_command() const { return next_command_; }
+  void take_next_command(std::int64_t n) { next_command_ = std::max(next_command_, n); }
+
+ private:
+  proto::json from_operator(const ops::CommandFields& f, proto::Command c);
+  // Fills a migration's target or a reshape's new world (validated against the job).
+  void place_migration(Job& job, proto::Command& c, const Where& where);
+  void place_reshape(Job& job, proto::Command& c, const Where& where);
+  proto::json queue(Job& job, proto::Command c, From from);
+
+  JobTable& jobs_;
+  Inventory& inventory_;
+  Policy* policy_;
+  std::shared_ptr<spdlog::logger> log_;
+  std::int64_t next_command_ = 1;
+};
+
+}  // namespace pcm::detail

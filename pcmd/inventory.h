@@ -1,0 +1,111 @@
+// inventory.h — pcmd's hosts (the inventory): their slots, sites and latencies, the processes of
+// running jobs on them, where new processes go (spread/concentrate, common/hosts.h), the agents
+// that report for them, and the host requests that touch only them (drains: drains.h).
+#pragma once
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "durability.h"
+#include "hosts.h"
+#include "jobs.h"
+#include "ops.h"
+#include "options.h"
+#include "probe.h"
+#include "protocol.h"
+
+namespace pcm::detail {
+
+// A host of the inventory.
+struct InventoryHost {
+  std::string name;
+  int slots = 0;
+  std::string site = "default";
+  std::optional<double> latency_ms;  // declared by the operator; wins over the measured RTT
+  bool draining = false;             // receives no process; leaves once empty
+  // Joined through an agent (pcmd --agent, agent.h), which reports every period: the host's
+  // cores, how many of them were busy over the last period, the 1-minute load average.
+  bool agent = false;
+  int cores = 0;
+  double busy = 0, load1 = 0, runnable = 0;
+  std::chrono::steady_clock::time_point last_report;
+  bool lost = false;  // its agent fell silent for ServerOptions::agent_timeout: being drained
+};
+
+class Inventory {
+ public:
+  // The hosts of the options (or localhost and this host); throws pcm::Error for a bad entry.
+  Inventory(const ServerOptions& options, const JobTable& jobs, Changes& changes,
+            std::shared_ptr<spdlog::logger> log);
+
+  std::vector<InventoryHost>& hosts() { return hosts_; }
+  const std::vector<InventoryHost>& hosts() const { return hosts_; }
+  InventoryHost* find(const std::string& name);
+  const InventoryHost* find(const std::string& name) const;
+  void add(const std::string& name, int slots, const std::string& site,
+           std::optional<double> latency_ms);
+  // Removes hosts()[i] (no longer measured).
+  void erase(std::size_t i);
+  std::vector<std::string> names() const;
+  // Processes of running jobs (but `except`) on host.
+  int used_slots(const std::string& host, const Job* except) const;
+  // Free slots on host, counting the processes of every running job but `except`; 0 for a host
+  // outside the inventory or draining.
+  int free_slots(const std::string& host, const Job* except) const;
+  // The running jobs with processes on host (for messages).
+  std::vector<std::string> users(const std::string& host) const;
+
+  // ---- placement ----
+  std::vector<Host> placement_hosts(const Job* except) const;
+  // The command's placement (validated), else the job's, else pcmd's.
+  Placement placement_for(const Job& job, const std::optional<std::string>& placement) const;
+  Placement default_placement() const { return placement_; }
+  std::vector<std::string> place_near(const Job& job, const std::vector<int>& source_of_new_rank,
+                                      int preferred_new, const std::string& preferred_host) const;
+  std::string migration_target(const Job& job, int rank, Placement p) const;
+  // The host a command names, which must be in the inventory and not draining; "" for none.
+  std::string requested_host(const std::optional<std::string>& host) const;
+
+  // ---- requests ----
+  proto::json list() const;
+  proto::json add(const ops::HostAdd& r);
+  proto::json remove(const ops::HostRemove& r);
+  proto::json topology(const ops::Topology& r) const;
+  // An agent's report: the host joins, comes back or reports.
+  proto::json report(const ops::AgentReport& r);
+  // The inventory part of status.
+  proto::json status() const;
+
+  // ---- agents ----
+  // Notes that name's agent host left the inventory (left) or that an agent joins for it again.
+  void left_agent(const std::string& name, bool left);
+
+  // ---- the table on disk (job_table.cpp) ----
+  proto::json to_json() const;
+  static std::vector<InventoryHost> parse(const proto::json& t);
+  void take_over(std::vector<InventoryHost> hosts);
+
+ private:
+  double sort_latency(const InventoryHost& h) const;
+
+  const JobTable& jobs_;
+  Changes& changes_;
+  std::shared_ptr<spdlog::logger> log_;
+  Placement placement_;
+  std::unique_ptr<RttProber> prober_;
+  std::vector<InventoryHost> hosts_;
+  // Agent hosts that left the inventory (drained): a report from their agent is refused until
+  // an agent joins again (its first report). At most kMaxHosts names, the oldest forgotten first
+  // (left_order_: oldest first).
+  std::set<std::string> left_agents_;
+  std::deque<std::string> left_order_;
+};
+
+}  // namespace pcm::detail

@@ -1,0 +1,389 @@
+// jobs.cpp — pcmd's table of jobs: registration, history, the requests of a job's rank 0, and
+// liveness (jobs.h). Its form on disk is in job_table.cpp.
+#include "jobs.h"
+
+#include <signal.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <fstream>
+
+#include "distribution.h"
+#include "error.h"
+#include "pcm_types.h"
+#include "profile.h"
+
+namespace pcm::detail {
+
+using proto::json;
+
+const char* state_name(JobState state) {
+  switch (state) {
+    case JobState::kRunning:
+      return "running";
+    case JobState::kFinished:
+      return "finished";
+    case JobState::kFailed:
+      return "failed";
+  }
+  return "unknown";
+}
+
+double Job::rate(std::chrono::steady_clock::time_point now) const {
+  // Over the polls of the last 4 s (at least 2 s of them); a job that stopped reporting has none.
+  const auto window = std::chrono::seconds(4);
+  auto first = std::find_if(progress.begin(), progress.end(),
+                            [&](const auto& p) { return now - p.first <= window; });
+  if (first == progress.end() || now - progress.back().first > std::chrono::seconds(2)) return -1;
+  const double span = std::chrono::duration<double>(progress.back().first - first->first).count();
+  if (span < 2) return -1;
+  return static_cast<double>(progress.back().second - first->second) / span;
+}
+
+void Job::put_events(json& j) const {
+  json texts = json::array(), times = json::array();
+  for (const JobEvent& e : events) {
+    texts.push_back(e.text);
+    times.push_back(e.time);
+  }
+  j["events"] = std::move(texts);
+  j["event_times"] = std::move(times);
+}
+
+JobTable::JobTable(Changes& changes, std::shared_ptr<spdlog::logger> log, std::string my_host)
+    : changes_(changes), log_(std::move(log)), my_host_(std::move(my_host)) {}
+
+Job* JobTable::get(const std::string& name) {
+  auto it = jobs_.find(name);
+  return it == jobs_.end() ? nullptr : &it->second;
+}
+
+Job& JobTable::find(const std::string& name) {
+  auto it = jobs_.find(name);
+  if (it == jobs_.end()) fail(PCM_ERR_REFUSED, "unknown job '{}'", name);
+  return it->second;
+}
+
+// A job's latest event, also appended to its history (the last kMaxEvents).
+void JobTable::note(Job& job, std::string event) {
+  constexpr std::size_t kMaxEvents = 32;
+  changes_.bump();
+  // Events quote what processes and files said: kept as valid UTF-8 (status is JSON).
+  event = proto::clean_text(event);
+  if (job.events.size() == kMaxEvents) job.events.erase(job.events.begin());
+  job.events.push_back(JobEvent{
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(),
+      event});
+  job.last_event = std::move(event);
+}
+
+void JobTable::fail_job(Job& job, std::string why) {
+  job.state = JobState::kFailed;
+  if (job.pending) {
+    why +=
+        fmt::format("; {} (command {}) did not complete", job.pending->describe(), job.pending->id);
+    job.pending.reset();
+  }
+  note(job, std::move(why));
+  log_->warn("job {}: {}", job.name, job.last_event);
+}
+
+// ---- liveness ------------------------------------------------------------------------------
+
+// What the watch port saw: processes arriving, leaving normally, and lost.
+bool JobTable::take_watch_events(Watcher& watcher) {
+  constexpr std::size_t kMaxLost = 64;  // a job's status stays small whatever its size
+  const auto now = std::chrono::steady_clock::now();
+  bool failed = false;
+  for (auto& e : watcher.take_events()) {
+    auto it = jobs_.find(e.job);
+    if (it == jobs_.end()) continue;
+    Job& job = it->second;
+    if (e.incarnation != job.incarnation) continue;  // a process of another run of the name
+    auto key = std::make_pair(e.host, e.pid);
+    if (e.kind == WatchEvent::Kind::kHello) {
+      if (job.state != JobState::kRunning) continue;
+      ++job.watched[key];
+      job.ever_watched = true;
+      job.unwatched_since.reset();
+      continue;
+    }
+    // Only this job's own processes count: a process of an earlier job of the same name (a
+    // restart took the name over) says nothing about this one.
+    auto w = job.watched.find(key);
+    if (w == job.watched.end()) continue;
+    if (--w->second <= 0) job.watched.erase(w);
+    if (job.watched.empty()) job.unwatched_since = now;
+    if (e.kind == WatchEvent::Kind::kLost && job.state != JobState::kFinished &&
+        job.lost.size() < kMaxLost)
+      job.lost.push_back(fmt::format("{} on {}", e.pid, e.host));
+    if (job.state != JobState::kRunning) continue;
+    if (e.kind == WatchEvent::Kind::kLost) {
+      fail_job(job, fmt::format("process {} on host {} was lost (killed, or its host is gone: {})",
+                                e.pid, e.host, e.why));
+      failed = true;
+    }
+  }
+  return failed;
+}
+
+// A job whose rank 0 ran on this host and is gone without saying "finished" has failed (killed,
+// crashed, or aborted by hydra when a spawned process died); so has a job whose processes all
+// left the watch port without it finishing. Jobs on several hosts are watched through the watch
+// port (take_watch_events).
+bool JobTable::check_alive(Watcher& watcher) {
+  bool failed = take_watch_events(watcher);
+  const auto now = std::chrono::steady_clock::now();
+  for (auto& [name, job] : jobs_) {
+    if (job.state != JobState::kRunning) continue;
+    // Every process said bye (or was lost) and rank 0 never said "finished": allow the
+    // "finished" request, which travels on another connection, a few seconds to arrive.
+    if (job.ever_watched && job.watched.empty() && job.unwatched_since &&
+        now - *job.unwatched_since > std::chrono::seconds(5)) {
+      fail_job(job, "every process left without the job finishing");
+      failed = true;
+      continue;
+    }
+    if (!rank0_gone(job)) continue;
+    // Losses the watch port reports name the host: let them come first.
+    take_watch_events(watcher);
+    failed = true;
+    if (job.state != JobState::kRunning) continue;
+    fail_job(job, fmt::format("rank 0 (pid {}) ended without finishing", job.rank0_pid));
+  }
+  return failed;
+}
+
+bool JobTable::rank0_gone(const Job& job) const {
+  if (job.rank0_pid <= 0) return false;
+  if (job.rank0_host != my_host_ && job.rank0_host != "localhost") return false;
+  if (::kill(static_cast<pid_t>(job.rank0_pid), 0) != 0) return errno == ESRCH;
+  // A zombie is gone too (where nothing reaps orphans at once, as in some containers).
+  std::ifstream stat("/proc/" + std::to_string(job.rank0_pid) + "/stat");
+  std::string line;
+  std::getline(stat, line);
+  const auto paren = line.rfind(')');
+  return paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] == 'Z';
+}
+
+// ---- registration --------------------------------------------------------------------------
+
+// The same registration sent again (its reply was lost with a pcmd that died): the same answer.
+const Job* JobTable::registered(const ops::Register& r) const {
+  if (!r.nonce || r.nonce->empty()) return nullptr;
+  for (const auto& [name, job] : jobs_)
+    if (job.nonce == *r.nonce && job.state == JobState::kRunning) return &job;
+  return nullptr;
+}
+
+// The name a registration takes; refused while a running job holds it.
+std::string JobTable::registration_name(const ops::Register& r) {
+  if (r.job && !r.job->empty()) {
+    const std::string& wanted = *r.job;
+    if (!proto::valid_name(wanted)) fail(PCM_ERR_ARG, "invalid job name '{}'", wanted);
+    auto it = jobs_.find(wanted);
+    // A job whose rank 0 died here has failed, whether pcmd has looked yet or not.
+    if (it != jobs_.end() && it->second.state == JobState::kRunning && rank0_gone(it->second))
+      fail_job(it->second,
+               fmt::format("rank 0 (pid {}) ended without finishing", it->second.rank0_pid));
+    // A restart may take over a name whose job is gone: finished, failed, or silent for 10 s
+    // (its rank 0 ran where pcmd cannot watch it).
+    bool silent = it != jobs_.end() && std::chrono::steady_clock::now() - it->second.last_seen >
+                                           std::chrono::seconds(10);
+    if (it != jobs_.end() && it->second.state == JobState::kRunning && !(r.restart && silent))
+      fail(PCM_ERR_REFUSED,
+           "job name '{}' is in use by a running job (if it has just died, pcmd notices within "
+           "seconds: start again then; `pcmctl status {}` shows its state; or use another PCM_JOB)",
+           wanted, wanted);
+    return wanted;
+  }
+  std::string name;
+  do name = "job-" + std::to_string(next_job_++);
+  while (jobs_.count(name));
+  return name;
+}
+
+json JobTable::register_job(const ops::Register& r, const std::string& name,
+                            std::optional<Manifest> restarted_from) {
+  Job job;
+  job.name = name;
+  if (restarted_from) {
+    job.layout = restarted_from->layout;
+    job.restarted_from = std::move(restarted_from);
+  }
+  job.state = JobState::kRunning;
+  job.incarnation = next_incarnation_++;
+  job.size = r.size;
+  job.hosts = r.hosts;
+  job.executable = r.executable.value_or("");
+  job.rank0_pid = r.pid.value_or(0);
+  job.rank0_host = job.hosts[0];
+  if (r.placement && !r.placement->empty()) {
+    job.placement = parse_placement(*r.placement);
+    if (!job.placement)
+      fail(PCM_ERR_REFUSED, "unknown placement '{}' (PCM_PLACEMENT): spread or concentrate",
+           *r.placement);
+  }
+  job.nonce = r.nonce.value_or("");
+  forget_ended_jobs();
+  note(job, "started");
+  job.last_seen = std::chrono::steady_clock::now();
+  jobs_[name] = std::move(job);
+  json reply = registration_reply(jobs_[name]);
+  if (const auto& m = jobs_[name].restarted_from)
+    note(jobs_[name], fmt::format("restarted from iteration {} ({} processes then, {} now)",
+                                  m->iteration, m->nprocs, r.size));
+  log_->info("job {} registered with {} processes{}", name, r.size,
+             reply.contains("restart") ? " (restart)" : "");
+  return reply;
+}
+
+// pcmd remembers the last kMaxEndedJobs jobs that finished or failed (for pcmctl status), not
+// every job it ever served: the table, written after every change, stays small.
+void JobTable::forget_ended_jobs() {
+  constexpr std::size_t kMaxEndedJobs = 64;
+  std::vector<std::pair<std::chrono::steady_clock::time_point, std::string>> ended;
+  for (const auto& [name, job] : jobs_)
+    if (job.state != JobState::kRunning) ended.emplace_back(job.last_seen, name);
+  if (ended.size() <= kMaxEndedJobs) return;
+  std::sort(ended.begin(), ended.end());
+  for (std::size_t i = 0; i + kMaxEndedJobs < ended.size(); ++i) jobs_.erase(ended[i].second);
+  changes_.bump();
+}
+
+json JobTable::registration_reply(const Job& job) const {
+  json reply{{"ok", true}, {"job", job.name}, {"incarnation", job.incarnation}};
+  if (const auto& m = job.restarted_from)
+    reply["restart"] = json{{"iteration", m->iteration}, {"nprocs", m->nprocs}};
+  return reply;
+}
+
+// ---- rank 0's requests ---------------------------------------------------------------------
+
+json JobTable::poll(const ops::Poll& r, LogLimiter& refusals) {
+  Job& job = find(r.job);
+  job.iteration = r.iteration;
+  {
+    const auto now = std::chrono::steady_clock::now();
+    if (job.progress.empty() || job.progress.back().second != job.iteration)
+      job.progress.emplace_back(now, job.iteration);
+    while (!job.progress.empty() && now - job.progress.front().first > std::chrono::seconds(30))
+      job.progress.pop_front();
+  }
+  job.last_seen = std::chrono::steady_clock::now();
+  if (r.profile) {
+    // A bad profile costs the job its profile, never its commands.
+    try {
+      job.profile = pcm::detail::JobProfile::from_json(*r.profile, job.size).to_json();
+      job.profile_at = job.last_seen;
+    } catch (const Error& e) {
+      if (refusals.allow(*log_)) log_->warn("job {}: profile refused: {}", job.name, e.what());
+    }
+  }
+  json reply{{"ok", true}, {"command", nullptr}};
+  if (job.pending) {
+    reply["command"] = job.pending->to_json();
+    if (!job.pending_delivered)
+      log_->info("job {}: command {} delivered", job.name, job.pending->id);
+    job.pending_delivered = true;
+  }
+  return reply;
+}
+
+JobTable::Outcome JobTable::reconfigured(
+    const ops::Reconfigured& r,
+    const std::function<void(const std::string&, std::string, std::int64_t)>& keep_layout) {
+  Job& job = find(r.job);
+  // Sent again after a pcmd restart, once it had been taken: nothing to do twice.
+  if (r.retry && r.command <= job.last_done_command) return Outcome::kAgain;
+  if (!job.pending || job.pending->id != r.command)
+    fail(PCM_ERR_REFUSED, "job '{}' has no pending command {}", job.name, r.command);
+  job.last_done_command = r.command;
+  if (r.success) {
+    job.hosts = r.hosts;
+    job.size = r.size;
+    job.reconfigurations++;
+    job.rank0_pid = r.pid.value_or(0);
+    job.rank0_host = job.hosts[0];
+    note(job, job.pending->describe() +
+                  (r.respawned ? " done by respawning the whole world (its parked processes left)"
+                               : " done"));
+    if (r.layout) {
+      // Validated like any map from the network, then kept where a restart will look for it.
+      Distribution d = Distribution::from_json(*r.layout);
+      if (d.size() != r.size)
+        fail(PCM_ERR_ARG, "the layout describes {} ranks, not {}", d.size(), r.size);
+      keep_layout(job.name, proto::encode(d.to_json()), job.pending->id);
+      job.layout_command = job.pending->id;
+      job.layout = d.to_json();
+    }
+  } else {
+    note(job, fmt::format("{} failed: {}", job.pending->describe(), r.error.value_or("?")));
+  }
+  job.iteration = r.iteration.value_or(job.iteration);
+  job.last_seen = std::chrono::steady_clock::now();
+  log_->info("job {}: {}", job.name, job.last_event);
+  if (!r.success && job.pending_drain) {
+    job.drain_stalled = job.last_event;
+    note(job, "drain stopped for this job: " + job.drain_stalled);
+  }
+  job.pending.reset();
+  return r.success ? Outcome::kDone : Outcome::kFailed;
+}
+
+void JobTable::finished(const ops::Finished& r) {
+  Job& job = find(r.job);
+  job.iteration = r.iteration.value_or(job.iteration);
+  job.state = JobState::kFinished;
+  job.last_seen = std::chrono::steady_clock::now();
+  if (job.pending) {
+    note(job, fmt::format("finished before command {} ran", job.pending->id));
+    job.pending.reset();
+  } else {
+    note(job, "finished");
+  }
+  log_->info("job {} finished at iteration {}", job.name, job.iteration);
+}
+
+json JobTable::profile(const ops::Profile& r) {
+  const Job& job = find(r.job);
+  json reply{{"ok", true}, {"job", job.name}, {"profile", job.profile}};
+  if (!job.profile.is_null())
+    reply["age_s"] =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - job.profile_at).count();
+  return reply;
+}
+
+json JobTable::job_json(const Job& job) const {
+  json j{{"job", job.name},
+         {"state", state_name(job.state)},
+         {"size", job.size},
+         {"hosts", job.hosts},
+         {"iteration", job.iteration},
+         {"reconfigurations", job.reconfigurations},
+         {"layout_command", job.layout_command},
+         {"last_event", job.last_event},
+         {"lost", job.lost},
+         {"seconds_since_seen",
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - job.last_seen).count()},
+         {"pending", nullptr}};
+  job.put_events(j);
+  if (job.pending) {
+    j["pending"] = job.pending->to_json();
+    j["pending"]["delivered"] = job.pending_delivered;
+    j["pending"]["text"] = job.pending->describe();
+  }
+  return j;
+}
+
+json JobTable::status(const std::optional<std::string>& name) {
+  json jobs = json::array();
+  if (name) {
+    jobs.push_back(job_json(find(*name)));
+  } else {
+    for (const auto& [n, job] : jobs_) jobs.push_back(job_json(job));
+  }
+  return jobs;
+}
+
+}  // namespace pcm::detail

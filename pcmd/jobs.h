@@ -1,0 +1,140 @@
+// jobs.h — pcmd's jobs: what it knows of each (Job) and the table of them (JobTable), which
+// registers them, keeps their history, serves their rank 0's requests (poll, reconfigured,
+// finished, profile, status) and notices when they die (the watch port, rank 0's pid).
+#pragma once
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "checkpoint.h"
+#include "command.h"
+#include "durability.h"
+#include "hosts.h"
+#include "log.h"
+#include "ops.h"
+#include "protocol.h"
+#include "watch.h"
+
+namespace pcm::detail {
+
+// A job's state as pcmctl shows it ("running", "finished", "failed" on the wire).
+enum class JobState { kRunning, kFinished, kFailed };
+const char* state_name(JobState state);
+
+// One entry of a job's history: when (wall clock, seconds since the epoch; 0 for entries of a job
+// table from before pcmd kept times) and what.
+struct JobEvent {
+  double time = 0;
+  std::string text;
+};
+
+struct Job {
+  std::string name;
+  JobState state = JobState::kRunning;
+  int size = 0;
+  std::vector<std::string> hosts;  // by rank
+  std::string executable;          // what reconfigurations spawn (checked before each)
+  std::int64_t iteration = 0;
+  int reconfigurations = 0;
+  std::optional<proto::Command> pending;  // requested by an operator, not yet carried out
+  bool pending_delivered = false;         // rank 0 has been told
+  bool pending_drain = false;             // the pending command is a step of a host's drain
+  std::string last_event;
+  std::vector<JobEvent> events;  // the last few events, oldest first
+  std::chrono::steady_clock::time_point last_seen;
+  std::int64_t layout_command = 0;         // the command whose data layout pcmd holds (0: none)
+  nlohmann::json layout;                   // that layout (null: none reported)
+  std::optional<Manifest> restarted_from;  // the verified version a restarted job reads
+  std::optional<Placement> placement;      // the job's own (PCM_PLACEMENT at launch)
+  std::string drain_stalled;               // a drain step failed: the job is no longer drained
+  long rank0_pid = 0;                      // watched while rank 0 runs on pcmd's host
+  std::string rank0_host;
+  // The job's processes holding a connection to the watch port (watch.h), by host and pid.
+  std::map<std::pair<std::string, long>, int> watched;
+  long long incarnation = 0;  // this run of the job: only its processes' hellos count
+  std::string nonce;          // its registration's, so that a registration sent again is known
+  std::int64_t last_done_command = 0;  // the last command the job reported (done or failed)
+  bool ever_watched = false;
+  // Processes lost without saying bye ("PID on HOST"), first first: when a host vanishes, MPI
+  // tears the rest of the job down and those losses follow the first one.
+  std::vector<std::string> lost;
+  std::optional<std::chrono::steady_clock::time_point> unwatched_since;
+  // The last profile rank 0 sent (profile.h, validated; null: none) and when it came. Kept in
+  // memory only: a restarted pcmd has the next one within PCM_PROFILE_MS.
+  nlohmann::json profile;
+  std::chrono::steady_clock::time_point profile_at;
+  // Iterations reported by rank 0's polls lately (the policy's iteration rate).
+  std::deque<std::pair<std::chrono::steady_clock::time_point, std::int64_t>> progress;
+  // Iterations per second over the last few seconds of polls (< 0: not known).
+  double rate(std::chrono::steady_clock::time_point now) const;
+  // The history as status and the job table show it: "events" (texts) and "event_times".
+  void put_events(nlohmann::json& j) const;
+};
+
+class JobTable {
+ public:
+  // my_host: this host's name (rank 0 running here is watched by its pid).
+  JobTable(Changes& changes, std::shared_ptr<spdlog::logger> log, std::string my_host);
+
+  std::map<std::string, Job>& all() { return jobs_; }
+  const std::map<std::string, Job>& all() const { return jobs_; }
+  Job* get(const std::string& name);
+  Job& find(const std::string& name);  // refused: unknown job
+  // A job's latest event, also appended to its history; a change of the table.
+  void note(Job& job, std::string event);
+  // A running job fails: its state, why, and the command it leaves undone.
+  void fail_job(Job& job, std::string why);
+  // Whether the job's rank 0 ran on this host and its process is gone.
+  bool rank0_gone(const Job& job) const;
+  // What the watch port saw, and rank 0's pid; whether a job failed (its hosts are free).
+  bool check_alive(Watcher& watcher);
+
+  // register: the running job a registration sent again made (same nonce), if any; the name a
+  // registration takes; the job made.
+  const Job* registered(const ops::Register& r) const;
+  std::string registration_name(const ops::Register& r);
+  proto::json register_job(const ops::Register& r, const std::string& name,
+                           std::optional<Manifest> restarted_from);
+  proto::json registration_reply(const Job& job) const;
+
+  proto::json poll(const ops::Poll& r, LogLimiter& refusals);
+  // keep_layout(job, encoded layout, command id): where a restart will look for it.
+  enum class Outcome { kAgain, kDone, kFailed };  // kAgain: sent again, taken already
+  Outcome reconfigured(
+      const ops::Reconfigured& r,
+      const std::function<void(const std::string&, std::string, std::int64_t)>& keep_layout);
+  void finished(const ops::Finished& r);
+  proto::json profile(const ops::Profile& r);
+  // Status of one job (named) or all.
+  proto::json status(const std::optional<std::string>& name);
+
+  // The table on disk (job_table.cpp): the jobs and the counters, and back.
+  proto::json jobs_json() const;
+  void put_counters(proto::json& t) const;
+  static std::map<std::string, Job> parse_jobs(const proto::json& t);
+  // Takes jobs read from the table over; rebooted: the machine restarted since.
+  void take_over(std::map<std::string, Job> jobs, const proto::json& t, bool rebooted);
+
+ private:
+  bool take_watch_events(Watcher& watcher);
+  void forget_ended_jobs();
+  proto::json job_json(const Job& job) const;
+
+  Changes& changes_;
+  std::shared_ptr<spdlog::logger> log_;
+  std::string my_host_;
+  std::map<std::string, Job> jobs_;
+  std::int64_t next_job_ = 1;
+  long long next_incarnation_ = 1;
+};
+
+}  // namespace pcm::detail

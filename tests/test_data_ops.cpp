@@ -1,0 +1,183 @@
+// test_data_ops.cpp — pcmd's data requests in-process: store and load, disk work off the request
+// loop, commits sent again, versions in the making across restarts, unknown jobs, a full disk.
+#include "server_fixture.h"
+
+TEST_F(ServerTest, StoreAndLoadWithSizeChecks) {
+  register_job("s", 1);
+  std::vector<double> v(10, 3.5);
+  json st{{"op", "store"}, {"job", "s"},         {"rank", 0},
+          {"key", "grid"}, {"type", PCM_DOUBLE}, {"count", 10}};
+  client_->request(st, v.data(), v.size() * sizeof(double));
+  try {
+    client_->request(st, v.data(), 9 * sizeof(double));  // data shorter than announced
+    ADD_FAILURE() << "short store accepted";
+  } catch (const pcm::Error& e) {
+    EXPECT_EQ(e.code(), PCM_ERR_ARG);
+  }
+  auto r = client_->request({{"op", "load"}, {"job", "s"}, {"rank", 0}, {"key", "grid"}});
+  EXPECT_EQ(r.header.at("count"), 10);
+  ASSERT_EQ(r.data.size(), 10 * sizeof(double));
+  // A ZeroMQ frame's bytes need not be aligned for a double (UBSan): copy them out, as libpcm does.
+  double last;
+  std::memcpy(&last, static_cast<const char*>(r.data.data()) + 9 * sizeof(double), sizeof last);
+  EXPECT_EQ(last, 3.5);
+  EXPECT_EQ(code({{"op", "load"}, {"job", "s"}, {"rank", 0}, {"key", "nokey"}}), PCM_ERR_NOT_FOUND);
+  EXPECT_EQ(code({{"op", "load"}, {"job", "nojob"}, {"rank", 0}, {"key", "grid"}}),
+            PCM_ERR_REFUSED);
+  EXPECT_EQ(code({{"op", "store"},
+                  {"job", "s"},
+                  {"rank", 0},
+                  {"key", "../../x"},
+                  {"type", PCM_INT},
+                  {"count", 0}}),
+            PCM_ERR_ARG);
+}
+
+// While one job's disk work is under way (here held on the data thread until released), pcmd
+// answers everything else: status, another job's registration and polls, a ping. Nothing is
+// timed: the store's reply must simply still be outstanding while the others come back.
+TEST_F(ServerTest, DiskWorkNeverHoldsUpTheRequestLoop) {
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::atomic<bool> held{false};
+  server_->run_on_data_thread([&] {
+    held = true;
+    released.wait();
+  });
+  while (!held) std::this_thread::yield();
+  register_job("big", 1);
+  std::atomic<bool> stored{false};
+  std::thread storer([&] {
+    Client c(ctx_, server_->endpoint(), "right-secret");
+    std::vector<double> x(1 << 16, 1.5);
+    c.request({{"op", "store"},
+               {"job", "big"},
+               {"rank", 0},
+               {"key", "x"},
+               {"type", PCM_DOUBLE},
+               {"count", x.size()}},
+              x.data(), x.size() * sizeof(double), 30000);
+    stored = true;
+  });
+  Client other(ctx_, server_->endpoint(), "right-secret");
+  auto r =
+      other.request({{"op", "register"}, {"job", "small"}, {"size", 1}, {"hosts", {"localhost"}}},
+                    nullptr, 0, 5000);
+  EXPECT_EQ(r.header["job"], "small");
+  EXPECT_TRUE(other.request({{"op", "poll"}, {"job", "small"}, {"iteration", 3}}, nullptr, 0, 5000)
+                  .header.value("ok", false));
+  auto st = other.request({{"op", "status"}}, nullptr, 0, 5000).header;
+  EXPECT_EQ(st["jobs"].size(), 2u);
+  EXPECT_FALSE(stored) << "the store was answered while the data thread was held";
+  release.set_value();
+  storer.join();
+  EXPECT_TRUE(stored);
+  // And the store took effect, in order, before the load that follows it.
+  auto l =
+      other.request({{"op", "load"}, {"job", "big"}, {"rank", 0}, {"key", "x"}}, nullptr, 0, 5000);
+  EXPECT_EQ(l.data.size(), (1u << 16) * sizeof(double));
+}
+
+// A commit sent again after a pcmd restart, whose version was made: done, not refused.
+TEST_F(ServerTest, ACommitSentAgainIsDoneOnce) {
+  register_job("c", 1);
+  std::vector<double> x(100, 2.5);
+  client_->request({{"op", "store"},
+                    {"job", "c"},
+                    {"rank", 0},
+                    {"key", "x"},
+                    {"type", PCM_DOUBLE},
+                    {"count", x.size()}},
+                   x.data(), x.size() * sizeof(double));
+  json commit{{"op", "commit"}, {"job", "c"}, {"iteration", 5}, {"size", 1}};
+  ASSERT_EQ(code(commit), PCM_SUCCESS);
+  EXPECT_NE(code(commit), PCM_SUCCESS);  // a second commit of an iteration is refused
+  commit["retry"] = true;
+  EXPECT_EQ(code(commit), PCM_SUCCESS) << last_error_;
+  commit["iteration"] = 6;  // a retry of a commit that never happened makes it
+  EXPECT_EQ(code(commit), PCM_SUCCESS) << last_error_;
+  auto v = client_->request({{"op", "checkpoints"}, {"job", "c"}}).header.at("versions");
+  EXPECT_EQ(v.size(), 2u) << v.dump();
+}
+
+// A running job's version being made survives a pcmd restart (its ranks may be writing shards);
+// a finished job's is swept.
+TEST_F(ServerTest, ARunningJobsVersionInTheMakingSurvivesARestart) {
+  register_job("run", 1);
+  register_job("done", 1);
+  auto a = client_->request({{"op", "checkpoint_begin"}, {"job", "run"}, {"iteration", 3}});
+  auto b = client_->request({{"op", "checkpoint_begin"}, {"job", "done"}, {"iteration", 3}});
+  ASSERT_EQ(code({{"op", "finished"}, {"job", "done"}}), PCM_SUCCESS);
+  const fs::path run_dir = a.header.at("dir").get<std::string>();
+  const fs::path done_dir = b.header.at("dir").get<std::string>();
+  ASSERT_TRUE(fs::is_directory(run_dir));
+  ASSERT_TRUE(fs::is_directory(done_dir));
+  stop();
+  start(dir_);
+  EXPECT_TRUE(fs::is_directory(run_dir));
+  EXPECT_FALSE(fs::exists(done_dir));
+}
+
+// A mistyped job name is not "no versions" (issue 13): listing, verifying or pruning the
+// checkpoints of a job that neither runs nor ever checkpointed is PCM_ERR_NOT_FOUND; a running
+// job without versions has an empty list.
+TEST_F(ServerTest, CheckpointsOfAnUnknownJobAreNotFound) {
+  const std::string job = register_job("known", 1);
+  for (const char* op : {"checkpoints", "verify", "prune"}) {
+    json req{{"op", op}, {"job", "knwon"}};
+    if (std::string(op) == "prune") req["keep"] = 1;
+    EXPECT_EQ(code(req), PCM_ERR_NOT_FOUND) << op;
+    EXPECT_NE(last_error_.find("mistyped"), std::string::npos) << last_error_;
+  }
+  auto r = client_->request({{"op", "checkpoints"}, {"job", job}});
+  EXPECT_TRUE(r.header.at("versions").empty());
+}
+
+// A store on a full disk reaches the client as PCM_ERR_NOSPACE (not PCM_ERR_INTERNAL), with the
+// message, and the data stored before is still loaded. pcmd's data directory is a 16 MiB tmpfs
+// mounted here (root only; SKIPPED otherwise).
+TEST(ServerNoSpace, AStoreOnAFullDiskIsNoSpaceAtTheClient) {
+  if (::geteuid() != 0) GTEST_SKIP() << "SKIPPED: mounting a small tmpfs needs root";
+  TempDir dir;
+  const fs::path mnt = dir.path() / "small";
+  fs::create_directory(mnt);
+  if (::mount("tmpfs", mnt.c_str(), "tmpfs", 0, "size=16m,mode=0700") != 0)
+    GTEST_SKIP() << "SKIPPED: cannot mount a tmpfs here: " << std::strerror(errno);
+  struct Unmount {
+    fs::path p;
+    ~Unmount() { ::umount2(p.c_str(), MNT_DETACH); }
+  } unmount{mnt};
+  {
+    zmq::context_t ctx;
+    pcm::detail::ServerOptions o;
+    o.bind = "tcp://127.0.0.1:*";
+    o.data_dir = (mnt / "data").string();
+    o.secret = "right-secret";
+    o.probe_port = 0;
+    auto server = std::make_unique<pcm::detail::Server>(ctx, o);
+    std::atomic<bool> stop{false};
+    std::thread thread([&] { server->run(stop); });
+    Client c(ctx, server->endpoint(), "right-secret");
+    c.request({{"op", "register"}, {"job", "full"}, {"size", 1}, {"hosts", {"localhost"}}});
+    std::vector<double> small(1000, 1.5), big(3 << 20, 2.5);  // 8 KB, then 24 MiB
+    json req{{"op", "store"}, {"job", "full"}, {"rank", 0}, {"key", "x"}, {"type", PCM_DOUBLE}};
+    req["count"] = small.size();
+    c.request(req, small.data(), small.size() * sizeof(double));
+    req["count"] = big.size();
+    try {
+      c.request(req, big.data(), big.size() * sizeof(double), 30000);
+      ADD_FAILURE() << "24 MiB stored on a 16 MiB disk";
+    } catch (const pcm::Error& e) {
+      EXPECT_EQ(e.code(), PCM_ERR_NOSPACE) << e.what();
+      EXPECT_NE(std::string(e.what()).find("no space left"), std::string::npos) << e.what();
+    }
+    auto r = c.request({{"op", "load"}, {"job", "full"}, {"rank", 0}, {"key", "x"}});
+    EXPECT_EQ(r.header.value("count", 0), 1000);
+    ASSERT_EQ(r.data.size(), small.size() * sizeof(double));
+    double last = 0;  // a frame's bytes need not be aligned for a double
+    std::memcpy(&last, static_cast<const char*>(r.data.data()) + 999 * sizeof(double), sizeof last);
+    EXPECT_EQ(last, 1.5);
+    stop = true;
+    thread.join();
+  }
+}

@@ -1,0 +1,249 @@
+// test_inventory.cpp — pcmd's inventory in-process: agents, the auto policy, hosts added and
+// removed, topology, placement, drains.
+#include "server_fixture.h"
+
+namespace {
+json agent_report(const std::string& host, int cores, double busy, bool join) {
+  return json{{"op", "agent_report"}, {"host", host}, {"cores", cores},
+              {"busy", busy},         {"load1", 0.5}, {"join", join}};
+}
+}  // namespace
+
+// A host's agent (pcmd --agent) joins the inventory with its first report, reports its cores and
+// how busy they are, and on leaving has the host drained; pcmd then refuses its reports until an
+// agent joins again. An agent that falls silent for agent_timeout (1.5 s here) loses its host:
+// drained like any, removed once empty.
+TEST_F(ServerTest, AgentsJoinReportLeaveAndTheirSilentHostsAreLost) {
+  EXPECT_EQ(code(agent_report("nodec", 2, 0.5, true)), PCM_SUCCESS);
+  auto hosts = [&] {
+    std::map<std::string, json> by_name;
+    const json list = client_->request({{"op", "host_list"}}).header.at("hosts");
+    for (const auto& h : list) by_name[h.at("host").get<std::string>()] = h;
+    return by_name;
+  };
+  auto h = hosts();
+  ASSERT_TRUE(h.count("nodec"));
+  EXPECT_EQ(h["nodec"]["slots"], 2);  // one per core unless the agent says
+  EXPECT_EQ(h["nodec"]["state"], "up");
+  EXPECT_EQ(h["nodec"]["agent"]["cores"], 2);
+  EXPECT_DOUBLE_EQ(h["nodec"]["agent"]["busy"].get<double>(), 0.5);
+  EXPECT_TRUE(h["nodeb"]["agent"].is_null());
+  // Reports are checked like any request.
+  EXPECT_EQ(code(agent_report("nodec", 2, 2.5, false)), PCM_ERR_ARG);  // busier than its cores
+  EXPECT_EQ(code(agent_report("nodec", 0, 0, false)), PCM_ERR_ARG);
+  EXPECT_EQ(code(agent_report("-nodec", 2, 0, false)), PCM_ERR_ARG);
+  EXPECT_EQ(code({{"op", "agent_leave"}, {"host", "nodeb"}}), PCM_ERR_REFUSED);  // no agent
+  // A job with a process there: the agent's leave drains it (a migration off nodec).
+  register_job("a", 2);
+  auto m = client_->request({{"op", "migrate"}, {"job", "a"}, {"rank", 1}, {"host", "nodec"}});
+  reconfigured("a", m.header.at("command"), {"localhost", "nodec"});
+  EXPECT_EQ(code({{"op", "agent_leave"}, {"host", "nodec"}}), PCM_SUCCESS);
+  EXPECT_EQ(hosts()["nodec"]["state"], "draining");
+  auto st = client_->request({{"op", "status"}, {"job", "a"}}).header["jobs"][0];
+  ASSERT_TRUE(st["pending"].is_object());
+  EXPECT_EQ(st["pending"]["kind"], "migrate");
+  EXPECT_NE(st["pending"]["host"], "nodec");
+  EXPECT_EQ(code(agent_report("nodec", 2, 0.1, false)), PCM_SUCCESS);  // still reporting
+  reconfigured("a", st["pending"]["id"], {"localhost", st["pending"]["host"]});
+  EXPECT_FALSE(hosts().count("nodec"));  // drained: it left
+  EXPECT_EQ(code(agent_report("nodec", 2, 0.1, false)), PCM_ERR_REFUSED);
+  EXPECT_NE(last_error_.find("drained"), std::string::npos) << last_error_;
+  // A new agent joins again; then it falls silent.
+  EXPECT_EQ(code(agent_report("nodec", 2, 0.1, true)), PCM_SUCCESS);
+  auto st2 = client_->request({{"op", "status"}, {"job", "a"}}).header["jobs"][0];
+  auto m2 = client_->request({{"op", "migrate"}, {"job", "a"}, {"rank", 0}, {"host", "nodec"}});
+  reconfigured("a", m2.header.at("command"), {"nodec", st2["hosts"][1]});
+  const auto silent_since = std::chrono::steady_clock::now();
+  std::string state = "up";
+  while (state == "up" &&
+         std::chrono::steady_clock::now() - silent_since < std::chrono::seconds(10)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    state = hosts()["nodec"]["state"].get<std::string>();
+  }
+  EXPECT_EQ(state, "lost");
+  EXPECT_GE(std::chrono::steady_clock::now() - silent_since, std::chrono::milliseconds(1400));
+  // Lost and drained: the job's process there is moved off.
+  auto st3 = client_->request({{"op", "status"}, {"job", "a"}}).header["jobs"][0];
+  ASSERT_TRUE(st3["pending"].is_object());
+  EXPECT_EQ(st3["pending"]["rank"], 0);
+  // Its agent comes back before the host left: the host is back.
+  EXPECT_EQ(code(agent_report("nodec", 2, 0.1, false)), PCM_SUCCESS);
+  EXPECT_EQ(hosts()["nodec"]["state"], "up");
+}
+
+// --policy auto: from the iteration rate rank 0's polls show and the free slots of quiet hosts,
+// pcmd queues a growth by itself and says why in the job's events.
+TEST_F(ServerTest, AutoPolicyGrowsAJobOntoAnAgentsFreeSlotAndSaysWhy) {
+  stop();
+  policy_auto_ = true;
+  start(dir_);
+  register_job("p", 2);  // on localhost
+  EXPECT_EQ(code(agent_report("nodec", 2, 0.0, true)), PCM_SUCCESS);
+  json pending;
+  std::int64_t it = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  while (pending.is_null() && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(15)) {
+    it += 50;
+    client_->request({{"op", "poll"}, {"job", "p"}, {"iteration", it}});
+    client_->request(agent_report("nodec", 2, 0.0, false));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    pending = client_->request({{"op", "status"}, {"job", "p"}}).header["jobs"][0]["pending"];
+  }
+  ASSERT_TRUE(pending.is_object()) << "no decision within 15 s";
+  EXPECT_EQ(pending["kind"], "resize");
+  EXPECT_EQ(pending["size"], 3);
+  EXPECT_EQ(pending["hosts"].size(), 3u);  // the new process on a host with a free slot
+  // The job is told why (PCM_Reconfig_reason).
+  const std::string reason = pending["why"].get<std::string>();
+  EXPECT_EQ(reason.rfind("policy: ", 0), 0u) << reason;
+  EXPECT_NE(reason.find("free slot"), std::string::npos) << reason;
+  // At least 2 s of polls were needed to know the rate.
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
+  auto events = client_->request({{"op", "status"}, {"job", "p"}}).header["jobs"][0]["events"];
+  bool why = false;
+  for (const auto& e : events)
+    why = why || (e.get<std::string>().find("policy: resize to 3") != std::string::npos &&
+                  e.get<std::string>().find("iterations/s") != std::string::npos);
+  EXPECT_TRUE(why) << events.dump();
+}
+
+TEST_F(ServerTest, HostsAreAddedUpdatedListedAndRemoved) {
+  EXPECT_EQ(
+      code({{"op", "host_add"}, {"host", "nodec"}, {"slots", 3}, {"site", "b"}, {"latency", 2.5}}),
+      PCM_SUCCESS);
+  auto list = client_->request({{"op", "host_list"}}).header;
+  auto c = host_row(list, "nodec");
+  ASSERT_FALSE(c.is_null()) << list.dump();
+  EXPECT_EQ(c.at("slots"), 3);
+  EXPECT_EQ(c.at("used"), 0);
+  EXPECT_EQ(c.at("free"), 3);
+  EXPECT_EQ(c.at("site"), "b");
+  EXPECT_EQ(c.at("latency"), 2.5);
+  EXPECT_EQ(c.at("state"), "up");
+  EXPECT_EQ(host_row(list, "localhost").at("site"), "default");
+  EXPECT_TRUE(host_row(list, "localhost").at("latency").is_null());
+  // Update in place; refusals.
+  EXPECT_EQ(code({{"op", "host_add"}, {"host", "nodec"}, {"slots", 1}}), PCM_SUCCESS);
+  EXPECT_EQ(host_row(client_->request({{"op", "host_list"}}).header, "nodec").at("slots"), 1);
+  EXPECT_EQ(code({{"op", "host_add"}, {"host", "bad host"}, {"slots", 1}}), PCM_ERR_ARG);
+  EXPECT_EQ(code({{"op", "host_add"}, {"host", "nodec"}, {"slots", 0}}), PCM_ERR_ARG);
+  EXPECT_EQ(code({{"op", "host_add"}, {"host", "nodec"}, {"slots", 1}, {"latency", -1}}),
+            PCM_ERR_ARG);
+  EXPECT_EQ(code({{"op", "host_add"}, {"host", "nodec"}, {"slots", 1}, {"site", "a/b"}}),
+            PCM_ERR_ARG);
+  register_job("busy", 2);  // two processes on localhost
+  EXPECT_EQ(code({{"op", "host_add"}, {"host", "localhost"}, {"slots", 1}}), PCM_ERR_REFUSED);
+  EXPECT_NE(last_error_.find("busy"), std::string::npos) << last_error_;
+  EXPECT_EQ(code({{"op", "host_remove"}, {"host", "localhost"}}), PCM_ERR_REFUSED);
+  EXPECT_EQ(code({{"op", "host_remove"}, {"host", "nowhere"}}), PCM_ERR_REFUSED);
+  EXPECT_EQ(code({{"op", "host_remove"}, {"host", "nodec"}}), PCM_SUCCESS);
+  EXPECT_TRUE(host_row(client_->request({{"op", "host_list"}}).header, "nodec").is_null());
+}
+
+TEST_F(ServerTest, TopologyGivesTheInventorySites) {
+  client_->request({{"op", "host_add"}, {"host", "nodeb"}, {"slots", 2}, {"site", "west"}});
+  auto r = client_->request({{"op", "topology"}, {"hosts", {"localhost", "nodeb", "other"}}});
+  EXPECT_EQ(r.header.at("sites"), json({"default", "west", ""}));
+  EXPECT_EQ(code({{"op", "topology"}, {"hosts", {"bad host"}}}), PCM_ERR_ARG);
+  EXPECT_EQ(code({{"op", "topology"}, {"hosts", "localhost"}}), PCM_ERR_ARG);
+}
+
+TEST_F(ServerTest, PlacementComesFromTheCommandThenTheJobThenPcmd) {
+  // pcmd's default (concentrate): localhost (nearest by name when nothing is measured) first.
+  register_job("c", 1);
+  auto r = client_->request({{"op", "split"}, {"job", "c"}, {"rank", 0}, {"into", 2}});
+  EXPECT_EQ(r.header.at("hosts"), json({"localhost", "localhost"}));
+  // The command's own.
+  client_->request({{"op", "register"}, {"job", "s"}, {"size", 1}, {"hosts", {"localhost"}}});
+  r = client_->request(
+      {{"op", "split"}, {"job", "s"}, {"rank", 0}, {"into", 2}, {"placement", "spread"}});
+  EXPECT_EQ(r.header.at("hosts"), json({"localhost", "nodeb"}));
+  // The job's (PCM_PLACEMENT at launch), and a command overriding it.
+  client_->request({{"op", "register"},
+                    {"job", "j"},
+                    {"size", 1},
+                    {"hosts", {"nodeb"}},
+                    {"placement", "spread"}});
+  r = client_->request({{"op", "resize"}, {"job", "j"}, {"size", 2}});
+  EXPECT_EQ(r.header.at("hosts"), json({"localhost", "nodeb"}));
+  EXPECT_EQ(code({{"op", "register"},
+                  {"job", "k"},
+                  {"size", 1},
+                  {"hosts", {"localhost"}},
+                  {"placement", "scatter"}}),
+            PCM_ERR_REFUSED);
+  EXPECT_NE(last_error_.find("scatter"), std::string::npos) << last_error_;
+  // Migration without a host: another host with room.
+  client_->request({{"op", "register"}, {"job", "m"}, {"size", 1}, {"hosts", {"localhost"}}});
+  r = client_->request({{"op", "migrate"}, {"job", "m"}, {"rank", 0}});
+  EXPECT_EQ(r.header.at("host"), "nodeb");
+}
+
+TEST_F(ServerTest, ADrainMigratesThenTheHostLeaves) {
+  client_->request(
+      {{"op", "register"}, {"job", "d"}, {"size", 2}, {"hosts", {"localhost", "nodeb"}}});
+  EXPECT_EQ(code({{"op", "host_drain"}, {"host", "nowhere"}}), PCM_ERR_REFUSED);
+  EXPECT_EQ(code({{"op", "host_drain"}, {"host", "nodeb"}}), PCM_SUCCESS);
+  auto list = client_->request({{"op", "host_list"}}).header;
+  EXPECT_EQ(host_row(list, "nodeb").at("state"), "draining");
+  // Nothing goes to a draining host.
+  EXPECT_EQ(code({{"op", "host_add"}, {"host", "nodeb"}, {"slots", 2}}), PCM_ERR_REFUSED);
+  auto p = client_->request({{"op", "poll"}, {"job", "d"}, {"iteration", 1}}).header;
+  ASSERT_FALSE(p.at("command").is_null());
+  EXPECT_EQ(p["command"]["kind"], "migrate");
+  EXPECT_EQ(p["command"]["rank"], 1);
+  EXPECT_EQ(p["command"]["host"], "localhost");
+  EXPECT_EQ(code({{"op", "migrate"}, {"job", "d"}, {"rank", 0}}), PCM_ERR_REFUSED);  // in flight
+  reconfigured("d", p["command"]["id"], {"localhost", "localhost"});
+  list = client_->request({{"op", "host_list"}}).header;
+  EXPECT_TRUE(host_row(list, "nodeb").is_null()) << list.dump();
+  // The last host cannot be drained.
+  EXPECT_EQ(code({{"op", "host_drain"}, {"host", "localhost"}}), PCM_ERR_REFUSED);
+  EXPECT_NE(last_error_.find("nowhere"), std::string::npos) << last_error_;
+}
+
+TEST_F(ServerTest, ADrainMergesWhenNoHostHasRoomAndRefusesWhenNothingCan) {
+  // localhost (4 slots) is full: job f holds 3 of them, job m 1; m also has two on nodeb.
+  client_->request({{"op", "register"},
+                    {"job", "f"},
+                    {"size", 3},
+                    {"hosts", {"localhost", "localhost", "localhost"}}});
+  client_->request(
+      {{"op", "register"}, {"job", "m"}, {"size", 3}, {"hosts", {"nodeb", "localhost", "nodeb"}}});
+  ASSERT_EQ(code({{"op", "host_drain"}, {"host", "nodeb"}}), PCM_SUCCESS);
+  auto p = client_->request({{"op", "poll"}, {"job", "m"}, {"iteration", 1}}).header;
+  EXPECT_EQ(p["command"]["kind"], "merge");
+  EXPECT_EQ(p["command"]["ranks"], json({0, 1, 2}));
+  reconfigured("m", p["command"]["id"], {"nodeb"});
+  // The merged process stayed on nodeb; the merge freed a slot on localhost: it migrates there.
+  p = client_->request({{"op", "poll"}, {"job", "m"}, {"iteration", 2}}).header;
+  EXPECT_EQ(p["command"]["kind"], "migrate");
+  EXPECT_EQ(p["command"]["host"], "localhost");
+  reconfigured("m", p["command"]["id"], {"localhost"});
+  EXPECT_TRUE(host_row(client_->request({{"op", "host_list"}}).header, "nodeb").is_null());
+  // A job wholly on one host with no free slot anywhere else: nowhere to go.
+  client_->request({{"op", "host_add"}, {"host", "nodec"}, {"slots", 1}});
+  client_->request({{"op", "register"}, {"job", "c"}, {"size", 1}, {"hosts", {"nodec"}}});
+  EXPECT_EQ(code({{"op", "host_drain"}, {"host", "nodec"}}), PCM_ERR_REFUSED);
+  EXPECT_NE(last_error_.find("nowhere to go"), std::string::npos) << last_error_;
+}
+
+TEST_F(ServerTest, AFailedDrainStepStopsThatJobsDrain) {
+  client_->request(
+      {{"op", "register"}, {"job", "x"}, {"size", 2}, {"hosts", {"localhost", "nodeb"}}});
+  ASSERT_EQ(code({{"op", "host_drain"}, {"host", "nodeb"}}), PCM_SUCCESS);
+  auto p = client_->request({{"op", "poll"}, {"job", "x"}, {"iteration", 1}}).header;
+  client_->request({{"op", "reconfigured"},
+                    {"job", "x"},
+                    {"command", p["command"]["id"]},
+                    {"success", false},
+                    {"error", "spawn failed"}});
+  // No new step is queued; the host stays, draining, and says so.
+  p = client_->request({{"op", "poll"}, {"job", "x"}, {"iteration", 2}}).header;
+  EXPECT_TRUE(p.at("command").is_null());
+  EXPECT_EQ(host_row(client_->request({{"op", "host_list"}}).header, "nodeb").at("state"),
+            "draining");
+  auto st = client_->request({{"op", "status"}, {"job", "x"}}).header;
+  EXPECT_NE(st["jobs"][0]["last_event"].get<std::string>().find("drain stopped"),
+            std::string::npos);
+}

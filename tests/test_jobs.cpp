@@ -1,0 +1,190 @@
+// test_jobs.cpp — pcmd's table of jobs in-process: registration, names, rank 0 vanishing, the table
+// on disk across pcmd restarts, ended jobs forgotten, profiles.
+#include "server_fixture.h"
+
+TEST_F(ServerTest, RegisterNamesJobsAndRefusesADuplicateRunningName) {
+  EXPECT_EQ(register_job("heat", 2), "heat");
+  EXPECT_EQ(code({{"op", "register"}, {"job", "heat"}, {"size", 1}, {"hosts", {"localhost"}}}),
+            PCM_ERR_REFUSED);
+  // The refusal says what to do.
+  EXPECT_NE(last_error_.find("pcmctl status heat"), std::string::npos) << last_error_;
+  auto auto_name = register_job("", 1);
+  EXPECT_EQ(auto_name.rfind("job-", 0), 0u);
+  EXPECT_EQ(code({{"op", "register"}, {"job", "../x"}, {"size", 1}, {"hosts", {"localhost"}}}),
+            PCM_ERR_ARG);
+  EXPECT_EQ(code({{"op", "register"}, {"size", 2}, {"hosts", {"localhost"}}}), PCM_ERR_ARG);
+  // A finished job's name can be used again.
+  EXPECT_EQ(code({{"op", "finished"}, {"job", "heat"}, {"iteration", 10}}), PCM_SUCCESS);
+  EXPECT_EQ(register_job("heat", 3), "heat");
+}
+
+TEST_F(ServerTest, AJobWhoseRank0VanishedIsMarkedFailed) {
+  pid_t child = fork();
+  if (child == 0) _exit(0);
+  waitpid(child, nullptr, 0);  // a pid that no longer exists
+  client_->request(
+      {{"op", "register"}, {"job", "gone"}, {"size", 1}, {"hosts", {"localhost"}}, {"pid", child}});
+  client_->request({{"op", "resize"}, {"job", "gone"}, {"size", 2}});
+  std::string state;
+  for (int i = 0; i < 50 && state != "failed"; ++i) {  // pcmd checks once a second
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    state = client_->request({{"op", "status"}, {"job", "gone"}}).header["jobs"][0]["state"];
+  }
+  auto job = client_->request({{"op", "status"}, {"job", "gone"}}).header["jobs"][0];
+  EXPECT_EQ(job["state"], "failed");
+  EXPECT_NE(job["last_event"].get<std::string>().find("resize to 2 (command"), std::string::npos)
+      << job.dump();
+}
+
+// ---- the job table survives pcmd ----------------------------------------------------------
+
+// A pcmd that stops (SIGTERM) and a new one on the same data directory: the jobs, their pending
+// command, the inventory and the numbering carry on, and a command is never done twice.
+TEST_F(ServerTest, TheJobTableSurvivesARestart) {
+  auto reg = client_->request(
+      {{"op", "register"}, {"job", "j"}, {"size", 2}, {"hosts", {"localhost", "localhost"}}});
+  const long long incarnation = reg.header.at("incarnation");
+  auto m = client_->request({{"op", "migrate"}, {"job", "j"}, {"rank", 1}});
+  const long long id = m.header.at("command");
+  register_job("k", 1);
+  ASSERT_EQ(code({{"op", "finished"}, {"job", "k"}, {"iteration", 9}}), PCM_SUCCESS);
+  ASSERT_EQ(code({{"op", "host_add"}, {"host", "nodec"}, {"slots", 3}, {"site", "b"}}),
+            PCM_SUCCESS);
+
+  stop();
+  start(dir_);
+  auto st = client_->request({{"op", "status"}}).header;
+  ASSERT_EQ(st.at("jobs").size(), 2u) << st.dump();
+  auto j = client_->request({{"op", "status"}, {"job", "j"}}).header.at("jobs").at(0);
+  EXPECT_EQ(j.at("state"), "running");
+  EXPECT_EQ(j.at("size"), 2);
+  ASSERT_TRUE(j.at("pending").is_object());
+  EXPECT_EQ(j.at("pending").at("id"), id);
+  EXPECT_NE(j.at("last_event").get<std::string>().find("pcmd restarted"), std::string::npos);
+  EXPECT_EQ(client_->request({{"op", "status"}, {"job", "k"}}).header.at("jobs").at(0).at("state"),
+            "finished");
+  auto hosts = client_->request({{"op", "host_list"}}).header;
+  EXPECT_EQ(host_row(hosts, "nodec").at("site"), "b");
+  // The job's rank 0 polls the new pcmd and finds its command.
+  auto p = client_->request({{"op", "poll"}, {"job", "j"}, {"iteration", 50}});
+  EXPECT_EQ(p.header.at("command").at("id"), id);
+  reconfigured("j", id, {"localhost", "localhost"});
+  // Its report sent again (the reply was lost with a pcmd): taken once, acknowledged again.
+  json again{{"op", "reconfigured"}, {"job", "j"}, {"command", id},
+             {"success", true},      {"size", 2},  {"hosts", {"localhost", "localhost"}}};
+  EXPECT_EQ(code(again), PCM_ERR_REFUSED);
+  again["retry"] = true;
+  EXPECT_EQ(code(again), PCM_SUCCESS);
+  j = client_->request({{"op", "status"}, {"job", "j"}}).header.at("jobs").at(0);
+  EXPECT_EQ(j.at("reconfigurations"), 1);
+  // Numbers are never given twice.
+  auto m2 = client_->request({{"op", "migrate"}, {"job", "j"}, {"rank", 0}});
+  EXPECT_GT(m2.header.at("command").get<long long>(), id);
+  auto reg2 =
+      client_->request({{"op", "register"}, {"job", "n"}, {"size", 1}, {"hosts", {"localhost"}}});
+  EXPECT_GT(reg2.header.at("incarnation").get<long long>(), incarnation);
+}
+
+// A reply says the change is on disk: the table file holds it as soon as the reply arrives, so a
+// pcmd killed right after (its table copied as a kill -9 would leave it) still knows it.
+TEST_F(ServerTest, AChangeIsOnDiskBeforeItsReply) {
+  register_job("j", 2);
+  const json* j = nullptr;
+  json t = table(dir_);
+  ASSERT_NE(j = table_job(t, "j"), nullptr) << t.dump();
+  EXPECT_EQ(j->at("state"), "running");
+  auto m = client_->request({{"op", "migrate"}, {"job", "j"}, {"rank", 1}});
+  t = table(dir_);
+  ASSERT_NE(j = table_job(t, "j"), nullptr);
+  ASSERT_TRUE(j->at("pending").is_object()) << j->dump();
+  EXPECT_EQ(j->at("pending").at("id"), m.header.at("command"));
+
+  TempDir crashed;
+  fs::copy_file(dir_ / "pcmd-jobs.json", crashed.path() / "pcmd-jobs.json");
+  stop();
+  start(crashed.path());
+  auto st = client_->request({{"op", "status"}, {"job", "j"}}).header.at("jobs").at(0);
+  EXPECT_EQ(st.at("pending").at("id"), m.header.at("command"));
+}
+
+// A registration sent twice (pcmd restarted before it answered) is one job.
+TEST_F(ServerTest, ARegistrationSentTwiceIsOneJob) {
+  json req{{"op", "register"}, {"size", 1}, {"hosts", {"localhost"}}, {"nonce", "n-1"}};
+  auto a = client_->request(req).header;
+  auto b = client_->request(req).header;
+  EXPECT_EQ(a.at("job"), b.at("job"));
+  EXPECT_EQ(a.at("incarnation"), b.at("incarnation"));
+  req["nonce"] = "n-2";
+  EXPECT_NE(client_->request(req).header.at("job"), a.at("job"));
+  req["job"] = "named";
+  req["nonce"] = "n-3";
+  EXPECT_EQ(client_->request(req).header.at("job"), "named");
+  EXPECT_EQ(client_->request(req).header.at("job"), "named");  // not "in use"
+  req["nonce"] = "n-4";
+  EXPECT_EQ(code(req), PCM_ERR_REFUSED);  // another registration of a running name
+}
+
+// A table that cannot be used is set aside, and pcmd starts with no job.
+TEST(JobTable, ADamagedTableIsSetAside) {
+  for (const std::string& bad :
+       {std::string("{not json"), std::string(R"({"version": 1, "jobs": [{"name": "../x"}]})"),
+        std::string(R"({"version": 99})")}) {
+    TempDir d;
+    std::ofstream(d.path() / "pcmd-jobs.json") << bad;
+    zmq::context_t ctx(1);
+    pcm::detail::ServerOptions o;
+    o.data_dir = d.path().string();
+    o.secret = "right-secret";
+    o.probe_port = 0;
+    {
+      pcm::detail::Server server(ctx, o);
+      std::vector<char> data;
+      auto st =
+          server.handle({{"v", pcm::proto::kVersion}, {"op", "status"}, {"secret", "right-secret"}},
+                        nullptr, 0, data);
+      EXPECT_TRUE(st.at("jobs").empty()) << bad;
+    }
+    EXPECT_TRUE(fs::exists(d.path() / "pcmd-jobs.json.bad")) << bad;
+  }
+}
+
+// pcmd keeps the jobs that run and the last 64 that ended, not every job it ever served (its
+// table is written after every change).
+TEST_F(ServerTest, OnlyTheLastEndedJobsAreKept) {
+  register_job("runs", 1);
+  for (int i = 0; i < 70; ++i) {
+    const std::string name = "ended-" + std::to_string(i);
+    register_job(name, 1);
+    ASSERT_EQ(code({{"op", "finished"}, {"job", name}}), PCM_SUCCESS);
+  }
+  register_job("last", 1);
+  auto jobs = client_->request({{"op", "status"}}).header.at("jobs");
+  EXPECT_EQ(jobs.size(), 66u);  // 2 running, 64 ended
+  EXPECT_EQ(code({{"op", "status"}, {"job", "runs"}}), PCM_SUCCESS);
+  EXPECT_EQ(code({{"op", "status"}, {"job", "ended-69"}}), PCM_SUCCESS);
+  EXPECT_EQ(code({{"op", "status"}, {"job", "ended-0"}}), PCM_ERR_REFUSED);
+}
+
+// A poll carries the job's profile; pcmd keeps the last valid one for `pcmctl profile`, and a bad
+// one costs the job its profile, never its poll.
+TEST_F(ServerTest, PollCarriesTheProfileAndABadOneIsDropped) {
+  register_job("p", 2);
+  auto none = client_->request({{"op", "profile"}, {"job", "p"}}).header;
+  EXPECT_TRUE(none.at("profile").is_null());
+  const json profile{
+      {"interval_s", 1.5},
+      {"iteration", 40},
+      {"ranks", {{10, 0.1, 0.009, 0.011, 0.02, 30, 100}, {10, 0.1, 0.01, 0.01, 0.03, 30, 0}}},
+      {"bytes", {0, 100, 0, 0}},
+      {"messages", {0, 10, 0, 0}}};
+  client_->request({{"op", "poll"}, {"job", "p"}, {"iteration", 40}, {"profile", profile}});
+  auto got = client_->request({{"op", "profile"}, {"job", "p"}}).header;
+  EXPECT_EQ(got.at("profile"), profile);
+  EXPECT_GE(got.at("age_s").get<double>(), 0.0);
+  json bad = profile;
+  bad["ranks"].erase(1);  // one rank for a job of two
+  auto p = client_->request({{"op", "poll"}, {"job", "p"}, {"iteration", 41}, {"profile", bad}});
+  EXPECT_TRUE(p.header.at("ok").get<bool>());
+  EXPECT_EQ(client_->request({{"op", "profile"}, {"job", "p"}}).header.at("profile"), profile);
+  EXPECT_EQ(code({{"op", "profile"}, {"job", "nosuch"}}), PCM_ERR_REFUSED);  // as every job op
+}
