@@ -98,7 +98,7 @@ TEST(Ops, NamesAreUniqueAndFoundAgain) {
     EXPECT_TRUE(names.insert(t.name).second) << t.name;
     EXPECT_EQ(ops::from_name(t.name), t.op);
   }
-  EXPECT_EQ(names.size(), 29u);
+  EXPECT_GE(names.size(), 29u);  // none of the requests of protocol version 1 lost
   EXPECT_FALSE(ops::from_name("pong"));
   EXPECT_FALSE(ops::from_name(""));
 }
