@@ -1,5 +1,5 @@
 // ops.h — every request pcmd serves, typed once: its kind, its fields with their limits, its
-// encoding, and the facts pcmd's dispatch and the fuzz corpus go by (docs/internals-requests.md).
+// encoding, and the facts pcmd's dispatch and the fuzz corpus go by (docs/dev/adding-a-request.md).
 //
 // A request struct's from_json validates as it reads (proto::get_*: the same limits and messages
 // as on the wire) and throws pcm::Error(PCM_ERR_ARG) naming the field; checks against pcmd's state

@@ -1,5 +1,4 @@
 // daemon_link.cpp — requests to pcmd and rank 0's asynchronous poll (see daemon_link.h).
-#include "ops.h"
 #include "daemon_link.h"
 
 #include <fcntl.h>
@@ -19,6 +18,7 @@
 #include "auth.h"
 #include "error.h"
 #include "mpi_util.h"
+#include "ops.h"
 #include "pcm_types.h"
 
 namespace pcm::detail {

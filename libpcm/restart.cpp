@@ -3,8 +3,8 @@
 #include <climits>
 #include <cstring>
 
-#include "ops.h"
 #include "error.h"
+#include "ops.h"
 #include "protocol.h"
 #include "runtime.h"
 
@@ -34,7 +34,8 @@ std::size_t check_data(int rank, const char* key, const void* buf, int type, lon
 int Runtime::store(int rank, const char* key, const void* buf, int type, long count) {
   if (phase_ != Phase::kActive) fail(PCM_ERR_STATE, "call PCM_Init first");
   std::size_t bytes = static_cast<std::size_t>(count) * check_data(rank, key, buf, type, count);
-  link_.request(ops::request(ops::Store{job_, rank, key, type, count}), count > 0 ? buf : "", bytes, settings_.data_timeout_ms);
+  link_.request(ops::request(ops::Store{job_, rank, key, type, count}), count > 0 ? buf : "", bytes,
+                settings_.data_timeout_ms);
   return PCM_SUCCESS;
 }
 

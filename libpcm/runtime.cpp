@@ -1,6 +1,5 @@
 // runtime.cpp — libpcm's lifecycle (MPI_PCM_Init, PCM_Init, PCM_Finalize, PCM_Exit and the state
 // checks) and the per-iteration status check.
-#include "ops.h"
 #include "runtime.h"
 
 #include <limits.h>
@@ -14,6 +13,7 @@
 #include "auth.h"
 #include "error.h"
 #include "log.h"
+#include "ops.h"
 #include "profiler.h"
 #include "protocol.h"
 #include "world.h"
@@ -114,9 +114,9 @@ int Runtime::init(MPI_Comm* comm) {
     }
     // A restart waits while pcmd verifies the newest version (every byte's checksum): that
     // grows with the data, like a store or a load. pcmd has answered a ping already.
-    auto reply = link_.request(
-        ops::request(req), nullptr, 0,
-        req.restart ? settings_.data_timeout_ms : settings_.connect_timeout_ms);
+    auto reply =
+        link_.request(ops::request(req), nullptr, 0,
+                      req.restart ? settings_.data_timeout_ms : settings_.connect_timeout_ms);
     job_ = proto::get_string(reply.header, "job", proto::kMaxName);
     incarnation_ = proto::opt_int(reply.header, "incarnation", 0, INT64_MAX).value_or(0);
     if (auto it = reply.header.find("restart"); it != reply.header.end() && it->is_object()) {

@@ -10,9 +10,9 @@
 #include <memory>
 #include <sstream>
 
-#include "ops.h"
 #include "buffer.h"
 #include "error.h"
+#include "ops.h"
 #include "protocol.h"
 #include "runtime.h"
 #include "shard.h"
@@ -174,8 +174,8 @@ void Runtime::write_version(int iteration) {
   agreed(world_.comm(), [&] {
     if (world_.rank() == 0)
       where = link_
-                  .request(ops::request(ops::CheckpointBegin{job_, iteration}),
-                           nullptr, 0, settings_.data_timeout_ms)
+                  .request(ops::request(ops::CheckpointBegin{job_, iteration}), nullptr, 0,
+                           settings_.data_timeout_ms)
                   .header;
   });
   where = bcast_json(where, 0, world_.comm());
@@ -194,9 +194,8 @@ void Runtime::write_version(int iteration) {
     } else {
       std::vector<char> image;
       rec = image_shard(header, items, image);
-      link_.request(
-          ops::request(ops::ShardPut{job_, iteration, world_.rank()}),
-          image.data(), image.size(), settings_.data_timeout_ms);
+      link_.request(ops::request(ops::ShardPut{job_, iteration, world_.rank()}), image.data(),
+                    image.size(), settings_.data_timeout_ms);
     }
     record = proto::encode(rec.to_json());
     t_written = wtime();
@@ -242,9 +241,8 @@ void Runtime::resume_restarted() {
     json info;
     agreed(world_.comm(), [&] {
       if (world_.rank() != 0) return;
-      auto r = link_.request(
-          ops::request(ops::CheckpointManifest{job_, restart_.iteration}),
-          nullptr, 0, settings_.data_timeout_ms);
+      auto r = link_.request(ops::request(ops::CheckpointManifest{job_, restart_.iteration}),
+                             nullptr, 0, settings_.data_timeout_ms);
       info = r.header;
       if (proto::get_int(info, "format", 1, 2) == 2)
         info["manifest"] = proto::decode_large(r.data.data(), r.data.size(), r.data.size());
@@ -267,8 +265,8 @@ void Runtime::resume_restarted() {
                      restart_.iteration, e.what());
         asked = attempt([&] {
           next = link_
-                     .request(ops::request(ops::CheckpointBad{
-                                  job_, restart_.iteration, proto::clean_text(e.what(), 1500)}),
+                     .request(ops::request(ops::CheckpointBad{job_, restart_.iteration,
+                                                              proto::clean_text(e.what(), 1500)}),
                               nullptr, 0, settings_.data_timeout_ms)
                      .header.at("restart");
         });

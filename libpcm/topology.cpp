@@ -9,10 +9,10 @@
 #include <utility>
 #include <vector>
 
-#include "ops.h"
 #include "c_boundary.h"
 #include "error.h"
 #include "mpi_util.h"
+#include "ops.h"
 #include "pcm.h"
 #include "protocol.h"
 #include "runtime.h"
@@ -70,8 +70,8 @@ std::vector<std::string> Runtime::sites_of(const std::vector<std::string>& hosts
   std::vector<std::string> none(hosts.size());
   if (phase_ != Phase::kActive || !link_.is_open() || job_.empty()) return none;
   try {
-    auto reply = link_.request(ops::request(ops::Topology{hosts}), nullptr, 0,
-                               settings_.connect_timeout_ms);
+    auto reply =
+        link_.request(ops::request(ops::Topology{hosts}), nullptr, 0, settings_.connect_timeout_ms);
     const auto& sites = reply.header.at("sites");
     if (!sites.is_array() || sites.size() != hosts.size()) return none;
     std::vector<std::string> out;

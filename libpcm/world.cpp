@@ -1,6 +1,5 @@
 // world.cpp — building new worlds: spawning processes, adopting the world a reconfiguration
 // built, joining it as a spawned process, retiring from the old one, and telling pcmd.
-#include "ops.h"
 #include "world.h"
 
 #include <time.h>
@@ -13,6 +12,7 @@
 #include <cstring>
 
 #include "error.h"
+#include "ops.h"
 #include "profiler.h"
 #include "protocol.h"
 #include "runtime.h"
