@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """bench_hosts.py BUILD — reconfigurations across hosts against the same on one host, side by side.
 
-Runs on a cluster of two network-namespace hosts (tests/multihost.py's Cluster: scripts/hosts.sh,
+Runs on a cluster of two network-namespace hosts (tests/multihost/multihost.py's Cluster: scripts/hosts.sh,
 pcmd inside host 1, heat2d started there through scripts/hosts-launcher.sh; each host pinned to a
 CPU of its own where the machine has two). One heat2d_pcm job (BENCH_NX x BENCH_NY, 2 processes on
 host 1) is driven through pcmctl, alternating the two cases of each pair so that drift in the
@@ -21,7 +21,7 @@ import re
 import statistics
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "multihost"))
 import multihost  # noqa: E402
 
 REPS = int(os.environ.get("BENCH_REPS", "3"))

@@ -1,4 +1,4 @@
-/* tests/mpi_topology.c — PCM_Topology and PCM_Host_comm against what each process knows of
+/* tests/mpi/mpi_topology.c — PCM_Topology and PCM_Host_comm against what each process knows of
  * itself: its host (MPI_Get_processor_name) and its PCM_SITE. Plain MPI (no pcmd: sites come
  * from PCM_SITE). Every process gathers every process's (site, host), computes the colours the
  * header promises (lowest rank of the group) and checks its own; the host communicator must hold

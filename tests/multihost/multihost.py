@@ -22,8 +22,8 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-HOSTS_SH = os.path.join(HERE, "..", "scripts", "hosts.sh")
-LAUNCHER = os.path.join(HERE, "..", "scripts", "hosts-launcher.sh")
+HOSTS_SH = os.path.join(HERE, "..", "..", "scripts", "hosts.sh")
+LAUNCHER = os.path.join(HERE, "..", "..", "scripts", "hosts-launcher.sh")
 MPI_FAMILY = "mpich"  # or openmpi (scripts/mpi_launcher.sh decides, in main)
 SKIP = 77
 
@@ -640,7 +640,7 @@ def main():
     n, fn = SCENARIOS[name]
     global MPI_FAMILY
     MPI_FAMILY = subprocess.run(
-        ["sh", "-c", f'. "{HERE}/../scripts/mpi_launcher.sh" && echo "$PCM_MPI_FAMILY"'],
+        ["sh", "-c", f'. "{HERE}/../../scripts/mpi_launcher.sh" && echo "$PCM_MPI_FAMILY"'],
         capture_output=True, text=True).stdout.strip()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     return run_on_cluster(build, n, fn, f"multihost {name}")

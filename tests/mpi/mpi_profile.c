@@ -2,8 +2,9 @@
  * after PCM_Status, each rank sends 1000 bytes to world rank r+1 (MPI_Isend, MPI_Irecv,
  * MPI_Waitall on the PCM world) and 24 bytes to world rank r-1 through a communicator whose ranks
  * are numbered backwards (MPI_Sendrecv): 4 MPI calls and 1024 bytes per iteration, sent to two
- * known ranks, so that every profile pcmd holds can be checked exactly (tests/profile.sh). Each
- * iteration also sleeps 200 us, so that a run lasts long enough for several profiles. */
+ * known ranks, so that every profile pcmd holds can be checked exactly
+ * (tests/integration/profile.sh). Each iteration also sleeps 200 us, so that a run lasts long
+ * enough for several profiles. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>

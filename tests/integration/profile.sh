@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # profile.sh MPIEXEC PCMCTL MPI_PROFILE — run under with_pcmd.sh: the profile pcmd keeps for a
-# job (pcmctl profile) holds exactly what tests/mpi_profile.c did: per rank 4 MPI calls per
+# job (pcmctl profile) holds exactly what tests/mpi/mpi_profile.c did: per rank 4 MPI calls per
 # iteration (libpcm's own calls left out), 1000 bytes in one message to world rank r+1 and 24
 # bytes to r-1 (sent on a communicator numbered backwards: the destination is translated to the
 # world's rank), nothing else; the table prints; PCM_PROFILE_MS=0 sends no profile.
