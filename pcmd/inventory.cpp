@@ -67,6 +67,8 @@ Inventory::Inventory(const ServerOptions& options, const JobTable& jobs, Changes
     }
     add(h.name, h.slots, "default", std::nullopt);
   }
+  for (const auto& [name, job] : options.slurm_jobs)
+    if (InventoryHost* h = find(name)) h->slurm_job = job;
 }
 
 // ---- the inventory -------------------------------------------------------------------------
@@ -266,6 +268,7 @@ json Inventory::list() const {
                          {"state", h.lost       ? "lost"
                                    : h.draining ? "draining"
                                                 : "up"},
+                         {"slurm_job", h.slurm_job.empty() ? json(nullptr) : json(h.slurm_job)},
                          {"agent", std::move(agent)}});
   }
   return json{{"ok", true}, {"hosts", hosts}, {"placement", placement_name(placement_)}};

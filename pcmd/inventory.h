@@ -36,7 +36,8 @@ struct InventoryHost {
   int cores = 0;
   double busy = 0, load1 = 0, runnable = 0;
   std::chrono::steady_clock::time_point last_report;
-  bool lost = false;  // its agent fell silent for ServerOptions::agent_timeout: being drained
+  bool lost = false;      // its agent fell silent for ServerOptions::agent_timeout: being drained
+  std::string slurm_job;  // the Slurm job whose allocation holds the host (--resources slurm)
 };
 
 class Inventory {

@@ -152,7 +152,8 @@ json Inventory::to_json() const {
                          {"site", h.site},
                          {"latency_ms", h.latency_ms ? json(*h.latency_ms) : json()},
                          {"draining", h.draining},
-                         {"agent", h.agent}});
+                         {"agent", h.agent},
+                         {"slurm_job", h.slurm_job}});
   return hosts;
 }
 
@@ -167,6 +168,7 @@ std::vector<InventoryHost> Inventory::parse(const json& t) {
     if (!h.at("latency_ms").is_null()) host.latency_ms = h.at("latency_ms").get<double>();
     host.draining = h.at("draining").get<bool>();
     host.agent = h.value("agent", false);  // its agent has the timeout to report to this pcmd
+    host.slurm_job = h.value("slurm_job", "");
     hosts.push_back(std::move(host));
   }
   return hosts;
@@ -181,10 +183,12 @@ void Inventory::take_over(std::vector<InventoryHost> hosts) {
       mine->latency_ms = h.latency_ms;
       mine->draining = h.draining;
       mine->agent = h.agent;
+      if (mine->slurm_job.empty()) mine->slurm_job = h.slurm_job;  // this allocation's wins
     } else {
       add(h.name, h.slots, h.site, h.latency_ms);
       find(h.name)->draining = h.draining;
       find(h.name)->agent = h.agent;
+      find(h.name)->slurm_job = h.slurm_job;
     }
     find(h.name)->last_report = std::chrono::steady_clock::now();
   }

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,7 @@ struct ServerOptions {
   // host's name, each with 4 slots per core.
   std::vector<std::string> hosts;
   std::vector<HostSlots> more_hosts;              // from --hostfile or --slurm, after `hosts`
+  std::map<std::string, std::string> slurm_jobs;  // host -> the Slurm job that holds it
   std::size_t keep_versions = 3;                  // committed checkpoint versions kept per job
   Placement placement = Placement::kConcentrate;  // for jobs and commands that name none
   int probe_port = 9;  // the TCP port whose answer times a host's round trip (probe.h); 0: off

@@ -274,8 +274,8 @@ void add_host_add(CLI::App* host, Cli& cli) {
 
 void add_host_list(CLI::App* host, Cli& cli) {
   auto as_json = std::make_shared<bool>(false);
-  auto* sub =
-      host->add_subcommand("list", "slots, used, free, site, latency, RTT, state, agent figures");
+  auto* sub = host->add_subcommand(
+      "list", "slots, used, free, site, latency, RTT, state, Slurm job, agent figures");
   sub->add_flag("--json", *as_json, "print JSON for scripts");
   on_run(sub, cli, [as_json](Connection& pcmd) {
     const json r = pcmd.request(req_host_list());

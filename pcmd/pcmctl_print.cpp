@@ -53,19 +53,22 @@ void print_host_table(const json& hosts) {
   }
   // AGENT: "-" for a host added by hand; else its agent's last report: busy cores of its cores,
   // runnable tasks (PCM's processes included) and how long ago it reported.
-  const char* row = "{:<24} {:>6} {:>5} {:>5}  {:<12} {:>10} {:>9}  {:<9} {}\n";
+  // SLURM_JOB: the Slurm job whose allocation holds the host, "-" outside Slurm.
+  const char* row = "{:<24} {:>6} {:>5} {:>5}  {:<12} {:>10} {:>9}  {:<9} {:<10} {}\n";
   std::cout << fmt::format(fmt::runtime(row), "HOST", "SLOTS", "USED", "FREE", "SITE", "LATENCY_MS",
-                           "RTT_MS", "STATE", "AGENT");
+                           "RTT_MS", "STATE", "SLURM_JOB", "AGENT");
   for (const auto& h : hosts) {
     std::string agent = "-";
     if (const auto a = h.value("agent", json()); a.is_object())
       agent = fmt::format("busy {:.1f}/{} runnable {:.1f} {:.1f}s ago", a.value("busy", 0.0),
                           a.value("cores", 0), a.value("runnable", 0.0),
                           a.value("seconds_since_report", 0.0));
+    const auto job = h.value("slurm_job", json());
+    const std::string slurm_job = job.is_string() ? job.get<std::string>() : "-";
     std::cout << fmt::format(fmt::runtime(row), h.value("host", "?"), h.value("slots", 0),
                              h.value("used", 0), h.value("free", 0), h.value("site", ""),
                              opt_ms(h.at("latency")), opt_ms(h.at("rtt")), h.value("state", "?"),
-                             agent);
+                             slurm_job, agent);
   }
 }
 

@@ -23,6 +23,7 @@
 #include "log.h"
 #include "pcm_types.h"
 #include "server.h"
+#include "slurm_resources.h"
 
 namespace {
 
@@ -37,7 +38,8 @@ struct Options {
   std::string data_dir;
   std::vector<std::string> hosts;
   std::string hostfile;
-  bool slurm = false;
+  bool slurm = false;     // --slurm: the same as --resources slurm
+  std::string resources;  // --resources: "slurm" or "" (the hosts given)
   std::string placement = "concentrate";
   int probe_port = 9;
   bool detach = false;
@@ -69,21 +71,6 @@ std::vector<pcm::detail::HostSlots> hostfile_hosts(const std::string& path) {
   }
 }
 
-// The hosts of the Slurm allocation pcmd runs in (--slurm).
-std::vector<pcm::detail::HostSlots> slurm_allocation_hosts() {
-  const char* nodes = std::getenv("SLURM_JOB_NODELIST");
-  const char* tasks = std::getenv("SLURM_TASKS_PER_NODE");
-  if (!nodes || !tasks)
-    throw pcm::Error(PCM_ERR_CONFIG,
-                     "--slurm: SLURM_JOB_NODELIST and SLURM_TASKS_PER_NODE must be set (run "
-                     "pcmd inside a Slurm allocation)");
-  try {
-    return pcm::detail::slurm_hosts(nodes, tasks);
-  } catch (const pcm::Error& e) {
-    throw pcm::Error(PCM_ERR_CONFIG, std::string("--slurm: ") + e.what());
-  }
-}
-
 // The server's options from the command line's, without the secret and CURVE keys.
 pcm::detail::ServerOptions server_options(const Options& o) {
   pcm::detail::ServerOptions so;
@@ -91,9 +78,10 @@ pcm::detail::ServerOptions server_options(const Options& o) {
   so.data_dir = o.data_dir;
   so.hosts = o.hosts;
   if (!o.hostfile.empty()) so.more_hosts = hostfile_hosts(o.hostfile);
-  if (o.slurm) {
-    auto h = slurm_allocation_hosts();
-    so.more_hosts.insert(so.more_hosts.end(), h.begin(), h.end());
+  if (o.slurm || o.resources == "slurm") {
+    const pcm::detail::SlurmAllocation a = pcm::detail::slurm_allocation();
+    for (const auto& h : a.hosts) so.slurm_jobs[h.name] = a.job_id;
+    so.more_hosts.insert(so.more_hosts.end(), a.hosts.begin(), a.hosts.end());
   }
   so.placement = *pcm::detail::parse_placement(o.placement);
   so.probe_port = o.probe_port;
@@ -199,8 +187,11 @@ void add_server_options(CLI::App& app, Options& o) {
       ->delimiter(',');
   app.add_option("--hostfile", o.hostfile,
                  "more hosts from an MPICH hostfile (lines 'host' or 'host:slots')");
-  app.add_flag("--slurm", o.slurm,
-               "more hosts from the Slurm allocation (SLURM_JOB_NODELIST, SLURM_TASKS_PER_NODE)");
+  app.add_option("--resources", o.resources,
+                 "slurm: more hosts, the whole Slurm allocation pcmd runs in (scontrol show job "
+                 "$SLURM_JOB_ID; each node's CPUs are its slots), each tagged with its job")
+      ->check(CLI::IsMember({"slurm"}));
+  app.add_flag("--slurm", o.slurm, "the same as --resources slurm");
   app.add_option("--placement", o.placement,
                  "where new processes go when a job or command says nothing: spread or "
                  "concentrate")

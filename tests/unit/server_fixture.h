@@ -49,6 +49,8 @@ class ServerTest : public ::testing::Test {
     o.data_dir = data_dir.string();
     o.secret = "right-secret";
     o.hosts = {"localhost:4", "nodeb:2"};
+    o.more_hosts = more_hosts_;
+    o.slurm_jobs = slurm_jobs_;
     o.probe_port = 0;  // made-up host names: no lookups (they could leave the machine)
     stop_ = false;
     o.transfer_timeout = transfer_timeout_;
@@ -120,6 +122,8 @@ class ServerTest : public ::testing::Test {
 
   std::chrono::milliseconds transfer_timeout_{60000};
   bool policy_auto_ = false;
+  std::vector<pcm::detail::HostSlots> more_hosts_;  // as from --hostfile or --resources slurm
+  std::map<std::string, std::string> slurm_jobs_;   // host -> its Slurm job (--resources slurm)
   zmq::context_t ctx_{1};
   TempDir tmp_;
   const fs::path& dir_ = tmp_.path();
