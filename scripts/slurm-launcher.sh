@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# scripts/slurm-launcher.sh — the ssh-like launcher that MPICH's hydra uses inside Slurm
+# allocations: it starts the command on HOST as a step of the allocation that holds HOST,
+#
+#   mpiexec -launcher ssh -launcher-exec scripts/slurm-launcher.sh -hosts n1,n2 ...
+#
+# (run inside the allocation: in the sbatch script, under salloc, or in a step). Hydra calls it
+# as ssh would be called: `LAUNCHER [ssh options, e.g. -x] HOST WORD...`; like ssh, it joins the
+# words with spaces and runs them with a shell on HOST:
+#
+#   srun --jobid=J -w HOST -N1 -n1 --overlap bash -c "WORDS"
+#
+# J is $SLURM_JOB_ID when that job holds HOST (squeue -j J -w HOST), else the running job that
+# holds HOST (squeue -t R -w HOST; the first if several do); with none, it says so and exits 255
+# (as ssh does when it cannot connect). By hand: slurm-launcher.sh HOST CMD...
+# Every MPI_Comm_spawn onto a host of the allocation thus becomes a step there (--overlap: it
+# shares the CPUs of the steps already running, such as hydra's and pcmd's own).
+set -euo pipefail
+
+# Skip the options ssh takes (hydra passes -x); those that take a value skip it too.
+while (($#)); do
+  case $1 in
+    -[bcDEeFIiJLlmOopQRSWw]) shift 2 ;;
+    -[46AaCfGgKkMNnqsTtVvXxYy]*) shift ;;
+    --) shift && break ;;
+    *) break ;;
+  esac
+done
+(($# >= 2)) || {
+  echo "usage: $0 [-x] HOST CMD..." >&2
+  exit 2
+}
+host=$1
+shift
+# ssh semantics: the remote command is the words joined by spaces, run by a shell.
+command_line="$*"
+
+for t in srun squeue; do
+  command -v "$t" >/dev/null 2>&1 || {
+    echo "slurm-launcher.sh: $t is not on PATH: install Slurm's client commands" \
+      "(Debian: slurm-client) or put their directory on PATH" >&2
+    exit 255
+  }
+done
+
+# The running job (of this user's view) that holds host: SLURM_JOB_ID's if it does.
+job=
+if [[ -n ${SLURM_JOB_ID:-} ]]; then
+  job=$(squeue -h -t R -j "$SLURM_JOB_ID" -w "$host" -o %i 2>/dev/null | head -n 1 || true)
+fi
+if [[ -z $job ]]; then
+  job=$(squeue -h -t R -w "$host" -o %i 2>/dev/null | head -n 1 || true)
+fi
+[[ $job =~ ^[0-9]+$ ]] || {
+  echo "slurm-launcher.sh: no running Slurm allocation holds host '$host'" \
+    "(SLURM_JOB_ID=${SLURM_JOB_ID:-unset}; squeue -t R -w $host shows none): allocate it" \
+    "(e.g. salloc --no-shell -w $host) or choose a host of the allocation" >&2
+  exit 255
+}
+
+exec srun --jobid="$job" -w "$host" -N1 -n1 --overlap bash -c "$command_line"
