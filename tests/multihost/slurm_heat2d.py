@@ -1,0 +1,270 @@
+#!/usr/bin/env python3
+"""slurm_heat2d.py BUILD — PCM inside a real Slurm allocation (the slurm.heat2d test).
+
+scripts/slurm.sh makes a Slurm cluster of two namespace hosts (a prefix of this run's own). An
+sbatch job (-N2, so both nodes are in the allocation; tests/multihost/slurm_heat2d_job.sh) runs
+pcmd as a step on node 1, bound to node 1's address, with --resources slurm, then heat2d_pcm
+through mpiexec with scripts/slurm-launcher.sh as hydra's launcher. From outside, with SLURM_CONF
+and pcmd's configuration file in a shared directory: `pcmctl host list` shows both nodes tagged
+with the job's id; rank 0 migrates to node 2, splits there, the two merge, and rank 0 migrates
+back, each waited for with `pcmctl wait --reconfigurations N` (every spawn a step of the job on
+the node); the final checksum is the plain run's, bit for bit. Then scancel if need be,
+slurm.sh down, and nothing of the cluster is left (also on failure).
+
+Exits 77 (ctest SKIPPED) with the reason without root, without Slurm or munge, or on an MPI other
+than MPICH's hydra. Traffic goes only to the cluster's hosts and loopback.
+"""
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from multihost import Failure, heat2d_plain  # noqa: E402
+
+ROOT = os.path.join(HERE, "..", "..")
+SLURM_SH = os.path.join(ROOT, "scripts", "slurm.sh")
+LAUNCHER = os.path.abspath(os.path.join(ROOT, "scripts", "slurm-launcher.sh"))
+JOB_SCRIPT = os.path.join(HERE, "slurm_heat2d_job.sh")
+SKIP = 77
+ENDED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY",
+         "BOOT_FAIL", "DEADLINE", "PREEMPTED"}
+
+
+def log(msg):
+    print(f"slurm.heat2d: {msg}", flush=True)
+
+
+def skip(why):
+    print(f"SKIPPED: slurm.heat2d: {why}", flush=True)
+    sys.exit(SKIP)
+
+
+def poll(what, seconds, fn, every=0.2):
+    """fn() until it returns something true (returned); Failure after seconds."""
+    t0 = time.monotonic()
+    while True:
+        got = fn()
+        if got:
+            return got
+        if time.monotonic() - t0 > seconds:
+            raise Failure(f"{what}: not within {seconds} s")
+        time.sleep(every)
+
+
+class SlurmCluster:
+    """The cluster (slurm.sh up 2), the batch job, pcmctl against the job's pcmd; stop() undoes
+    all of it."""
+
+    def __init__(self, build, tmp):
+        self.build = build
+        self.tmp = tmp
+        self.prefix = f"s{os.getpid() % 100000}j"
+        self.names = [f"{self.prefix}1", f"{self.prefix}2"]
+        self.env = dict(os.environ, PCM_CONFIG=os.path.join(tmp, "pcmd.conf"))
+        self.env["PATH"] = self.env.get("PATH", "") + ":/usr/sbin:/sbin"
+        self.is_up = False
+        self.job = None
+        self.pcmd_pid = None
+
+    def run(self, *cmd, check=True, timeout=60):
+        r = subprocess.run(list(cmd), env=self.env, capture_output=True, text=True,
+                           timeout=timeout)
+        if check and r.returncode != 0:
+            raise Failure(f"{' '.join(cmd)} exited {r.returncode}: {r.stdout}{r.stderr}")
+        return r
+
+    def up(self):
+        self.is_up = True
+        r = self.run("bash", SLURM_SH, "up", "2", "--prefix", self.prefix, "--cpus", "2",
+                     check=False, timeout=180)
+        sys.stdout.write(r.stdout + r.stderr)
+        if r.returncode == SKIP:
+            self.is_up = False
+            sys.exit(SKIP)
+        if r.returncode != 0:
+            raise Failure(f"slurm.sh up failed ({r.returncode})")
+        m = re.search(r"^export SLURM_CONF=(\S+)$", r.stdout, re.M)
+        if not m:
+            raise Failure("slurm.sh up printed no 'export SLURM_CONF=' line")
+        self.env["SLURM_CONF"] = m.group(1)
+
+    def job_state(self):
+        r = self.run("scontrol", "show", "job", self.job, "-o", check=False)
+        m = re.search(r"\bJobState=(\S+)", r.stdout)
+        return m.group(1) if m else "?"
+
+    def pcmctl(self, *args, check=True, timeout=200):
+        r = subprocess.run([os.path.join(self.build, "pcmctl"), *args], env=self.env,
+                           capture_output=True, text=True, timeout=timeout)
+        if check and r.returncode != 0:
+            raise Failure(f"pcmctl {' '.join(args)} exited {r.returncode}: {r.stderr.strip()}")
+        return r
+
+    def status(self, job):
+        return json.loads(self.pcmctl("status", job, "--json").stdout)["jobs"][0]
+
+    def stop(self):
+        if self.job and self.job_state() not in ENDED:
+            self.run("scancel", self.job, check=False)
+            try:
+                poll("the job's end after scancel", 30, lambda: self.job_state() in ENDED)
+            except Failure as e:
+                log(f"note: {e}")
+        if self.is_up:
+            r = self.run("bash", SLURM_SH, "down", "--prefix", self.prefix, check=False,
+                         timeout=120)
+            if r.returncode != 0:
+                log(f"slurm.sh down failed: {r.stdout}{r.stderr}")
+            self.is_up = False
+
+
+def nothing_left(c):
+    """After slurm.sh down: no directory, namespace or bridge of the prefix, pcmd gone."""
+    left = []
+    for d in (f"/run/pcm-slurm/{c.prefix}", f"/run/pcm-hosts/{c.prefix}"):
+        if os.path.exists(d):
+            left.append(d)
+    ns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    left += [w for w in ns.split() if re.fullmatch(rf"{c.prefix}\d+", w)]
+    if subprocess.run(["ip", "link", "show", "dev", f"{c.prefix}br"],
+                      capture_output=True).returncode == 0:
+        left.append(f"bridge {c.prefix}br")
+    if c.pcmd_pid and os.path.exists(f"/proc/{c.pcmd_pid}"):
+        state = open(f"/proc/{c.pcmd_pid}/stat").read().rsplit(")", 1)[1].split()[0]
+        if state != "Z":
+            left.append(f"pcmd (pid {c.pcmd_pid})")
+    if left:
+        raise Failure(f"left after the test: {left}")
+
+
+def scenario(c):
+    n1, n2 = c.names
+    job = "slurm-heat"
+    args = ["--nx", "61", "--ny", "40", "--iters", "9000"]
+    plain = heat2d_plain(c.build, args)
+    out = os.path.join(c.tmp, "job.out")
+    c.env["PCM_JOB"] = job
+    heat = os.path.join(c.build, "examples/heat2d/heat2d_pcm")
+    r = c.run("sbatch", "--parsable", "-N2", "--ntasks-per-node=2", "-J", "pcm-heat2d",
+              "-o", out, "-D", c.tmp, JOB_SCRIPT, c.build, c.tmp, LAUNCHER, "2", heat, *args,
+              "--throttle-us", "2000")
+    c.job = r.stdout.strip().split(";")[0]
+    if not c.job.isdigit():
+        raise Failure(f"sbatch --parsable printed {r.stdout!r}")
+    t0 = time.monotonic()
+
+    def pcmd_ready():
+        if c.job_state() in ENDED:
+            raise Failure(f"job {c.job} ended ({c.job_state()}) before pcmd was up")
+        return os.path.exists(os.path.join(c.tmp, "pcmd.pid")) and os.path.getsize(
+            c.env["PCM_CONFIG"]) > 0 if os.path.exists(c.env["PCM_CONFIG"]) else False
+
+    poll("pcmd's configuration file", 120, pcmd_ready)
+    c.pcmd_pid = int(open(os.path.join(c.tmp, "pcmd.pid")).read())
+    log(f"job {c.job} running; pcmd up after {time.monotonic() - t0:.1f} s")
+
+    # The inventory is the allocation, each node tagged with the job.
+    rows = json.loads(c.pcmctl("host", "list", "--json").stdout)
+    rows = rows.get("hosts", rows) if isinstance(rows, dict) else rows
+    got = {r["host"]: (r["slots"], r.get("slurm_job")) for r in rows}
+    if got != {n1: (2, c.job), n2: (2, c.job)}:
+        raise Failure(f"pcmctl host list --json shows {got}, want both nodes, 2 slots, job {c.job}")
+    table = c.pcmctl("host", "list").stdout
+    if not re.search(r"\bSLURM_JOB\b", table) or not all(
+            re.search(rf"^{n} .*\s{c.job}\s", table, re.M) for n in (n1, n2)):
+        raise Failure(f"pcmctl host list shows no SLURM_JOB {c.job} for both nodes:\n{table}")
+    log(f"pcmctl host list:\n{table.rstrip()}")
+
+    c.pcmctl("wait", job, "--iteration", "20", "--timeout", "120")
+    if c.status(job)["hosts"] != [n1, n1]:
+        raise Failure(f"the job starts on {c.status(job)['hosts']}, expected {[n1, n1]}")
+    steps = [
+        (["migrate", job, "0", "--host", n2], [n2, n1]),
+        (["split", job, "0", "--into", "2", "--host", n2], [n2, n2, n1]),
+        (["merge", job, "0", "1"], [n2, n1]),
+        (["migrate", job, "0", "--host", n1], [n1, n1]),
+    ]
+    times = []
+    for done, (cmd, want) in enumerate(steps, start=1):
+        t = time.monotonic()
+        c.pcmctl(*cmd)
+        c.pcmctl("wait", job, "--reconfigurations", str(done), "--timeout", "180")
+        dt = time.monotonic() - t
+        got = c.status(job)["hosts"]
+        if got != want:
+            raise Failure(f"after {' '.join(cmd)}: pcmctl status reports hosts {got}, "
+                          f"expected {want}")
+        times.append(dt)
+        log(f"{' '.join(cmd)}: done in {dt:.2f} s; hosts {got}")
+        if done == 1:
+            # The migrated process runs in a step of the job on node 2 (through the launcher).
+            st = c.run("squeue", "-h", "-s", "-j", c.job, "-o", "%i %N").stdout.split("\n")
+            if not any(line.split()[1:] == [n2] for line in st if line.strip()):
+                raise Failure(f"no step of job {c.job} on {n2} after the migration: {st}")
+            log(f"steps of job {c.job}: {'; '.join(x for x in st if x.strip())}")
+
+    # mpiexec's end, then pcmd's view of the job (pcmd is a step of the job: it stays until
+    # DIR/release), then the job's.
+    poll("mpiexec's end", 240, lambda: "mpiexec exited" in open(out).read()
+         or c.job_state() in ENDED, every=0.5)
+    st = c.status(job)
+    if st["state"] != "finished" or st["reconfigurations"] != len(steps):
+        raise Failure(f"pcmd showed {st}")
+    open(os.path.join(c.tmp, "release"), "w").close()
+    poll(f"the end of job {c.job}", 60, lambda: c.job_state() in ENDED, every=0.5)
+    state = c.job_state()
+    text = open(out).read()
+    if state != "COMPLETED":
+        raise Failure(f"job {c.job} ended {state}:\n{text[-3000:]}")
+    m = re.search(r"^checksum (\w+)", text, re.M)
+    if not m or m.group(1) != plain:
+        raise Failure(f"checksum {m.group(1) if m else None} differs from the plain run's {plain}")
+    log(f"job {c.job} COMPLETED; checksum {plain} as the plain run's; reconfigurations took "
+        + ", ".join(f"{t:.2f}" for t in times) + " s")
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(f"usage: {sys.argv[0]} BUILD", file=sys.stderr)
+        return 2
+    build = os.path.abspath(sys.argv[1])
+    if os.geteuid() != 0:
+        skip(f"needs root to make namespace hosts and run slurmd (uid {os.geteuid()})")
+    family = subprocess.run(
+        ["sh", "-c", f'. "{ROOT}/scripts/mpi_launcher.sh" && echo "$PCM_MPI_FAMILY"'],
+        capture_output=True, text=True).stdout.strip()
+    if family != "mpich":
+        skip(f"the launcher is hydra's ssh-style -launcher-exec; this MPI is {family or '?'}")
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    with tempfile.TemporaryDirectory(prefix="pcm-slurm.") as tmp:
+        os.chmod(tmp, 0o700)
+        c = SlurmCluster(build, tmp)
+        try:
+            c.up()
+            scenario(c)
+        except Failure as e:
+            print(f"slurm.heat2d: FAILED: {e}", file=sys.stderr, flush=True)
+            for name in ("job.out", "pcmd.log"):
+                path = os.path.join(tmp, name)
+                if os.path.exists(path):
+                    sys.stderr.write(f"--- {name} (end):\n{open(path).read()[-4000:]}\n")
+            return 1
+        finally:
+            c.stop()
+        try:
+            nothing_left(c)
+        except Failure as e:
+            print(f"slurm.heat2d: FAILED: {e}", file=sys.stderr, flush=True)
+            return 1
+    log("ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
