@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # pcmd_inventory.sh BUILD — pcmd's inventory from the command line, end to end: --hostfile and
-# --slurm (with a Slurm allocation's variables), `pcmctl host add/list/remove` and their exit
-# codes (0 done, 1 refused, 2 a mistake on the command line), and a clear start-up error for
-# --slurm outside an allocation. Each pcmd runs on loopback and is stopped by its PID.
+# --slurm (the alias of --resources slurm, inside a made-up allocation: a stand-in scontrol and
+# srun on PATH), `pcmctl host add/list/remove` and their exit codes (0 done, 1 refused, 2 a
+# mistake on the command line), and clear start-up errors for --resources slurm outside an
+# allocation or without scontrol. Each pcmd runs on loopback and is stopped by its PID.
 set -uo pipefail
 build=$1
 pcmd=$build/pcmd
@@ -30,15 +31,22 @@ expect() {  # expect WHAT GOT WANT
 }
 code() { "$@" >/dev/null 2>&1; echo $?; }
 
-# A hostfile, and a Slurm allocation's variables: node[01-02] with 2 tasks each, gpu1 with 3.
+# A hostfile, and Slurm job 7's allocation as scontrol shows it: node[01-02] with 2 CPUs each,
+# gpu1 with 3 (a stand-in scontrol and srun, which pcmd runs, first on PATH).
 printf '# test hosts\nnode-a:4\nnode-b\n\nnode-a:2\n' >"$dir/hosts.txt"
-SLURM_JOB_NODELIST='node[01-02],gpu1' SLURM_TASKS_PER_NODE='2(x2),3' \
+mkdir "$dir/bin"
+printf '#!/bin/sh\necho "JobId=7 JobState=RUNNING NodeList=node[01-02],gpu1 NumNodes=3 NumCPUs=7 Nodes=node[01-02] CPU_IDs=0-1 Mem=0 Nodes=gpu1 CPU_IDs=0-2 Mem=0"\n' >"$dir/bin/scontrol"
+printf '#!/bin/sh\necho "slurm 22.05.8"\n' >"$dir/bin/srun"
+chmod +x "$dir/bin/scontrol" "$dir/bin/srun"
+PATH=$dir/bin:$PATH SLURM_JOB_ID=7 \
   start --hosts head:1 --hostfile "$dir/hosts.txt" --slurm --placement spread
 expect "hostfile slots (listed twice)" "$(row node-a slots)" 6
 expect "hostfile slots (no count)" "$(row node-b slots)" 1
 expect "Slurm node01" "$(row node01 slots)" 2
 expect "Slurm node02" "$(row node02 slots)" 2
 expect "Slurm gpu1" "$(row gpu1 slots)" 3
+expect "Slurm job of node02" "$(row node02 slurm_job)" 7
+expect "Slurm job of head" "$(row head slurm_job)" None
 expect "--hosts" "$(row head slots)" 1
 expect "hosts in all" "$(hosts_json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')" 6
 
@@ -59,11 +67,21 @@ expect "removed" "$(row extra slots)" absent
 "$pcmctl" host list | grep -q '^HOST ' || fail "host list prints no table header"
 stop
 
-# --slurm outside an allocation: a start-up error that says what is missing.
-unset SLURM_JOB_NODELIST SLURM_TASKS_PER_NODE
-if "$pcmd" --detach --pidfile "$dir/pcmd.pid" --data-dir "$dir/data" --slurm 2>"$dir/err.log"; then
+# --resources slurm outside an allocation, and without scontrol: start-up errors that say what
+# is missing.
+unset SLURM_JOB_ID
+if "$pcmd" --detach --pidfile "$dir/pcmd.pid" --data-dir "$dir/data" --resources slurm \
+  2>"$dir/err.log"; then
   pid=$(cat "$dir/pcmd.pid")
-  fail "pcmd --slurm started outside an allocation"
+  fail "pcmd --resources slurm started outside an allocation"
 fi
-grep -q SLURM_JOB_NODELIST "$dir/err.log" || fail "the --slurm error does not name the variables: $(cat "$dir/err.log")"
+grep -q 'SLURM_JOB_ID is not set' "$dir/err.log" ||
+  fail "the --resources slurm error does not name SLURM_JOB_ID: $(cat "$dir/err.log")"
+if PATH=$dir/none SLURM_JOB_ID=7 "$pcmd" --detach --pidfile "$dir/pcmd.pid" --data-dir "$dir/data" \
+  --slurm 2>"$dir/err.log"; then
+  pid=$(cat "$dir/pcmd.pid")
+  fail "pcmd --slurm started without scontrol"
+fi
+grep -q 'scontrol is not on PATH' "$dir/err.log" ||
+  fail "the --slurm error does not say scontrol is missing: $(cat "$dir/err.log")"
 echo "pcmd_inventory: ok"
