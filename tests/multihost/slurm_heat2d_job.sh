@@ -25,6 +25,7 @@ srun --jobid="$SLURM_JOB_ID" -w "$node" -N1 -n1 --overlap "$build/pcmd" --resour
   --bind "$addr" --config "$PCM_CONFIG" --data-dir "$dir/data" --pidfile "$dir/pcmd.pid" \
   >"$dir/pcmd.log" 2>&1 &
 pcmd_step=$!
+# shellcheck disable=SC2317  # run by the EXIT trap
 stop_pcmd() {
   kill -TERM "$pcmd_step" 2>/dev/null || true
   wait "$pcmd_step" 2>/dev/null || true
