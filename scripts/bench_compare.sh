@@ -29,8 +29,8 @@ for what in "empty loop" "MPI_Bcast 16 B" "PCM_Status"; do
     "$(median $(col "$tmp/old.txt" "$what"))" "$(median $(col "$tmp/new.txt" "$what"))"
 done
 old_adapt=$(col "$tmp/old.txt" "PCM_Adapt")  # revisions before the register-once layer have none
-printf '%-15s %s: %-19s this checkout: median %s us/call\n' "PCM_Adapt" "$sha" \
-  "${old_adapt:+median $(median $old_adapt) us/call}${old_adapt:--}" \
+old_adapt=${old_adapt:+median $(median $old_adapt) us/call}
+printf '%-15s %s: %-19s this checkout: median %s us/call\n' "PCM_Adapt" "$sha" "${old_adapt:--}" \
   "$(median $(col "$tmp/new.txt" "PCM_Adapt"))"
 
 echo "== heat2d PCM/plain, $np processes, $reps alternating pairs per build and mesh (no reconfiguration)"
