@@ -21,23 +21,9 @@ set -euo pipefail
 
 STATE_DIR=/run/pcm-hosts
 
-# Skip the options ssh takes (hydra passes -x); those that take a value skip it too.
-while (($#)); do
-  case $1 in
-    -[bcDEeFIiJLlmOopQRSWw]) shift 2 ;;
-    -[46AaCfGgKkMNnqsTtVvXxYy]*) shift ;;
-    --) shift && break ;;
-    *) break ;;
-  esac
-done
-(($# >= 2)) || {
-  echo "usage: $0 [-x] HOST CMD..." >&2
-  exit 2
-}
-host=$1
-shift
-# ssh semantics: the remote command is the words joined by spaces, run by a shell.
-command_line="$*"
+# shellcheck source=ssh_args.sh
+source "$(dirname "${BASH_SOURCE[0]}")/ssh_args.sh"
+ssh_args "$@"
 
 ip netns list 2>/dev/null | awk '{print $1}' | grep -qx -- "$host" || {
   echo "hosts-launcher.sh: no such host (network namespace) '$host'; see scripts/hosts.sh" >&2

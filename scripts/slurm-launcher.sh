@@ -17,23 +17,9 @@
 # shares the CPUs of the steps already running, such as hydra's and pcmd's own).
 set -euo pipefail
 
-# Skip the options ssh takes (hydra passes -x); those that take a value skip it too.
-while (($#)); do
-  case $1 in
-    -[bcDEeFIiJLlmOopQRSWw]) shift 2 ;;
-    -[46AaCfGgKkMNnqsTtVvXxYy]*) shift ;;
-    --) shift && break ;;
-    *) break ;;
-  esac
-done
-(($# >= 2)) || {
-  echo "usage: $0 [-x] HOST CMD..." >&2
-  exit 2
-}
-host=$1
-shift
-# ssh semantics: the remote command is the words joined by spaces, run by a shell.
-command_line="$*"
+# shellcheck source=ssh_args.sh
+source "$(dirname "${BASH_SOURCE[0]}")/ssh_args.sh"
+ssh_args "$@"
 
 for t in srun squeue; do
   command -v "$t" >/dev/null 2>&1 || {
