@@ -228,6 +228,17 @@ int Runtime::status(MPI_Comm comm) {
 
 bool Runtime::keep_parking_bounded(Command& cmd) {
   const Parking& parking = world_.parking;
+  // pcmd asks for a respawn where the command leaves a host it would give back (Slurm): only a
+  // PCM_Adapt job whose old world can leave can do it; elsewhere the leavers park there.
+  if (cmd.respawn && cmd.kind != Command::Kind::kSplit &&
+      !(resumed_ && parking.split_leaves &&
+        cmd.hosts.size() == static_cast<std::size_t>(cmd.size))) {
+    cmd.respawn = false;
+    plog()->info(
+        "[rank 0] {}: carried out in place, not by respawning the world as pcmd asked "
+        "(only a PCM_Adapt job whose old world can leave can be respawned)",
+        cmd.describe());
+  }
   const Parking::Decision d = parking.bound(cmd, world_.size(), settings_.max_parked, resumed_);
   if (d.verdict == Parking::Verdict::kKeep) return true;
   if (d.verdict == Parking::Verdict::kRespawn) {

@@ -25,27 +25,38 @@ json CommandDesk::request(Job& job, proto::Command c, const Where& where, From f
   if (job.pending)
     fail(PCM_ERR_REFUSED, "job '{}' already has a reconfiguration in flight: {} (command {})",
          job.name, job.pending->describe(), job.pending->id);
-  if (c.kind == Kind::kMigrate)
-    place_migration(job, c, where);
-  else
-    place_reshape(job, c, where);
+  if (job.allocating)
+    fail(PCM_ERR_REFUSED, "job '{}' waits for a Slurm allocation for {}", job.name,
+         job.allocating->text);
+  const proto::Command asked = c;
+  const int missing =
+      c.kind == Kind::kMigrate ? place_migration(job, c, where) : place_reshape(job, c, where);
+  if (missing > 0) return growth_->grow(job, asked, where, from, missing);
   return queue(job, std::move(c), from);
 }
 
-void CommandDesk::place_migration(Job& job, proto::Command& c, const Where& where) {
+int CommandDesk::place_migration(Job& job, proto::Command& c, const Where& where) {
   if (c.rank < 0 || c.rank >= job.size)
     fail(PCM_ERR_REFUSED, "job '{}' has no rank {} (it has {} processes)", job.name, c.rank,
          job.size);
   std::string host = inventory_.requested_host(where.host);
+  if (host.empty() && growth_) {
+    bool room = false;
+    for (const auto& h : inventory_.hosts())
+      room = room || (!h.draining && h.name != job.hosts[c.rank] &&
+                      inventory_.free_slots(h.name, nullptr) > 0);
+    if (!room) return 1;
+  }
   if (host.empty())
     host = inventory_.migration_target(job, c.rank, inventory_.placement_for(job, where.placement));
   if (host != job.hosts[c.rank] && inventory_.free_slots(host, nullptr) <= 0)
     fail(PCM_ERR_REFUSED, "host '{}' has no free slot", host);
   c.host = host;
   c.size = job.size;
+  return 0;
 }
 
-void CommandDesk::place_reshape(Job& job, proto::Command& c, const Where& where) {
+int CommandDesk::place_reshape(Job& job, proto::Command& c, const Where& where) {
   const std::string preferred_host = inventory_.requested_host(where.host);
   std::vector<int> source;  // old rank whose host each new rank prefers
   int preferred_new = INT32_MAX;
@@ -78,6 +89,11 @@ void CommandDesk::place_reshape(Job& job, proto::Command& c, const Where& where)
       if (!preferred_host.empty()) preferred_new = job.size;
     }
   }
+  if (!source.empty() && preferred_host.empty() && growth_) {
+    int free = 0;
+    for (const Host& h : inventory_.placement_hosts(&job)) free += std::max(h.slots - h.used, 0);
+    if (free < c.size) return c.size - free;
+  }
   if (!source.empty()) {
     // Named host: the new processes go there, the others stay near their old ranks. Otherwise
     // the whole new world is placed by the strategy, host by host (it is spawned as one group).
@@ -86,6 +102,7 @@ void CommandDesk::place_reshape(Job& job, proto::Command& c, const Where& where)
                   : place(inventory_.placement_hosts(&job), c.size,
                           inventory_.placement_for(job, where.placement));
   }
+  return 0;
 }
 
 json CommandDesk::queue(Job& job, proto::Command c, From from) {
@@ -108,6 +125,7 @@ json CommandDesk::queue(Job& job, proto::Command c, From from) {
         if (new_of[r] >= 0) c.hosts[static_cast<std::size_t>(new_of[r])] = job.hosts[r];
     }
   }
+  if (growth_) growth_->before_queue(job, c);
   c.id = next_command_++;
   if (policy_ && from != From::kPolicy)
     policy_->operator_command(

@@ -29,6 +29,21 @@ class CommandDesk {
     std::optional<std::string> placement;
   };
 
+  // Where the new processes of a command do not fit in the inventory, more hosts may be asked
+  // for (pcmd --resources slurm: slurm_growth.h); without one, such a command is refused.
+  class Growth {
+   public:
+    virtual ~Growth() = default;
+    // Takes command c of job over (validated, not placed; it lacks `missing` slots): it waits
+    // for more hosts (Job::allocating), then comes back through request(). Returns the reply
+    // ("allocating": true). Throws pcm::Error (refused) when no more hosts can be asked for.
+    virtual proto::json grow(Job& job, const proto::Command& c, const Where& where, From from,
+                             int missing) = 0;
+    // c is about to be queued: it may be made a respawn (Command::respawn), so that the hosts
+    // the job leaves are left by every process and can be given back.
+    virtual void before_queue(const Job& job, proto::Command& c) = 0;
+  };
+
   // policy: --policy auto's (null: manual), told of operators' commands.
   CommandDesk(JobTable& jobs, Inventory& inventory, Policy* policy,
               std::shared_ptr<spdlog::logger> log);
@@ -37,6 +52,8 @@ class CommandDesk {
   // named in where; split: rank, into; merge: ranks; resize: size). Throws pcm::Error (refused)
   // when the job cannot take it. Reply: command, host, hosts, size, text.
   proto::json request(Job& job, proto::Command c, const Where& where, From from);
+
+  void set_growth(Growth* growth) { growth_ = growth; }
 
   // The operators' requests.
   proto::json migrate(const ops::Migrate& r);
@@ -53,14 +70,16 @@ class CommandDesk {
 
  private:
   proto::json from_operator(const ops::CommandFields& f, proto::Command c);
-  // Fills a migration's target or a reshape's new world (validated against the job).
-  void place_migration(Job& job, proto::Command& c, const Where& where);
-  void place_reshape(Job& job, proto::Command& c, const Where& where);
+  // Fills a migration's target or a reshape's new world (validated against the job). Returns
+  // the slots missing for the new processes when there is a Growth to ask for them (0: placed).
+  int place_migration(Job& job, proto::Command& c, const Where& where);
+  int place_reshape(Job& job, proto::Command& c, const Where& where);
   proto::json queue(Job& job, proto::Command c, From from);
 
   JobTable& jobs_;
   Inventory& inventory_;
   Policy* policy_;
+  Growth* growth_ = nullptr;
   std::shared_ptr<spdlog::logger> log_;
   std::int64_t next_command_ = 1;
 };

@@ -366,8 +366,17 @@ json JobTable::job_json(const Job& job) const {
          {"lost", job.lost},
          {"seconds_since_seen",
           std::chrono::duration<double>(std::chrono::steady_clock::now() - job.last_seen).count()},
-         {"pending", nullptr}};
+         {"pending", nullptr},
+         {"allocating", nullptr}};
   job.put_events(j);
+  if (job.allocating)
+    j["allocating"] = {
+        {"text", job.allocating->text},
+        {"slurm_job",
+         job.allocating->slurm_job.empty() ? json(nullptr) : json(job.allocating->slurm_job)},
+        {"seconds",
+         std::chrono::duration<double>(std::chrono::steady_clock::now() - job.allocating->since)
+             .count()}};
   if (job.pending) {
     j["pending"] = job.pending->to_json();
     j["pending"]["delivered"] = job.pending_delivered;

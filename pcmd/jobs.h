@@ -48,6 +48,14 @@ struct Job {
   std::optional<proto::Command> pending;  // requested by an operator, not yet carried out
   bool pending_delivered = false;         // rank 0 has been told
   bool pending_drain = false;             // the pending command is a step of a host's drain
+  // A command that waits for more hosts before it can be placed (pcmd --resources slurm:
+  // slurm_growth.h): what it is, the Slurm job asked for ("" until Slurm names it), since when.
+  struct Allocating {
+    std::string text;
+    std::string slurm_job;
+    std::chrono::steady_clock::time_point since;
+  };
+  std::optional<Allocating> allocating;
   std::string last_event;
   std::vector<JobEvent> events;  // the last few events, oldest first
   std::chrono::steady_clock::time_point last_seen;

@@ -5,11 +5,13 @@
 #include <chrono>
 #include <cstddef>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "hosts.h"
 #include "policy.h"
+#include "slurm_resources.h"
 #include "zap.h"
 
 namespace pcm::detail {
@@ -24,6 +26,10 @@ struct ServerOptions {
   std::vector<std::string> hosts;
   std::vector<HostSlots> more_hosts;              // from --hostfile or --slurm, after `hosts`
   std::map<std::string, std::string> slurm_jobs;  // host -> the Slurm job that holds it
+  // --resources slurm: the allocation pcmd runs in. Commands that do not fit then ask Slurm for a
+  // second allocation and wait for it up to slurm_grow_timeout (slurm_growth.h).
+  std::optional<SlurmAllocation> slurm;
+  std::chrono::seconds slurm_grow_timeout{120};
   std::size_t keep_versions = 3;                  // committed checkpoint versions kept per job
   Placement placement = Placement::kConcentrate;  // for jobs and commands that name none
   int probe_port = 9;  // the TCP port whose answer times a host's round trip (probe.h); 0: off

@@ -181,6 +181,10 @@ void add_migrate(CLI::App& app, Cli& cli) {
   add_why(sub, a->target);
   on_run(sub, cli, [a](Connection& pcmd) {
     const json r = pcmd.request(req_migrate(a->job, a->rank, a->target));
+    if (r.value("allocating", false)) {
+      print_reshape(r, a->job);
+      return 0;
+    }
     std::cout << fmt::format("command {}: migrate {} rank {} to {}\n", r.value("command", 0),
                              a->job, a->rank, r.value("host", "?"));
     return 0;

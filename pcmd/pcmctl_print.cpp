@@ -38,8 +38,10 @@ void print_status_table(const json& reply) {
     std::cout << fmt::format("{:<20} {:<9} {:>5} {:>10} {:>9}  {:<30} {} ({:.1f} s ago)\n",
                              j.value("job", "?"), j.value("state", "?"), j.value("size", 0),
                              j.value("iteration", 0L), j.value("reconfigurations", 0),
-                             pending_text(j.at("pending")), j.value("last_event", ""),
-                             j.value("seconds_since_seen", 0.0));
+                             j.value("allocating", json()).is_object()
+                                 ? "allocating: " + j.at("allocating").value("text", "?")
+                                 : pending_text(j.at("pending")),
+                             j.value("last_event", ""), j.value("seconds_since_seen", 0.0));
     if (j.contains("lost") && !j.at("lost").empty())
       std::cout << fmt::format("{:<20} processes lost: {}\n", "",
                                fmt::join(j.at("lost").get<std::vector<std::string>>(), ", "));
@@ -104,6 +106,10 @@ bool print_versions(const json& versions) {
 }
 
 void print_reshape(const json& reply, const std::string& job) {
+  if (reply.value("allocating", false)) {
+    std::cout << fmt::format("job {}: {}\n", job, reply.value("text", "?"));
+    return;
+  }
   std::cout << fmt::format("command {}: {} of job {} -> {} processes", reply.value("command", 0),
                            reply.value("text", "?"), job, reply.value("size", 0));
   if (!reply.value("hosts", json::array()).empty())

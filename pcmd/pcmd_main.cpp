@@ -38,8 +38,11 @@ struct Options {
   std::string data_dir;
   std::vector<std::string> hosts;
   std::string hostfile;
-  bool slurm = false;     // --slurm: the same as --resources slurm
-  std::string resources;  // --resources: "slurm" or "" (the hosts given)
+  bool slurm = false;  // --slurm: the same as --resources slurm
+  // --resources: "slurm", "hosts" (only the hosts given) or "" (slurm inside a Slurm job when no
+  // host is given, else hosts)
+  std::string resources;
+  int slurm_grow_timeout = 120;
   std::string placement = "concentrate";
   int probe_port = 9;
   bool detach = false;
@@ -78,10 +81,19 @@ pcm::detail::ServerOptions server_options(const Options& o) {
   so.data_dir = o.data_dir;
   so.hosts = o.hosts;
   if (!o.hostfile.empty()) so.more_hosts = hostfile_hosts(o.hostfile);
-  if (o.slurm || o.resources == "slurm") {
+  const char* in_job = std::getenv("SLURM_JOB_ID");
+  const bool automatic =
+      o.resources.empty() && !o.slurm && o.hosts.empty() && o.hostfile.empty() && in_job && *in_job;
+  if (o.slurm || o.resources == "slurm" || automatic) {
+    if (automatic)
+      std::cerr << "pcmd: inside Slurm job " << in_job
+                << ", no --hosts: the inventory is its allocation (--resources slurm; "
+                   "--resources hosts for localhost only)\n";
     const pcm::detail::SlurmAllocation a = pcm::detail::slurm_allocation();
     for (const auto& h : a.hosts) so.slurm_jobs[h.name] = a.job_id;
     so.more_hosts.insert(so.more_hosts.end(), a.hosts.begin(), a.hosts.end());
+    so.slurm = a;
+    so.slurm_grow_timeout = std::chrono::seconds(o.slurm_grow_timeout);
   }
   so.placement = *pcm::detail::parse_placement(o.placement);
   so.probe_port = o.probe_port;
@@ -189,8 +201,15 @@ void add_server_options(CLI::App& app, Options& o) {
                  "more hosts from an MPICH hostfile (lines 'host' or 'host:slots')");
   app.add_option("--resources", o.resources,
                  "slurm: more hosts, the whole Slurm allocation pcmd runs in (scontrol show job "
-                 "$SLURM_JOB_ID; each node's CPUs are its slots), each tagged with its job")
-      ->check(CLI::IsMember({"slurm"}));
+                 "$SLURM_JOB_ID; each node's CPUs are its slots), each tagged with its job, and "
+                 "second allocations for commands that do not fit; hosts: only the hosts given. "
+                 "Default: slurm when started inside a Slurm job with no --hosts or --hostfile")
+      ->check(CLI::IsMember({"slurm", "hosts"}));
+  app.add_option("--slurm-grow-timeout", o.slurm_grow_timeout,
+                 "seconds a command that does not fit waits for a second Slurm allocation "
+                 "before it is refused (--resources slurm)")
+      ->check(CLI::Range(1, 86400))
+      ->capture_default_str();
   app.add_flag("--slurm", o.slurm, "the same as --resources slurm");
   app.add_option("--placement", o.placement,
                  "where new processes go when a job or command says nothing: spread or "

@@ -48,6 +48,12 @@ Server::Server(zmq::context_t& context, ServerOptions options)
   // The jobs an earlier pcmd served (they reconnect); commits that died with it count for
   // nothing, except those of jobs still running, whose ranks may be writing their shards.
   restore_table();
+  if (options_.slurm) {
+    slurm_ = std::make_unique<SlurmGrowth>(*options_.slurm, options_.slurm_grow_timeout, jobs_,
+                                           inventory_, desk_, changes_, log_);
+    desk_.set_growth(slurm_.get());
+    slurm_->sweep();
+  }
   std::set<std::string> running;
   for (const auto& [name, job] : jobs_.all())
     if (job.state == JobState::kRunning) running.insert(name);
@@ -88,6 +94,8 @@ Server::Server(zmq::context_t& context, ServerOptions options)
 
 // The queued disk work is finished, then the table as it is now is written.
 Server::~Server() {
+  desk_.set_growth(nullptr);
+  slurm_.reset();
   data_ops_.reset();
   data_.reset();
   durability_.reset();
@@ -205,6 +213,7 @@ void Server::run(const std::atomic<bool>& stop) {
       }
       next_check = std::chrono::steady_clock::now() + std::chrono::seconds(1);
     }
+    if (slurm_) slurm_->tick();
     transfers_.expire();
     refusals_.tick(*log_);
     zmq::pollitem_t items[3] = {{socket_.handle(), 0, ZMQ_POLLIN, 0},

@@ -28,6 +28,7 @@
 #include "options.h"
 #include "policy.h"
 #include "protocol.h"
+#include "slurm_growth.h"
 #include "store.h"
 #include "transfers.h"
 #include "watch.h"
@@ -117,6 +118,7 @@ class Server {
   std::unique_ptr<Policy> policy_;  // --policy auto
   CommandDesk desk_;
   Drains drains_;
+  std::unique_ptr<SlurmGrowth> slurm_;  // --resources slurm
   std::unique_ptr<Watcher> watcher_;
   std::unique_ptr<ZapHandler> zap_;  // with CURVE: checks each client's key
   zmq::socket_t socket_;

@@ -2,15 +2,8 @@
 // refusals (slurm_resources.h).
 #include "slurm_resources.h"
 
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <charconv>
 #include <cstdlib>
 #include <map>
@@ -19,13 +12,10 @@
 #include "error.h"
 #include "pcm_types.h"
 
-extern char** environ;
-
 namespace pcm::detail {
 
 namespace {
 
-constexpr std::size_t kMaxOutput = 64 * 1024;
 constexpr std::chrono::seconds kCommandTimeout{20};
 
 std::optional<long> parse_number(std::string_view s) {
@@ -66,6 +56,9 @@ std::string first_lines(const std::string& text) {
   return s.empty() ? "no output" : "'" + s + "'";
 }
 
+// A value as a second allocation would copy it: "" for Slurm's "(null)".
+std::string shown(std::string_view v) { return v == "(null)" ? std::string() : std::string(v); }
+
 [[noreturn]] void refuse(const std::string& why) {
   throw Error(PCM_ERR_CONFIG, "--resources slurm: " + why);
 }
@@ -92,6 +85,18 @@ CommandResult must_run(const CommandRunner& run, const std::vector<std::string>&
 }
 
 }  // namespace
+
+std::optional<std::time_t> parse_slurm_time(std::string_view text) {
+  if (text.size() != 19 || text[10] != 'T') return std::nullopt;
+  std::tm tm{};
+  const std::string s(text);
+  const char* end = ::strptime(s.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
+  if (!end || *end != '\0') return std::nullopt;
+  tm.tm_isdst = -1;
+  const std::time_t t = std::mktime(&tm);
+  if (t == static_cast<std::time_t>(-1)) return std::nullopt;
+  return t;
+}
 
 int count_cpu_ids(std::string_view ids) {
   long n = 0;
@@ -123,6 +128,10 @@ SlurmAllocation parse_scontrol_job(std::string_view record) {
     if (auto v = value_of(w, "JobId")) a.job_id = std::string(*v);
     if (auto v = value_of(w, "JobState")) a.state = std::string(*v);
     if (auto v = value_of(w, "NodeList")) nodelist = std::string(*v);
+    if (auto v = value_of(w, "Partition")) a.partition = shown(*v);
+    if (auto v = value_of(w, "Account")) a.account = shown(*v);
+    if (auto v = value_of(w, "QOS")) a.qos = shown(*v);
+    if (auto v = value_of(w, "EndTime")) a.end_time = parse_slurm_time(*v);
     if (auto v = value_of(w, "NumCPUs")) num_cpus = parse_number(*v).value_or(0);
     if (auto v = value_of(w, "NumNodes")) num_nodes = parse_number(*v).value_or(0);
     auto nodes = value_of(w, "Nodes");
@@ -143,68 +152,6 @@ SlurmAllocation parse_scontrol_job(std::string_view record) {
     a.hosts.push_back(HostSlots{name, it != cpus_of.end() ? it->second : even});
   }
   return a;
-}
-
-CommandResult run_command(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) {
-  CommandResult r;
-  int out[2];
-  if (argv.empty() || ::pipe2(out, O_CLOEXEC) != 0) {
-    r.found = !argv.empty();
-    r.exit_code = 127;
-    return r;
-  }
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-  posix_spawn_file_actions_adddup2(&fa, out[1], 2);
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = 0;
-  const int rc = ::posix_spawnp(&pid, args[0], &fa, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  ::close(out[1]);
-  if (rc != 0) {
-    ::close(out[0]);
-    r.found = rc != ENOENT && rc != EACCES;
-    r.exit_code = 127;
-    return r;
-  }
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  char buf[4096];
-  for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) {
-      r.timed_out = true;
-      ::kill(pid, SIGKILL);
-      break;
-    }
-    pollfd p{out[0], POLLIN, 0};
-    const int ready = ::poll(&p, 1, static_cast<int>(left.count()));
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready <= 0) continue;
-    const ssize_t n = ::read(out[0], buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;  // the command (and all that shared its output) closed it
-    if (r.output.size() < kMaxOutput) r.output.append(buf, static_cast<std::size_t>(n));
-  }
-  ::close(out[0]);
-  // Its output closed; its end is awaited up to the deadline too.
-  int status = 0;
-  for (;;) {
-    const pid_t w = ::waitpid(pid, &status, r.timed_out ? 0 : WNOHANG);
-    if (w == pid || (w < 0 && errno != EINTR)) break;
-    if (w == 0 && std::chrono::steady_clock::now() >= deadline) {
-      r.timed_out = true;
-      ::kill(pid, SIGKILL);
-    } else if (w == 0) {
-      ::usleep(10000);
-    }
-  }
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return r;
 }
 
 SlurmAllocation slurm_allocation(const EnvGetter& env, const CommandRunner& run) {

@@ -4,12 +4,15 @@
 #pragma once
 
 #include <chrono>
+#include <ctime>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "hosts.h"
+#include "subprocess.h"
 
 namespace pcm::detail {
 
@@ -18,7 +21,14 @@ struct SlurmAllocation {
   std::string job_id;            // "123"
   std::string state;             // JobState=, e.g. RUNNING
   std::vector<HostSlots> hosts;  // NodeList= in order; slots: the CPUs the job holds there
+  // What a second allocation copies (empty: not shown, or "(null)").
+  std::string partition, account, qos;  // Partition=, Account=, QOS=
+  std::optional<std::time_t> end_time;  // EndTime= (local time); none: Unknown or unlimited
 };
+
+// Slurm's time stamp "2026-11-25T21:30:00" (local time); nothing for "Unknown", "None" or
+// anything else.
+std::optional<std::time_t> parse_slurm_time(std::string_view text);
 
 // The number of CPU ids in a Slurm list such as "0-1,4,6-7" (5); throws pcm::Error(PCM_ERR_ARG)
 // on anything else (empty items, reversed ranges, more than kMaxSlots).
@@ -27,21 +37,9 @@ int count_cpu_ids(std::string_view ids);
 // One record of `scontrol show job -o -d JOB` (space-separated KEY=VALUE words): JobId=,
 // JobState=, NodeList= (the whole allocation, expand_slurm_nodelist), and the detail words
 // "Nodes=LIST CPU_IDs=IDS" giving each node's CPUs (its slots). A node without a detail word gets
-// NumCPUs / NumNodes (at least 1). Throws pcm::Error(PCM_ERR_ARG) naming the field that is
-// missing or wrong.
+// NumCPUs / NumNodes (at least 1). Partition=, Account=, QOS= and EndTime= when shown. Throws
+// pcm::Error(PCM_ERR_ARG) naming the field that is missing or wrong.
 SlurmAllocation parse_scontrol_job(std::string_view record);
-
-// What running a command gave.
-struct CommandResult {
-  bool found = true;       // false: not on PATH (or not executable)
-  bool timed_out = false;  // killed after the timeout
-  int exit_code = 0;       // its exit status (128 + signal when killed by one)
-  std::string output;      // stdout and stderr together (at most 64 KiB)
-};
-
-// Runs argv[0] (searched on PATH) with argv, stdin /dev/null, capturing stdout and stderr;
-// killed (SIGKILL) after timeout. Never throws for the command's failures (see CommandResult).
-CommandResult run_command(const std::vector<std::string>& argv, std::chrono::milliseconds timeout);
 
 using EnvGetter = std::function<const char*(const char*)>;  // as getenv
 using CommandRunner = std::function<CommandResult(const std::vector<std::string>& argv)>;

@@ -6,7 +6,8 @@
 #
 #   sbatch -N2 ... slurm_heat2d_job.sh BUILD DIR LAUNCHER NP PROGRAM ARGS...
 #
-# MPIEXEC (hydra's mpiexec) and PCM_JOB come from the submitter's environment (sbatch passes it).
+# MPIEXEC (hydra's mpiexec), PCM_JOB and PCMD_ARGS (more pcmd options, split on spaces) come
+# from the submitter's environment (sbatch passes it).
 # pcmd's step is ended (TERM, through srun) once mpiexec has, whatever its exit status, and the
 # test has created DIR/release (or 60 s later).
 set -euo pipefail
@@ -21,9 +22,10 @@ addr=$(getent hosts "$node" | awk '{print $1; exit}')
 }
 export PCM_CONFIG=$dir/pcmd.conf
 
+# shellcheck disable=SC2086  # PCMD_ARGS: words
 srun --jobid="$SLURM_JOB_ID" -w "$node" -N1 -n1 --overlap "$build/pcmd" --resources slurm \
   --bind "$addr" --config "$PCM_CONFIG" --data-dir "$dir/data" --pidfile "$dir/pcmd.pid" \
-  >"$dir/pcmd.log" 2>&1 &
+  ${PCMD_ARGS:-} >"$dir/pcmd.log" 2>&1 &
 pcmd_step=$!
 # shellcheck disable=SC2317  # run by the EXIT trap
 stop_pcmd() {

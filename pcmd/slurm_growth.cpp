@@ -1,0 +1,336 @@
+// slurm_growth.cpp — second allocations for commands that do not fit, and extra allocations
+// given back (slurm_growth.h).
+#include "slurm_growth.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+#include <ctime>
+#include <regex>
+
+#include "error.h"
+#include "pcm_types.h"
+
+namespace pcm::detail {
+
+using proto::json;
+
+namespace {
+
+constexpr std::chrono::milliseconds kSlurmTimeout{20000};  // scontrol, squeue, scancel
+constexpr std::chrono::seconds kGiveBackPeriod{2};
+// salloc gives up by itself at the bound (--immediate); pcmd stops it this much later.
+constexpr std::chrono::seconds kSallocGrace{10};
+
+std::string one_line(const std::string& text) {
+  std::string s = text.substr(0, 300);
+  for (char& c : s)
+    if (c == '\n' || c == '\r') c = ' ';
+  while (!s.empty() && s.back() == ' ') s.pop_back();
+  return s;
+}
+
+// The job id salloc names in "Pending job allocation N" / "Granted job allocation N".
+std::string allocation_id(const std::string& output) {
+  static const std::regex id("job allocation ([0-9]+)");
+  std::smatch m;
+  return std::regex_search(output, m, id) ? m[1].str() : std::string();
+}
+
+std::string seconds_since(SlurmGrowth::Clock::time_point t) {
+  return fmt::format("{:.1f} s",
+                     std::chrono::duration<double>(SlurmGrowth::Clock::now() - t).count());
+}
+
+}  // namespace
+
+SlurmGrowth::SlurmGrowth(SlurmAllocation parent, std::chrono::seconds timeout, JobTable& jobs,
+                         Inventory& inventory, CommandDesk& desk, Changes& changes,
+                         std::shared_ptr<spdlog::logger> log)
+    : parent_(std::move(parent)),
+      timeout_(timeout),
+      jobs_(jobs),
+      inventory_(inventory),
+      desk_(desk),
+      changes_(changes),
+      log_(std::move(log)) {}
+
+SlurmGrowth::~SlurmGrowth() {
+  for (auto& r : requests_) {
+    r->salloc.stop();
+    const std::string id = r->slurm_job.empty() ? allocation_id(r->salloc.output()) : r->slurm_job;
+    if (!id.empty()) run_command({"scancel", id}, kSlurmTimeout);
+  }
+}
+
+std::vector<std::string> SlurmGrowth::salloc_argv(int missing) const {
+  std::vector<std::string> argv{"salloc", "--no-shell",
+                                fmt::format("--immediate={}", timeout_.count()),
+                                "--job-name=" + grow_name(), fmt::format("--ntasks={}", missing)};
+  std::vector<std::string> held;  // onto other nodes than those already held
+  for (const auto& h : inventory_.hosts())
+    if (!h.slurm_job.empty()) held.push_back(h.name);
+  if (!held.empty()) argv.push_back(fmt::format("--exclude={}", fmt::join(held, ",")));
+  if (!parent_.partition.empty()) argv.push_back("--partition=" + parent_.partition);
+  if (!parent_.account.empty()) argv.push_back("--account=" + parent_.account);
+  if (!parent_.qos.empty()) argv.push_back("--qos=" + parent_.qos);
+  if (parent_.end_time) {
+    const double left = std::difftime(*parent_.end_time, std::time(nullptr));
+    argv.push_back(
+        fmt::format("--time={}", std::max(1L, static_cast<long>(std::floor(left / 60)))));
+  }
+  return argv;
+}
+
+json SlurmGrowth::grow(Job& job, const proto::Command& c, const CommandDesk::Where& where,
+                       CommandDesk::From from, int missing) {
+  if (parent_.end_time && std::difftime(*parent_.end_time, std::time(nullptr)) < 60)
+    fail(PCM_ERR_REFUSED,
+         "{} needs {} more slot(s) and Slurm job {} ends within a minute: no second allocation",
+         c.describe(), missing, parent_.job_id);
+  auto r = std::make_unique<Request>();
+  r->job = job.name;
+  r->command = c;
+  r->where = where;
+  r->from = from;
+  r->text = fmt::format("{} ({} more slot(s))", c.describe(), missing);
+  r->started = Clock::now();
+  r->deadline = r->started + timeout_ + kSallocGrace;
+  const std::vector<std::string> argv = salloc_argv(missing);
+  if (!r->salloc.start(argv, environment_outside_slurm()))
+    fail(PCM_ERR_REFUSED,
+         "{} needs {} more slot(s) and salloc cannot be run (not on PATH?): install Slurm's "
+         "client commands (Debian: slurm-client)",
+         c.describe(), missing);
+  job.allocating = Job::Allocating{r->text, "", r->started};
+  jobs_.note(job,
+             fmt::format("{} waits for a Slurm allocation: {}", r->text, fmt::join(argv, " ")));
+  log_->info("job {}: {}", job.name, job.last_event);
+  requests_.push_back(std::move(r));
+  return json{{"ok", true},
+              {"allocating", true},
+              {"command", 0},
+              {"size", job.size},
+              {"hosts", json::array()},
+              {"text", fmt::format("{}: waits for a Slurm allocation (at most {} s)",
+                                   requests_.back()->text, timeout_.count())}};
+}
+
+void SlurmGrowth::before_queue(const Job& job, proto::Command& c) {
+  if (c.respawn || c.kind == proto::Command::Kind::kSplit ||
+      c.hosts.size() != static_cast<std::size_t>(c.size))
+    return;
+  const auto ex = extras();
+  for (const auto& [id, hosts] : ex)
+    for (const auto& h : hosts) {
+      const bool used_now = std::find(job.hosts.begin(), job.hosts.end(), h) != job.hosts.end();
+      const bool used_after = std::find(c.hosts.begin(), c.hosts.end(), h) != c.hosts.end();
+      if (!used_now || used_after) continue;
+      if (inventory_.used_slots(h, &job) > 0) continue;  // another job stays there
+      c.respawn = true;
+      log_->info(
+          "job {}: {} leaves host {} of Slurm job {}: carried out by respawning the "
+          "world, so that nothing of the job stays there and the node can be given back",
+          job.name, c.describe(), h, id);
+      return;
+    }
+}
+
+void SlurmGrowth::tick() {
+  for (auto it = requests_.begin(); it != requests_.end();) {
+    Request& r = **it;
+    const bool runs = r.salloc.poll();
+    if (r.slurm_job.empty()) {
+      r.slurm_job = allocation_id(r.salloc.output());
+      Job* job = jobs_.get(r.job);
+      if (!r.slurm_job.empty() && job && job->allocating) job->allocating->slurm_job = r.slurm_job;
+    }
+    Job* job = jobs_.get(r.job);
+    const bool job_gone = !job || job->state != JobState::kRunning;
+    if (runs && !job_gone && Clock::now() < r.deadline) {
+      ++it;
+      continue;
+    }
+    if (runs) {
+      r.salloc.stop();
+      refuse(r, job_gone ? "the job ended"
+                         : fmt::format("salloc did not return within {} s", timeout_.count()));
+    } else {
+      finish(r);
+    }
+    it = requests_.erase(it);
+  }
+  if (Clock::now() >= next_check_) {
+    next_check_ = Clock::now() + kGiveBackPeriod;
+    give_back_unused();
+  }
+}
+
+void SlurmGrowth::finish(Request& r) {
+  const std::string& out = r.salloc.output();
+  const bool granted =
+      r.salloc.exit_code() == 0 && out.find("Granted job allocation") != std::string::npos;
+  if (!granted) {
+    refuse(r, fmt::format("salloc exited {}: {}", r.salloc.exit_code().value_or(-1),
+                          one_line(out.empty() ? std::string("no output") : out)));
+    return;
+  }
+  Job* job = jobs_.get(r.job);
+  if (!job || job->state != JobState::kRunning) {
+    refuse(r, "the job ended");
+    return;
+  }
+  const CommandResult shown =
+      run_command({"scontrol", "show", "job", "-o", "-d", r.slurm_job}, kSlurmTimeout);
+  SlurmAllocation a;
+  try {
+    if (shown.exit_code != 0) fail(PCM_ERR_ARG, "{}", one_line(shown.output));
+    a = parse_scontrol_job(shown.output);
+  } catch (const Error& e) {
+    refuse(r, fmt::format("Slurm granted job {}, but scontrol show job says: {}", r.slurm_job,
+                          e.what()));
+    return;
+  }
+  std::vector<std::string> added;
+  for (const HostSlots& h : a.hosts) {
+    if (inventory_.find(h.name)) {
+      log_->warn("Slurm job {}: host {} is in the inventory already; not used", a.job_id, h.name);
+      continue;
+    }
+    inventory_.add(h.name, h.slots, "default", std::nullopt);
+    inventory_.find(h.name)->slurm_job = a.job_id;
+    added.push_back(fmt::format("{}:{}", h.name, h.slots));
+  }
+  grown_for_[a.job_id] = r.job;
+  changes_.bump();
+  job->allocating.reset();
+  const std::string waited = seconds_since(r.started);
+  try {
+    const json reply = desk_.request(*job, r.command, r.where, r.from);
+    jobs_.note(*job, fmt::format("Slurm granted job {} ({}) after {}: {} queued (command {})",
+                                 a.job_id, fmt::join(added, ", "), waited,
+                                 reply.value("text", std::string("?")), reply.value("command", 0)));
+  } catch (const Error& e) {
+    std::vector<std::string> names;
+    for (const HostSlots& h : a.hosts) names.push_back(h.name);
+    jobs_.note(*job, fmt::format("Slurm granted job {} after {}, but {} was refused: {}; {}",
+                                 a.job_id, waited, r.text, e.what(), give_back(a.job_id, names)));
+  }
+  log_->info("job {}: {}", job->name, job->last_event);
+}
+
+void SlurmGrowth::refuse(Request& r, const std::string& why) {
+  std::string cancelled;
+  const std::string id = r.slurm_job.empty() ? allocation_id(r.salloc.output()) : r.slurm_job;
+  if (!id.empty()) {
+    // A grant that came too late, or a request still pending: never left behind.
+    const CommandResult c = run_command({"scancel", id}, kSlurmTimeout);
+    cancelled = c.exit_code == 0 ? fmt::format("; Slurm job {} cancelled", id)
+                                 : fmt::format("; scancel {} failed: {}", id, one_line(c.output));
+  }
+  Job* job = jobs_.get(r.job);
+  if (job) job->allocating.reset();
+  const std::string text =
+      fmt::format("{} refused after {}: no Slurm allocation ({}){}; the job is unchanged", r.text,
+                  seconds_since(r.started), why, cancelled);
+  if (job) jobs_.note(*job, text);
+  changes_.bump();
+  log_->warn("job {}: {}", r.job, text);
+}
+
+std::map<std::string, std::vector<std::string>> SlurmGrowth::extras() const {
+  std::map<std::string, std::vector<std::string>> out;
+  for (const auto& h : inventory_.hosts())
+    if (!h.slurm_job.empty() && h.slurm_job != parent_.job_id) out[h.slurm_job].push_back(h.name);
+  return out;
+}
+
+bool SlurmGrowth::in_use(const std::string& host) const {
+  if (inventory_.used_slots(host, nullptr) > 0) return true;
+  for (const auto& [name, job] : jobs_.all())
+    if (job.state == JobState::kRunning && job.pending &&
+        (job.pending->host == host ||
+         std::find(job.pending->hosts.begin(), job.pending->hosts.end(), host) !=
+             job.pending->hosts.end()))
+      return true;
+  return false;
+}
+
+void SlurmGrowth::give_back_unused() {
+  for (const auto& [id, hosts] : extras()) {
+    if (std::any_of(hosts.begin(), hosts.end(), [&](const std::string& h) { return in_use(h); }))
+      continue;
+    // Nothing of a job is placed there; retired processes may still run in its steps.
+    const CommandResult st =
+        run_command({"squeue", "-h", "-s", "-j", id, "-o", "%i"}, kSlurmTimeout);
+    if (st.timed_out || !st.found) continue;
+    int steps = 0;
+    std::size_t start = 0;
+    while (start < st.output.size()) {
+      std::size_t end = st.output.find('\n', start);
+      if (end == std::string::npos) end = st.output.size();
+      const std::string line = one_line(st.output.substr(start, end - start));
+      start = end + 1;
+      if (line.empty() || line.find(".extern") != std::string::npos ||
+          line.find(".batch") != std::string::npos || line.find("error") != std::string::npos)
+        continue;
+      ++steps;
+    }
+    if (steps > 0) {
+      if (waiting_logged_.insert(id).second)
+        log_->info(
+            "Slurm job {} ({}): no process of a job is placed there; waiting for its {} "
+            "step(s) to end (retired processes) before giving it back",
+            id, fmt::join(hosts, ", "), steps);
+      continue;
+    }
+    const std::string text = give_back(id, hosts);
+    const auto owner = grown_for_.find(id);
+    if (owner != grown_for_.end()) {
+      if (Job* job = jobs_.get(owner->second)) jobs_.note(*job, text);
+      grown_for_.erase(owner);
+    }
+    log_->info("{}", text);
+  }
+}
+
+std::string SlurmGrowth::give_back(const std::string& id, const std::vector<std::string>& hosts) {
+  const CommandResult c = run_command({"scancel", id}, kSlurmTimeout);
+  for (const auto& h : hosts)
+    for (std::size_t i = 0; i < inventory_.hosts().size(); ++i)
+      if (inventory_.hosts()[i].name == h && inventory_.hosts()[i].slurm_job == id) {
+        inventory_.erase(i);
+        break;
+      }
+  waiting_logged_.erase(id);
+  changes_.bump();
+  if (c.exit_code != 0)
+    return fmt::format("gave up Slurm job {} ({}): scancel failed: {}", id, fmt::join(hosts, ", "),
+                       one_line(c.output));
+  return fmt::format("gave Slurm job {} back ({})", id, fmt::join(hosts, ", "));
+}
+
+void SlurmGrowth::sweep() {
+  const CommandResult q =
+      run_command({"squeue", "-h", "-n", grow_name(), "-o", "%i"}, kSlurmTimeout);
+  if (q.exit_code != 0) return;
+  const auto ex = extras();
+  std::size_t start = 0;
+  while (start < q.output.size()) {
+    std::size_t end = q.output.find('\n', start);
+    if (end == std::string::npos) end = q.output.size();
+    const std::string id = one_line(q.output.substr(start, end - start));
+    start = end + 1;
+    if (id.empty() || id.find_first_not_of("0123456789") != std::string::npos || ex.count(id))
+      continue;
+    run_command({"scancel", id}, kSlurmTimeout);
+    log_->warn(
+        "Slurm job {} ({}): asked for by an earlier pcmd and held by no host of the "
+        "inventory: cancelled",
+        id, grow_name());
+  }
+}
+
+}  // namespace pcm::detail

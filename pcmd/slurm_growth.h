@@ -1,0 +1,91 @@
+// slurm_growth.h — pcmd --resources slurm beyond the allocation it runs in. A command whose new
+// processes do not fit asks Slurm for a second allocation (`salloc --no-shell`, in the
+// background: pcmd's loop goes on), waits for it in state "allocating" up to a bound, and is
+// then carried out on the hosts granted, or refused with the job unchanged and nothing left
+// allocated. An extra allocation that no process of any job uses any more is given back
+// (scancel); a command that leaves one is made a respawn so that nothing of the job stays there.
+#pragma once
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "durability.h"
+#include "inventory.h"
+#include "jobs.h"
+#include "slurm_resources.h"
+#include "subprocess.h"
+
+namespace pcm::detail {
+
+class SlurmGrowth : public CommandDesk::Growth {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // parent: the allocation pcmd runs in (whose partition, account, QOS and end a second
+  // allocation copies); timeout: how long a command waits for one (--slurm-grow-timeout).
+  SlurmGrowth(SlurmAllocation parent, std::chrono::seconds timeout, JobTable& jobs,
+              Inventory& inventory, CommandDesk& desk, Changes& changes,
+              std::shared_ptr<spdlog::logger> log);
+  // Stops the requests still waiting and cancels what they asked for.
+  ~SlurmGrowth() override;
+
+  proto::json grow(Job& job, const proto::Command& c, const CommandDesk::Where& where,
+                   CommandDesk::From from, int missing) override;
+  void before_queue(const Job& job, proto::Command& c) override;
+
+  // From pcmd's loop: the requests under way (granted, refused, out of time) and, every few
+  // seconds, the extra allocations that nothing uses any more.
+  void tick();
+  // At start: the allocations an earlier pcmd asked for (job name pcm-grow.PARENT) that no host
+  // of the inventory holds are cancelled (it ended while salloc waited).
+  void sweep();
+
+  // The job name of this pcmd's second allocations.
+  std::string grow_name() const { return "pcm-grow." + parent_.job_id; }
+  // The salloc command line for `missing` more slots (for the tests and the events).
+  std::vector<std::string> salloc_argv(int missing) const;
+
+ private:
+  struct Request {
+    std::string job;
+    proto::Command command;  // as asked, not placed
+    CommandDesk::Where where;
+    CommandDesk::From from;
+    std::string text;       // what it waits for, for status and the events
+    std::string slurm_job;  // what salloc asked for, once it says
+    Clock::time_point started, deadline;
+    Child salloc;
+  };
+
+  // Done with r: granted (its hosts join, the command is placed and queued) or refused.
+  void finish(Request& r);
+  void refuse(Request& r, const std::string& why);
+  // The extra allocations (Slurm job -> hosts of the inventory it holds).
+  std::map<std::string, std::vector<std::string>> extras() const;
+  // Whether a process of a running job is (or a queued command puts one) on host.
+  bool in_use(const std::string& host) const;
+  void give_back_unused();
+  // scancel of job id and its hosts out of the inventory; what happened.
+  std::string give_back(const std::string& id, const std::vector<std::string>& hosts);
+
+  SlurmAllocation parent_;
+  std::chrono::seconds timeout_;
+  JobTable& jobs_;
+  Inventory& inventory_;
+  CommandDesk& desk_;
+  Changes& changes_;
+  std::shared_ptr<spdlog::logger> log_;
+  std::vector<std::unique_ptr<Request>> requests_;
+  std::map<std::string, std::string> grown_for_;  // extra allocation -> the job it grew
+  std::set<std::string> waiting_logged_;          // extras whose steps are awaited (logged once)
+  Clock::time_point next_check_{};
+};
+
+}  // namespace pcm::detail

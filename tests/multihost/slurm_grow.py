@@ -1,0 +1,257 @@
+#!/usr/bin/env python3
+"""slurm_grow.py BUILD — a PCM job grows through a second Slurm allocation and gives it back (the
+slurm.grow test).
+
+scripts/slurm.sh makes a Slurm cluster of two namespace hosts (2 CPUs each). An sbatch job on
+node 1 only (tests/multihost/slurm_heat2d_job.sh) runs pcmd as a step (--resources slurm,
+--slurm-grow-timeout 5) and heat2d_pcm on 2 processes through scripts/slurm-launcher.sh. Then:
+
+1. another job holds node 2: `pcmctl split` waits in state allocating (pcmctl status), its
+   salloc times out, and the split is refused with the reason in the events; the job is
+   unchanged and no allocation of pcmd's (job name pcm-grow.J) is left in the queue;
+2. node 2 free: the split waits for, and gets, a second allocation on node 2 (a job of Slurm's
+   own, pcm-grow.J, tagged on node 2 in `pcmctl host list`), and is carried out there;
+3. a job that needs node 2's two CPUs waits in the queue (the second allocation holds one);
+4. a merge leaves node 2 (carried out by respawning the world, so that nothing of the job stays
+   there): pcmd gives the second allocation back (scancel; node 2 leaves the inventory) and the
+   waiting job starts and completes;
+5. heat2d ends with the plain run's checksum, bit for bit.
+
+Then scancel of whatever is left, slurm.sh down, and nothing of the cluster left (also on
+failure). Exits 77 (SKIPPED) with the reason without root, Slurm, munge or MPICH's hydra.
+"""
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from multihost import Failure, heat2d_plain  # noqa: E402
+from slurm_heat2d import (ENDED, JOB_SCRIPT, LAUNCHER, ROOT, SKIP, SlurmCluster,  # noqa: E402
+                          nothing_left, poll)
+
+GROW_TIMEOUT = 5
+
+
+def log(msg):
+    print(f"slurm.grow: {msg}", flush=True)
+
+
+def skip(why):
+    print(f"SKIPPED: slurm.grow: {why}", flush=True)
+    sys.exit(SKIP)
+
+
+class Cluster(SlurmCluster):
+    def __init__(self, build, tmp):
+        super().__init__(build, tmp)
+        self.others = []  # jobs of the test's own beside the PCM job
+
+    def state_of(self, job):
+        r = self.run("scontrol", "show", "job", job, "-o", check=False)
+        m = re.search(r"\bJobState=(\S+)", r.stdout)
+        return m.group(1) if m else "?"
+
+    def grow_jobs(self):
+        """pcmd's second allocations in the queue (any state): [(id, state, nodes)]."""
+        out = self.run("squeue", "-h", "-n", f"pcm-grow.{self.job}", "-o", "%i %T %N").stdout
+        return [tuple(line.split()) for line in out.splitlines() if line.strip()]
+
+    def stop(self):
+        for j in self.others:
+            if self.state_of(j) not in ENDED:
+                self.run("scancel", j, check=False)
+        if self.job:
+            for g in self.grow_jobs():
+                self.run("scancel", g[0], check=False)
+        super().stop()
+
+
+def events(c, job):
+    return c.status(job).get("events", [])
+
+
+def scenario(c):
+    n1, n2 = c.names
+    job = "slurm-grow"
+    args = ["--nx", "61", "--ny", "40", "--iters", "20000"]
+    plain = heat2d_plain(c.build, args)
+    out = os.path.join(c.tmp, "job.out")
+    c.env["PCM_JOB"] = job
+    c.env["PCMD_ARGS"] = f"--slurm-grow-timeout {GROW_TIMEOUT}"
+    heat = os.path.join(c.build, "examples/heat2d/heat2d_pcm")
+    r = c.run("sbatch", "--parsable", "-N1", "-w", n1, "--ntasks-per-node=2", "-J", "pcm-grow-test",
+              "-o", out, "-D", c.tmp, JOB_SCRIPT, c.build, c.tmp, LAUNCHER, "2", heat, *args,
+              "--throttle-us", "2000")
+    c.job = r.stdout.strip().split(";")[0]
+    if not c.job.isdigit():
+        raise Failure(f"sbatch --parsable printed {r.stdout!r}")
+
+    def pcmd_ready():
+        if c.job_state() in ENDED:
+            raise Failure(f"job {c.job} ended ({c.job_state()}) before pcmd was up")
+        conf = c.env["PCM_CONFIG"]
+        return os.path.exists(os.path.join(c.tmp, "pcmd.pid")) and os.path.exists(conf) \
+            and os.path.getsize(conf) > 0
+
+    poll("pcmd's configuration file", 120, pcmd_ready)
+    c.pcmd_pid = int(open(os.path.join(c.tmp, "pcmd.pid")).read())
+    rows = json.loads(c.pcmctl("host", "list", "--json").stdout)
+    rows = rows.get("hosts", rows) if isinstance(rows, dict) else rows
+    got = {r["host"]: (r["slots"], r.get("slurm_job")) for r in rows}
+    if got != {n1: (2, c.job)}:
+        raise Failure(f"pcmctl host list --json shows {got}, want {n1} alone, 2 slots, job {c.job}")
+    c.pcmctl("wait", job, "--iteration", "20", "--timeout", "120")
+
+    # 1. Node 2 is taken: the split waits, salloc gives up, the split is refused.
+    r = c.run("sbatch", "--parsable", "-w", n2, "-n", "2", "-J", "pcm-blocker", "-o", "/dev/null",
+              "--wrap", "sleep 300")
+    blocker = r.stdout.strip().split(";")[0]
+    c.others.append(blocker)
+    poll("the blocking job's start", 60, lambda: c.state_of(blocker) == "RUNNING")
+    t = time.monotonic()
+    said = c.pcmctl("split", job, "0", "--into", "2").stdout
+    if "waits for a Slurm allocation" not in said:
+        raise Failure(f"pcmctl split printed {said!r}, expected it to wait for an allocation")
+    alloc = c.status(job).get("allocating")
+    if not alloc or "split of rank 0 into 2" not in alloc.get("text", ""):
+        raise Failure(f"pcmctl status shows allocating={alloc!r} while the split waits")
+    table = c.pcmctl("status").stdout
+    if "allocating: split of rank 0 into 2" not in table:
+        raise Failure(f"pcmctl status's table does not show the allocating split:\n{table}")
+    poll("the refusal of the waiting split", GROW_TIMEOUT + 40,
+         lambda: c.status(job).get("allocating") is None, every=0.5)
+    refused_after = time.monotonic() - t
+    st = c.status(job)
+    ev = " | ".join(st.get("events", [])[-3:])
+    if not re.search(r"refused after .*no Slurm allocation.*the job is unchanged", ev):
+        raise Failure(f"no refusal with its reason in the events: {ev}")
+    if st["hosts"] != [n1, n1] or st["reconfigurations"] != 0 or st["pending"] is not None:
+        raise Failure(f"after the refused grow the job shows {st}")
+    left = c.grow_jobs()
+    if left:
+        raise Failure(f"pcmd's allocations left in the queue after the refusal: {left}")
+    log(f"split with node 2 taken: allocating, refused after {refused_after:.1f} s "
+        f"(--slurm-grow-timeout {GROW_TIMEOUT}); job unchanged; nothing left in the queue")
+    log(f"event: {st['events'][-1]}")
+
+    # 2. Node 2 free: the split gets a second allocation there.
+    c.run("scancel", blocker)
+    poll("the blocking job's end", 60, lambda: c.state_of(blocker) in ENDED)
+    t = time.monotonic()
+    c.pcmctl("split", job, "0", "--into", "2")
+    c.pcmctl("wait", job, "--reconfigurations", "1", "--timeout", "120")
+    grown_in = time.monotonic() - t
+    st = c.status(job)
+    grow = c.grow_jobs()
+    if len(grow) != 1 or grow[0][1] != "RUNNING" or grow[0][2] != n2:
+        raise Failure(f"pcmd's second allocation in the queue: {grow}, want one RUNNING on {n2}")
+    extra = grow[0][0]
+    if sorted(st["hosts"]) != sorted([n1, n1, n2]):
+        raise Failure(f"after the split the job runs on {st['hosts']}, want two on {n1}, one on {n2}")
+    rows = json.loads(c.pcmctl("host", "list", "--json").stdout)
+    rows = rows.get("hosts", rows) if isinstance(rows, dict) else rows
+    got = {r["host"]: r.get("slurm_job") for r in rows}
+    if got != {n1: c.job, n2: extra}:
+        raise Failure(f"pcmctl host list shows {got}, want {n1}: {c.job}, {n2}: {extra}")
+    log(f"split through Slurm job {extra} on {n2}: done {grown_in:.2f} s after the command; "
+        f"hosts {st['hosts']}")
+
+    # 3. A job that needs all of node 2 waits.
+    r = c.run("sbatch", "--parsable", "-w", n2, "-n", "2", "-J", "pcm-waiter", "-o", "/dev/null",
+              "--wrap", "true")
+    waiter = r.stdout.strip().split(";")[0]
+    c.others.append(waiter)
+    time.sleep(1)  # gives the scheduler a pass; the assertion is only that it did not start
+    if c.state_of(waiter) != "PENDING":
+        raise Failure(f"the job needing {n2}'s CPUs is {c.state_of(waiter)}, expected PENDING")
+
+    # 4. The merge leaves node 2; the allocation goes back and the waiting job runs.
+    on2 = st["hosts"].index(n2)
+    other = next(i for i, h in enumerate(st["hosts"]) if h == n1)
+    t = time.monotonic()
+    c.pcmctl("merge", job, *map(str, sorted([other, on2])))
+    c.pcmctl("wait", job, "--reconfigurations", "2", "--timeout", "120")
+    if c.status(job)["hosts"] != [n1, n1]:
+        raise Failure(f"after the merge the job runs on {c.status(job)['hosts']}")
+    poll(f"Slurm job {extra}'s end", 60, lambda: c.state_of(extra) in ENDED, every=0.5)
+    given_back = time.monotonic() - t
+    poll(f"the waiting job {waiter}'s start", 60,
+         lambda: c.state_of(waiter) in ("RUNNING", "COMPLETED"), every=0.5)
+    started = time.monotonic() - t
+    poll(f"the waiting job {waiter}'s end", 60, lambda: c.state_of(waiter) in ENDED, every=0.5)
+    if c.state_of(waiter) != "COMPLETED":
+        raise Failure(f"the waiting job ended {c.state_of(waiter)}")
+    rows = json.loads(c.pcmctl("host", "list", "--json").stdout)
+    rows = rows.get("hosts", rows) if isinstance(rows, dict) else rows
+    if [r["host"] for r in rows] != [n1]:
+        raise Failure(f"{n2} is still in pcmd's inventory: {rows}")
+    ev = events(c, job)
+    if not any(f"gave Slurm job {extra} back" in e for e in ev):
+        raise Failure(f"no event says Slurm job {extra} was given back: {ev[-4:]}")
+    log(f"merge off {n2}: Slurm job {extra} given back {given_back:.2f} s after the command; "
+        f"the waiting job {waiter} started by {started:.2f} s and completed")
+
+    # 5. The end, bit for bit.
+    out_text = lambda: open(out).read()  # noqa: E731
+    poll("mpiexec's end", 240, lambda: "mpiexec exited" in out_text()
+         or c.job_state() in ENDED, every=0.5)
+    st = c.status(job)
+    if st["state"] != "finished" or st["reconfigurations"] != 2:
+        raise Failure(f"pcmd showed {st}")
+    open(os.path.join(c.tmp, "release"), "w").close()
+    poll(f"the end of job {c.job}", 60, lambda: c.job_state() in ENDED, every=0.5)
+    if c.job_state() != "COMPLETED":
+        raise Failure(f"job {c.job} ended {c.job_state()}:\n{out_text()[-3000:]}")
+    m = re.search(r"^checksum (\w+)", out_text(), re.M)
+    if not m or m.group(1) != plain:
+        raise Failure(f"checksum {m.group(1) if m else None} differs from the plain run's {plain}")
+    if c.grow_jobs():
+        raise Failure(f"pcmd's allocations left at the end: {c.grow_jobs()}")
+    log(f"job {c.job} COMPLETED; checksum {plain} as the plain run's")
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(f"usage: {sys.argv[0]} BUILD", file=sys.stderr)
+        return 2
+    build = os.path.abspath(sys.argv[1])
+    if os.geteuid() != 0:
+        skip(f"needs root to make namespace hosts and run slurmd (uid {os.geteuid()})")
+    family = subprocess.run(
+        ["sh", "-c", f'. "{ROOT}/scripts/mpi_launcher.sh" && echo "$PCM_MPI_FAMILY"'],
+        capture_output=True, text=True).stdout.strip()
+    if family != "mpich":
+        skip(f"the launcher is hydra's ssh-style -launcher-exec; this MPI is {family or '?'}")
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    with tempfile.TemporaryDirectory(prefix="pcm-slurm.") as tmp:
+        os.chmod(tmp, 0o700)
+        c = Cluster(build, tmp)
+        try:
+            c.up()
+            scenario(c)
+        except Failure as e:
+            print(f"slurm.grow: FAILED: {e}", file=sys.stderr, flush=True)
+            for name in ("job.out", "pcmd.log"):
+                path = os.path.join(tmp, name)
+                if os.path.exists(path):
+                    sys.stderr.write(f"--- {name} (end):\n{open(path).read()[-6000:]}\n")
+            return 1
+        finally:
+            c.stop()
+        try:
+            nothing_left(c)
+        except Failure as e:
+            print(f"slurm.grow: FAILED: {e}", file=sys.stderr, flush=True)
+            return 1
+    log("ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
