@@ -49,8 +49,8 @@ Server::Server(zmq::context_t& context, ServerOptions options)
   // nothing, except those of jobs still running, whose ranks may be writing their shards.
   restore_table();
   if (options_.slurm) {
-    slurm_ = std::make_unique<SlurmGrowth>(*options_.slurm, options_.slurm_grow_timeout, jobs_,
-                                           inventory_, desk_, changes_, log_);
+    slurm_ = std::make_unique<SlurmGrowth>(*options_.slurm, options_.slurm_grow_timeout,
+                                           this_host(), jobs_, inventory_, desk_, changes_, log_);
     desk_.set_growth(slurm_.get());
     slurm_->sweep();
   }

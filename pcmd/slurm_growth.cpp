@@ -46,16 +46,21 @@ std::string seconds_since(SlurmGrowth::Clock::time_point t) {
 
 }  // namespace
 
-SlurmGrowth::SlurmGrowth(SlurmAllocation parent, std::chrono::seconds timeout, JobTable& jobs,
-                         Inventory& inventory, CommandDesk& desk, Changes& changes,
+SlurmGrowth::SlurmGrowth(SlurmAllocation parent, std::chrono::seconds timeout, std::string my_host,
+                         JobTable& jobs, Inventory& inventory, CommandDesk& desk, Changes& changes,
                          std::shared_ptr<spdlog::logger> log)
     : parent_(std::move(parent)),
       timeout_(timeout),
+      my_host_(std::move(my_host)),
       jobs_(jobs),
       inventory_(inventory),
       desk_(desk),
       changes_(changes),
-      log_(std::move(log)) {}
+      log_(std::move(log)) {
+  for (const auto& h : inventory_.hosts())
+    if (!h.slurm_job.empty() && h.slurm_job != parent_.job_id)
+      extras_[h.slurm_job].push_back(h.name);
+}
 
 SlurmGrowth::~SlurmGrowth() {
   for (auto& r : requests_) {
@@ -122,20 +127,24 @@ void SlurmGrowth::before_queue(const Job& job, proto::Command& c) {
   if (c.respawn || c.kind == proto::Command::Kind::kSplit ||
       c.hosts.size() != static_cast<std::size_t>(c.size))
     return;
-  const auto ex = extras();
-  for (const auto& [id, hosts] : ex)
-    for (const auto& h : hosts) {
-      const bool used_now = std::find(job.hosts.begin(), job.hosts.end(), h) != job.hosts.end();
-      const bool used_after = std::find(c.hosts.begin(), c.hosts.end(), h) != c.hosts.end();
-      if (!used_now || used_after) continue;
-      if (inventory_.used_slots(h, &job) > 0) continue;  // another job stays there
-      c.respawn = true;
-      log_->info(
-          "job {}: {} leaves host {} of Slurm job {}: carried out by respawning the "
-          "world, so that nothing of the job stays there and the node can be given back",
-          job.name, c.describe(), h, id);
-      return;
-    }
+  for (const auto& h : job.hosts) {
+    if (std::find(c.hosts.begin(), c.hosts.end(), h) != c.hosts.end() || !releasable(h)) continue;
+    if (inventory_.used_slots(h, &job) > 0) continue;  // another job stays there
+    c.respawn = true;
+    log_->info(
+        "job {}: {} leaves host {}, which goes back to Slurm: carried out by respawning "
+        "the world, so that nothing of the job stays there",
+        job.name, c.describe(), h);
+    return;
+  }
+}
+
+bool SlurmGrowth::releasable(const std::string& host) const {
+  for (const auto& [id, hosts] : extras_)
+    if (std::find(hosts.begin(), hosts.end(), host) != hosts.end()) return true;
+  const bool mine = std::any_of(parent_.hosts.begin(), parent_.hosts.end(),
+                                [&](const HostSlots& h) { return h.name == host; });
+  return mine && host != parent_.batch_host && host != my_host_;
 }
 
 void SlurmGrowth::tick() {
@@ -204,6 +213,9 @@ void SlurmGrowth::finish(Request& r) {
     added.push_back(fmt::format("{}:{}", h.name, h.slots));
   }
   grown_for_[a.job_id] = r.job;
+  for (const HostSlots& h : a.hosts)
+    if (inventory_.find(h.name) && inventory_.find(h.name)->slurm_job == a.job_id)
+      extras_[a.job_id].push_back(h.name);
   changes_.bump();
   job->allocating.reset();
   const std::string waited = seconds_since(r.started);
@@ -213,10 +225,8 @@ void SlurmGrowth::finish(Request& r) {
                                  a.job_id, fmt::join(added, ", "), waited,
                                  reply.value("text", std::string("?")), reply.value("command", 0)));
   } catch (const Error& e) {
-    std::vector<std::string> names;
-    for (const HostSlots& h : a.hosts) names.push_back(h.name);
     jobs_.note(*job, fmt::format("Slurm granted job {} after {}, but {} was refused: {}; {}",
-                                 a.job_id, waited, r.text, e.what(), give_back(a.job_id, names)));
+                                 a.job_id, waited, r.text, e.what(), give_back(a.job_id)));
   }
   log_->info("job {}: {}", job->name, job->last_event);
 }
@@ -240,13 +250,6 @@ void SlurmGrowth::refuse(Request& r, const std::string& why) {
   log_->warn("job {}: {}", r.job, text);
 }
 
-std::map<std::string, std::vector<std::string>> SlurmGrowth::extras() const {
-  std::map<std::string, std::vector<std::string>> out;
-  for (const auto& h : inventory_.hosts())
-    if (!h.slurm_job.empty() && h.slurm_job != parent_.job_id) out[h.slurm_job].push_back(h.name);
-  return out;
-}
-
 bool SlurmGrowth::in_use(const std::string& host) const {
   if (inventory_.used_slots(host, nullptr) > 0) return true;
   for (const auto& [name, job] : jobs_.all())
@@ -258,35 +261,62 @@ bool SlurmGrowth::in_use(const std::string& host) const {
   return false;
 }
 
-void SlurmGrowth::give_back_unused() {
-  for (const auto& [id, hosts] : extras()) {
-    if (std::any_of(hosts.begin(), hosts.end(), [&](const std::string& h) { return in_use(h); }))
+std::optional<std::set<std::string>> SlurmGrowth::step_nodes(const std::string& id) const {
+  const CommandResult st =
+      run_command({"squeue", "-h", "-s", "-j", id, "-o", "%i %N"}, kSlurmTimeout);
+  if (st.timed_out || !st.found) return std::nullopt;
+  std::set<std::string> nodes;
+  std::size_t start = 0;
+  while (start < st.output.size()) {
+    std::size_t end = st.output.find('\n', start);
+    if (end == std::string::npos) end = st.output.size();
+    const std::string line = st.output.substr(start, end - start);
+    start = end + 1;
+    const std::size_t space = line.find(' ');
+    if (space == std::string::npos) continue;  // not a step line (an error: the job is gone)
+    const std::string step = line.substr(0, space), list = one_line(line.substr(space + 1));
+    if (step.find(".extern") != std::string::npos || step.find(".batch") != std::string::npos ||
+        list.empty())
       continue;
-    // Nothing of a job is placed there; retired processes may still run in its steps.
-    const CommandResult st =
-        run_command({"squeue", "-h", "-s", "-j", id, "-o", "%i"}, kSlurmTimeout);
-    if (st.timed_out || !st.found) continue;
-    int steps = 0;
-    std::size_t start = 0;
-    while (start < st.output.size()) {
-      std::size_t end = st.output.find('\n', start);
-      if (end == std::string::npos) end = st.output.size();
-      const std::string line = one_line(st.output.substr(start, end - start));
-      start = end + 1;
-      if (line.empty() || line.find(".extern") != std::string::npos ||
-          line.find(".batch") != std::string::npos || line.find("error") != std::string::npos)
-        continue;
-      ++steps;
+    try {
+      for (const auto& n : expand_slurm_nodelist(list)) nodes.insert(n);
+    } catch (const Error&) {
+      return std::nullopt;  // not understood: nothing is given back
     }
-    if (steps > 0) {
+  }
+  return nodes;
+}
+
+void SlurmGrowth::give_back_unused() {
+  // Where jobs run now: the nodes of pcmd's allocation they may leave later.
+  for (const auto& [name, job] : jobs_.all())
+    if (job.state == JobState::kRunning)
+      for (const auto& h : job.hosts)
+        if (releasable(h)) occupied_[h] = name;
+  // Extra allocations: all their hosts unused (or out of the inventory: drained, removed).
+  std::vector<std::string> extras_free;
+  for (const auto& [id, hosts] : extras_)
+    if (std::none_of(hosts.begin(), hosts.end(),
+                     [&](const std::string& h) { return inventory_.find(h) && in_use(h); }))
+      extras_free.push_back(id);
+  // pcmd's allocation: nodes a job left (or out of the inventory), never the batch host or pcmd's.
+  std::vector<std::string> nodes_free;
+  for (const HostSlots& h : parent_.hosts)
+    if (releasable(h.name) &&
+        (!inventory_.find(h.name) || (occupied_.count(h.name) && !in_use(h.name))))
+      nodes_free.push_back(h.name);
+  for (const auto& id : extras_free) {
+    const auto busy = step_nodes(id);
+    if (!busy) continue;
+    if (!busy->empty()) {
       if (waiting_logged_.insert(id).second)
         log_->info(
-            "Slurm job {} ({}): no process of a job is placed there; waiting for its {} "
-            "step(s) to end (retired processes) before giving it back",
-            id, fmt::join(hosts, ", "), steps);
+            "Slurm job {}: no process of a job is placed there; waiting for its steps "
+            "on {} (retired processes) to end before giving it back",
+            id, fmt::join(*busy, ", "));
       continue;
     }
-    const std::string text = give_back(id, hosts);
+    const std::string text = give_back(id);
     const auto owner = grown_for_.find(id);
     if (owner != grown_for_.end()) {
       if (Job* job = jobs_.get(owner->second)) jobs_.note(*job, text);
@@ -294,36 +324,94 @@ void SlurmGrowth::give_back_unused() {
     }
     log_->info("{}", text);
   }
+  if (nodes_free.empty()) return;
+  const auto busy = step_nodes(parent_.job_id);
+  if (!busy) return;
+  std::vector<std::string> now;
+  for (const auto& h : nodes_free) {
+    if (!busy->count(h)) {
+      now.push_back(h);
+    } else if (waiting_logged_.insert(h).second) {
+      log_->info(
+          "node {} of Slurm job {}: no process of a job is placed there; waiting for the "
+          "steps there (retired processes) to end before giving it back",
+          h, parent_.job_id);
+    }
+  }
+  if (!now.empty()) give_back_nodes(now);
 }
 
-std::string SlurmGrowth::give_back(const std::string& id, const std::vector<std::string>& hosts) {
+std::string SlurmGrowth::give_back(const std::string& id) {
   const CommandResult c = run_command({"scancel", id}, kSlurmTimeout);
-  for (const auto& h : hosts)
-    for (std::size_t i = 0; i < inventory_.hosts().size(); ++i)
-      if (inventory_.hosts()[i].name == h && inventory_.hosts()[i].slurm_job == id) {
-        inventory_.erase(i);
-        break;
-      }
+  const std::vector<std::string> hosts = extras_[id];
+  forget_hosts(hosts, id);
+  extras_.erase(id);
   waiting_logged_.erase(id);
-  changes_.bump();
   if (c.exit_code != 0)
     return fmt::format("gave up Slurm job {} ({}): scancel failed: {}", id, fmt::join(hosts, ", "),
                        one_line(c.output));
   return fmt::format("gave Slurm job {} back ({})", id, fmt::join(hosts, ", "));
 }
 
+void SlurmGrowth::give_back_nodes(const std::vector<std::string>& hosts) {
+  std::vector<std::string> rest;
+  for (const HostSlots& h : parent_.hosts)
+    if (std::find(hosts.begin(), hosts.end(), h.name) == hosts.end()) rest.push_back(h.name);
+  if (rest.empty()) return;  // the batch host stays: never happens
+  const std::string list = fmt::format("{}", fmt::join(rest, ","));
+  const CommandResult c = run_command(
+      {"scontrol", "update", "JobId=" + parent_.job_id, "NodeList=" + list}, kSlurmTimeout);
+  if (c.exit_code != 0) {
+    // Said once per node; tried again at the next check.
+    for (const auto& h : hosts)
+      if (waiting_logged_.insert("update " + h).second)
+        log_->warn(
+            "giving node {} of Slurm job {} back failed (scontrol update NodeList={}): "
+            "{}",
+            h, parent_.job_id, list, one_line(c.output));
+    return;
+  }
+  forget_hosts(hosts, parent_.job_id);
+  parent_.hosts.erase(std::remove_if(parent_.hosts.begin(), parent_.hosts.end(),
+                                     [&](const HostSlots& h) {
+                                       return std::find(hosts.begin(), hosts.end(), h.name) !=
+                                              hosts.end();
+                                     }),
+                      parent_.hosts.end());
+  for (const auto& h : hosts) {
+    const std::string text = fmt::format(
+        "gave node {} of Slurm job {} back (scontrol update NodeList={})", h, parent_.job_id, list);
+    const auto last = occupied_.find(h);
+    if (last != occupied_.end()) {
+      if (Job* job = jobs_.get(last->second)) jobs_.note(*job, text);
+      occupied_.erase(last);
+    }
+    waiting_logged_.erase(h);
+    log_->info("{}", text);
+  }
+}
+
+void SlurmGrowth::forget_hosts(const std::vector<std::string>& hosts, const std::string& id) {
+  for (const auto& h : hosts)
+    for (std::size_t i = 0; i < inventory_.hosts().size(); ++i)
+      if (inventory_.hosts()[i].name == h && inventory_.hosts()[i].slurm_job == id) {
+        inventory_.erase(i);
+        break;
+      }
+  changes_.bump();
+}
+
 void SlurmGrowth::sweep() {
   const CommandResult q =
       run_command({"squeue", "-h", "-n", grow_name(), "-o", "%i"}, kSlurmTimeout);
   if (q.exit_code != 0) return;
-  const auto ex = extras();
   std::size_t start = 0;
   while (start < q.output.size()) {
     std::size_t end = q.output.find('\n', start);
     if (end == std::string::npos) end = q.output.size();
     const std::string id = one_line(q.output.substr(start, end - start));
     start = end + 1;
-    if (id.empty() || id.find_first_not_of("0123456789") != std::string::npos || ex.count(id))
+    if (id.empty() || id.find_first_not_of("0123456789") != std::string::npos || extras_.count(id))
       continue;
     run_command({"scancel", id}, kSlurmTimeout);
     log_->warn(

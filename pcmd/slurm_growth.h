@@ -2,8 +2,11 @@
 // processes do not fit asks Slurm for a second allocation (`salloc --no-shell`, in the
 // background: pcmd's loop goes on), waits for it in state "allocating" up to a bound, and is
 // then carried out on the hosts granted, or refused with the job unchanged and nothing left
-// allocated. An extra allocation that no process of any job uses any more is given back
-// (scancel); a command that leaves one is made a respawn so that nothing of the job stays there.
+// allocated. Nodes a job has left are given back: an extra allocation once no process of any job
+// uses it (scancel), a node of pcmd's own allocation once a job ran there and none does any more
+// (`scontrol update JobId=J NodeList=<the rest>`; never the batch host nor pcmd's), in both cases
+// only when no step of the allocation runs there (retired processes, hydra's proxies). A command
+// that leaves such a node is made a respawn, so that nothing of the job stays there.
 #pragma once
 
 #include <spdlog/spdlog.h>
@@ -11,6 +14,7 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -29,9 +33,10 @@ class SlurmGrowth : public CommandDesk::Growth {
   using Clock = std::chrono::steady_clock;
 
   // parent: the allocation pcmd runs in (whose partition, account, QOS and end a second
-  // allocation copies); timeout: how long a command waits for one (--slurm-grow-timeout).
-  SlurmGrowth(SlurmAllocation parent, std::chrono::seconds timeout, JobTable& jobs,
-              Inventory& inventory, CommandDesk& desk, Changes& changes,
+  // allocation copies); timeout: how long a command waits for one (--slurm-grow-timeout);
+  // my_host: pcmd's host. The extra allocations are those the inventory's hosts are tagged with.
+  SlurmGrowth(SlurmAllocation parent, std::chrono::seconds timeout, std::string my_host,
+              JobTable& jobs, Inventory& inventory, CommandDesk& desk, Changes& changes,
               std::shared_ptr<spdlog::logger> log);
   // Stops the requests still waiting and cancels what they asked for.
   ~SlurmGrowth() override;
@@ -67,24 +72,35 @@ class SlurmGrowth : public CommandDesk::Growth {
   // Done with r: granted (its hosts join, the command is placed and queued) or refused.
   void finish(Request& r);
   void refuse(Request& r, const std::string& why);
-  // The extra allocations (Slurm job -> hosts of the inventory it holds).
-  std::map<std::string, std::vector<std::string>> extras() const;
   // Whether a process of a running job is (or a queued command puts one) on host.
   bool in_use(const std::string& host) const;
+  // Whether host is one pcmd gives back once the jobs leave it.
+  bool releasable(const std::string& host) const;
   void give_back_unused();
-  // scancel of job id and its hosts out of the inventory; what happened.
-  std::string give_back(const std::string& id, const std::vector<std::string>& hosts);
+  // The nodes where a step of Slurm job id runs (nothing when squeue does not answer).
+  std::optional<std::set<std::string>> step_nodes(const std::string& id) const;
+  // scancel of extra allocation id, its hosts out of the inventory; what happened.
+  std::string give_back(const std::string& id);
+  // Nodes `hosts` of pcmd's own allocation back to Slurm (scontrol update NodeList=the rest).
+  void give_back_nodes(const std::vector<std::string>& hosts);
+  // The hosts of the inventory gone (they were given back).
+  void forget_hosts(const std::vector<std::string>& hosts, const std::string& id);
 
-  SlurmAllocation parent_;
+  SlurmAllocation parent_;  // its hosts: those still held
   std::chrono::seconds timeout_;
+  std::string my_host_;
   JobTable& jobs_;
   Inventory& inventory_;
   CommandDesk& desk_;
   Changes& changes_;
   std::shared_ptr<spdlog::logger> log_;
   std::vector<std::unique_ptr<Request>> requests_;
-  std::map<std::string, std::string> grown_for_;  // extra allocation -> the job it grew
-  std::set<std::string> waiting_logged_;          // extras whose steps are awaited (logged once)
+  // The extra allocations: Slurm job -> its hosts; the job each was asked for (when known).
+  std::map<std::string, std::vector<std::string>> extras_;
+  std::map<std::string, std::string> grown_for_;
+  // Hosts of pcmd's own allocation where a job has run (host -> the last such job).
+  std::map<std::string, std::string> occupied_;
+  std::set<std::string> waiting_logged_;  // what was said to wait for steps (logged once)
   Clock::time_point next_check_{};
 };
 

@@ -132,6 +132,7 @@ SlurmAllocation parse_scontrol_job(std::string_view record) {
     if (auto v = value_of(w, "Account")) a.account = shown(*v);
     if (auto v = value_of(w, "QOS")) a.qos = shown(*v);
     if (auto v = value_of(w, "EndTime")) a.end_time = parse_slurm_time(*v);
+    if (auto v = value_of(w, "BatchHost")) a.batch_host = shown(*v);
     if (auto v = value_of(w, "NumCPUs")) num_cpus = parse_number(*v).value_or(0);
     if (auto v = value_of(w, "NumNodes")) num_nodes = parse_number(*v).value_or(0);
     auto nodes = value_of(w, "Nodes");

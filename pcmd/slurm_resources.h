@@ -24,6 +24,7 @@ struct SlurmAllocation {
   // What a second allocation copies (empty: not shown, or "(null)").
   std::string partition, account, qos;  // Partition=, Account=, QOS=
   std::optional<std::time_t> end_time;  // EndTime= (local time); none: Unknown or unlimited
+  std::string batch_host;               // BatchHost= (where the batch script, and mpiexec, run)
 };
 
 // Slurm's time stamp "2026-11-25T21:30:00" (local time); nothing for "Unknown", "None" or
@@ -37,8 +38,8 @@ int count_cpu_ids(std::string_view ids);
 // One record of `scontrol show job -o -d JOB` (space-separated KEY=VALUE words): JobId=,
 // JobState=, NodeList= (the whole allocation, expand_slurm_nodelist), and the detail words
 // "Nodes=LIST CPU_IDs=IDS" giving each node's CPUs (its slots). A node without a detail word gets
-// NumCPUs / NumNodes (at least 1). Partition=, Account=, QOS= and EndTime= when shown. Throws
-// pcm::Error(PCM_ERR_ARG) naming the field that is missing or wrong.
+// NumCPUs / NumNodes (at least 1). Partition=, Account=, QOS=, EndTime= and BatchHost= when shown.
+// Throws pcm::Error(PCM_ERR_ARG) naming the field that is missing or wrong.
 SlurmAllocation parse_scontrol_job(std::string_view record);
 
 using EnvGetter = std::function<const char*(const char*)>;  // as getenv

@@ -8,7 +8,8 @@ through mpiexec with scripts/slurm-launcher.sh as hydra's launcher. From outside
 and pcmd's configuration file in a shared directory: `pcmctl host list` shows both nodes tagged
 with the job's id; rank 0 migrates to node 2, splits there, the two merge, and rank 0 migrates
 back, each waited for with `pcmctl wait --reconfigurations N` (every spawn a step of the job on
-the node); the final checksum is the plain run's, bit for bit. Then scancel if need be,
+the node); the last migration leaves node 2, so pcmd gives it back to Slurm (the job's NodeList
+becomes node 1); the final checksum is the plain run's, bit for bit. Then scancel if need be,
 slurm.sh down, and nothing of the cluster is left (also on failure).
 
 Exits 77 (ctest SKIPPED) with the reason without root, without Slurm or munge, or on an MPI other
@@ -208,6 +209,24 @@ def scenario(c):
             if not any(line.split()[1:] == [n2] for line in st if line.strip()):
                 raise Failure(f"no step of job {c.job} on {n2} after the migration: {st}")
             log(f"steps of job {c.job}: {'; '.join(x for x in st if x.strip())}")
+
+    # The last migration left node 2 (carried out by respawning the world): pcmd gives the node
+    # back to Slurm, and the job's allocation is node 1 alone.
+    t = time.monotonic()
+
+    def node2_given_back():
+        rows = json.loads(c.pcmctl("host", "list", "--json").stdout)
+        rows = rows.get("hosts", rows) if isinstance(rows, dict) else rows
+        shown = c.run("scontrol", "show", "job", c.job, "-o").stdout
+        m = re.search(r"\bNodeList=(\S+)", shown)
+        return [r["host"] for r in rows] == [n1] and m and m.group(1) == n1
+
+    poll(f"{n2} given back to Slurm", 60, node2_given_back, every=0.5)
+    ev = c.status(job).get("events", [])
+    if not any(f"gave node {n2} of Slurm job {c.job} back" in e for e in ev):
+        raise Failure(f"no event says {n2} was given back: {ev[-4:]}")
+    log(f"{n2} given back to Slurm {time.monotonic() - t:.2f} s after the last migration: "
+        f"job {c.job} holds {n1} alone")
 
     # mpiexec's end, then pcmd's view of the job (pcmd is a step of the job: it stays until
     # DIR/release), then the job's.
