@@ -32,6 +32,14 @@ json CommandDesk::request(Job& job, proto::Command c, const Where& where, From f
   const int missing =
       c.kind == Kind::kMigrate ? place_migration(job, c, where) : place_reshape(job, c, where);
   if (missing > 0) return growth_->grow(job, asked, where, from, missing);
+  fill_world_after(job, c);
+  if (where.avoid && std::find(c.hosts.begin(), c.hosts.end(), *where.avoid) != c.hosts.end()) {
+    std::vector<Host> hosts;
+    for (const Host& h : inventory_.placement_hosts(&job))
+      if (h.name != *where.avoid) hosts.push_back(h);
+    c.hosts = place(hosts, c.size, inventory_.placement_for(job, where.placement));
+    c.respawn = true;
+  }
   return queue(job, std::move(c), from);
 }
 
@@ -105,27 +113,29 @@ int CommandDesk::place_reshape(Job& job, proto::Command& c, const Where& where) 
   return 0;
 }
 
+void CommandDesk::fill_world_after(const Job& job, proto::Command& c) const {
+  if (!c.hosts.empty() || job.hosts.size() != static_cast<std::size_t>(job.size)) return;
+  if (c.kind == Kind::kMigrate) {
+    c.hosts = job.hosts;
+    c.hosts[static_cast<std::size_t>(c.rank)] = c.host;
+  } else {
+    const std::vector<int> new_of = proto::merged_ranks(c, job.size);
+    c.hosts.resize(static_cast<std::size_t>(c.size));
+    for (int r = 0; r < job.size; ++r)
+      if (new_of[r] >= 0) c.hosts[static_cast<std::size_t>(new_of[r])] = job.hosts[r];
+  }
+}
+
 json CommandDesk::queue(Job& job, proto::Command c, From from) {
+  fill_world_after(job, c);
+  if (growth_) growth_->before_queue(job, c);
   // A spawn of a missing program makes MPICH's hydra abort the whole job: refuse it here.
-  if (c.kind != Kind::kMerge && !(c.kind == Kind::kResize && c.size < job.size) &&
-      !job.executable.empty() && job.executable[0] == '/' &&
+  const bool spawns =
+      c.respawn || (c.kind != Kind::kMerge && !(c.kind == Kind::kResize && c.size < job.size));
+  if (spawns && !job.executable.empty() && job.executable[0] == '/' &&
       ::access(job.executable.c_str(), X_OK) != 0)
     fail(PCM_ERR_REFUSED, "job '{}': its program {} is no longer executable", job.name,
          job.executable);
-  // Where the command names no host per new rank (a migration, a merge, a shrinking resize): the
-  // world afterwards, which libpcm needs should it respawn the whole world (Command::respawn).
-  if (c.hosts.empty() && job.hosts.size() == static_cast<std::size_t>(job.size)) {
-    if (c.kind == Kind::kMigrate) {
-      c.hosts = job.hosts;
-      c.hosts[static_cast<std::size_t>(c.rank)] = c.host;
-    } else {
-      const std::vector<int> new_of = proto::merged_ranks(c, job.size);
-      c.hosts.resize(static_cast<std::size_t>(c.size));
-      for (int r = 0; r < job.size; ++r)
-        if (new_of[r] >= 0) c.hosts[static_cast<std::size_t>(new_of[r])] = job.hosts[r];
-    }
-  }
-  if (growth_) growth_->before_queue(job, c);
   c.id = next_command_++;
   if (policy_ && from != From::kPolicy)
     policy_->operator_command(
@@ -144,7 +154,8 @@ json CommandDesk::queue(Job& job, proto::Command c, From from) {
 
 json CommandDesk::from_operator(const ops::CommandFields& f, proto::Command c) {
   c.why = f.why.value_or("operator command");
-  return request(jobs_.find(f.job), std::move(c), Where{f.host, f.placement}, From::kOperator);
+  return request(jobs_.find(f.job), std::move(c), Where{f.host, f.placement, std::nullopt},
+                 From::kOperator);
 }
 
 json CommandDesk::migrate(const ops::Migrate& r) {
@@ -190,8 +201,11 @@ void CommandDesk::policy_round() {
   std::vector<PolicyHost> hosts;
   for (const auto& h : inventory_.hosts())
     hosts.push_back(PolicyHost{h.name, h.slots, inventory_.used_slots(h.name, nullptr), h.draining,
-                               h.agent, h.cores, h.busy, h.runnable});
-  const std::vector<PolicyDecision> decisions = policy_->decide(now, jobs, hosts);
+                               h.agent, h.cores, h.busy, h.runnable,
+                               growth_ && growth_->releasable(h.name)});
+  const std::optional<PolicyQueue> queue = growth_ ? growth_->queue() : std::nullopt;
+  const std::vector<PolicyDecision> decisions =
+      policy_->decide(now, jobs, hosts, queue ? &*queue : nullptr);
   for (const auto& [name, text] : policy_->take_notes()) {
     if (Job* job = jobs_.get(name)) jobs_.note(*job, text);
     log_->info("job {}: {}", name, text);
@@ -212,11 +226,14 @@ void CommandDesk::policy_round() {
     } else {
       c.size = d.size;
       if (!d.host.empty()) where.host = d.host;
+      if (!d.avoid.empty()) where.avoid = d.avoid;
     }
     try {
       const json r = request(*job, std::move(c), where, From::kPolicy);
-      jobs_.note(*job, fmt::format("policy: {} (command {}) because {}", r.value("text", op),
-                                   r.value("command", 0), d.reason));
+      jobs_.note(*job, r.value("allocating", false)
+                           ? fmt::format("policy: {} because {}", r.value("text", op), d.reason)
+                           : fmt::format("policy: {} (command {}) because {}", r.value("text", op),
+                                         r.value("command", 0), d.reason));
     } catch (const Error& e) {
       policy_->failed(d.job, now);
       jobs_.note(*job, fmt::format("policy: {} refused: {} (it wanted to because {})", op, e.what(),

@@ -24,9 +24,12 @@ class CommandDesk {
   enum class From { kOperator, kDrain, kPolicy };
   // Where new processes go: a host the sender named ("": none) and a placement ("spread" or
   // "concentrate"; none: the job's, else pcmd's).
+  // avoid: no process of the new world goes there (the policy's leaving a node for Slurm's
+  // queue): a command that would keep one there is respawned and placed elsewhere.
   struct Where {
     std::optional<std::string> host;
     std::optional<std::string> placement;
+    std::optional<std::string> avoid;
   };
 
   // Where the new processes of a command do not fit in the inventory, more hosts may be asked
@@ -42,6 +45,10 @@ class CommandDesk {
     // c is about to be queued: it may be made a respawn (Command::respawn), so that the hosts
     // the job leaves are left by every process and can be given back.
     virtual void before_queue(const Job& job, proto::Command& c) = 0;
+    // For the policy: whether host goes back to Slurm once no job uses it, and the queue as last
+    // read (nothing: not read yet, or not watched).
+    virtual bool releasable(const std::string& host) const = 0;
+    virtual std::optional<PolicyQueue> queue() const = 0;
   };
 
   // policy: --policy auto's (null: manual), told of operators' commands.
@@ -74,6 +81,9 @@ class CommandDesk {
   // the slots missing for the new processes when there is a Growth to ask for them (0: placed).
   int place_migration(Job& job, proto::Command& c, const Where& where);
   int place_reshape(Job& job, proto::Command& c, const Where& where);
+  // The world after c where c names no host per new rank (a migration, a merge, a shrinking
+  // resize), which libpcm needs should it respawn the whole world (Command::respawn).
+  void fill_world_after(const Job& job, proto::Command& c) const;
   proto::json queue(Job& job, proto::Command c, From from);
 
   JobTable& jobs_;

@@ -278,6 +278,15 @@ void add_policy_options(CLI::App& app, Options& o) {
   policy_option("--policy-cap-s", pc.cap_s,
                 "after a growth was undone, the job is not grown past its size for this long", 0.0,
                 86400.0);
+  policy_option("--policy-idle-s", pc.idle_s,
+                "with --resources slurm: a node Slurm has idle this long, with no job waiting, "
+                "may be grown onto",
+                0.0, 86400.0);
+  app.add_option("--policy-min-procs", pc.min_procs,
+                 "--policy auto with --resources slurm: no job is shrunk below this many "
+                 "processes to give a node back to a job waiting in the queue")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
 }
 
 // --agent and what the agent reports.

@@ -153,22 +153,99 @@ std::optional<PolicyDecision> Policy::grow(Snapshot& snap, const PolicyJob& job,
       target, competing(*snap.by_name.at(target)), job.size + 1, job.rate, 100 * config_.min_gain,
       config_.measure_s);
   --snap.room[target];
-  s.last = snap.now;
+  start_trial(s, job, snap.now);
+  return d;
+}
+
+void Policy::start_trial(JobState& s, const PolicyJob& job, double now) {
+  s.last = now;
   s.trial = true;
   s.trial_started = false;
   s.trial_size = job.size;
   s.trial_rate = job.rate;
+}
+
+// The first job waiting for more nodes than are idle: this job leaves the releasable node where
+// it has the fewest processes (alone there, and not its only node), if it stays at min_procs or
+// more and the rest of the inventory holds its smaller world.
+std::optional<PolicyDecision> Policy::shrink_for_queue(Snapshot& snap, const PolicyJob& job) {
+  if (!snap.queue || snap.queue_used || snap.queue->waiting.empty()) return std::nullopt;
+  const PolicyQueue::Waiting& w = snap.queue->waiting.front();
+  const int idle = static_cast<int>(snap.queue->idle.size());
+  if (w.nodes <= idle) return std::nullopt;  // it starts without us
+  std::map<std::string, int> mine;
+  for (const auto& h : job.hosts) ++mine[h];
+  std::string best;
+  for (const auto& [name, count] : mine) {
+    auto it = snap.by_name.find(name);
+    if (it == snap.by_name.end() || !it->second->releasable) continue;
+    if (it->second->used != count || count >= job.size) continue;  // others there, or all ours
+    if (job.size - count < std::max(1, config_.min_procs)) continue;
+    int room = 0;  // the other hosts' slots for the new world (the job's own count as free)
+    for (const PolicyHost& h : snap.hosts)
+      if (h.name != name && !h.draining) room += std::max(0, h.slots - h.used) + mine[h.name];
+    if (room < job.size - count) continue;
+    if (best.empty() || count < mine[best]) best = name;
+  }
+  if (best.empty()) return std::nullopt;
+  snap.queue_used = true;
+  PolicyDecision d;
+  d.job = job.name;
+  d.kind = Kind::kResize;
+  d.size = job.size - mine[best];
+  d.avoid = best;
+  d.reason = fmt::format(
+      "Slurm job {} waits for {} node(s) and {} are idle: the job leaves {} ({} -> {} processes, "
+      "at least {}) so that the node goes back to Slurm",
+      w.id, w.nodes, idle, best, job.size, d.size, std::max(1, config_.min_procs));
   return d;
 }
 
+// Nobody waits: a node idle for idle_s is grown onto (as many processes as it has CPUs), which
+// makes pcmd ask Slurm for it; measured like any growth.
+std::optional<PolicyDecision> Policy::grow_onto_idle(Snapshot& snap, const PolicyJob& job,
+                                                     JobState& s) {
+  if (!snap.queue || snap.queue_used || !snap.queue->waiting.empty() || job.rate <= 0)
+    return std::nullopt;
+  if (snap.now < s.cap_until && job.size + 1 > s.cap) return std::nullopt;
+  for (const PolicyQueue::Idle& n : snap.queue->idle) {
+    auto it = idle_since_.find(n.name);
+    if (it == idle_since_.end() || snap.now - it->second < config_.idle_s) continue;
+    snap.queue_used = true;
+    idle_since_.erase(it);  // idle again for idle_s before another growth counts on it
+    PolicyDecision d;
+    d.job = job.name;
+    d.kind = Kind::kResize;
+    d.size = job.size + std::max(1, n.cpus);
+    d.reason = fmt::format(
+        "Slurm node {} has been idle for {:.0f} s and no job waits: try {} processes on it, keep "
+        "them if the rate ({:.1f} iterations/s now) rises by {:.0f} % within {:.0f} s",
+        n.name, config_.idle_s, d.size, job.rate, 100 * config_.min_gain, config_.measure_s);
+    start_trial(s, job, snap.now);
+    return d;
+  }
+  return std::nullopt;
+}
+
 std::vector<PolicyDecision> Policy::decide(double now, const std::vector<PolicyJob>& jobs,
-                                           const std::vector<PolicyHost>& hosts) {
-  Snapshot snap{now, hosts, {}, {}};
+                                           const std::vector<PolicyHost>& hosts,
+                                           const PolicyQueue* queue) {
+  Snapshot snap{now, hosts, {}, {}, queue};
   for (const PolicyHost& h : hosts) snap.by_name[h.name] = &h;
   track_loads(snap);
-  // Free slots as decisions use them up in this snapshot.
+  // Free slots as decisions use them up in this snapshot; a node going back to Slurm while a
+  // job waits for nodes takes no new process.
+  const bool waiting = queue && !queue->waiting.empty();
   for (const PolicyHost& h : hosts)
-    snap.room[h.name] = h.draining ? 0 : std::max(0, h.slots - h.used);
+    snap.room[h.name] = h.draining || (waiting && h.releasable) ? 0 : std::max(0, h.slots - h.used);
+  if (queue) {  // idle nodes: since when
+    for (auto it = idle_since_.begin(); it != idle_since_.end();)
+      it = std::any_of(queue->idle.begin(), queue->idle.end(),
+                       [&](const PolicyQueue::Idle& n) { return n.name == it->first; })
+               ? std::next(it)
+               : idle_since_.erase(it);
+    for (const PolicyQueue::Idle& n : queue->idle) idle_since_.emplace(n.name, now);
+  }
 
   std::vector<PolicyDecision> out;
   for (const PolicyJob& job : jobs) {
@@ -191,8 +268,18 @@ std::vector<PolicyDecision> Policy::decide(double now, const std::vector<PolicyJ
       }
       continue;
     }
-    // 2. Grow, then measure.
-    if (auto d = grow(snap, job, s)) out.push_back(std::move(*d));
+    // 2. Leave a node for a job waiting in Slurm's queue.
+    if (auto d = shrink_for_queue(snap, job)) {
+      s.last = now;
+      out.push_back(std::move(*d));
+      continue;
+    }
+    // 3. Grow, then measure: onto a free slot, else onto a node Slurm has idle.
+    if (auto d = grow(snap, job, s)) {
+      out.push_back(std::move(*d));
+    } else if (auto e = grow_onto_idle(snap, job, s)) {
+      out.push_back(std::move(*e));
+    }
   }
   return out;
 }

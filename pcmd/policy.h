@@ -14,6 +14,12 @@
 //  - hysteresis everywhere: min_interval_s between two decisions for a job (and after an
 //    operator's command), a failed decision is not retried for retry_after_s, the load thresholds
 //    differ for leaving and for coming.
+// With Slurm's queue (pcmd --resources slurm, PolicyQueue):
+//  - a job waiting in the queue for more nodes than are idle makes a job leave a node that goes
+//    back to Slurm once left (PolicyHost::releasable): a shrinking resize whose new world avoids
+//    that node (the desk respawns it elsewhere), never below the job's minimum (min_procs);
+//  - while nobody waits, a node idle for idle_s is grown onto (a resize by its CPUs, which asks
+//    Slurm for it), measured and kept or undone like any growth.
 // Draining a host that leaves is pcmd's drain (agent_leave), not a decision here.
 #pragma once
 
@@ -35,6 +41,22 @@ struct PolicyConfig {
   double load_sustain_s = 3;
   double retry_after_s = 30;
   double cap_s = 300;
+  double idle_s = 10;  // with the queue: a node idle this long may be grown onto
+  int min_procs = 1;   // with the queue: no job is shrunk below this
+};
+
+// What Slurm's queue shows beyond the inventory (pcmd --resources slurm).
+struct PolicyQueue {
+  struct Waiting {
+    std::string id;
+    int nodes = 1;
+  };
+  std::vector<Waiting> waiting;  // jobs waiting for nodes, highest priority first
+  struct Idle {
+    std::string name;
+    int cpus = 1;
+  };
+  std::vector<Idle> idle;  // nodes that no job holds
 };
 
 struct PolicyHost {
@@ -44,8 +66,9 @@ struct PolicyHost {
   bool draining = false;
   bool agent = false;  // the figures below come from its agent
   int cores = 0;
-  double busy = 0;      // busy cores
-  double runnable = 0;  // runnable tasks on its CPUs, the jobs' own included
+  double busy = 0;          // busy cores
+  double runnable = 0;      // runnable tasks on its CPUs, the jobs' own included
+  bool releasable = false;  // goes back to Slurm once no job uses it
 };
 
 struct PolicyJob {
@@ -63,6 +86,7 @@ struct PolicyDecision {
   std::vector<int> ranks;  // merge
   int size = 0;            // resize
   std::string host;        // migrate: the target; resize up: where the new process goes
+  std::string avoid;       // resize down: no process of the new world goes there
   std::string reason;      // with the figures it used
 };
 
@@ -71,8 +95,10 @@ class Policy {
   explicit Policy(PolicyConfig config = {}) : config_(config) {}
 
   // The decisions for this snapshot (at most one per job). now: seconds on any steady clock.
+  // queue: Slurm's (null: none, the rules that use it are off).
   std::vector<PolicyDecision> decide(double now, const std::vector<PolicyJob>& jobs,
-                                     const std::vector<PolicyHost>& hosts);
+                                     const std::vector<PolicyHost>& hosts,
+                                     const PolicyQueue* queue = nullptr);
   // A decision's command could not be queued, or failed when it ran.
   void failed(const std::string& job, double now);
   // An operator's command for job (it takes precedence: the policy waits min_interval_s after).
@@ -103,6 +129,8 @@ class Policy {
     const std::vector<PolicyHost>& hosts;
     std::map<std::string, const PolicyHost*> by_name;
     std::map<std::string, int> room;
+    const PolicyQueue* queue = nullptr;
+    bool queue_used = false;  // one queue decision per snapshot
   };
 
   // The steps of decide(), in order.
@@ -114,6 +142,10 @@ class Policy {
   std::optional<PolicyDecision> leave_host(Snapshot& snap, const PolicyJob& job,
                                            const std::string& from);
   std::optional<PolicyDecision> grow(Snapshot& snap, const PolicyJob& job, JobState& s);
+  // The queue's rules: leave a node for a waiting job; grow onto a node idle for idle_s.
+  std::optional<PolicyDecision> shrink_for_queue(Snapshot& snap, const PolicyJob& job);
+  std::optional<PolicyDecision> grow_onto_idle(Snapshot& snap, const PolicyJob& job, JobState& s);
+  void start_trial(JobState& s, const PolicyJob& job, double now);
 
   // Above load_high for load_sustain_s.
   bool loaded(const std::string& host, double now) const;
@@ -125,6 +157,7 @@ class Policy {
   PolicyConfig config_;
   std::map<std::string, JobState> jobs_;
   std::map<std::string, double> high_since_;  // host: since when above load_high (absent: not)
+  std::map<std::string, double> idle_since_;  // Slurm node: since when idle (absent: not)
   std::vector<std::pair<std::string, std::string>> notes_;
 };
 

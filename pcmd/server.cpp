@@ -50,7 +50,8 @@ Server::Server(zmq::context_t& context, ServerOptions options)
   restore_table();
   if (options_.slurm) {
     slurm_ = std::make_unique<SlurmGrowth>(*options_.slurm, options_.slurm_grow_timeout,
-                                           this_host(), jobs_, inventory_, desk_, changes_, log_);
+                                           this_host(), options_.policy_auto, jobs_, inventory_,
+                                           desk_, changes_, log_);
     desk_.set_growth(slurm_.get());
     slurm_->sweep();
   }

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <ctime>
 #include <regex>
 
@@ -23,6 +24,7 @@ constexpr std::chrono::milliseconds kSlurmTimeout{20000};  // scontrol, squeue, 
 constexpr std::chrono::seconds kGiveBackPeriod{2};
 // salloc gives up by itself at the bound (--immediate); pcmd stops it this much later.
 constexpr std::chrono::seconds kSallocGrace{10};
+constexpr std::chrono::seconds kQueuePeriod{3};  // how often the policy's view of the queue is read
 
 std::string one_line(const std::string& text) {
   std::string s = text.substr(0, 300);
@@ -47,8 +49,8 @@ std::string seconds_since(SlurmGrowth::Clock::time_point t) {
 }  // namespace
 
 SlurmGrowth::SlurmGrowth(SlurmAllocation parent, std::chrono::seconds timeout, std::string my_host,
-                         JobTable& jobs, Inventory& inventory, CommandDesk& desk, Changes& changes,
-                         std::shared_ptr<spdlog::logger> log)
+                         bool watch_queue, JobTable& jobs, Inventory& inventory, CommandDesk& desk,
+                         Changes& changes, std::shared_ptr<spdlog::logger> log)
     : parent_(std::move(parent)),
       timeout_(timeout),
       my_host_(std::move(my_host)),
@@ -56,7 +58,8 @@ SlurmGrowth::SlurmGrowth(SlurmAllocation parent, std::chrono::seconds timeout, s
       inventory_(inventory),
       desk_(desk),
       changes_(changes),
-      log_(std::move(log)) {
+      log_(std::move(log)),
+      watch_queue_(watch_queue) {
   for (const auto& h : inventory_.hosts())
     if (!h.slurm_job.empty() && h.slurm_job != parent_.job_id)
       extras_[h.slurm_job].push_back(h.name);
@@ -175,6 +178,60 @@ void SlurmGrowth::tick() {
     next_check_ = Clock::now() + kGiveBackPeriod;
     give_back_unused();
   }
+  if (watch_queue_) watch_queue();
+}
+
+void SlurmGrowth::watch_queue() {
+  if (!reading_) {
+    if (Clock::now() < next_read_) return;
+    next_read_ = Clock::now() + kQueuePeriod;
+    const std::vector<std::string> env = environment_outside_slurm();
+    reading_ = squeue_.start({"squeue", "-h", "-t", "PD", "--sort=-p,i", "-o", "%i|%j|%D"}, env) &&
+               sinfo_.start({"sinfo", "-h", "-N", "-t", "idle", "-o", "%N|%c"}, env);
+    if (!reading_) {
+      squeue_.stop();
+      log_->warn("Slurm's queue cannot be read (squeue, sinfo): the policy does without it");
+    }
+    return;
+  }
+  if (squeue_.poll() || sinfo_.poll()) return;
+  reading_ = false;
+  if (squeue_.exit_code() != 0 || sinfo_.exit_code() != 0) return;  // the last reading stays
+  // Lines "A|B|C", at most the first 64.
+  auto rows = [](const std::string& text) {
+    std::vector<std::vector<std::string>> out;
+    std::size_t start = 0;
+    while (start < text.size() && out.size() < 64) {
+      std::size_t end = text.find('\n', start);
+      if (end == std::string::npos) end = text.size();
+      std::vector<std::string> cells;
+      std::size_t a = start;
+      for (;;) {
+        const std::size_t bar = text.find('|', a);
+        if (bar == std::string::npos || bar > end) {
+          cells.push_back(one_line(text.substr(a, end - a)));
+          break;
+        }
+        cells.push_back(text.substr(a, bar - a));
+        a = bar + 1;
+      }
+      out.push_back(std::move(cells));
+      start = end + 1;
+    }
+    return out;
+  };
+  PolicyQueue q;
+  for (const auto& r : rows(squeue_.output())) {
+    if (r.size() != 3 || r[1].rfind("pcm-grow.", 0) == 0) continue;  // pcmd's own requests
+    const int nodes = std::atoi(r[2].c_str());
+    if (nodes > 0) q.waiting.push_back({r[0], nodes});
+  }
+  std::set<std::string> seen;
+  for (const auto& r : rows(sinfo_.output())) {
+    if (r.size() != 2 || r[0].empty() || !seen.insert(r[0]).second) continue;  // one per node
+    q.idle.push_back({r[0], std::max(1, std::atoi(r[1].c_str()))});
+  }
+  queue_ = std::move(q);
 }
 
 void SlurmGrowth::finish(Request& r) {
@@ -300,10 +357,13 @@ void SlurmGrowth::give_back_unused() {
                      [&](const std::string& h) { return inventory_.find(h) && in_use(h); }))
       extras_free.push_back(id);
   // pcmd's allocation: nodes a job left (or out of the inventory), never the batch host or pcmd's.
+  // With the policy watching the queue, a node no job ever used goes back too while a job waits.
+  const bool someone_waits = watch_queue_ && queue_ && !queue_->waiting.empty();
   std::vector<std::string> nodes_free;
   for (const HostSlots& h : parent_.hosts)
     if (releasable(h.name) &&
-        (!inventory_.find(h.name) || (occupied_.count(h.name) && !in_use(h.name))))
+        (!inventory_.find(h.name) ||
+         ((occupied_.count(h.name) || someone_waits) && !in_use(h.name))))
       nodes_free.push_back(h.name);
   for (const auto& id : extras_free) {
     const auto busy = step_nodes(id);

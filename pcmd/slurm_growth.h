@@ -34,16 +34,20 @@ class SlurmGrowth : public CommandDesk::Growth {
 
   // parent: the allocation pcmd runs in (whose partition, account, QOS and end a second
   // allocation copies); timeout: how long a command waits for one (--slurm-grow-timeout);
-  // my_host: pcmd's host. The extra allocations are those the inventory's hosts are tagged with.
+  // my_host: pcmd's host; watch_queue: read Slurm's queue for the policy (every few seconds, in
+  // the background). The extra allocations are those the inventory's hosts are tagged with.
   SlurmGrowth(SlurmAllocation parent, std::chrono::seconds timeout, std::string my_host,
-              JobTable& jobs, Inventory& inventory, CommandDesk& desk, Changes& changes,
-              std::shared_ptr<spdlog::logger> log);
+              bool watch_queue, JobTable& jobs, Inventory& inventory, CommandDesk& desk,
+              Changes& changes, std::shared_ptr<spdlog::logger> log);
   // Stops the requests still waiting and cancels what they asked for.
   ~SlurmGrowth() override;
 
   proto::json grow(Job& job, const proto::Command& c, const CommandDesk::Where& where,
                    CommandDesk::From from, int missing) override;
   void before_queue(const Job& job, proto::Command& c) override;
+  // A node of an extra allocation, or of pcmd's own but the batch host and pcmd's host.
+  bool releasable(const std::string& host) const override;
+  std::optional<PolicyQueue> queue() const override { return queue_; }
 
   // From pcmd's loop: the requests under way (granted, refused, out of time) and, every few
   // seconds, the extra allocations that nothing uses any more.
@@ -74,8 +78,8 @@ class SlurmGrowth : public CommandDesk::Growth {
   void refuse(Request& r, const std::string& why);
   // Whether a process of a running job is (or a queued command puts one) on host.
   bool in_use(const std::string& host) const;
-  // Whether host is one pcmd gives back once the jobs leave it.
-  bool releasable(const std::string& host) const;
+  // The queue's reading: started every kQueuePeriod, taken when both commands have ended.
+  void watch_queue();
   void give_back_unused();
   // The nodes where a step of Slurm job id runs (nothing when squeue does not answer).
   std::optional<std::set<std::string>> step_nodes(const std::string& id) const;
@@ -102,6 +106,11 @@ class SlurmGrowth : public CommandDesk::Growth {
   std::map<std::string, std::string> occupied_;
   std::set<std::string> waiting_logged_;  // what was said to wait for steps (logged once)
   Clock::time_point next_check_{};
+  bool watch_queue_ = false;
+  Child squeue_, sinfo_;
+  bool reading_ = false;
+  Clock::time_point next_read_{};
+  std::optional<PolicyQueue> queue_;
 };
 
 }  // namespace pcm::detail

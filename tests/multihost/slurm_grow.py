@@ -79,7 +79,7 @@ def events(c, job):
 def scenario(c):
     n1, n2 = c.names
     job = "slurm-grow"
-    args = ["--nx", "61", "--ny", "40", "--iters", "20000"]
+    args = ["--nx", "61", "--ny", "40", "--iters", "12000"]
     plain = heat2d_plain(c.build, args)
     out = os.path.join(c.tmp, "job.out")
     c.env["PCM_JOB"] = job

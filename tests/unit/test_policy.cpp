@@ -171,3 +171,96 @@ TEST(Policy, HostsThatLeftAreForgottenAndInconsistentJobsSkipped) {
   odd.size = 2;  // hosts do not match the size
   EXPECT_TRUE(p.decide(6, {odd}, with).empty());
 }
+
+// ---- with Slurm's queue ----------------------------------------------------------------------
+
+namespace {
+
+d::PolicyQueue queue(std::vector<std::pair<std::string, int>> waiting,
+                     std::vector<std::pair<std::string, int>> idle) {
+  d::PolicyQueue q;
+  for (auto& [id, nodes] : waiting) q.waiting.push_back({id, nodes});
+  for (auto& [name, cpus] : idle) q.idle.push_back({name, cpus});
+  return q;
+}
+
+d::PolicyHost releasable(d::PolicyHost h) {
+  h.releasable = true;
+  return h;
+}
+
+}  // namespace
+
+TEST(PolicyQueue, AJobWaitingForMoreNodesThanAreIdleMakesAJobLeaveAReleasableNode) {
+  d::Policy p(config());
+  // The job: 2 processes on h1 (the batch host), 1 alone on h2, which goes back once left.
+  std::vector<d::PolicyHost> hosts{host("h1", 2, 2), releasable(host("h2", 2, 1))};
+  const auto waiting = queue({{"17", 1}}, {});
+  auto out = p.decide(0, {job({"h1", "h1", "h2"}, 50)}, hosts, &waiting);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].kind, Kind::kResize);
+  EXPECT_EQ(out[0].size, 2);
+  EXPECT_EQ(out[0].avoid, "h2");
+  EXPECT_NE(out[0].reason.find("Slurm job 17 waits for 1 node(s) and 0 are idle"),
+            std::string::npos)
+      << out[0].reason;
+  // Enough idle nodes for it: nothing to give back.
+  d::Policy q(config());
+  const auto idle = queue({{"17", 1}}, {{"h3", 2}});
+  EXPECT_TRUE(q.decide(0, {job({"h1", "h1", "h2"}, 50)}, hosts, &idle).empty());
+}
+
+TEST(PolicyQueue, NoLeavingBelowTheMinimumOrFromANodeSharedOrHeldForGood) {
+  d::PolicyConfig c = config();
+  c.min_procs = 3;
+  const auto waiting = queue({{"17", 1}}, {});
+  d::Policy p(c);
+  std::vector<d::PolicyHost> hosts{host("h1", 2, 2), releasable(host("h2", 2, 1))};
+  EXPECT_TRUE(p.decide(0, {job({"h1", "h1", "h2"}, 50)}, hosts, &waiting).empty());
+  d::Policy shared(config());  // another job's process is on h2 too
+  std::vector<d::PolicyHost> busy{host("h1", 2, 2), releasable(host("h2", 2, 2))};
+  EXPECT_TRUE(shared.decide(0, {job({"h1", "h1", "h2"}, 50)}, busy, &waiting).empty());
+  d::Policy held(config());  // h2 is not a node that goes back (e.g. pcmd's): no shrink
+  std::vector<d::PolicyHost> kept{host("h1", 2, 2), host("h2", 1, 1)};
+  EXPECT_TRUE(held.decide(0, {job({"h1", "h1", "h2"}, 50)}, kept, &waiting).empty());
+  d::Policy alone(config());  // the job's only node: it has nowhere else to go
+  std::vector<d::PolicyHost> one{releasable(host("h2", 2, 2))};
+  EXPECT_TRUE(alone.decide(0, {job({"h2", "h2"}, 50)}, one, &waiting).empty());
+}
+
+TEST(PolicyQueue, WhileAJobWaitsNoGrowthOntoANodeThatWouldGoBack) {
+  d::Policy p(config());
+  // h2 has free slots but goes back to Slurm once empty: with a job waiting, it is not grown on.
+  std::vector<d::PolicyHost> hosts{host("h1", 2, 2), releasable(host("h2", 2, 0))};
+  const auto waiting = queue({{"17", 1}}, {{"h3", 2}});
+  EXPECT_TRUE(p.decide(0, {job({"h1", "h1"}, 50)}, hosts, &waiting).empty());
+  const auto nobody = queue({}, {});
+  auto out = p.decide(1, {job({"h1", "h1"}, 50)}, hosts, &nobody);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].host, "h2");
+}
+
+TEST(PolicyQueue, ANodeIdleLongEnoughIsGrownOntoByItsCpusWhenNobodyWaits) {
+  d::PolicyConfig c = config();
+  c.idle_s = 10;
+  d::Policy p(c);
+  std::vector<d::PolicyHost> hosts{host("h1", 2, 2)};  // no free slot in the inventory
+  const auto idle = queue({}, {{"h3", 2}});
+  EXPECT_TRUE(p.decide(0, {job({"h1", "h1"}, 50)}, hosts, &idle).empty());  // idle since 0
+  EXPECT_TRUE(p.decide(9, {job({"h1", "h1"}, 50)}, hosts, &idle).empty());
+  auto out = p.decide(10, {job({"h1", "h1"}, 50)}, hosts, &idle);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].kind, Kind::kResize);
+  EXPECT_EQ(out[0].size, 4);
+  EXPECT_TRUE(out[0].host.empty());
+  EXPECT_NE(out[0].reason.find("Slurm node h3 has been idle for 10 s"), std::string::npos)
+      << out[0].reason;
+  // A node that stopped being idle starts over; a waiting job stops growth onto idle nodes.
+  d::Policy q(c);
+  const auto busy = queue({}, {});
+  const auto waits = queue({{"17", 2}}, {{"h3", 2}});
+  EXPECT_TRUE(q.decide(0, {job({"h1", "h1"}, 50)}, hosts, &idle).empty());
+  EXPECT_TRUE(q.decide(5, {job({"h1", "h1"}, 50)}, hosts, &busy).empty());
+  EXPECT_TRUE(q.decide(12, {job({"h1", "h1"}, 50)}, hosts, &idle).empty());
+  EXPECT_TRUE(q.decide(30, {job({"h1", "h1"}, 50)}, hosts, &waits).empty());
+}
