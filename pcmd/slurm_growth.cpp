@@ -151,8 +151,8 @@ bool SlurmGrowth::releasable(const std::string& host) const {
 }
 
 void SlurmGrowth::tick() {
-  for (auto it = requests_.begin(); it != requests_.end();) {
-    Request& r = **it;
+  for (std::size_t i = 0; i < requests_.size();) {
+    Request& r = *requests_[i];
     const bool runs = r.salloc.poll();
     if (r.slurm_job.empty()) {
       r.slurm_job = allocation_id(r.salloc.output());
@@ -162,9 +162,13 @@ void SlurmGrowth::tick() {
     Job* job = jobs_.get(r.job);
     const bool job_gone = !job || job->state != JobState::kRunning;
     if (runs && !job_gone && Clock::now() < r.deadline) {
-      ++it;
+      ++i;
       continue;
     }
+    // Out of the list before it is finished: the command placed on a grant too small for it
+    // asks for another allocation (grow), which adds a request to the list.
+    const std::unique_ptr<Request> done = std::move(requests_[i]);
+    requests_.erase(requests_.begin() + static_cast<std::ptrdiff_t>(i));
     if (runs) {
       r.salloc.stop();
       refuse(r, job_gone ? "the job ended"
@@ -172,7 +176,6 @@ void SlurmGrowth::tick() {
     } else {
       finish(r);
     }
-    it = requests_.erase(it);
   }
   if (Clock::now() >= next_check_) {
     next_check_ = Clock::now() + kGiveBackPeriod;

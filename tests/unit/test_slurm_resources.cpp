@@ -1,11 +1,22 @@
 // test_slurm_resources.cpp — unit tests of pcmd --resources slurm: scontrol's job record parsed
-// into the inventory, the refusals outside an allocation or without Slurm, the bounded command
-// runner, and the inventory's Slurm job column kept across a restart.
+// into the inventory (with what a second allocation copies: partition, account, QOS, end time),
+// Slurm's time stamps, the refusals outside an allocation or without Slurm, the bounded command
+// runner, the background program (Child), the environment Slurm's commands get, and the
+// inventory's Slurm job column kept across a restart.
 #include <gtest/gtest.h>
+#include <signal.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstdlib>
+#include <ctime>
+#include <fstream>
 #include <map>
+#include <optional>
+#include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "error.h"
@@ -13,10 +24,13 @@
 #include "server_fixture.h"
 #include "slurm_resources.h"
 
+using pcm::detail::Child;
 using pcm::detail::CommandResult;
 using pcm::detail::count_cpu_ids;
+using pcm::detail::environment_outside_slurm;
 using pcm::detail::HostSlots;
 using pcm::detail::parse_scontrol_job;
+using pcm::detail::parse_slurm_time;
 using pcm::detail::run_command;
 using pcm::detail::slurm_allocation;
 using pcm::detail::SlurmAllocation;
@@ -134,6 +148,54 @@ TEST(SlurmJobRecord, RefusesRecordsWithoutTheFields) {
     EXPECT_EQ(code_of([&] { parse_scontrol_job(bad); }), PCM_ERR_ARG) << bad;
 }
 
+TEST(SlurmTime, AStampIsLocalTimeAndAnythingElseIsNothing) {
+  const auto t = parse_slurm_time("2026-11-25T21:30:00");
+  ASSERT_TRUE(t.has_value());
+  std::tm tm{};
+  ASSERT_NE(::localtime_r(&*t, &tm), nullptr);
+  EXPECT_EQ(tm.tm_year, 2026 - 1900);
+  EXPECT_EQ(tm.tm_mon, 10);
+  EXPECT_EQ(tm.tm_mday, 25);
+  EXPECT_EQ(tm.tm_hour, 21);
+  EXPECT_EQ(tm.tm_min, 30);
+  EXPECT_EQ(tm.tm_sec, 0);
+  // One second later is one second later.
+  const auto next = parse_slurm_time("2026-11-25T21:30:01");
+  ASSERT_TRUE(next.has_value());
+  EXPECT_EQ(*next - *t, 1);
+  for (const char* bad :
+       {"Unknown", "None", "", "garbage", "2026-11-25", "2026-11-25T21:30", "2026-11-25T21:30:000",
+        " 2026-11-25T21:30:00", "2026-11-25 21:30:00", "2026-11-25T21:30:0x", "2026-13-25T21:30:00",
+        "2026-11-25T25:30:00", "xxxx-xx-xxTxx:xx:xx"})
+    EXPECT_FALSE(parse_slurm_time(bad).has_value()) << bad;
+}
+
+TEST(SlurmJobRecord, GivesWhatASecondAllocationCopies) {
+  SlurmAllocation a = parse_scontrol_job(
+      "JobId=9 JobName=x Account=(null) QOS=normal JobState=RUNNING Partition=main "
+      "TimeLimit=01:00:00 StartTime=2026-11-25T20:30:00 EndTime=2026-11-25T21:30:00 "
+      "NodeList=n1 NumNodes=1 NumCPUs=2");
+  EXPECT_EQ(a.partition, "main");
+  EXPECT_EQ(a.account, "");
+  EXPECT_EQ(a.qos, "normal");
+  ASSERT_TRUE(a.end_time.has_value());
+  EXPECT_EQ(*a.end_time, *parse_slurm_time("2026-11-25T21:30:00"));
+  // A job without a time limit ends Unknown; an account named is copied.
+  a = parse_scontrol_job(
+      "JobId=9 Account=physics QOS=(null) JobState=RUNNING Partition=gpu EndTime=Unknown "
+      "NodeList=n1 NumNodes=1 NumCPUs=2");
+  EXPECT_EQ(a.partition, "gpu");
+  EXPECT_EQ(a.account, "physics");
+  EXPECT_EQ(a.qos, "");
+  EXPECT_FALSE(a.end_time.has_value());
+  // The record from the test cluster: no EndTime shown, Account and QOS (null).
+  a = parse_scontrol_job(kRecord);
+  EXPECT_EQ(a.partition, "main");
+  EXPECT_EQ(a.account, "");
+  EXPECT_EQ(a.qos, "");
+  EXPECT_FALSE(a.end_time.has_value());
+}
+
 TEST(SlurmResources, ReadsTheAllocationThroughScontrolAndChecksSrun) {
   FakeSlurm s;
   const SlurmAllocation a = s.allocation();
@@ -215,6 +277,132 @@ TEST(RunCommand, CapturesOutputAndExitAndKillsAfterTheTimeout) {
   r = run_command({"sh", "-c", "exec >/dev/null 2>&1; sleep 30"}, std::chrono::milliseconds(300));
   EXPECT_TRUE(r.timed_out);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(20));
+}
+
+namespace {
+
+// Polls c until it has ended (true) or 5 s have passed (false).
+bool ends(Child& c) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (c.poll()) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
+
+// The first line of file once it has one (up to 5 s), else "".
+std::string first_line_of(const fs::path& file) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::ifstream in(file);
+    std::stringstream text;
+    text << in.rdbuf();
+    const std::string s = text.str();
+    if (const auto nl = s.find('\n'); nl != std::string::npos) return s.substr(0, nl);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST(Child, RunsInTheBackgroundAndGivesItsOutputAndExit) {
+  Child c;
+  EXPECT_FALSE(c.running());
+  ASSERT_TRUE(c.start({"true"}, environment_outside_slurm()));
+  ASSERT_TRUE(ends(c));
+  EXPECT_FALSE(c.running());
+  EXPECT_EQ(c.exit_code(), std::optional<int>(0));
+  EXPECT_EQ(c.output(), "");
+
+  // Started again: a fresh output and exit.
+  ASSERT_TRUE(c.start({"sh", "-c", "echo hi; exit 3"}, environment_outside_slurm()));
+  EXPECT_FALSE(c.exit_code().has_value());
+  ASSERT_TRUE(ends(c));
+  EXPECT_EQ(c.output(), "hi\n");
+  EXPECT_EQ(c.exit_code(), std::optional<int>(3));
+  // Polling an ended program changes nothing.
+  EXPECT_FALSE(c.poll());
+  EXPECT_EQ(c.exit_code(), std::optional<int>(3));
+
+  // The environment given is the program's.
+  ASSERT_TRUE(c.start({"sh", "-c", "echo \"$PCM_CHILD_TEST\""}, {"PCM_CHILD_TEST=given"}));
+  ASSERT_TRUE(ends(c));
+  EXPECT_EQ(c.output(), "given\n");
+}
+
+TEST(Child, AMissingProgramDoesNotStart) {
+  Child c;
+  EXPECT_FALSE(c.start({"pcm-test-no-such-program"}, environment_outside_slurm()));
+  EXPECT_FALSE(c.running());
+  EXPECT_FALSE(c.poll());
+  EXPECT_EQ(c.exit_code(), std::optional<int>(127));
+}
+
+TEST(Child, StopEndsItAtOnce) {
+  Child c;
+  ASSERT_TRUE(c.start({"sleep", "30"}, environment_outside_slurm()));
+  EXPECT_TRUE(c.poll());
+  EXPECT_TRUE(c.running());
+  const auto t0 = std::chrono::steady_clock::now();
+  c.stop();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  EXPECT_FALSE(c.running());
+  EXPECT_EQ(c.exit_code(), std::optional<int>(128 + SIGTERM));
+}
+
+TEST(Child, ItsDestructorEndsTheProgram) {
+  TempDir tmp;
+  const fs::path file = tmp.path() / "pid";
+  pid_t pid = 0;
+  {
+    Child c;
+    ASSERT_TRUE(c.start({"sh", "-c", "echo $$ > " + file.string() + "; exec sleep 30"},
+                        environment_outside_slurm()));
+    const std::string line = first_line_of(file);
+    ASSERT_FALSE(line.empty());
+    pid = static_cast<pid_t>(std::stol(line));
+    ASSERT_GT(pid, 0);
+    EXPECT_EQ(::kill(pid, 0), 0);  // it runs (sleep, in sh's place)
+    EXPECT_TRUE(c.poll());
+  }
+  // Ended and reaped: no such process, not even a zombie.
+  errno = 0;
+  EXPECT_EQ(::kill(pid, 0), -1);
+  EXPECT_EQ(errno, ESRCH);
+}
+
+TEST(SlurmEnvironment, SlurmsOwnVariablesAreLeftOutButSlurmConf) {
+  struct Unset {
+    ~Unset() {
+      for (const char* n : {"SLURM_JOB_ID", "SLURM_CONF", "SALLOC_PARTITION", "SBATCH_QOS",
+                            "SRUN_CPUS_PER_TASK", "PCM_X"})
+        ::unsetenv(n);
+    }
+  } unset;
+  ASSERT_EQ(::setenv("SLURM_JOB_ID", "5", 1), 0);
+  ASSERT_EQ(::setenv("SLURM_CONF", "/x", 1), 0);
+  ASSERT_EQ(::setenv("SALLOC_PARTITION", "p", 1), 0);
+  ASSERT_EQ(::setenv("SBATCH_QOS", "q", 1), 0);
+  ASSERT_EQ(::setenv("SRUN_CPUS_PER_TASK", "2", 1), 0);
+  ASSERT_EQ(::setenv("PCM_X", "1", 1), 0);
+  const std::vector<std::string> env = environment_outside_slurm();
+  auto has = [&](const std::string& e) {
+    return std::find(env.begin(), env.end(), e) != env.end();
+  };
+  auto names = [&](const std::string& prefix) {
+    return std::any_of(env.begin(), env.end(),
+                       [&](const std::string& e) { return e.rfind(prefix, 0) == 0; });
+  };
+  EXPECT_TRUE(has("SLURM_CONF=/x"));
+  EXPECT_TRUE(has("PCM_X=1"));
+  EXPECT_FALSE(names("SLURM_JOB_ID="));
+  EXPECT_FALSE(names("SALLOC_PARTITION="));
+  EXPECT_FALSE(names("SBATCH_QOS="));
+  EXPECT_FALSE(names("SRUN_CPUS_PER_TASK="));
+  // The rest of the environment is kept.
+  if (const char* path = std::getenv("PATH")) EXPECT_TRUE(has(std::string("PATH=") + path));
 }
 
 // The hosts of --resources slurm carry their job in host_list and in the job table on disk.
