@@ -281,9 +281,14 @@ void SlurmGrowth::finish(Request& r) {
   const std::string waited = seconds_since(r.started);
   try {
     const json reply = desk_.request(*job, r.command, r.where, r.from);
-    jobs_.note(*job, fmt::format("Slurm granted job {} ({}) after {}: {} queued (command {})",
-                                 a.job_id, fmt::join(added, ", "), waited,
-                                 reply.value("text", std::string("?")), reply.value("command", 0)));
+    jobs_.note(
+        *job,
+        reply.value("allocating", false)
+            ? fmt::format("Slurm granted job {} ({}) after {}: not enough, {}", a.job_id,
+                          fmt::join(added, ", "), waited, reply.value("text", std::string("?")))
+            : fmt::format("Slurm granted job {} ({}) after {}: {} queued (command {})", a.job_id,
+                          fmt::join(added, ", "), waited, reply.value("text", std::string("?")),
+                          reply.value("command", 0)));
   } catch (const Error& e) {
     jobs_.note(*job, fmt::format("Slurm granted job {} after {}, but {} was refused: {}; {}",
                                  a.job_id, waited, r.text, e.what(), give_back(a.job_id)));
@@ -353,7 +358,9 @@ void SlurmGrowth::give_back_unused() {
     if (job.state == JobState::kRunning)
       for (const auto& h : job.hosts)
         if (releasable(h)) occupied_[h] = name;
-  // Extra allocations: all their hosts unused (or out of the inventory: drained, removed).
+  // Extra allocations: all their hosts unused (or out of the inventory: drained, removed); none
+  // while a command waits for another (a grant too small for it waits for the next).
+  if (!requests_.empty()) return;
   std::vector<std::string> extras_free;
   for (const auto& [id, hosts] : extras_)
     if (std::none_of(hosts.begin(), hosts.end(),
@@ -364,9 +371,8 @@ void SlurmGrowth::give_back_unused() {
   const bool someone_waits = watch_queue_ && queue_ && !queue_->waiting.empty();
   std::vector<std::string> nodes_free;
   for (const HostSlots& h : parent_.hosts)
-    if (releasable(h.name) &&
-        (!inventory_.find(h.name) ||
-         ((occupied_.count(h.name) || someone_waits) && !in_use(h.name))))
+    if (releasable(h.name) && (!inventory_.find(h.name) ||
+                               ((occupied_.count(h.name) || someone_waits) && !in_use(h.name))))
       nodes_free.push_back(h.name);
   for (const auto& id : extras_free) {
     const auto busy = step_nodes(id);

@@ -66,6 +66,8 @@ struct FakeGrowth : CommandDesk::Growth {
     queued.push_back(c);
     if (make_respawn) c.respawn = true;
   }
+  bool releasable(const std::string&) const override { return false; }
+  std::optional<pcm::detail::PolicyQueue> queue() const override { return std::nullopt; }
 };
 
 pcm::proto::Command split(int rank, int into) {
@@ -287,7 +289,8 @@ TEST_F(GrowthDeskTest, SallocAsksForTheSlotsMissingLikeTheParentAllocation) {
   parent.partition = "main";
   parent.qos = "normal";
   parent.end_time = std::time(nullptr) + 600;
-  SlurmGrowth g(parent, std::chrono::seconds(30), jobs_, inventory_, desk_, changes_, log_);
+  SlurmGrowth g(parent, std::chrono::seconds(30), "localhost", false, jobs_, inventory_, desk_,
+                changes_, log_);
   EXPECT_EQ(g.grow_name(), "pcm-grow.7");
   const std::vector<std::string> argv = g.salloc_argv(3);
   ASSERT_FALSE(argv.empty());
@@ -309,7 +312,8 @@ TEST_F(GrowthDeskTest, SallocCopiesOnlyWhatTheParentAllocationShows) {
   SlurmAllocation parent;
   parent.job_id = "12";
   parent.account = "physics";
-  SlurmGrowth g(parent, std::chrono::seconds(5), jobs_, inventory_, desk_, changes_, log_);
+  SlurmGrowth g(parent, std::chrono::seconds(5), "localhost", false, jobs_, inventory_, desk_,
+                changes_, log_);
   const std::vector<std::string> argv = g.salloc_argv(2);
   EXPECT_TRUE(has(argv, "--immediate=5")) << joined(argv);
   EXPECT_TRUE(has(argv, "--job-name=pcm-grow.12")) << joined(argv);
@@ -319,6 +323,7 @@ TEST_F(GrowthDeskTest, SallocCopiesOnlyWhatTheParentAllocationShows) {
     EXPECT_FALSE(has_prefix(argv, absent)) << joined(argv);
   // An allocation whose end has passed: at least a minute, never 0 (no limit) or less.
   parent.end_time = std::time(nullptr) - 30;
-  SlurmGrowth late(parent, std::chrono::seconds(5), jobs_, inventory_, desk_, changes_, log_);
+  SlurmGrowth late(parent, std::chrono::seconds(5), "localhost", false, jobs_, inventory_, desk_,
+                   changes_, log_);
   EXPECT_TRUE(has(late.salloc_argv(1), "--time=1")) << joined(late.salloc_argv(1));
 }
