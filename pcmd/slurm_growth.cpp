@@ -385,12 +385,14 @@ void SlurmGrowth::give_back_unused() {
             id, fmt::join(*busy, ", "));
       continue;
     }
+    // Told to the job it was asked for, else (pcmd restarted since) the last that ran there.
+    std::string owner = grown_for_.count(id) ? grown_for_[id] : "";
+    for (const auto& h : extras_[id])
+      if (owner.empty() && occupied_.count(h)) owner = occupied_[h];
+    for (const auto& h : extras_[id]) occupied_.erase(h);
+    grown_for_.erase(id);
     const std::string text = give_back(id);
-    const auto owner = grown_for_.find(id);
-    if (owner != grown_for_.end()) {
-      if (Job* job = jobs_.get(owner->second)) jobs_.note(*job, text);
-      grown_for_.erase(owner);
-    }
+    if (Job* job = owner.empty() ? nullptr : jobs_.get(owner)) jobs_.note(*job, text);
     log_->info("{}", text);
   }
   if (nodes_free.empty()) return;

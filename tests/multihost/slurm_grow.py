@@ -12,6 +12,8 @@ node 1 only (tests/multihost/slurm_heat2d_job.sh) runs pcmd as a step (--resourc
 2. node 2 free: the split waits for, and gets, a second allocation on node 2 (a job of Slurm's
    own, pcm-grow.J, tagged on node 2 in `pcmctl host list`), and is carried out there;
 3. a job that needs node 2's two CPUs waits in the queue (the second allocation holds one);
+3b. pcmd is killed (-9) and started again as a step of the job: it keeps the job and the
+   second allocation (its journal), and the job goes on;
 4. a merge leaves node 2 (carried out by respawning the world, so that nothing of the job stays
    there): pcmd gives the second allocation back (scancel; node 2 leaves the inventory) and the
    waiting job starts and completes;
@@ -51,6 +53,7 @@ class Cluster(SlurmCluster):
     def __init__(self, build, tmp):
         super().__init__(build, tmp)
         self.others = []  # jobs of the test's own beside the PCM job
+        self.restarted = None  # the srun of a pcmd started again (restart_pcmd)
 
     def state_of(self, job):
         r = self.run("scontrol", "show", "job", job, "-o", check=False)
@@ -70,6 +73,48 @@ class Cluster(SlurmCluster):
             for g in self.grow_jobs():
                 self.run("scancel", g[0], check=False)
         super().stop()
+        if self.restarted and self.restarted.poll() is None:
+            os.killpg(self.restarted.pid, signal.SIGTERM)
+            try:
+                self.restarted.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.restarted.pid, signal.SIGKILL)
+                self.restarted.wait()
+
+
+def restart_pcmd(c):
+    """kill -9 of pcmd, then pcmd again as a step of the job on node 1, on the same
+    configuration file and data directory (tests/multihost/slurm_heat2d_job.sh's)."""
+    n1 = c.names[0]
+    log_text = open(os.path.join(c.tmp, "pcmd.log")).read()
+    m = re.search(r"listening on tcp://([0-9.]+):", log_text)
+    if not m:
+        raise Failure(f"pcmd.log names no address: {log_text[-500:]}")
+    old = c.pcmd_pid
+    os.kill(old, signal.SIGKILL)
+
+    def gone():
+        try:
+            return open(f"/proc/{old}/stat").read().rsplit(")", 1)[1].split()[0] == "Z"
+        except OSError:
+            return True
+    poll("pcmd's end after kill -9", 30, gone)
+    pidfile = os.path.join(c.tmp, "pcmd.pid")
+    os.unlink(pidfile)
+    t = time.monotonic()
+    c.restarted = subprocess.Popen(
+        ["srun", f"--jobid={c.job}", "-w", n1, "-N1", "-n1", "--overlap",
+         os.path.join(c.build, "pcmd"), "--resources", "slurm", "--bind", m.group(1),
+         "--config", c.env["PCM_CONFIG"], "--data-dir", os.path.join(c.tmp, "data"),
+         "--pidfile", pidfile, "--slurm-grow-timeout", str(GROW_TIMEOUT)],
+        env=c.env, stdout=open(os.path.join(c.tmp, "pcmd2.log"), "w"),
+        stderr=subprocess.STDOUT, start_new_session=True)
+    poll("the new pcmd's pidfile", 60,
+         lambda: os.path.exists(pidfile) and os.path.getsize(pidfile) > 0)
+    c.pcmd_pid = int(open(pidfile).read())
+    poll("the new pcmd's answer", 60, lambda: c.pcmctl("ping", check=False).returncode == 0)
+    log(f"pcmd killed (-9) and started again as a step on {n1}: answering "
+        f"{time.monotonic() - t:.2f} s later")
 
 
 def events(c, job):
@@ -162,6 +207,20 @@ def scenario(c):
     log(f"split through Slurm job {extra} on {n2}: done {grown_in:.2f} s after the command; "
         f"hosts {st['hosts']}")
 
+    # pcmd killed and started again inside the allocation (a step, as the batch script made it):
+    # it keeps the job and the second allocation, which it gives back below.
+    restart_pcmd(c)
+    st2 = c.status(job)
+    if st2["state"] != "running" or st2["hosts"] != st["hosts"]:
+        raise Failure(f"after pcmd's restart the job shows {st2}, before {st}")
+    rows = json.loads(c.pcmctl("host", "list", "--json").stdout)
+    rows = rows.get("hosts", rows) if isinstance(rows, dict) else rows
+    if {r["host"]: r.get("slurm_job") for r in rows} != {n1: c.job, n2: extra}:
+        raise Failure(f"after pcmd's restart pcmctl host list shows {rows}")
+    if [g[0] for g in c.grow_jobs()] != [extra]:
+        raise Failure(f"after pcmd's restart pcmd's allocations are {c.grow_jobs()}")
+    c.pcmctl("wait", job, "--iteration", str(st2["iteration"] + 50), "--timeout", "60")
+
     # 3. A job that needs all of node 2 waits.
     r = c.run("sbatch", "--parsable", "-w", n2, "-n", "2", "-J", "pcm-waiter", "-o", "/dev/null",
               "--wrap", "true")
@@ -237,7 +296,7 @@ def main():
             scenario(c)
         except Failure as e:
             print(f"slurm.grow: FAILED: {e}", file=sys.stderr, flush=True)
-            for name in ("job.out", "pcmd.log"):
+            for name in ("job.out", "pcmd.log", "pcmd2.log"):
                 path = os.path.join(tmp, name)
                 if os.path.exists(path):
                     sys.stderr.write(f"--- {name} (end):\n{open(path).read()[-6000:]}\n")
