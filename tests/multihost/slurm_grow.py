@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""slurm_grow.py BUILD — a PCM job grows through a second Slurm allocation and gives it back (the
+"""slurm_grow.py BUILD [--show] — a PCM job grows through a second Slurm allocation and gives it back (the
 slurm.grow test).
 
 scripts/slurm.sh makes a Slurm cluster of two namespace hosts (2 CPUs each). An sbatch job on
@@ -19,7 +19,8 @@ node 1 only (tests/multihost/slurm_heat2d_job.sh) runs pcmd as a step (--resourc
    waiting job starts and completes;
 5. heat2d ends with the plain run's checksum, bit for bit.
 
-Then scancel of whatever is left, slurm.sh down, and nothing of the cluster left (also on
+--show (scripts/slurm_demo.sh) also prints Slurm's queue and pcmd's view at each step. Then
+scancel of whatever is left, slurm.sh down, and nothing of the cluster left (also on
 failure). Exits 77 (SKIPPED) with the reason without root, Slurm, munge or MPICH's hydra.
 """
 import json
@@ -38,6 +39,7 @@ from slurm_heat2d import (ENDED, JOB_SCRIPT, LAUNCHER, ROOT, SKIP, SlurmCluster,
                           nothing_left, poll)
 
 GROW_TIMEOUT = 5
+SHOW = False  # --show (scripts/slurm_demo.sh): Slurm's queue and pcmd's view at every step
 
 
 def log(msg):
@@ -117,6 +119,18 @@ def restart_pcmd(c):
         f"{time.monotonic() - t:.2f} s later")
 
 
+def show(c, title):
+    """With --show: the queue (jobs and steps), pcmd's hosts and the job's status."""
+    if not SHOW:
+        return
+    print(f"\n=== {title}", flush=True)
+    for cmd in (["squeue", "-o", "%.5i %.16j %.9T %.6D %N"], ["squeue", "-s", "-o", "%.8i %N"]):
+        print("$ " + " ".join(cmd) + "\n" + c.run(*cmd, check=False).stdout.rstrip(), flush=True)
+    for args in (["host", "list"], ["status"]):
+        r = c.pcmctl(*args, check=False)
+        print("$ pcmctl " + " ".join(args) + "\n" + (r.stdout or r.stderr).rstrip(), flush=True)
+
+
 def events(c, job):
     return c.status(job).get("events", [])
 
@@ -152,6 +166,7 @@ def scenario(c):
     if got != {n1: (2, c.job)}:
         raise Failure(f"pcmctl host list --json shows {got}, want {n1} alone, 2 slots, job {c.job}")
     c.pcmctl("wait", job, "--iteration", "20", "--timeout", "120")
+    show(c, f"heat2d runs on {n1} under Slurm job {c.job}; pcmd's inventory is that allocation")
 
     # 1. Node 2 is taken: the split waits, salloc gives up, the split is refused.
     r = c.run("sbatch", "--parsable", "-w", n2, "-n", "2", "-J", "pcm-blocker", "-o", "/dev/null",
@@ -166,6 +181,7 @@ def scenario(c):
     alloc = c.status(job).get("allocating")
     if not alloc or "split of rank 0 into 2" not in alloc.get("text", ""):
         raise Failure(f"pcmctl status shows allocating={alloc!r} while the split waits")
+    show(c, f"another job holds {n2}; pcmctl split: the split waits for a second allocation")
     table = c.pcmctl("status").stdout
     if "allocating: split of rank 0 into 2" not in table:
         raise Failure(f"pcmctl status's table does not show the allocating split:\n{table}")
@@ -207,6 +223,8 @@ def scenario(c):
     log(f"split through Slurm job {extra} on {n2}: done {grown_in:.2f} s after the command; "
         f"hosts {st['hosts']}")
 
+    show(c, f"{n2} free: the split got Slurm job {extra} there and runs on it")
+
     # pcmd killed and started again inside the allocation (a step, as the batch script made it):
     # it keeps the job and the second allocation, which it gives back below.
     restart_pcmd(c)
@@ -229,6 +247,7 @@ def scenario(c):
     time.sleep(1)  # gives the scheduler a pass; the assertion is only that it did not start
     if c.state_of(waiter) != "PENDING":
         raise Failure(f"the job needing {n2}'s CPUs is {c.state_of(waiter)}, expected PENDING")
+    show(c, f"a job that needs all of {n2} waits in the queue")
 
     # 4. The merge leaves node 2; the allocation goes back and the waiting job runs.
     on2 = st["hosts"].index(n2)
@@ -253,6 +272,7 @@ def scenario(c):
     ev = events(c, job)
     if not any(f"gave Slurm job {extra} back" in e for e in ev):
         raise Failure(f"no event says Slurm job {extra} was given back: {ev[-4:]}")
+    show(c, f"after the merge: Slurm job {extra} was given back and the waiting job ran")
     log(f"merge off {n2}: Slurm job {extra} given back {given_back:.2f} s after the command; "
         f"the waiting job {waiter} started by {started:.2f} s and completed")
 
@@ -276,10 +296,13 @@ def scenario(c):
 
 
 def main():
-    if len(sys.argv) != 2:
-        print(f"usage: {sys.argv[0]} BUILD", file=sys.stderr)
+    global SHOW
+    argv = [a for a in sys.argv[1:] if a != "--show"]
+    SHOW = len(argv) != len(sys.argv) - 1
+    if len(argv) != 1:
+        print(f"usage: {sys.argv[0]} BUILD [--show]", file=sys.stderr)
         return 2
-    build = os.path.abspath(sys.argv[1])
+    build = os.path.abspath(argv[0])
     if os.geteuid() != 0:
         skip(f"needs root to make namespace hosts and run slurmd (uid {os.geteuid()})")
     family = subprocess.run(
