@@ -177,11 +177,28 @@ void SlurmGrowth::tick() {
       finish(r);
     }
   }
+  note_occupied();
   if (Clock::now() >= next_check_) {
     next_check_ = Clock::now() + kGiveBackPeriod;
     give_back_unused();
   }
   if (watch_queue_) watch_queue();
+}
+
+void SlurmGrowth::note_occupied() {
+  // Every tick, and the hosts of a command in flight too: a job that stays on a node for less
+  // than kGiveBackPeriod (a migration there and back) has still left it.
+  const auto note = [&](const std::string& h, const std::string& name) {
+    if (!h.empty() && releasable(h)) occupied_[h] = name;
+  };
+  for (const auto& [name, job] : jobs_.all()) {
+    if (job.state != JobState::kRunning) continue;
+    for (const auto& h : job.hosts) note(h, name);
+    if (job.pending) {
+      note(job.pending->host, name);
+      for (const auto& h : job.pending->hosts) note(h, name);
+    }
+  }
 }
 
 void SlurmGrowth::watch_queue() {
@@ -353,11 +370,6 @@ std::optional<std::set<std::string>> SlurmGrowth::step_nodes(const std::string& 
 }
 
 void SlurmGrowth::give_back_unused() {
-  // Where jobs run now: the nodes of pcmd's allocation they may leave later.
-  for (const auto& [name, job] : jobs_.all())
-    if (job.state == JobState::kRunning)
-      for (const auto& h : job.hosts)
-        if (releasable(h)) occupied_[h] = name;
   // Extra allocations: all their hosts unused (or out of the inventory: drained, removed); none
   // while a command waits for another (a grant too small for it waits for the next).
   if (!requests_.empty()) return;

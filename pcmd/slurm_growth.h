@@ -76,6 +76,8 @@ class SlurmGrowth : public CommandDesk::Growth {
   // Done with r: granted (its hosts join, the command is placed and queued) or refused.
   void finish(Request& r);
   void refuse(Request& r, const std::string& why);
+  // Notes the releasable hosts where jobs run, or where a command in flight puts them (occupied_).
+  void note_occupied();
   // Whether a process of a running job is (or a queued command puts one) on host.
   bool in_use(const std::string& host) const;
   // The queue's reading: started every kQueuePeriod, taken when both commands have ended.
