@@ -34,6 +34,19 @@ std::string one_line(const std::string& text) {
   return s;
 }
 
+// A command's output, line by line.
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    lines.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return lines;
+}
+
 // The job id salloc names in "Pending job allocation N" / "Granted job allocation N".
 std::string allocation_id(const std::string& output) {
   static const std::regex id("job allocation ([0-9]+)");
@@ -348,12 +361,7 @@ std::optional<std::set<std::string>> SlurmGrowth::step_nodes(const std::string& 
       run_command({"squeue", "-h", "-s", "-j", id, "-o", "%i %N"}, kSlurmTimeout);
   if (st.timed_out || !st.found) return std::nullopt;
   std::set<std::string> nodes;
-  std::size_t start = 0;
-  while (start < st.output.size()) {
-    std::size_t end = st.output.find('\n', start);
-    if (end == std::string::npos) end = st.output.size();
-    const std::string line = st.output.substr(start, end - start);
-    start = end + 1;
+  for (const std::string& line : lines_of(st.output)) {
     const std::size_t space = line.find(' ');
     if (space == std::string::npos) continue;  // not a step line (an error: the job is gone)
     const std::string step = line.substr(0, space), list = one_line(line.substr(space + 1));
@@ -488,12 +496,8 @@ void SlurmGrowth::sweep() {
   const CommandResult q =
       run_command({"squeue", "-h", "-n", grow_name(), "-o", "%i"}, kSlurmTimeout);
   if (q.exit_code != 0) return;
-  std::size_t start = 0;
-  while (start < q.output.size()) {
-    std::size_t end = q.output.find('\n', start);
-    if (end == std::string::npos) end = q.output.size();
-    const std::string id = one_line(q.output.substr(start, end - start));
-    start = end + 1;
+  for (const std::string& line : lines_of(q.output)) {
+    const std::string id = one_line(line);
     if (id.empty() || id.find_first_not_of("0123456789") != std::string::npos || extras_.count(id))
       continue;
     run_command({"scancel", id}, kSlurmTimeout);
