@@ -243,6 +243,19 @@ Prune Prune::from_json(const json& j) {
 }
 json Prune::to_json() const { return json{{"job", job}, {"keep", keep}}; }
 
+CheckpointRequest CheckpointRequest::from_json(const json& j) {
+  CheckpointRequest r;
+  r.job = valid_job_of(j);
+  if (auto it = j.find("why"); it != j.end() && !it->is_null())
+    r.why = proto::Command::clean_why(get_string(j, "why", 4 * proto::Command::kMaxWhy));
+  return r;
+}
+json CheckpointRequest::to_json() const {
+  json j{{"job", job}};
+  put(j, "why", why);
+  return j;
+}
+
 CheckpointBegin CheckpointBegin::from_json(const json& j) {
   return CheckpointBegin{job_of(j), get_int(j, "iteration", 0, INT64_MAX)};
 }

@@ -40,6 +40,7 @@ inline constexpr int kMaxRanks = 1 << 20;  // processes of a job, ranks named in
   X(Checkpoints, "checkpoints", false, false, false)               \
   X(Verify, "verify", false, false, false)                         \
   X(Prune, "prune", false, false, false)                           \
+  X(CheckpointRequest, "checkpoint_request", false, true, false)   \
   X(CheckpointBegin, "checkpoint_begin", false, false, false)      \
   X(CheckpointCommit, "checkpoint_commit", true, false, false)     \
   X(CheckpointBad, "checkpoint_bad", false, false, false)          \
@@ -221,6 +222,15 @@ struct Prune {
   std::string job;
   std::int64_t keep = 1;
   static Prune from_json(const json& j);
+  json to_json() const;
+};
+
+// Asks the job for a checkpoint at its next agreement (PCM_Adapt writes it). Reply: id, text.
+struct CheckpointRequest {
+  static constexpr Op kOp = Op::kCheckpointRequest;
+  std::string job;
+  std::optional<std::string> why;
+  static CheckpointRequest from_json(const json& j);
   json to_json() const;
 };
 

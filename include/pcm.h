@@ -414,6 +414,10 @@ int PCM_Resume(MPI_Comm *comm);
  *                 error allows it: call PCM_Finalize).
  * A spawn that fails in a way MPI reports leaves the old world intact: PCM_Adapt logs a warning,
  * pcmd records the failed command, and the call returns PCM_NONE.
+ * When pcmd asks for a checkpoint (`pcmctl checkpoint`, its policy before a time limit), the call
+ * also writes one, as PCM_Checkpoint(*comm, it) would, labelled with the iteration this call
+ * begins (PCM_Status's count of calls, from the restart's version in a restarted job); a failed
+ * write is logged and the job goes on.
  * Collective over *comm.
  */
 int PCM_Adapt(MPI_Comm *comm);

@@ -268,7 +268,10 @@ void Runtime::resume_restarted_whole() {
 int Runtime::adapt(MPI_Comm* comm) {
   if (!comm) fail(PCM_ERR_ARG, "comm is NULL");
   const int s = status(*comm);
-  if (s == PCM_NONE) return PCM_NONE;
+  if (s == PCM_NONE) {
+    if (checkpoint_.due != 0 && resumed_) write_asked_checkpoint();
+    return PCM_NONE;
+  }
   if (!resumed_) fail(PCM_ERR_STATE, "call PCM_Resume before PCM_Adapt");
   try {
     switch (s) {
@@ -317,11 +320,41 @@ int Runtime::checkpoint(MPI_Comm comm, int iteration) {
   agree(world_.comm(), code, msg);
   // A restarted job has this version already (rank 0 decides for all: a process spawned later
   // knows the restart too, but one answer leaves no doubt).
-  int skip = iteration == restart_.iteration ? 1 : 0;
+  // So has a job whose PCM_Adapt wrote this iteration's version by itself in this same call.
+  int skip = iteration == restart_.iteration ||
+                     (iteration == checkpoint_.label && iteration_ == checkpoint_.at_call)
+                 ? 1
+                 : 0;
   mpi_check(MPI_Bcast(&skip, 1, MPI_INT, 0, world_.comm()), "MPI_Bcast");
   if (skip) return PCM_SUCCESS;
   write_version(iteration);
   return PCM_SUCCESS;
+}
+
+// The version is labelled with the iteration this PCM_Adapt call begins, counted as PCM_Status
+// counts them (from the restart's version in a restarted job): the application's own
+// PCM_Checkpoint(world, it) of the same loop uses the same numbers when it counts from 0.
+void Runtime::write_asked_checkpoint() {
+  const std::int64_t id = checkpoint_.due;
+  checkpoint_.due = 0;
+  if (world_.rank() == 0) checkpoint_.done = id;  // asked once: a failure is not retried
+  const std::int64_t label = std::max<std::int64_t>(restart_.iteration, 0) + iteration_ - 1;
+  if (label == restart_.iteration || label > INT_MAX) return;  // saved already / cannot name it
+  const double t0 = wtime();
+  try {
+    write_version(static_cast<int>(label));
+    checkpoint_.label = label;
+    checkpoint_.at_call = iteration_;
+    if (world_.rank() == 0)
+      plog()->info(
+          "[rank 0] checkpoint {} asked by pcmd: version of iteration {} written in "
+          "{:.3f} s",
+          id, label, wtime() - t0);
+  } catch (const Error& e) {
+    // Agreed (write_version's steps are): the job goes on; pcmd still shows the request.
+    if (world_.rank() == 0)
+      plog()->warn("[rank 0] checkpoint {} asked by pcmd, not written: {}", id, e.what());
+  }
 }
 
 }  // namespace pcm::detail

@@ -288,8 +288,10 @@ std::optional<proto::Command> DaemonLink::poll(const std::string& job, std::int6
       if (!proto::get_bool(reply, "ok", false)) {
         plog()->warn("[rank 0] pcmd refused a poll: {}",
                      proto::opt_string(reply, "error", 4096).value_or("?"));
-      } else if (auto it = reply.find("command"); it != reply.end() && it->is_object()) {
-        command = proto::Command::from_json(*it, world_size);
+      } else {
+        checkpoint_wanted_ = proto::opt_int(reply, "checkpoint", 0, INT64_MAX).value_or(0);
+        if (auto it = reply.find("command"); it != reply.end() && it->is_object())
+          command = proto::Command::from_json(*it, world_size);
       }
     } catch (const Error& e) {
       plog()->warn("[rank 0] bad poll reply from pcmd: {}", e.what());

@@ -53,6 +53,8 @@ class DaemonLink {
   // Never blocks; a bad or refused reply is logged and yields nothing.
   std::optional<proto::Command> poll(const std::string& job, std::int64_t iteration,
                                      int world_size);
+  // The checkpoint pcmd asks of the job in its last poll reply (its id; 0: none).
+  std::int64_t checkpoint_wanted() const { return checkpoint_wanted_; }
   // Rank 0: the job's profile goes with the next poll request (a newer one replaces it).
   void send_profile(nlohmann::json profile) { profile_ = std::move(profile); }
   // Stops polling (this process is no longer the world's rank 0); poll() reconnects.
@@ -90,6 +92,7 @@ class DaemonLink {
 
   zmq::socket_t poller_;  // a DEALER: PCM_Status never waits for pcmd
   bool poll_outstanding_ = false;
+  std::int64_t checkpoint_wanted_ = 0;
   nlohmann::json profile_;  // to send with the next poll (null: none)
   std::int64_t poll_sent_ms_ = 0;
   std::int64_t poll_interval_ms_ = 50;

@@ -186,9 +186,10 @@ int Runtime::status(MPI_Comm comm) {
     if (prof.on()) prof.agreement(iteration_);
     // One small broadcast per window is all that the ranks pay when nothing is pending: the
     // pending command's id (0: none), the length of its encoding, the next window's size, and
-    // the pid of the pcmd rank 0 talks to (the others follow it when pcmd restarts), and whether
-    // the ranks gather their profile now (once per PCM_PROFILE_MS).
-    long long msg[5] = {0, 0, 1, 0, 0};
+    // the pid of the pcmd rank 0 talks to (the others follow it when pcmd restarts), whether
+    // the ranks gather their profile now (once per PCM_PROFILE_MS), and the checkpoint pcmd asks
+    // for (its id; 0: none; PCM_Adapt writes it).
+    long long msg[6] = {0, 0, 1, 0, 0, 0};
     std::string bytes;
     if (world_.rank() == 0) {
       if (auto c = link_.poll(job_, iteration_, world_.size()); c && reconfig_.is_new(*c))
@@ -201,8 +202,10 @@ int Runtime::status(MPI_Comm comm) {
       msg[2] = window_.next_calls();
       msg[3] = link_.pcmd_pid();
       msg[4] = prof.due();
+      if (link_.checkpoint_wanted() > checkpoint_.done) msg[5] = link_.checkpoint_wanted();
     }
-    mpi_check(MPI_Bcast(msg, 5, MPI_LONG_LONG, 0, world_.comm()), "MPI_Bcast");
+    mpi_check(MPI_Bcast(msg, 6, MPI_LONG_LONG, 0, world_.comm()), "MPI_Bcast");
+    checkpoint_.due = msg[5];
     if (world_.rank() != 0 && msg[3] != link_.pcmd_pid()) link_.follow(static_cast<long>(msg[3]));
     if (msg[4]) {
       JobProfile p = prof.gather(iteration_);

@@ -169,6 +169,8 @@ class Runtime {
   void resume_restarted();        // shards.cpp: the version's format decides
   void resume_restarted_whole();  // a version made through pcmd (format 1)
   void send_migration(MPI_Comm merged, int child, int rank);
+  // PCM_Adapt, when pcmd asked for a checkpoint: a version of the iteration this call begins.
+  void write_asked_checkpoint();
 
   // PCM_Checkpoint's data path (shards.cpp): every rank writes its shard, pcmd commits; a
   // restarted process reads its share from the shards (info: pcmd's checkpoint_manifest reply).
@@ -200,6 +202,16 @@ class Runtime {
   // The register-once layer.
   Registry registry_;
   bool resumed_ = false;
+  // Checkpoints pcmd asks for (pcmctl checkpoint, its policy before a time limit): the one due
+  // at this agreement (every rank), the last one rank 0 wrote, and the version PCM_Adapt last
+  // wrote by itself (label, and at which PCM_Status call), which the application's own
+  // PCM_Checkpoint of the same iteration then has already.
+  struct AskedCheckpoints {
+    std::int64_t due = 0;
+    std::int64_t done = 0;
+    std::int64_t label = -1;
+    std::int64_t at_call = -1;
+  } checkpoint_;
 
   Retirement retirement_;
 };

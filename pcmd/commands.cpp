@@ -213,6 +213,14 @@ void CommandDesk::policy_round() {
   for (const PolicyDecision& d : decisions) {
     Job* job = jobs_.get(d.job);
     if (!job) continue;
+    if (d.checkpoint) {
+      try {
+        jobs_.want_checkpoint(*job, "policy: " + d.reason);
+      } catch (const Error& e) {
+        log_->warn("job {}: policy: no checkpoint asked: {}", d.job, e.what());
+      }
+      continue;
+    }
     const std::string op = proto::kind_name(d.kind);
     proto::Command c;
     c.kind = d.kind;

@@ -119,6 +119,7 @@ std::function<void(json&)> DataOps::note_commit(const Job& job, bool shards) {
                           : fmt::format("checkpoint of iteration {} committed ({} bytes)",
                                         iteration, bytes));
     log_->info("job {}: {}", name, j->last_event);
+    jobs_.checkpoint_written(*j);
   };
 }
 

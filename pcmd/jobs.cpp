@@ -17,6 +17,11 @@ namespace pcm::detail {
 
 using proto::json;
 
+namespace {
+// How long a report of a command in flight may follow the end of the old rank 0 (check_alive).
+constexpr auto kRank0Grace = std::chrono::seconds(5);
+}  // namespace
+
 const char* state_name(JobState state) {
   switch (state) {
     case JobState::kRunning:
@@ -144,7 +149,17 @@ bool JobTable::check_alive(Watcher& watcher) {
       failed = true;
       continue;
     }
-    if (!rank0_gone(job)) continue;
+    if (!rank0_gone(job)) {
+      job.rank0_missing_since.reset();
+      continue;
+    }
+    // A split whose old world leaves the job: its rank 0 may end before the new rank 0's report,
+    // which names the new pid, has arrived (measured: 5 ms apart on a loaded machine). While a
+    // delivered command is in flight, that report has kRank0Grace to come.
+    if (job.pending && job.pending_delivered) {
+      if (!job.rank0_missing_since) job.rank0_missing_since = now;
+      if (now - *job.rank0_missing_since < kRank0Grace) continue;
+    }
     // Losses the watch port reports name the host: let them come first.
     take_watch_events(watcher);
     failed = true;
@@ -287,6 +302,7 @@ json JobTable::poll(const ops::Poll& r, LogLimiter& refusals) {
       log_->info("job {}: command {} delivered", job.name, job.pending->id);
     job.pending_delivered = true;
   }
+  if (job.checkpoint_wanted) reply["checkpoint"] = job.checkpoint_wanted->id;
   return reply;
 }
 
@@ -305,6 +321,7 @@ JobTable::Outcome JobTable::reconfigured(
     job.reconfigurations++;
     job.rank0_pid = r.pid.value_or(0);
     job.rank0_host = job.hosts[0];
+    job.rank0_missing_since.reset();
     note(job, job.pending->describe() +
                   (r.respawned ? " done by respawning the whole world (its parked processes left)"
                                : " done"));
@@ -354,6 +371,36 @@ json JobTable::profile(const ops::Profile& r) {
   return reply;
 }
 
+json JobTable::want_checkpoint(Job& job, std::string why) {
+  if (job.state != JobState::kRunning)
+    fail(PCM_ERR_REFUSED, "job '{}' is {}: no checkpoint to ask of it", job.name,
+         state_name(job.state));
+  const auto now = std::chrono::steady_clock::now();
+  if (!job.checkpoint_wanted) {
+    const std::int64_t ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                std::chrono::system_clock::now().time_since_epoch())
+                                .count();
+    job.checkpoint_wanted = Job::CheckpointWanted{std::max(ms, last_checkpoint_id_ + 1), "", now};
+    last_checkpoint_id_ = job.checkpoint_wanted->id;
+  }
+  job.checkpoint_wanted->why = std::move(why);
+  const std::string text =
+      fmt::format("checkpoint {} asked: {}", job.checkpoint_wanted->id, job.checkpoint_wanted->why);
+  note(job, text);
+  log_->info("job {}: {}", job.name, text);
+  return json{{"ok", true}, {"id", job.checkpoint_wanted->id}, {"text", text}};
+}
+
+void JobTable::checkpoint_written(Job& job) {
+  if (!job.checkpoint_wanted) return;
+  const double waited =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - job.checkpoint_wanted->since)
+          .count();
+  note(job, fmt::format("checkpoint {} written {:.1f} s after it was asked ({})",
+                        job.checkpoint_wanted->id, waited, job.checkpoint_wanted->why));
+  job.checkpoint_wanted.reset();
+}
+
 json JobTable::job_json(const Job& job) const {
   json j{{"job", job.name},
          {"state", state_name(job.state)},
@@ -367,7 +414,8 @@ json JobTable::job_json(const Job& job) const {
          {"seconds_since_seen",
           std::chrono::duration<double>(std::chrono::steady_clock::now() - job.last_seen).count()},
          {"pending", nullptr},
-         {"allocating", nullptr}};
+         {"allocating", nullptr},
+         {"checkpoint_wanted", nullptr}};
   job.put_events(j);
   if (job.allocating)
     j["allocating"] = {
@@ -377,6 +425,13 @@ json JobTable::job_json(const Job& job) const {
         {"seconds",
          std::chrono::duration<double>(std::chrono::steady_clock::now() - job.allocating->since)
              .count()}};
+  if (job.checkpoint_wanted)
+    j["checkpoint_wanted"] = {
+        {"id", job.checkpoint_wanted->id},
+        {"why", job.checkpoint_wanted->why},
+        {"seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                                  job.checkpoint_wanted->since)
+                        .count()}};
   if (job.pending) {
     j["pending"] = job.pending->to_json();
     j["pending"]["delivered"] = job.pending_delivered;

@@ -56,6 +56,15 @@ struct Job {
     std::chrono::steady_clock::time_point since;
   };
   std::optional<Allocating> allocating;
+  // A checkpoint asked of the job (pcmctl checkpoint, the policy before a time limit): rank 0's
+  // polls carry its id, and PCM_Adapt writes a version, until one is committed. Not kept on disk:
+  // a pcmd started again has forgotten it.
+  struct CheckpointWanted {
+    std::int64_t id = 0;  // milliseconds since the epoch when asked: never reused
+    std::string why;
+    std::chrono::steady_clock::time_point since;
+  };
+  std::optional<CheckpointWanted> checkpoint_wanted;
   std::string last_event;
   std::vector<JobEvent> events;  // the last few events, oldest first
   std::chrono::steady_clock::time_point last_seen;
@@ -66,6 +75,8 @@ struct Job {
   std::string drain_stalled;               // a drain step failed: the job is no longer drained
   long rank0_pid = 0;                      // watched while rank 0 runs on pcmd's host
   std::string rank0_host;
+  // Since when rank 0's pid has been gone while a delivered command was in flight (check_alive).
+  std::optional<std::chrono::steady_clock::time_point> rank0_missing_since;
   // The job's processes holding a connection to the watch port (watch.h), by host and pid.
   std::map<std::pair<std::string, long>, int> watched;
   long long incarnation = 0;  // this run of the job: only its processes' hellos count
@@ -122,6 +133,10 @@ class JobTable {
       const std::function<void(const std::string&, std::string, std::int64_t)>& keep_layout);
   void finished(const ops::Finished& r);
   proto::json profile(const ops::Profile& r);
+  // A checkpoint asked of a running job (a request asked already stays, with the newer reason);
+  // the reply names it. checkpoint_written: a version of the job was committed.
+  proto::json want_checkpoint(Job& job, std::string why);
+  void checkpoint_written(Job& job);
   // Status of one job (named) or all.
   proto::json status(const std::optional<std::string>& name);
 
@@ -143,6 +158,7 @@ class JobTable {
   std::map<std::string, Job> jobs_;
   std::int64_t next_job_ = 1;
   long long next_incarnation_ = 1;
+  std::int64_t last_checkpoint_id_ = 0;  // want_checkpoint: ids grow within a run of pcmd
 };
 
 }  // namespace pcm::detail

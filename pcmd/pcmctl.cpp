@@ -352,6 +352,25 @@ void add_checkpoints(CLI::App& app, Cli& cli) {
   });
 }
 
+void add_checkpoint(CLI::App& app, Cli& cli) {
+  struct Args {
+    std::string job;
+    std::string why;
+  };
+  auto a = std::make_shared<Args>();
+  auto* sub = app.add_subcommand(
+      "checkpoint", "ask a job for a checkpoint now (written at its next PCM_Adapt agreement)");
+  sub->add_option("job", a->job, "job name")->required();
+  sub->add_option("--why", a->why, "the reason, for the job's events");
+  on_run(sub, cli, [a](Connection& pcmd) {
+    const json r = pcmd.request(req_checkpoint(a->job, a->why));
+    std::cout << r.at("text").get<std::string>()
+              << "\n(the job writes it at its next PCM_Adapt agreement; `pcmctl checkpoints "
+              << a->job << "` lists the versions)\n";
+    return 0;
+  });
+}
+
 void add_verify(CLI::App& app, Cli& cli) {
   struct Args {
     std::string job;
@@ -476,7 +495,7 @@ int main(int argc, char** argv) {
   // In this order in --help.
   for (auto add :
        {add_status, add_migrate, add_split, add_merge, add_resize, add_host, add_checkpoints,
-        add_verify, add_prune, add_wait, add_events, add_profile, add_ping})
+        add_checkpoint, add_verify, add_prune, add_wait, add_events, add_profile, add_ping})
     add(app, cli);
   try {
     app.parse(argc, argv);  // runs the subcommand's callback

@@ -53,6 +53,7 @@ proto::json req_resize(const std::string& job, int size, const Target& target);
 proto::json req_checkpoints(const std::string& job);
 proto::json req_verify(const std::string& job, long iteration);
 proto::json req_prune(const std::string& job, int keep);
+proto::json req_checkpoint(const std::string& job, const std::string& why);  // "": no reason
 proto::json req_host_add(const std::string& host, int slots, const std::string& site,
                          double latency);
 proto::json req_host_list();

@@ -42,6 +42,9 @@ void print_status_table(const json& reply) {
                                  ? "allocating: " + j.at("allocating").value("text", "?")
                                  : pending_text(j.at("pending")),
                              j.value("last_event", ""), j.value("seconds_since_seen", 0.0));
+    if (const json w = j.value("checkpoint_wanted", json()); w.is_object())
+      std::cout << fmt::format("{:<20} checkpoint asked {:.1f} s ago, not written yet: {}\n", "",
+                               w.value("seconds", 0.0), w.value("why", ""));
     if (j.contains("lost") && !j.at("lost").empty())
       std::cout << fmt::format("{:<20} processes lost: {}\n", "",
                                fmt::join(j.at("lost").get<std::vector<std::string>>(), ", "));

@@ -85,6 +85,13 @@ json req_verify(const std::string& job, long iteration) {
   return ops::request(r);
 }
 
+json req_checkpoint(const std::string& job, const std::string& why) {
+  ops::CheckpointRequest r;
+  r.job = job;
+  if (!why.empty()) r.why = why;
+  return ops::request(r);
+}
+
 json req_prune(const std::string& job, int keep) {
   ops::Prune r;
   r.job = job;

@@ -227,6 +227,11 @@ std::optional<PolicyDecision> Policy::grow_onto_idle(Snapshot& snap, const Polic
   return std::nullopt;
 }
 
+bool Policy::near_time_limit(const Snapshot& snap) const {
+  return snap.queue && snap.queue->seconds_left >= 0 &&
+         snap.queue->seconds_left <= config_.checkpoint_margin_s;
+}
+
 std::vector<PolicyDecision> Policy::decide(double now, const std::vector<PolicyJob>& jobs,
                                            const std::vector<PolicyHost>& hosts,
                                            const PolicyQueue* queue) {
@@ -248,8 +253,20 @@ std::vector<PolicyDecision> Policy::decide(double now, const std::vector<PolicyJ
   }
 
   std::vector<PolicyDecision> out;
+  const bool ending = near_time_limit(snap);
   for (const PolicyJob& job : jobs) {
     JobState& s = jobs_[job.name];
+    if (ending && !s.checkpoint_asked && job.size > 0) {
+      s.checkpoint_asked = true;
+      PolicyDecision d;
+      d.job = job.name;
+      d.checkpoint = true;
+      d.reason = fmt::format(
+          "the allocation's time limit is {:.0f} s away (margin {:.0f} s): a version to restart "
+          "from",
+          queue->seconds_left, config_.checkpoint_margin_s);
+      out.push_back(std::move(d));
+    }
     if (job.pending || job.size <= 0 || job.hosts.size() != static_cast<std::size_t>(job.size))
       continue;
     if (s.trial) {
@@ -274,7 +291,9 @@ std::vector<PolicyDecision> Policy::decide(double now, const std::vector<PolicyJ
       out.push_back(std::move(*d));
       continue;
     }
-    // 3. Grow, then measure: onto a free slot, else onto a node Slurm has idle.
+    // 3. Grow, then measure: onto a free slot, else onto a node Slurm has idle (not with the
+    // time limit near: the job is about to end).
+    if (ending) continue;
     if (auto d = grow(snap, job, s)) {
       out.push_back(std::move(*d));
     } else if (auto e = grow_onto_idle(snap, job, s)) {

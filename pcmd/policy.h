@@ -19,7 +19,10 @@
 //    back to Slurm once left (PolicyHost::releasable): a shrinking resize whose new world avoids
 //    that node (the desk respawns it elsewhere), never below the job's minimum (min_procs);
 //  - while nobody waits, a node idle for idle_s is grown onto (a resize by its CPUs, which asks
-//    Slurm for it), measured and kept or undone like any growth.
+//    Slurm for it), measured and kept or undone like any growth;
+//  - checkpoint_margin_s before the allocation's time limit, every job is asked once for a
+//    checkpoint (a decision with `checkpoint` set, besides any command, in flight or not), so that
+//    it can restart from there; from then on nothing grows.
 // Draining a host that leaves is pcmd's drain (agent_leave), not a decision here.
 #pragma once
 
@@ -43,6 +46,8 @@ struct PolicyConfig {
   double cap_s = 300;
   double idle_s = 10;  // with the queue: a node idle this long may be grown onto
   int min_procs = 1;   // with the queue: no job is shrunk below this
+  // With the allocation's end known: a job is asked for a checkpoint this long before it.
+  double checkpoint_margin_s = 300;
 };
 
 // What Slurm's queue shows beyond the inventory (pcmd --resources slurm).
@@ -56,7 +61,8 @@ struct PolicyQueue {
     std::string name;
     int cpus = 1;
   };
-  std::vector<Idle> idle;  // nodes that no job holds
+  std::vector<Idle> idle;    // nodes that no job holds
+  double seconds_left = -1;  // until the allocation's time limit (< 0: none known)
 };
 
 struct PolicyHost {
@@ -82,12 +88,13 @@ struct PolicyJob {
 struct PolicyDecision {
   std::string job;
   proto::Command::Kind kind = proto::Command::Kind::kMigrate;
-  int rank = -1;           // migrate
-  std::vector<int> ranks;  // merge
-  int size = 0;            // resize
-  std::string host;        // migrate: the target; resize up: where the new process goes
-  std::string avoid;       // resize down: no process of the new world goes there
-  std::string reason;      // with the figures it used
+  int rank = -1;            // migrate
+  std::vector<int> ranks;   // merge
+  int size = 0;             // resize
+  std::string host;         // migrate: the target; resize up: where the new process goes
+  std::string avoid;        // resize down: no process of the new world goes there
+  std::string reason;       // with the figures it used
+  bool checkpoint = false;  // not a command: the job is asked for a checkpoint (time limit)
 };
 
 class Policy {
@@ -118,9 +125,10 @@ class Policy {
     int trial_size = 0;     // the size it grew from
     double trial_rate = 0;  // the rate before
     bool trial_started = false;
-    double trial_since = 0;    // when the grown world was running
-    int cap = 0;               // not grown past this size ...
-    double cap_until = -1e18;  // ... until then
+    double trial_since = 0;         // when the grown world was running
+    int cap = 0;                    // not grown past this size ...
+    double cap_until = -1e18;       // ... until then
+    bool checkpoint_asked = false;  // before the time limit
   };
 
   // One decide() call's hosts, and the free slots its decisions have not taken yet.
@@ -146,6 +154,8 @@ class Policy {
   std::optional<PolicyDecision> shrink_for_queue(Snapshot& snap, const PolicyJob& job);
   std::optional<PolicyDecision> grow_onto_idle(Snapshot& snap, const PolicyJob& job, JobState& s);
   void start_trial(JobState& s, const PolicyJob& job, double now);
+  // Within checkpoint_margin_s of the allocation's time limit (with the queue's reading).
+  bool near_time_limit(const Snapshot& snap) const;
 
   // Above load_high for load_sustain_s.
   bool loaded(const std::string& host, double now) const;

@@ -131,6 +131,9 @@ void Server::set_handlers() {
   on<ops::Checkpoints>([this](const ops::Checkpoints& r, Payload, Out& out) {
     return data_ops_->checkpoints(r, out);
   });
+  on<ops::CheckpointRequest>([this](const ops::CheckpointRequest& r, Payload, Out&) {
+    return jobs_.want_checkpoint(jobs_.find(r.job), r.why.value_or("operator request"));
+  });
   on<ops::Verify>(
       [this](const ops::Verify& r, Payload, Out& out) { return data_ops_->verify(r, out); });
   on<ops::Prune>(

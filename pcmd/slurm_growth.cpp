@@ -214,6 +214,13 @@ void SlurmGrowth::note_occupied() {
   }
 }
 
+std::optional<PolicyQueue> SlurmGrowth::queue() const {
+  if (!parent_.end_time) return queue_;
+  PolicyQueue q = queue_.value_or(PolicyQueue{});
+  q.seconds_left = std::max(0.0, std::difftime(*parent_.end_time, std::time(nullptr)));
+  return q;
+}
+
 void SlurmGrowth::watch_queue() {
   if (!reading_) {
     if (Clock::now() < next_read_) return;

@@ -47,7 +47,7 @@ class SlurmGrowth : public CommandDesk::Growth {
   void before_queue(const Job& job, proto::Command& c) override;
   // A node of an extra allocation, or of pcmd's own but the batch host and pcmd's host.
   bool releasable(const std::string& host) const override;
-  std::optional<PolicyQueue> queue() const override { return queue_; }
+  std::optional<PolicyQueue> queue() const override;
 
   // From pcmd's loop: the requests under way (granted, refused, out of time) and, every few
   // seconds, the extra allocations that nothing uses any more.

@@ -93,6 +93,8 @@ def main():
     seeds["checkpoints"] = frames(b"", req("checkpoints", **job))
     seeds["verify"] = frames(b"", req("verify", iteration=1, **job))
     seeds["prune"] = frames(b"", req("prune", keep=1, **job))
+    seeds["checkpoint-request"] = frames(b"", req("checkpoint_request", why="before a drain",
+                                                **job))
     seeds["checkpoint-begin"] = frames(b"", req("checkpoint_begin", iteration=2, **job))
     seeds["shard-put"] = frames(b"", req("shard_put", iteration=2, rank=0, **job), b"\x89HDF")
     table = pack({"shards": [{"rank": 0, "file": "shard_0.h5", "size": 4, "datasets": []}]})

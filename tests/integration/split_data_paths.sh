@@ -11,13 +11,20 @@ set -uo pipefail
 MPIEXEC=${MPIEXEC:-mpiexec}
 build=$1
 pcmctl=$build/pcmctl
-fail() { echo "split_data_paths: FAIL: $*" >&2; exit 1; }
+out=
+# On failure, the job's own output (its debug log) follows the reason.
+fail() {
+  echo "split_data_paths: FAIL: $*" >&2
+  [ -n "$out" ] && [ -f "$out" ] && { echo "--- job output (last 60 lines):" >&2; tail -n 60 "$out" >&2; }
+  exit 1
+}
 
 # run NAME CMA EXPECTED-PATH [UNITS UNIT-LEN]: a job on 1 process, grown to 2, then to 3 (a
 # second split from a world of 2), then merged back to 1; every new process, and every process of
 # the merge, must report EXPECTED-PATH.
 run() {
-  local name=$1 cma=$2 expected=$3 units=${4:-3001} len=${5:-7} job=paths-$1-$$ out=$PCM_TEST_DIR/$1.out
+  local name=$1 cma=$2 expected=$3 units=${4:-3001} len=${5:-7} job=paths-$1-$$
+  out=$PCM_TEST_DIR/$1.out
   PCM_JOB=$job PCM_SPLIT_CMA=$cma PCM_LOG_LEVEL=debug timeout 300 "$MPIEXEC" -n 1 \
     "$build/tests/mpi_reshape" "$units" "$len" cyclic 2000 1000 >"$out" 2>&1 &
   local mpi=$! all took

@@ -14,7 +14,10 @@ make it faster). Then:
    that respawns the world on node 1); pcmd gives node 2 back and the waiting job starts and
    completes;
 3. heat2d ends with the plain run's checksum, bit for bit, and nothing of pcmd's is left in the
-   queue.
+   queue;
+4. a second job with a time limit of one minute, within the policy's checkpoint margin: pcmd asks
+   it for a checkpoint (and grows nothing), it writes one, is cancelled, and a restart from that
+   version ends with the plain run's checksum.
 
 Exits 77 (SKIPPED) with the reason without root, Slurm, munge or MPICH's hydra.
 """
@@ -51,6 +54,32 @@ def wait_event(c, job, pattern, seconds, start=0):
     return poll(f"an event matching {pattern!r}", seconds, found, every=0.5)
 
 
+def submit(c, out, sbatch_args, heat_args):
+    """sbatch of heat2d_pcm on 2 processes of node 1 with pcmd as a step (JOB_SCRIPT, the
+    environment's PCM_JOB, PCMD_ARGS and PCM_RESTART); returns once pcmd is up."""
+    for name in ("pcmd.pid", "release", os.path.basename(c.env["PCM_CONFIG"])):
+        if os.path.exists(os.path.join(c.tmp, name)):
+            os.unlink(os.path.join(c.tmp, name))
+    heat = os.path.join(c.build, "examples/heat2d/heat2d_pcm")
+    r = c.run("sbatch", "--parsable", "-N1", "-w", c.names[0], "--ntasks-per-node=2", "-J",
+              "pcm-policy-test", "-o", out, "-D", c.tmp, *sbatch_args, JOB_SCRIPT, c.build, c.tmp,
+              LAUNCHER, "2", heat, *heat_args)
+    c.job = r.stdout.strip().split(";")[0]
+    if not c.job.isdigit():
+        raise Failure(f"sbatch --parsable printed {r.stdout!r}")
+
+    def pcmd_ready():
+        if c.job_state() in ENDED:
+            raise Failure(f"job {c.job} ended ({c.job_state()}) before pcmd was up:\n"
+                          f"{open(out).read()[-2000:] if os.path.exists(out) else ''}")
+        conf = c.env["PCM_CONFIG"]
+        return os.path.exists(os.path.join(c.tmp, "pcmd.pid")) and os.path.exists(conf) \
+            and os.path.getsize(conf) > 0
+
+    poll("pcmd's configuration file", 120, pcmd_ready)
+    c.pcmd_pid = int(open(os.path.join(c.tmp, "pcmd.pid")).read())
+
+
 def scenario(c):
     n1, n2 = c.names
     job = "slurm-policy"
@@ -60,23 +89,7 @@ def scenario(c):
     c.env["PCM_JOB"] = job
     c.env["PCMD_ARGS"] = ("--policy auto --policy-idle-s 3 --policy-interval-s 2 "
                           "--policy-measure-s 4 --policy-min-gain 10 --slurm-grow-timeout 20")
-    heat = os.path.join(c.build, "examples/heat2d/heat2d_pcm")
-    r = c.run("sbatch", "--parsable", "-N1", "-w", n1, "--ntasks-per-node=2", "-J",
-              "pcm-policy-test", "-o", out, "-D", c.tmp, JOB_SCRIPT, c.build, c.tmp, LAUNCHER, "2",
-              heat, *args, "--throttle-us", "2000")
-    c.job = r.stdout.strip().split(";")[0]
-    if not c.job.isdigit():
-        raise Failure(f"sbatch --parsable printed {r.stdout!r}")
-
-    def pcmd_ready():
-        if c.job_state() in ENDED:
-            raise Failure(f"job {c.job} ended ({c.job_state()}) before pcmd was up")
-        conf = c.env["PCM_CONFIG"]
-        return os.path.exists(os.path.join(c.tmp, "pcmd.pid")) and os.path.exists(conf) \
-            and os.path.getsize(conf) > 0
-
-    poll("pcmd's configuration file", 120, pcmd_ready)
-    c.pcmd_pid = int(open(os.path.join(c.tmp, "pcmd.pid")).read())
+    submit(c, out, [], [*args, "--throttle-us", "2000"])
     c.pcmctl("wait", job, "--iteration", "20", "--timeout", "120")
     t0 = time.monotonic()
 
@@ -144,6 +157,56 @@ def scenario(c):
         f"{plain} as the plain run's")
 
 
+def time_limit(c):
+    """4. A job with a time limit of one minute, inside the policy's checkpoint margin from the
+    start: pcmd asks it for a checkpoint (and grows nothing onto the idle node 2); the version is
+    written; the job is cancelled as its time limit would end it, and restarted in a new sbatch
+    job from that version, with the plain run's checksum."""
+    job = "slurm-limit"
+    args = ["--nx", "61", "--ny", "40", "--iters", "6000"]
+    plain = heat2d_plain(c.build, args)
+    c.env["PCM_JOB"] = job
+    c.env["PCMD_ARGS"] = ("--policy auto --policy-idle-s 1 --policy-interval-s 2 "
+                          "--policy-checkpoint-margin-s 90")
+    out = os.path.join(c.tmp, "limit.out")
+    submit(c, out, ["--time=1"], [*args, "--throttle-us", "20000"])
+    limited = c.job
+    t = time.monotonic()
+    e = wait_event(c, job, r"checkpoint \d+ written .*\(policy: the allocation's time limit is", 60)
+    log(f"{time.monotonic() - t:.1f} s after pcmd was up: {e}")
+    st = c.status(job)
+    if any(re.search(r"policy: (resize|split|migrate)", x) for x in st.get("events", [])):
+        raise Failure(f"the policy reshaped a job whose time limit is near: {st['events']}")
+    versions = json.loads(c.pcmctl("checkpoints", job, "--json").stdout)
+    if not versions or not all(v.get("valid") for v in versions):
+        raise Failure(f"versions after the request: {versions}")
+    saved = max(v["iteration"] for v in versions)
+    # The time limit would end it within the minute; the test does not wait for it.
+    c.run("scancel", limited)
+    poll(f"the end of job {limited}", 60, lambda: c.job_state() in ENDED, every=0.5)
+    log(f"job {limited} wrote version {saved} when asked and was cancelled ({c.job_state()})")
+    c.env["PCM_RESTART"] = "1"
+    c.env["PCMD_ARGS"] = ""
+    out2 = os.path.join(c.tmp, "restart.out")
+    try:
+        submit(c, out2, [], args)
+    finally:
+        del c.env["PCM_RESTART"]
+    poll("the restarted job's end", 240, lambda: c.job_state() in ENDED
+         or "mpiexec exited" in open(out2).read(), every=0.5)
+    open(os.path.join(c.tmp, "release"), "w").close()
+    poll(f"the end of job {c.job}", 60, lambda: c.job_state() in ENDED, every=0.5)
+    text = open(out2).read()
+    if not re.search(rf"^heat2d: restarted from iteration {saved} \(2 -> 2 processes\)$", text,
+                     re.M):
+        raise Failure(f"the restart did not resume from version {saved}:\n{text[-3000:]}")
+    m = re.search(r"^checksum (\w+)", text, re.M)
+    if c.job_state() != "COMPLETED" or not m or m.group(1) != plain:
+        raise Failure(f"the restarted job ended {c.job_state()}, checksum "
+                      f"{m.group(1) if m else None} (plain {plain}):\n{text[-3000:]}")
+    log(f"restarted from version {saved} in job {c.job}: checksum {plain} as the plain run's")
+
+
 def main():
     if len(sys.argv) != 2:
         print(f"usage: {sys.argv[0]} BUILD", file=sys.stderr)
@@ -163,6 +226,7 @@ def main():
         try:
             c.up()
             scenario(c)
+            time_limit(c)
         except Failure as e:
             print(f"slurm.policy: FAILED: {e}", file=sys.stderr, flush=True)
             try:

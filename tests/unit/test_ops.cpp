@@ -49,6 +49,8 @@ json sample(ops::Op op) {
       return {{"job", "j"}, {"iteration", 1}};
     case ops::Op::kPrune:
       return {{"job", "j"}, {"keep", 2}};
+    case ops::Op::kCheckpointRequest:
+      return {{"job", "j"}, {"why", "w"}};
     case ops::Op::kCheckpointCommit:
       return {{"job", "j"}, {"iteration", 1}, {"size", 2}, {"layout", nullptr}};
     case ops::Op::kCheckpointBad:

@@ -264,3 +264,35 @@ TEST(PolicyQueue, ANodeIdleLongEnoughIsGrownOntoByItsCpusWhenNobodyWaits) {
   EXPECT_TRUE(q.decide(12, {job({"h1", "h1"}, 50)}, hosts, &idle).empty());
   EXPECT_TRUE(q.decide(30, {job({"h1", "h1"}, 50)}, hosts, &waits).empty());
 }
+
+TEST(PolicyQueue, NearTheTimeLimitEveryJobIsAskedOnceForACheckpointAndNothingGrows) {
+  d::PolicyConfig c = config();
+  c.idle_s = 0;
+  c.checkpoint_margin_s = 120;
+  d::Policy p(c);
+  std::vector<d::PolicyHost> hosts{host("h1", 2, 2)};
+  auto idle = queue({}, {{"h3", 2}});
+  idle.seconds_left = 121;  // not yet: the idle node is grown onto
+  auto out = p.decide(0, {job({"h1", "h1"}, 50)}, hosts, &idle);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_FALSE(out[0].checkpoint);
+  EXPECT_EQ(out[0].kind, Kind::kResize);
+  d::Policy q(c);
+  idle.seconds_left = 90;
+  auto other = job({"h1", "h1"}, 50, true);  // a command in flight holds no checkpoint back
+  other.name = "other";
+  out = q.decide(0, {job({"h1", "h1"}, 50), other}, hosts, &idle);
+  ASSERT_EQ(out.size(), 2u);
+  for (const auto& d : out) {
+    EXPECT_TRUE(d.checkpoint);
+    EXPECT_NE(d.reason.find("time limit is 90 s away (margin 120 s)"), std::string::npos)
+        << d.reason;
+  }
+  EXPECT_NE(out[0].job, out[1].job);
+  // Once per job; and no growth onto the idle node any more.
+  EXPECT_TRUE(q.decide(30, {job({"h1", "h1"}, 50)}, hosts, &idle).empty());
+  // No time limit known: never.
+  d::Policy r(c);
+  auto unknown = queue({}, {});
+  EXPECT_TRUE(r.decide(0, {job({"h1", "h1"}, 50)}, hosts, &unknown).empty());
+}
