@@ -22,6 +22,15 @@ constexpr std::size_t kMaxSite = 64;
 
 std::string job_of(const json& j) { return get_string(j, "job", proto::kMaxName); }
 
+// A duration in seconds: absent or null, or a number in [0, 1e9].
+std::optional<double> opt_seconds(const json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return std::nullopt;
+  if (!it->is_number() || !(it->get<double>() >= 0) || it->get<double>() > 1e9)
+    fail(PCM_ERR_ARG, "field \"{}\" must be a number of seconds in [0, 1e9]", key);
+  return it->get<double>();
+}
+
 // A job name that becomes a directory at once (checkpoint requests of jobs pcmd may not know).
 std::string valid_job_of(const json& j) {
   auto name = job_of(j);
@@ -116,11 +125,17 @@ Poll Poll::from_json(const json& j) {
   r.job = job_of(j);
   r.iteration = get_int(j, "iteration", 0, INT64_MAX);
   if (auto it = j.find("profile"); it != j.end()) r.profile = *it;
+  r.checkpoint_cost_s = opt_seconds(j, "checkpoint_cost_s");
+  r.checkpoint_interval_s = opt_seconds(j, "checkpoint_interval_s");
+  r.checkpoint_mtbf_s = opt_seconds(j, "checkpoint_mtbf_s");
   return r;
 }
 json Poll::to_json() const {
   json j{{"job", job}, {"iteration", iteration}};
   put(j, "profile", profile);
+  put(j, "checkpoint_cost_s", checkpoint_cost_s);
+  put(j, "checkpoint_interval_s", checkpoint_interval_s);
+  put(j, "checkpoint_mtbf_s", checkpoint_mtbf_s);
   return j;
 }
 

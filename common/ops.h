@@ -118,6 +118,9 @@ struct Poll {
   std::string job;
   std::int64_t iteration = 0;
   std::optional<json> profile;  // validated by pcmd, which drops a bad one
+  // With PCM_CHECKPOINT_MTBF: the measured cost of a checkpoint, the interval it gives and the
+  // MTBF, in seconds (pcmctl status shows them).
+  std::optional<double> checkpoint_cost_s, checkpoint_interval_s, checkpoint_mtbf_s;
   static Poll from_json(const json& j);
   json to_json() const;
 };

@@ -10,6 +10,7 @@
 #include "mpi_util.h"
 #include "protocol.h"
 #include "runtime.h"
+#include "young_daly.h"
 
 namespace pcm::detail {
 
@@ -269,7 +270,7 @@ int Runtime::adapt(MPI_Comm* comm) {
   if (!comm) fail(PCM_ERR_ARG, "comm is NULL");
   const int s = status(*comm);
   if (s == PCM_NONE) {
-    if (checkpoint_.due != 0 && resumed_) write_asked_checkpoint();
+    if (checkpoint_.due != 0 && resumed_) write_due_checkpoint();
     return PCM_NONE;
   }
   if (!resumed_) fail(PCM_ERR_STATE, "call PCM_Resume before PCM_Adapt");
@@ -327,34 +328,52 @@ int Runtime::checkpoint(MPI_Comm comm, int iteration) {
                  : 0;
   mpi_check(MPI_Bcast(&skip, 1, MPI_INT, 0, world_.comm()), "MPI_Bcast");
   if (skip) return PCM_SUCCESS;
+  const double t0 = wtime();
   write_version(iteration);
+  note_checkpoint(wtime() - t0);
   return PCM_SUCCESS;
 }
 
 // The version is labelled with the iteration this PCM_Adapt call begins, counted as PCM_Status
 // counts them (from the restart's version in a restarted job): the application's own
 // PCM_Checkpoint(world, it) of the same loop uses the same numbers when it counts from 0.
-void Runtime::write_asked_checkpoint() {
-  const std::int64_t id = checkpoint_.due;
+void Runtime::write_due_checkpoint() {
+  const std::int64_t id = checkpoint_.due;  // > 0: pcmd's request; -1: the schedule's
   checkpoint_.due = 0;
-  if (world_.rank() == 0) checkpoint_.done = id;  // asked once: a failure is not retried
+  if (id > 0 && world_.rank() == 0) checkpoint_.done = id;  // asked once: a failure is not retried
   const std::int64_t label = std::max<std::int64_t>(restart_.iteration, 0) + iteration_ - 1;
   if (label == restart_.iteration || label > INT_MAX) return;  // saved already / cannot name it
+  const std::string what = id > 0 ? fmt::format("checkpoint {} asked by pcmd", id)
+                                  : fmt::format("scheduled checkpoint (PCM_CHECKPOINT_MTBF={})",
+                                                settings_.checkpoint_mtbf_s);
   const double t0 = wtime();
   try {
     write_version(static_cast<int>(label));
     checkpoint_.label = label;
     checkpoint_.at_call = iteration_;
+    note_checkpoint(wtime() - t0);
     if (world_.rank() == 0)
-      plog()->info(
-          "[rank 0] checkpoint {} asked by pcmd: version of iteration {} written in "
-          "{:.3f} s",
-          id, label, wtime() - t0);
+      plog()->info("[rank 0] {}: version of iteration {} written in {:.3f} s", what, label,
+                   wtime() - t0);
   } catch (const Error& e) {
-    // Agreed (write_version's steps are): the job goes on; pcmd still shows the request.
-    if (world_.rank() == 0)
-      plog()->warn("[rank 0] checkpoint {} asked by pcmd, not written: {}", id, e.what());
+    // Agreed (write_version's steps are): the job goes on; pcmd still shows a request. The
+    // schedule tries again an interval later (a tenth of the MTBF while no cost is known).
+    checkpoint_.last_end = wtime();
+    if (checkpoint_.interval < 0)
+      checkpoint_.interval = static_cast<double>(settings_.checkpoint_mtbf_s) / 10;
+    if (world_.rank() == 0) plog()->warn("[rank 0] {}, not written: {}", what, e.what());
   }
+}
+
+void Runtime::note_checkpoint(double seconds) {
+  AutoCheckpoints& c = checkpoint_;
+  c.cost =
+      c.cost < 0 ? seconds : (c.cost + seconds) / 2;  // the last ones, the newest weighing most
+  c.last_end = wtime();
+  if (settings_.checkpoint_mtbf_s <= 0) return;
+  const double mtbf = static_cast<double>(settings_.checkpoint_mtbf_s);
+  c.interval = daly_interval(c.cost, mtbf);
+  if (world_.rank() == 0) link_.set_checkpoint_schedule(c.cost, c.interval, mtbf);
 }
 
 }  // namespace pcm::detail

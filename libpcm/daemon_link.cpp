@@ -303,6 +303,12 @@ std::optional<proto::Command> DaemonLink::poll(const std::string& job, std::int6
     poll.iteration = iteration;
     if (!profile_.is_null()) poll.profile = std::move(profile_);
     profile_ = nullptr;
+    if (schedule_) {
+      const auto [cost, interval, mtbf] = *schedule_;
+      if (cost >= 0) poll.checkpoint_cost_s = cost;
+      if (interval >= 0) poll.checkpoint_interval_s = interval;
+      poll.checkpoint_mtbf_s = mtbf;
+    }
     json req = ops::request(poll);
     req["v"] = proto::kVersion;
     req["secret"] = secret_;

@@ -55,6 +55,11 @@ class DaemonLink {
                                      int world_size);
   // The checkpoint pcmd asks of the job in its last poll reply (its id; 0: none).
   std::int64_t checkpoint_wanted() const { return checkpoint_wanted_; }
+  // Rank 0: every poll from now on reports the checkpoints PCM_Adapt schedules (seconds; a
+  // negative cost or interval: not measured yet).
+  void set_checkpoint_schedule(double cost_s, double interval_s, double mtbf_s) {
+    schedule_ = {cost_s, interval_s, mtbf_s};
+  }
   // Rank 0: the job's profile goes with the next poll request (a newer one replaces it).
   void send_profile(nlohmann::json profile) { profile_ = std::move(profile); }
   // Stops polling (this process is no longer the world's rank 0); poll() reconnects.
@@ -93,7 +98,8 @@ class DaemonLink {
   zmq::socket_t poller_;  // a DEALER: PCM_Status never waits for pcmd
   bool poll_outstanding_ = false;
   std::int64_t checkpoint_wanted_ = 0;
-  nlohmann::json profile_;  // to send with the next poll (null: none)
+  std::optional<std::array<double, 3>> schedule_;  // cost, interval, MTBF
+  nlohmann::json profile_;                         // to send with the next poll (null: none)
   std::int64_t poll_sent_ms_ = 0;
   std::int64_t poll_interval_ms_ = 50;
   std::int64_t gone_checked_ms_ = 0;

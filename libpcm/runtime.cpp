@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "auth.h"
+#include "buffer.h"
 #include "error.h"
 #include "log.h"
 #include "ops.h"
@@ -134,6 +135,8 @@ int Runtime::init(MPI_Comm* comm) {
   job_ = shared.at("job").get<std::string>();
   incarnation_ = shared.at("incarnation").get<std::int64_t>();
   link_.watch(job_, incarnation_, processor_name(), settings_.connect_timeout_ms);
+  if (settings_.checkpoint_mtbf_s > 0)
+    link_.set_checkpoint_schedule(-1, -1, static_cast<double>(settings_.checkpoint_mtbf_s));
   restart_.iteration = shared.at("restart_iteration").get<std::int64_t>();
   restart_.nprocs = shared.at("restart_nprocs").get<int>();
   if (restart_.restarted()) {
@@ -202,7 +205,11 @@ int Runtime::status(MPI_Comm comm) {
       msg[2] = window_.next_calls();
       msg[3] = link_.pcmd_pid();
       msg[4] = prof.due();
-      if (link_.checkpoint_wanted() > checkpoint_.done) msg[5] = link_.checkpoint_wanted();
+      if (link_.checkpoint_wanted() > checkpoint_.done) {
+        msg[5] = link_.checkpoint_wanted();
+      } else if (settings_.checkpoint_mtbf_s > 0 && resumed_ && checkpoint_.scheduled(wtime())) {
+        msg[5] = -1;
+      }
     }
     mpi_check(MPI_Bcast(msg, 6, MPI_LONG_LONG, 0, world_.comm()), "MPI_Bcast");
     checkpoint_.due = msg[5];

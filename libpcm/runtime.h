@@ -169,8 +169,10 @@ class Runtime {
   void resume_restarted();        // shards.cpp: the version's format decides
   void resume_restarted_whole();  // a version made through pcmd (format 1)
   void send_migration(MPI_Comm merged, int child, int rank);
-  // PCM_Adapt, when pcmd asked for a checkpoint: a version of the iteration this call begins.
-  void write_asked_checkpoint();
+  // PCM_Adapt, when a checkpoint is due (checkpoint_.due): a version of the iteration this call
+  // begins. note_checkpoint: a version took `seconds` to write (the schedule's figures).
+  void write_due_checkpoint();
+  void note_checkpoint(double seconds);
 
   // PCM_Checkpoint's data path (shards.cpp): every rank writes its shard, pcmd commits; a
   // restarted process reads its share from the shards (info: pcmd's checkpoint_manifest reply).
@@ -202,15 +204,25 @@ class Runtime {
   // The register-once layer.
   Registry registry_;
   bool resumed_ = false;
-  // Checkpoints pcmd asks for (pcmctl checkpoint, its policy before a time limit): the one due
-  // at this agreement (every rank), the last one rank 0 wrote, and the version PCM_Adapt last
-  // wrote by itself (label, and at which PCM_Status call), which the application's own
-  // PCM_Checkpoint of the same iteration then has already.
-  struct AskedCheckpoints {
+  // Checkpoints PCM_Adapt writes by itself: those pcmd asks for (pcmctl checkpoint, its policy
+  // before a time limit) and those PCM_CHECKPOINT_MTBF schedules. The one due at this agreement
+  // (every rank: a request's id, -1 for the schedule's), the last request rank 0 wrote, the
+  // version PCM_Adapt last wrote (label, and at which PCM_Status call: the application's own
+  // PCM_Checkpoint of that iteration has it already), and the schedule: when the last version
+  // (anyone's) was written, its measured cost (-1: none yet) and Daly's interval for it.
+  struct AutoCheckpoints {
     std::int64_t due = 0;
     std::int64_t done = 0;
     std::int64_t label = -1;
     std::int64_t at_call = -1;
+    double last_end = -1;  // wtime(); -1: this process has not started counting
+    double cost = -1;
+    double interval = -1;
+    // Whether the schedule's next version is due at time now (the first at once: it measures).
+    bool scheduled(double now) {
+      if (last_end < 0) last_end = now;
+      return interval < 0 || now - last_end >= interval;
+    }
   } checkpoint_;
 
   Retirement retirement_;

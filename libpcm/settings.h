@@ -31,6 +31,9 @@ struct Settings {
   // the job's world has had); a job that uses the calls of the paper's Table 1 (which hand PCM
   // only the moving process's data) has no cap unless this is set, and then it is refused.
   int max_parked = 0;
+  // PCM_CHECKPOINT_MTBF: the mean time between failures in seconds; PCM_Adapt then writes a
+  // checkpoint by itself at Daly's interval for the measured cost (0, the default: it does not).
+  long checkpoint_mtbf_s = 0;
   // PCM_JOB and PCM_RESTART (=1) as given; PCM_Init checks them on rank 0 and agrees.
   std::string job;
   bool restart = false;

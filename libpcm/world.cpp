@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "buffer.h"
 #include "error.h"
 #include "ops.h"
 #include "profiler.h"
@@ -183,7 +184,11 @@ json Runtime::spawn_context(const char* kind, const Command& cmd) const {
               {"restart", restart_.version()},
               {"reconfig", reconfig_.last},
               {"parked", world_.parking.parked},
-              {"largest", world_.parking.largest}};
+              {"largest", world_.parking.largest},
+              {"checkpoints",
+               {{"since_s", checkpoint_.last_end < 0 ? -1.0 : wtime() - checkpoint_.last_end},
+                {"cost_s", checkpoint_.cost},
+                {"interval_s", checkpoint_.interval}}}};
 }
 
 void Runtime::join_as_child(MPI_Comm parent_handle) {
@@ -199,6 +204,15 @@ void Runtime::join_as_child(MPI_Comm parent_handle) {
   reconfig_.last = ctx.at("reconfig");
   world_.parking.parked = ctx.value("parked", 0);
   world_.parking.largest = ctx.value("largest", 0);
+  if (const json c = ctx.value("checkpoints", json()); c.is_object()) {  // the schedule goes on
+    const double since = c.value("since_s", -1.0);
+    checkpoint_.last_end = since < 0 ? -1 : wtime() - since;
+    checkpoint_.cost = c.value("cost_s", -1.0);
+    checkpoint_.interval = c.value("interval_s", -1.0);
+  }
+  if (settings_.checkpoint_mtbf_s > 0)
+    link_.set_checkpoint_schedule(checkpoint_.cost, checkpoint_.interval,
+                                  static_cast<double>(settings_.checkpoint_mtbf_s));
   skip_next_status_ = true;
   if (ctx.at("kind") == "migrate") {
     mpi::Comm merged;

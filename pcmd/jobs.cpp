@@ -295,6 +295,11 @@ json JobTable::poll(const ops::Poll& r, LogLimiter& refusals) {
       if (refusals.allow(*log_)) log_->warn("job {}: profile refused: {}", job.name, e.what());
     }
   }
+  if (r.checkpoint_mtbf_s)
+    job.checkpoint_schedule = {
+        {"cost_s", r.checkpoint_cost_s ? json(*r.checkpoint_cost_s) : json()},
+        {"interval_s", r.checkpoint_interval_s ? json(*r.checkpoint_interval_s) : json()},
+        {"mtbf_s", *r.checkpoint_mtbf_s}};
   json reply{{"ok", true}, {"command", nullptr}};
   if (job.pending) {
     reply["command"] = job.pending->to_json();
@@ -415,7 +420,8 @@ json JobTable::job_json(const Job& job) const {
           std::chrono::duration<double>(std::chrono::steady_clock::now() - job.last_seen).count()},
          {"pending", nullptr},
          {"allocating", nullptr},
-         {"checkpoint_wanted", nullptr}};
+         {"checkpoint_wanted", nullptr},
+         {"checkpoint_schedule", job.checkpoint_schedule}};
   job.put_events(j);
   if (job.allocating)
     j["allocating"] = {

@@ -65,6 +65,9 @@ struct Job {
     std::chrono::steady_clock::time_point since;
   };
   std::optional<CheckpointWanted> checkpoint_wanted;
+  // Checkpoints PCM_Adapt schedules itself (PCM_CHECKPOINT_MTBF), as rank 0's polls report them:
+  // {"cost_s", "interval_s", "mtbf_s"} (null: not scheduled).
+  nlohmann::json checkpoint_schedule;
   std::string last_event;
   std::vector<JobEvent> events;  // the last few events, oldest first
   std::chrono::steady_clock::time_point last_seen;

@@ -42,6 +42,11 @@ void print_status_table(const json& reply) {
                                  ? "allocating: " + j.at("allocating").value("text", "?")
                                  : pending_text(j.at("pending")),
                              j.value("last_event", ""), j.value("seconds_since_seen", 0.0));
+    if (const json c = j.value("checkpoint_schedule", json()); c.is_object())
+      std::cout << fmt::format(
+          "{:<20} checkpoints every {} s of work (cost {} s, MTBF {:.0f} s: Young/Daly)\n", "",
+          opt_ms(c.value("interval_s", json())), opt_ms(c.value("cost_s", json())),
+          c.value("mtbf_s", 0.0));
     if (const json w = j.value("checkpoint_wanted", json()); w.is_object())
       std::cout << fmt::format("{:<20} checkpoint asked {:.1f} s ago, not written yet: {}\n", "",
                                w.value("seconds", 0.0), w.value("why", ""));

@@ -83,6 +83,9 @@ def main():
                                                   pid=1, placement="spread"))
     seeds["register-restart"] = frames(b"", req("register", job="fz", restart=True, **hosts1))
     seeds["poll"] = frames(b"", req("poll", iteration=3, **job))
+    seeds["poll-checkpoints"] = frames(b"", req("poll", iteration=3, checkpoint_cost_s=0.5,
+                                                checkpoint_interval_s=60.0,
+                                                checkpoint_mtbf_s=3600.0, **job))
     seeds["store"] = frames(b"", req("store", rank=0, key="x", type=5, count=4, **job), doubles)
     seeds["store-piece"] = frames(b"", req("store", rank=0, key="x", type=5, count=8, xfer=1,
                                            total=64, offset=0, **job), doubles)

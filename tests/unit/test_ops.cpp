@@ -27,7 +27,12 @@ json sample(ops::Op op) {
       return {{"size", 2},       {"hosts", {"a", "b"}},    {"job", "j"}, {"nonce", "n"},
               {"restart", true}, {"executable", "/bin/x"}, {"pid", 7},   {"placement", "spread"}};
     case ops::Op::kPoll:
-      return {{"job", "j"}, {"iteration", 3}, {"profile", {{"x", 1}}}};
+      return {{"job", "j"},
+              {"iteration", 3},
+              {"profile", {{"x", 1}}},
+              {"checkpoint_cost_s", 0.5},
+              {"checkpoint_interval_s", 60.0},
+              {"checkpoint_mtbf_s", 3600.0}};
     case ops::Op::kReconfigured:
       return {{"job", "j"},     {"command", 4}, {"success", true}, {"size", 1},
               {"hosts", {"a"}}, {"pid", 9},     {"iteration", 5},  {"layout", {{"n", 8}}}};

@@ -1,8 +1,9 @@
 // test_runtime_state.cpp — unit tests of the state libpcm's runtime holds (no mpiexec, no pcmd):
 // the bound on parked processes, the reconfiguration in flight, the restart's state, what a
-// reconfiguration spawns, and a rank's outcome before the agreement.
+// reconfiguration spawns, a rank's outcome before the agreement, and the checkpoint interval.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -17,6 +18,7 @@
 #include "restart_state.h"
 #include "test_util.h"
 #include "world.h"
+#include "young_daly.h"
 
 using pcm::proto::Command;
 namespace d = pcm::detail;
@@ -202,4 +204,21 @@ TEST(Attempt, KeepsTheCodeAndMessageOfWhatWasThrown) {
   auto other = d::attempt([] { throw std::out_of_range("key 'x' not found"); });
   EXPECT_EQ(other.code, PCM_ERR_INTERNAL);
   EXPECT_EQ(other.msg, "internal error: key 'x' not found");
+}
+
+// ---- the checkpoint interval (young_daly.h) ---------------------------------------------------
+
+TEST(YoungDaly, DalysEstimateIsYoungsWithTheNextTermsAndBoundedByTheMtbf) {
+  // Young's sqrt(2 c M) for a cheap checkpoint, a little less with Daly's terms (c = 1 s,
+  // M = 1 h: sqrt(7200) = 84.85; Daly: 84.85 * (1 + sqrt(1/7200)/3 + 1/64800) - 1 = 84.18).
+  EXPECT_NEAR(d::daly_interval(1, 3600), 84.18, 0.01);
+  EXPECT_NEAR(d::daly_interval(1e-3, 1e6), std::sqrt(2 * 1e-3 * 1e6), 0.01);
+  // Longer for a dearer checkpoint or a longer MTBF.
+  EXPECT_GT(d::daly_interval(4, 3600), d::daly_interval(1, 3600));
+  EXPECT_GT(d::daly_interval(1, 7200), d::daly_interval(1, 3600));
+  // A checkpoint that costs twice the MTBF or more: every MTBF.
+  EXPECT_EQ(d::daly_interval(20, 10), 10);
+  EXPECT_EQ(d::daly_interval(0, 10), 0);
+  EXPECT_EQ(d::daly_interval(1, 0), 0);
+  EXPECT_EQ(d::daly_interval(-1, 10), 0);
 }
