@@ -172,6 +172,11 @@ json Reconfigured::to_json() const {
   return j;
 }
 
+JobEvent JobEvent::from_json(const json& j) {
+  return JobEvent{valid_job_of(j), get_string(j, "text", 2000)};
+}
+json JobEvent::to_json() const { return json{{"job", job}, {"text", text}}; }
+
 Finished Finished::from_json(const json& j) {
   return Finished{job_of(j), opt_int(j, "iteration", 0, INT64_MAX)};
 }

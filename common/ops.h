@@ -32,6 +32,7 @@ inline constexpr int kMaxRanks = 1 << 20;  // processes of a job, ranks named in
   X(Poll, "poll", false, false, false)                             \
   X(Reconfigured, "reconfigured", false, false, false)             \
   X(Finished, "finished", false, false, false)                     \
+  X(JobEvent, "job_event", false, true, false)                     \
   X(Status, "status", false, false, false)                         \
   X(Profile, "profile", false, false, false)                       \
   X(Store, "store", true, false, false)                            \
@@ -148,6 +149,15 @@ struct Finished {
   std::string job;
   std::optional<std::int64_t> iteration;
   static Finished from_json(const json& j);
+  json to_json() const;
+};
+
+// A line for a job's events from outside it (pcmctl run's recoveries).
+struct JobEvent {
+  static constexpr Op kOp = Op::kJobEvent;
+  std::string job;
+  std::string text;
+  static JobEvent from_json(const json& j);
   json to_json() const;
 };
 

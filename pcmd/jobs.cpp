@@ -240,6 +240,9 @@ json JobTable::register_job(const ops::Register& r, const std::string& name,
            *r.placement);
   }
   job.nonce = r.nonce.value_or("");
+  // A restart goes on with the history of the run it replaces (its failure, a recovery).
+  if (auto old = jobs_.find(name); old != jobs_.end() && restarted_from)
+    job.events = old->second.events;
   forget_ended_jobs();
   note(job, "started");
   job.last_seen = std::chrono::steady_clock::now();

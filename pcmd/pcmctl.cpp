@@ -2,6 +2,7 @@
 #include "pcmctl.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <chrono>
@@ -352,6 +353,33 @@ void add_checkpoints(CLI::App& app, Cli& cli) {
   });
 }
 
+void add_run(CLI::App& app, Cli& cli) {
+  auto a = std::make_shared<RunOptions>();
+  auto* sub = app.add_subcommand(
+      "run",
+      "launch a job and relaunch it from its newest valid version when a run fails: pcmctl run "
+      "-n N [--job NAME] [--max-restarts K] -- PROGRAM ARGS...");
+  sub->add_option("-n,--np", a->np, "processes")->required()->check(CLI::Range(1, 1 << 20));
+  sub->add_option("--job", a->job, "the job's name (PCM_JOB; default: $PCM_JOB, else run-PID)");
+  sub->add_option("--max-restarts", a->max_restarts, "relaunches at most")
+      ->check(CLI::Range(0, 1000))
+      ->capture_default_str();
+  sub->add_option("--mpiexec", a->mpiexec, "the MPI's launcher (default: $MPIEXEC, else mpiexec)");
+  sub->add_option("command", a->command, "the program and its arguments (after --)")->required();
+  on_run(sub, cli, [a](Connection& pcmd) {
+    if (a->job.empty()) {
+      const char* env = std::getenv("PCM_JOB");
+      a->job = env && *env ? env : fmt::format("run-{}", ::getpid());
+    }
+    if (!proto::valid_name(a->job)) fail(PCM_ERR_ARG, "invalid job name '{}'", a->job);
+    if (a->mpiexec.empty()) {
+      const char* env = std::getenv("MPIEXEC");
+      a->mpiexec = env && *env ? env : "mpiexec";
+    }
+    return run_supervised(pcmd, *a);
+  });
+}
+
 void add_checkpoint(CLI::App& app, Cli& cli) {
   struct Args {
     std::string job;
@@ -493,9 +521,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.require_subcommand(1);
   // In this order in --help.
-  for (auto add :
-       {add_status, add_migrate, add_split, add_merge, add_resize, add_host, add_checkpoints,
-        add_checkpoint, add_verify, add_prune, add_wait, add_events, add_profile, add_ping})
+  for (auto add : {add_status, add_migrate, add_split, add_merge, add_resize, add_host,
+                   add_checkpoints, add_checkpoint, add_verify, add_run, add_prune, add_wait,
+                   add_events, add_profile, add_ping})
     add(app, cli);
   try {
     app.parse(argc, argv);  // runs the subcommand's callback

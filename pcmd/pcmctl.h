@@ -60,6 +60,17 @@ proto::json req_host_list();
 proto::json req_host_remove(const std::string& host);
 proto::json req_host_drain(const std::string& host);
 
+// `pcmctl run` (pcmctl_run.cpp): a supervised launch that relaunches the job from its newest
+// valid version when a run fails, up to max_restarts times; returns the job's exit code.
+struct RunOptions {
+  std::string job;
+  int np = 1;
+  int max_restarts = 3;
+  std::string mpiexec;
+  std::vector<std::string> command;  // the program and its arguments
+};
+int run_supervised(Connection& pcmd, const RunOptions& options);
+
 // Printers (pcmctl_print.cpp): the tables and texts pcmctl shows; scripts parse them.
 void print_status_table(const proto::json& reply);
 void print_host_table(const proto::json& hosts);

@@ -119,6 +119,12 @@ void Server::set_handlers() {
     drains_.progress();
     return proto::ok_reply();
   });
+  on<ops::JobEvent>([this](const ops::JobEvent& r, Payload, Out&) {
+    Job& job = jobs_.find(r.job);
+    jobs_.note(job, r.text);
+    log_->info("job {}: {}", job.name, proto::printable(r.text));
+    return proto::ok_reply();
+  });
   on<ops::Status>([this](const ops::Status& r, Payload, Out&) {
     return json{{"ok", true}, {"jobs", jobs_.status(r.job)}, {"inventory", inventory_.status()}};
   });

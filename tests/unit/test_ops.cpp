@@ -54,6 +54,8 @@ json sample(ops::Op op) {
       return {{"job", "j"}, {"iteration", 1}};
     case ops::Op::kPrune:
       return {{"job", "j"}, {"keep", 2}};
+    case ops::Op::kJobEvent:
+      return {{"job", "j"}, {"text", "recovery 1"}};
     case ops::Op::kCheckpointRequest:
       return {{"job", "j"}, {"why", "w"}};
     case ops::Op::kCheckpointCommit:
