@@ -253,11 +253,25 @@ mpi::Comm Runtime::spawn_for(const Command& cmd, const char* command,
   }
 }
 
+namespace {
+// Whether the MPI library is Open MPI (by MPI_Get_library_version; asked once).
+bool open_mpi() {
+  static const bool yes = mpi::library_version().find("Open MPI") != std::string::npos;
+  return yes;
+}
+}  // namespace
+
 // Spawns one process per entry of hosts, as one group (so that they share memory among
 // themselves), with the arguments this process was started with. Collective over the world.
 // Consecutive entries naming one host are one command whose "host" info says "name:count":
 // hydra gives a host named without a count one slot and deals ranks round robin over the hosts,
 // which would number the new world's ranks in another order than the hosts pcmd placed.
+// Open MPI (4.1's mpirun) places a spawn only on hosts it knows (given to mpirun, or added by an
+// earlier spawn), and "host" alone fails for any other ("All nodes which are allocated for this
+// job are already filled"): the same value goes in "add-host" as well, which adds the host and
+// starts mpirun's daemon there (through its plm_rsh_agent) if it has none, so that a host that
+// joined pcmd's inventory after the start (a second Slurm allocation) can be used. Naming a host
+// it knows again starts nothing more (measured with 4.1.4: one daemon per host however often).
 mpi::Comm Runtime::spawn(const std::string& exe, const std::vector<std::string>& hosts) {
   std::vector<char*> argv;
   for (auto& a : program_.args) argv.push_back(const_cast<char*>(a.c_str()));
@@ -272,7 +286,9 @@ mpi::Comm Runtime::spawn(const std::string& exe, const std::vector<std::string>&
     while (i + run < hosts.size() && hosts[i + run] == hosts[i]) ++run;
     mpi::Info info;
     MPI_Info_create(info.out());
-    MPI_Info_set(info.get(), "host", fmt::format("{}:{}", hosts[i], run).c_str());
+    const std::string where = fmt::format("{}:{}", hosts[i], run);
+    MPI_Info_set(info.get(), "host", where.c_str());
+    if (open_mpi()) MPI_Info_set(info.get(), "add-host", where.c_str());
     if (!program_.cwd.empty()) MPI_Info_set(info.get(), "wdir", program_.cwd.c_str());
     cmds.push_back(const_cast<char*>(exe.c_str()));
     argvs.push_back(argv.data());

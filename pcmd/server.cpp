@@ -223,7 +223,15 @@ void Server::run(const std::atomic<bool>& stop) {
       }
       next_check = std::chrono::steady_clock::now() + std::chrono::seconds(1);
     }
-    if (slurm_) slurm_->tick();
+    if (slurm_) {
+      // Slurm's commands that the growth runs to the end (scontrol, squeue, scancel) hold this
+      // loop, and every request waits meanwhile: said when that takes long.
+      const auto t0 = std::chrono::steady_clock::now();
+      slurm_->tick();
+      const std::chrono::duration<double> took = std::chrono::steady_clock::now() - t0;
+      if (took > std::chrono::seconds(1))
+        log_->warn("Slurm's commands held pcmd's loop for {:.1f} s", took.count());
+    }
     transfers_.expire();
     refusals_.tick(*log_);
     zmq::pollitem_t items[3] = {{socket_.handle(), 0, ZMQ_POLLIN, 0},

@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
-# scripts/slurm-launcher.sh — the ssh-like launcher that MPICH's hydra uses inside Slurm
-# allocations: it starts the command on HOST as a step of the allocation that holds HOST,
+# scripts/slurm-launcher.sh — the ssh-like launcher that MPICH's hydra and Open MPI's mpirun use
+# inside Slurm allocations: it starts the command on HOST as a step of the allocation that holds
+# HOST,
 #
-#   mpiexec -launcher ssh -launcher-exec scripts/slurm-launcher.sh -hosts n1,n2 ...
+#   mpiexec -launcher ssh -launcher-exec scripts/slurm-launcher.sh -hosts n1,n2 ...     (hydra)
+#   mpirun --mca plm rsh --mca plm_rsh_agent scripts/slurm-launcher.sh --mca ras ^slurm \
+#       --host n1:2 ...                                              (Open MPI: its daemons)
 #
-# (run inside the allocation: in the sbatch script, under salloc, or in a step). Hydra calls it
-# as ssh would be called: `LAUNCHER [ssh options, e.g. -x] HOST WORD...`; like ssh, it joins the
-# words with spaces and runs them with a shell on HOST:
+# (run inside the allocation: in the sbatch script, under salloc, or in a step; for Open MPI see
+# tests/multihost/slurm_heat2d_job.sh). The MPI calls it as ssh would be called: `LAUNCHER [ssh
+# options, e.g. -x] HOST WORD...`; like ssh, it joins the words with spaces and runs them with a
+# shell on HOST:
 #
 #   srun --jobid=J -w HOST -N1 -n1 --overlap bash -c "WORDS"
 #
@@ -14,7 +18,9 @@
 # holds HOST (squeue -t R -w HOST; the first if several do); with none, it says so and exits 255
 # (as ssh does when it cannot connect). By hand: slurm-launcher.sh HOST CMD...
 # Every MPI_Comm_spawn onto a host of the allocation thus becomes a step there (--overlap: it
-# shares the CPUs of the steps already running, such as hydra's and pcmd's own).
+# shares the CPUs of the steps already running, such as hydra's and pcmd's own): hydra starts a
+# proxy per spawn, Open MPI's mpirun one daemon per host at the first spawn there, which stays
+# until mpirun ends.
 set -euo pipefail
 
 # shellcheck source=ssh_args.sh

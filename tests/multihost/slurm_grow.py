@@ -4,7 +4,8 @@ slurm.grow test).
 
 scripts/slurm.sh makes a Slurm cluster of two namespace hosts (2 CPUs each). An sbatch job on
 node 1 only (tests/multihost/slurm_heat2d_job.sh) runs pcmd as a step (--resources slurm,
---slurm-grow-timeout 5) and heat2d_pcm on 2 processes through scripts/slurm-launcher.sh. Then:
+--slurm-grow-timeout 5) and heat2d_pcm on 2 processes, with scripts/slurm-launcher.sh as the
+launcher of what the MPI starts on another node (hydra's proxies, Open MPI's daemon). Then:
 
 1. another job holds node 2: `pcmctl split` waits in state allocating (pcmctl status), its
    salloc times out, and the split is refused with the reason in the events; the job is
@@ -16,12 +17,15 @@ node 1 only (tests/multihost/slurm_heat2d_job.sh) runs pcmd as a step (--resourc
    second allocation (its journal), and the job goes on;
 4. a merge leaves node 2 (carried out by respawning the world, so that nothing of the job stays
    there): pcmd gives the second allocation back (scancel; node 2 leaves the inventory) and the
-   waiting job starts and completes;
+   waiting job starts and completes. On MPICH at once; on Open MPI once mpirun has ended: the
+   daemon it started on node 2 for the split (a step of the second allocation) stays until then,
+   and the test checks that pcmd waits for it (the allocation held, the waiting job pending);
 5. heat2d ends with the plain run's checksum, bit for bit.
 
 --show (scripts/slurm_demo.sh) also prints Slurm's queue and pcmd's view at each step. Then
 scancel of whatever is left, slurm.sh down, and nothing of the cluster left (also on
-failure). Exits 77 (SKIPPED) with the reason without root, Slurm, munge or MPICH's hydra.
+failure). Exits 77 (SKIPPED) with the reason without root, Slurm or munge, or on an MPI other
+than MPICH's hydra and Open MPI's mpirun.
 """
 import json
 import os
@@ -35,8 +39,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from multihost import Failure, heat2d_plain  # noqa: E402
-from slurm_heat2d import (ENDED, JOB_SCRIPT, LAUNCHER, ROOT, SKIP, SlurmCluster,  # noqa: E402
-                          nothing_left, poll)
+from slurm_heat2d import (ENDED, FAMILIES, JOB_SCRIPT, LAUNCHER, SKIP,  # noqa: E402
+                          SlurmCluster, mpi_family, nothing_left, pcmd_says, poll, steps_on)
 
 GROW_TIMEOUT = 5
 SHOW = False  # --show (scripts/slurm_demo.sh): Slurm's queue and pcmd's view at every step
@@ -52,8 +56,8 @@ def skip(why):
 
 
 class Cluster(SlurmCluster):
-    def __init__(self, build, tmp):
-        super().__init__(build, tmp)
+    def __init__(self, build, tmp, family):
+        super().__init__(build, tmp, family)
         self.others = []  # jobs of the test's own beside the PCM job
         self.restarted = None  # the srun of a pcmd started again (restart_pcmd)
 
@@ -250,6 +254,7 @@ def scenario(c):
     show(c, f"a job that needs all of {n2} waits in the queue")
 
     # 4. The merge leaves node 2; the allocation goes back and the waiting job runs.
+    out_text = lambda: open(out).read()  # noqa: E731
     on2 = st["hosts"].index(n2)
     other = next(i for i, h in enumerate(st["hosts"]) if h == n1)
     t = time.monotonic()
@@ -257,6 +262,23 @@ def scenario(c):
     c.pcmctl("wait", job, "--reconfigurations", "2", "--timeout", "120")
     if c.status(job)["hosts"] != [n1, n1]:
         raise Failure(f"after the merge the job runs on {c.status(job)['hosts']}")
+    after = "the command"
+    if c.family == "openmpi":
+        # mpirun's daemon on node 2 (a step of the second allocation) stays until mpirun ends:
+        # pcmd waits for that step; the allocation stays and the waiting job with it.
+        pcmd_says(c, f"Slurm job {extra}: no process of a job is placed there; waiting for its "
+                  f"steps on {n2}", 20)
+        held = steps_on(c, extra, n2)
+        if c.state_of(extra) != "RUNNING" or not held or c.state_of(waiter) != "PENDING":
+            raise Failure(f"while mpirun runs: Slurm job {extra} {c.state_of(extra)}, steps on "
+                          f"{n2} {held}, the waiting job {c.state_of(waiter)}; expected the "
+                          "allocation held by mpirun's daemon and the job pending")
+        log(f"merge off {n2}: Slurm job {extra} stays held while mpirun runs (its daemon is step "
+            f"{held[0].split()[0]}); pcmd waits for it; the waiting job {waiter} is PENDING")
+        poll("mpiexec's end", 240, lambda: "mpiexec exited" in out_text()
+             or c.job_state() in ENDED, every=0.5)
+        t = time.monotonic()
+        after = "mpiexec's end"
     poll(f"Slurm job {extra}'s end", 60, lambda: c.state_of(extra) in ENDED, every=0.5)
     given_back = time.monotonic() - t
     poll(f"the waiting job {waiter}'s start", 60,
@@ -273,11 +295,10 @@ def scenario(c):
     if not any(f"gave Slurm job {extra} back" in e for e in ev):
         raise Failure(f"no event says Slurm job {extra} was given back: {ev[-4:]}")
     show(c, f"after the merge: Slurm job {extra} was given back and the waiting job ran")
-    log(f"merge off {n2}: Slurm job {extra} given back {given_back:.2f} s after the command; "
+    log(f"merge off {n2}: Slurm job {extra} given back {given_back:.2f} s after {after}; "
         f"the waiting job {waiter} started by {started:.2f} s and completed")
 
     # 5. The end, bit for bit.
-    out_text = lambda: open(out).read()  # noqa: E731
     poll("mpiexec's end", 240, lambda: "mpiexec exited" in out_text()
          or c.job_state() in ENDED, every=0.5)
     st = c.status(job)
@@ -305,15 +326,14 @@ def main():
     build = os.path.abspath(argv[0])
     if os.geteuid() != 0:
         skip(f"needs root to make namespace hosts and run slurmd (uid {os.geteuid()})")
-    family = subprocess.run(
-        ["sh", "-c", f'. "{ROOT}/scripts/mpi_launcher.sh" && echo "$PCM_MPI_FAMILY"'],
-        capture_output=True, text=True).stdout.strip()
-    if family != "mpich":
-        skip(f"the launcher is hydra's ssh-style -launcher-exec; this MPI is {family or '?'}")
+    family = mpi_family()
+    if family not in FAMILIES:
+        skip(f"the job script launches with MPICH's hydra or Open MPI's mpirun; "
+             f"{os.environ.get('MPIEXEC', 'mpiexec')} is {family or '?'}")
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     with tempfile.TemporaryDirectory(prefix="pcm-slurm.") as tmp:
         os.chmod(tmp, 0o700)
-        c = Cluster(build, tmp)
+        c = Cluster(build, tmp, family)
         try:
             c.up()
             scenario(c)

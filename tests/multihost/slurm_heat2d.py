@@ -4,16 +4,19 @@
 scripts/slurm.sh makes a Slurm cluster of two namespace hosts (a prefix of this run's own). An
 sbatch job (-N2, so both nodes are in the allocation; tests/multihost/slurm_heat2d_job.sh) runs
 pcmd as a step on node 1, bound to node 1's address, with --resources slurm, then heat2d_pcm
-through mpiexec with scripts/slurm-launcher.sh as hydra's launcher. From outside, with SLURM_CONF
-and pcmd's configuration file in a shared directory: `pcmctl host list` shows both nodes tagged
-with the job's id; rank 0 migrates to node 2, splits there, the two merge, and rank 0 migrates
-back, each waited for with `pcmctl wait --reconfigurations N` (every spawn a step of the job on
-the node); the last migration leaves node 2, so pcmd gives it back to Slurm (the job's NodeList
-becomes node 1); the final checksum is the plain run's, bit for bit. Then scancel if need be,
-slurm.sh down, and nothing of the cluster is left (also on failure).
+through mpiexec with scripts/slurm-launcher.sh as the launcher of what the MPI starts on another
+node (hydra's -launcher-exec; Open MPI's plm_rsh_agent, see the job script). From outside, with
+SLURM_CONF and pcmd's configuration file in a shared directory: `pcmctl host list` shows both
+nodes tagged with the job's id; rank 0 migrates to node 2, splits there, the two merge, and rank 0
+migrates back, each waited for with `pcmctl wait --reconfigurations N` (every spawn onto node 2 a
+step of the job there: hydra's proxy, or mpirun's daemon started by the first one); the last
+migration leaves node 2, so pcmd gives it back to Slurm (the job's NodeList becomes node 1): on
+MPICH at once, on Open MPI once mpirun has ended (its daemon on node 2, a step, stays until then;
+the test checks that pcmd waits for it); the final checksum is the plain run's, bit for bit. Then
+scancel if need be, slurm.sh down, and nothing of the cluster is left (also on failure).
 
 Exits 77 (ctest SKIPPED) with the reason without root, without Slurm or munge, or on an MPI other
-than MPICH's hydra. Traffic goes only to the cluster's hosts and loopback.
+than MPICH's hydra and Open MPI's mpirun. Traffic goes only to the cluster's hosts and loopback.
 """
 import json
 import os
@@ -33,6 +36,7 @@ SLURM_SH = os.path.join(ROOT, "scripts", "slurm.sh")
 LAUNCHER = os.path.abspath(os.path.join(ROOT, "scripts", "slurm-launcher.sh"))
 JOB_SCRIPT = os.path.join(HERE, "slurm_heat2d_job.sh")
 SKIP = 77
+FAMILIES = ("mpich", "openmpi")  # the launch syntaxes slurm_heat2d_job.sh knows
 ENDED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY",
          "BOOT_FAIL", "DEADLINE", "PREEMPTED"}
 
@@ -62,12 +66,15 @@ class SlurmCluster:
     """The cluster (slurm.sh up 2), the batch job, pcmctl against the job's pcmd; stop() undoes
     all of it."""
 
-    def __init__(self, build, tmp):
+    def __init__(self, build, tmp, family):
         self.build = build
         self.tmp = tmp
+        self.family = family
         self.prefix = f"s{os.getpid() % 100000}j"
         self.names = [f"{self.prefix}1", f"{self.prefix}2"]
-        self.env = dict(os.environ, PCM_CONFIG=os.path.join(tmp, "pcmd.conf"))
+        # The job script reads PCM_MPI_FAMILY (sbatch passes the environment).
+        self.env = dict(os.environ, PCM_CONFIG=os.path.join(tmp, "pcmd.conf"),
+                        PCM_MPI_FAMILY=family)
         self.env["PATH"] = self.env.get("PATH", "") + ":/usr/sbin:/sbin"
         self.is_up = False
         self.job = None
@@ -123,6 +130,28 @@ class SlurmCluster:
             if r.returncode != 0:
                 log(f"slurm.sh down failed: {r.stdout}{r.stderr}")
             self.is_up = False
+
+
+def mpi_family():
+    """scripts/mpi_launcher.sh's answer for MPIEXEC: mpich, openmpi or unknown."""
+    return subprocess.run(
+        ["sh", "-c", f'. "{ROOT}/scripts/mpi_launcher.sh" && echo "$PCM_MPI_FAMILY"'],
+        capture_output=True, text=True).stdout.strip()
+
+
+def steps_on(c, slurm_job, node):
+    """The steps of slurm_job running on node (squeue -s), beside .batch and .extern."""
+    out = c.run("squeue", "-h", "-s", "-j", slurm_job, "-o", "%i %j %N", check=False).stdout
+    return [line.strip() for line in out.splitlines()
+            if line.split()[2:] == [node] and not re.search(r"\.(batch|extern) ", line)]
+
+
+def pcmd_says(c, text, seconds):
+    """Waits until pcmd's log holds text (pcmd checks the nodes to give back every 2 s): pcmd.log,
+    or pcmd2.log of a pcmd started again (slurm_grow.py's restart_pcmd)."""
+    paths = [os.path.join(c.tmp, name) for name in ("pcmd.log", "pcmd2.log")]
+    poll(f"pcmd's log saying {text!r}", seconds,
+         lambda: any(os.path.exists(p) and text in open(p).read() for p in paths), every=0.5)
 
 
 def nothing_left(c):
@@ -205,8 +234,8 @@ def scenario(c):
         log(f"{' '.join(cmd)}: done in {dt:.2f} s; hosts {got}")
         if done == 1:
             # The migrated process runs in a step of the job on node 2 (through the launcher).
-            st = c.run("squeue", "-h", "-s", "-j", c.job, "-o", "%i %N").stdout.split("\n")
-            if not any(line.split()[1:] == [n2] for line in st if line.strip()):
+            st = c.run("squeue", "-h", "-s", "-j", c.job, "-o", "%i %j %N").stdout.split("\n")
+            if not steps_on(c, c.job, n2):
                 raise Failure(f"no step of job {c.job} on {n2} after the migration: {st}")
             log(f"steps of job {c.job}: {'; '.join(x for x in st if x.strip())}")
 
@@ -214,24 +243,45 @@ def scenario(c):
     # back to Slurm, and the job's allocation is node 1 alone.
     t = time.monotonic()
 
+    def node_list():
+        m = re.search(r"\bNodeList=(\S+)", c.run("scontrol", "show", "job", c.job, "-o").stdout)
+        return m.group(1) if m else None
+
     def node2_given_back():
         rows = json.loads(c.pcmctl("host", "list", "--json").stdout)
         rows = rows.get("hosts", rows) if isinstance(rows, dict) else rows
-        shown = c.run("scontrol", "show", "job", c.job, "-o").stdout
-        m = re.search(r"\bNodeList=(\S+)", shown)
-        return [r["host"] for r in rows] == [n1] and m and m.group(1) == n1
+        return [r["host"] for r in rows] == [n1] and node_list() == n1
 
-    poll(f"{n2} given back to Slurm", 60, node2_given_back, every=0.5)
+    def mpiexec_ended():
+        return "mpiexec exited" in open(out).read() or c.job_state() in ENDED
+
+    if c.family == "openmpi":
+        # mpirun's daemon on node 2 (a step of the job, started by the first spawn there) stays
+        # until mpirun ends: pcmd waits for that step, and gives the node back after it.
+        pcmd_says(c, f"node {n2} of Slurm job {c.job}: no process of a job is placed there; "
+                  "waiting for the steps there", 20)
+        held = steps_on(c, c.job, n2)
+        if node_list() == n1 or not held:
+            raise Failure(f"while mpirun runs, NodeList={node_list()} and steps on {n2}: {held}; "
+                          f"expected {n2} held by mpirun's daemon")
+        log(f"after the last migration {n2} stays held while mpirun runs: its daemon is step "
+            f"{held[0].split()[0]} there; pcmd waits for it")
+        poll("mpiexec's end", 240, mpiexec_ended, every=0.5)
+        t = time.monotonic()
+        poll(f"{n2} given back to Slurm after mpiexec's end", 60, node2_given_back, every=0.5)
+        after = "mpiexec's end"
+    else:
+        poll(f"{n2} given back to Slurm", 60, node2_given_back, every=0.5)
+        after = "the last migration"
     ev = c.status(job).get("events", [])
     if not any(f"gave node {n2} of Slurm job {c.job} back" in e for e in ev):
         raise Failure(f"no event says {n2} was given back: {ev[-4:]}")
-    log(f"{n2} given back to Slurm {time.monotonic() - t:.2f} s after the last migration: "
+    log(f"{n2} given back to Slurm {time.monotonic() - t:.2f} s after {after}: "
         f"job {c.job} holds {n1} alone")
 
     # mpiexec's end, then pcmd's view of the job (pcmd is a step of the job: it stays until
     # DIR/release), then the job's.
-    poll("mpiexec's end", 240, lambda: "mpiexec exited" in open(out).read()
-         or c.job_state() in ENDED, every=0.5)
+    poll("mpiexec's end", 240, mpiexec_ended, every=0.5)
     st = c.status(job)
     if st["state"] != "finished" or st["reconfigurations"] != len(steps):
         raise Failure(f"pcmd showed {st}")
@@ -255,15 +305,14 @@ def main():
     build = os.path.abspath(sys.argv[1])
     if os.geteuid() != 0:
         skip(f"needs root to make namespace hosts and run slurmd (uid {os.geteuid()})")
-    family = subprocess.run(
-        ["sh", "-c", f'. "{ROOT}/scripts/mpi_launcher.sh" && echo "$PCM_MPI_FAMILY"'],
-        capture_output=True, text=True).stdout.strip()
-    if family != "mpich":
-        skip(f"the launcher is hydra's ssh-style -launcher-exec; this MPI is {family or '?'}")
+    family = mpi_family()
+    if family not in FAMILIES:
+        skip(f"the job script launches with MPICH's hydra or Open MPI's mpirun; "
+             f"{os.environ.get('MPIEXEC', 'mpiexec')} is {family or '?'}")
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     with tempfile.TemporaryDirectory(prefix="pcm-slurm.") as tmp:
         os.chmod(tmp, 0o700)
-        c = SlurmCluster(build, tmp)
+        c = SlurmCluster(build, tmp, family)
         try:
             c.up()
             scenario(c)

@@ -1,13 +1,27 @@
 #!/usr/bin/env bash
-# tests/multihost/slurm_heat2d_job.sh — the sbatch script of slurm.heat2d (slurm_heat2d.py), run on
-# the allocation's first node: pcmd as a step there (--resources slurm, bound to the node's
-# address, its configuration in the shared DIR), then heat2d_pcm through mpiexec with
-# scripts/slurm-launcher.sh as hydra's launcher (so that every spawn is a step of this job).
+# tests/multihost/slurm_heat2d_job.sh — the sbatch script of slurm.heat2d and slurm.grow
+# (slurm_heat2d.py, slurm_grow.py), run on the allocation's first node: pcmd as a step there
+# (--resources slurm, bound to the node's address, its configuration in the shared DIR), then
+# NP processes of PROGRAM on this node through mpiexec, with scripts/slurm-launcher.sh starting
+# whatever the MPI starts on another node, as a step of the allocation holding that node:
+#   - MPICH's hydra: -launcher ssh -launcher-exec LAUNCHER -hosts NODE (a proxy per spawn);
+#   - Open MPI's mpirun: --mca plm rsh --mca plm_rsh_agent LAUNCHER --mca ras ^slurm
+#     --host NODE:NP, and -x for each PCM_* variable. mpirun would otherwise launch its daemons
+#     (orted) with its own srun inside this job only (plm slurm: a spawn given a host outside
+#     the job landed on this node instead), and with the job's nodes as its allocation (ras
+#     slurm) it refuses a spawn onto a node of the job that --host left out ("All nodes which
+#     are allocated for this job are already filled"). libpcm names each spawn's host in
+#     "add-host" too, so mpirun starts its daemon on a node when the first spawn goes there
+#     (through LAUNCHER: a step of this job, or of a second allocation holding the node). That
+#     daemon stays until mpirun ends (Open MPI 4.1 cannot stop one and aborts the run if one is
+#     killed), so pcmd gives such a node back only then.
 #
 #   sbatch -N2 ... slurm_heat2d_job.sh BUILD DIR LAUNCHER NP PROGRAM ARGS...
 #
-# MPIEXEC (hydra's mpiexec), PCM_JOB and PCMD_ARGS (more pcmd options, split on spaces) come
-# from the submitter's environment (sbatch passes it).
+# MPIEXEC (the MPI's mpiexec; on Open MPI the build's mpi-bin/mpiexec, which sets what
+# scripts/mpi_launcher.sh sets), PCM_MPI_FAMILY (mpich or openmpi; else exit 77, SKIPPED), PCM_JOB
+# and PCMD_ARGS (more pcmd options, split on spaces) come from the submitter's environment (sbatch
+# passes it).
 # pcmd's step is ended (TERM, through srun) once mpiexec has, whatever its exit status, and the
 # test has created DIR/release (or 60 s later).
 set -euo pipefail
@@ -15,12 +29,26 @@ set -euo pipefail
 build=$1 dir=$2 launcher=$3 np=$4
 shift 4
 node=$(hostname)
+export PCM_CONFIG=$dir/pcmd.conf
+family=${PCM_MPI_FAMILY:-mpich}
+case $family in
+  mpich) launch=(-launcher ssh -launcher-exec "$launcher" -hosts "$node") ;;
+  openmpi)
+    launch=(--mca plm rsh --mca plm_rsh_agent "$launcher" --mca ras ^slurm --host "$node:$np")
+    for name in $(compgen -e); do
+      if [[ $name == PCM_* ]]; then launch+=(-x "$name"); fi
+    done
+    ;;
+  *)
+    echo "SKIPPED: slurm_heat2d_job: no launcher syntax for MPI family '$family' (mpich, openmpi)"
+    exit 77
+    ;;
+esac
 addr=$(getent hosts "$node" | awk '{print $1; exit}')
 [[ -n $addr ]] || {
   echo "slurm_heat2d_job: no address for $node" >&2
   exit 1
 }
-export PCM_CONFIG=$dir/pcmd.conf
 
 # shellcheck disable=SC2086  # PCMD_ARGS: words
 srun --jobid="$SLURM_JOB_ID" -w "$node" -N1 -n1 --overlap "$build/pcmd" --resources slurm \
@@ -48,10 +76,11 @@ done
   echo "slurm_heat2d_job: pcmd wrote no $PCM_CONFIG within 60 s" >&2
   exit 1
 }
-echo "slurm_heat2d_job: pcmd listens on $addr (job $SLURM_JOB_ID, nodes $SLURM_JOB_NODELIST)"
+echo "slurm_heat2d_job: pcmd listens on $addr (job $SLURM_JOB_ID, nodes $SLURM_JOB_NODELIST," \
+  "MPI $family)"
 
 rc=0
-"${MPIEXEC:-mpiexec}" -launcher ssh -launcher-exec "$launcher" -hosts "$node" -n "$np" "$@" || rc=$?
+"${MPIEXEC:-mpiexec}" "${launch[@]}" -n "$np" "$@" || rc=$?
 echo "slurm_heat2d_job: mpiexec exited $rc"
 # pcmd stays until the test has read the job's end from it (DIR/release; at most 60 s).
 for ((i = 0; i < 600; i++)); do
