@@ -25,7 +25,6 @@ import json
 import os
 import re
 import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -33,7 +32,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from multihost import Failure, heat2d_plain  # noqa: E402
-from slurm_heat2d import ENDED, JOB_SCRIPT, LAUNCHER, ROOT, SKIP, nothing_left, poll  # noqa: E402
+from slurm_heat2d import (ENDED, JOB_SCRIPT, LAUNCHER, SKIP, mpi_family, nothing_left,  # noqa: E402
+                          poll)
 from slurm_grow import Cluster  # noqa: E402
 
 
@@ -214,15 +214,13 @@ def main():
     build = os.path.abspath(sys.argv[1])
     if os.geteuid() != 0:
         skip(f"needs root to make namespace hosts and run slurmd (uid {os.geteuid()})")
-    family = subprocess.run(
-        ["sh", "-c", f'. "{ROOT}/scripts/mpi_launcher.sh" && echo "$PCM_MPI_FAMILY"'],
-        capture_output=True, text=True).stdout.strip()
+    family = mpi_family()
     if family != "mpich":
         skip(f"the launcher is hydra's ssh-style -launcher-exec; this MPI is {family or '?'}")
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     with tempfile.TemporaryDirectory(prefix="pcm-slurm.") as tmp:
         os.chmod(tmp, 0o700)
-        c = Cluster(build, tmp)
+        c = Cluster(build, tmp, family)
         try:
             c.up()
             scenario(c)
