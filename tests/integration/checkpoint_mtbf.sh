@@ -30,6 +30,9 @@ done
 "$pcmctl" status "$job" --json >"$PCM_TEST_DIR/status.json" || fail "pcmctl status"
 kill -9 -- -"$mpi"
 wait "$mpi" 2>/dev/null
+# (Open MPI's ranks are not in mpirun's process group: they may still write a version before
+# they notice, so the restart resumes from that one or a newer one.)
+"$pcmctl" wait "$job" --ended --timeout 30 >/dev/null || fail "pcmd did not notice that the job died"
 grep -q '^checksum' "$out" && fail "the job finished before it was killed"
 n=$(grep -c 'scheduled checkpoint (PCM_CHECKPOINT_MTBF=2): version of iteration' "$out")
 [ "$n" -ge 4 ] || fail "$n versions written by the schedule in 60 s: $(show "$out")"
@@ -60,8 +63,9 @@ newest=$("$pcmctl" checkpoints "$job" --json | python3 -c 'import json,sys; prin
 r=$PCM_TEST_DIR/restart.out
 PCM_RESTART=1 PCM_JOB=$job timeout 300 "$MPIEXEC" -n 3 "$heat/heat2d_pcm" "${args[@]}" \
   >"$r" 2>&1 </dev/null || fail "the restart exited with $?: $(show "$r")"
-grep -q "^heat2d: restarted from iteration $newest (2 -> 3 processes)$" "$r" ||
+k=$(sed -n 's/^heat2d: restarted from iteration \([0-9]*\) (2 -> 3 processes)$/\1/p' "$r")
+[ -n "$k" ] && [ "$k" -ge "$newest" ] ||
   fail "the restart did not resume from the newest version $newest: $(show "$r")"
 got=$(awk '/^checksum/ {print $2}' "$r")
 [ "$got" = "$plain" ] || fail "restart: checksum '$got', the plain run's $plain"
-echo "checkpoint_mtbf: ok: $n versions by the schedule; restart on 3 from $newest: checksum $got"
+echo "checkpoint_mtbf: ok: $n versions by the schedule; restart on 3 from $k: checksum $got"
