@@ -22,13 +22,18 @@ constexpr std::size_t kMaxSite = 64;
 
 std::string job_of(const json& j) { return get_string(j, "job", proto::kMaxName); }
 
-// A duration in seconds: absent or null, or a number in [0, 1e9].
-std::optional<double> opt_seconds(const json& j, const char* key) {
+// Absent or null, or a number of `unit` in [0, hi] (hi as written in the message).
+std::optional<double> opt_amount(const json& j, const char* key, double hi, const char* unit,
+                                 const char* hi_text) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return std::nullopt;
-  if (!it->is_number() || !(it->get<double>() >= 0) || it->get<double>() > 1e9)
-    fail(PCM_ERR_ARG, "field \"{}\" must be a number of seconds in [0, 1e9]", key);
+  if (!it->is_number() || !(it->get<double>() >= 0) || it->get<double>() > hi)
+    fail(PCM_ERR_ARG, "field \"{}\" must be a number of {} in [0, {}]", key, unit, hi_text);
   return it->get<double>();
+}
+
+std::optional<double> opt_seconds(const json& j, const char* key) {
+  return opt_amount(j, key, 1e9, "seconds", "1e9");
 }
 
 // A job name that becomes a directory at once (checkpoint requests of jobs pcmd may not know).
@@ -397,11 +402,7 @@ HostAdd HostAdd::from_json(const json& j) {
   r.host = host_of(j);
   r.slots = static_cast<int>(get_int(j, "slots", 1, detail::kMaxSlots));
   r.site = site_of(j);
-  if (auto it = j.find("latency"); it != j.end() && !it->is_null()) {
-    if (!it->is_number() || !(it->get<double>() >= 0) || it->get<double>() > 1e6)
-      fail(PCM_ERR_ARG, "field \"latency\" must be a number of milliseconds in [0, 1e6]");
-    r.latency = it->get<double>();
-  }
+  r.latency = opt_amount(j, "latency", 1e6, "milliseconds", "1e6");
   return r;
 }
 json HostAdd::to_json() const {

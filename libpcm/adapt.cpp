@@ -328,9 +328,7 @@ int Runtime::checkpoint(MPI_Comm comm, int iteration) {
                  : 0;
   mpi_check(MPI_Bcast(&skip, 1, MPI_INT, 0, world_.comm()), "MPI_Bcast");
   if (skip) return PCM_SUCCESS;
-  const double t0 = wtime();
   write_version(iteration);
-  note_checkpoint(wtime() - t0);
   return PCM_SUCCESS;
 }
 
@@ -351,7 +349,6 @@ void Runtime::write_due_checkpoint() {
     write_version(static_cast<int>(label));
     checkpoint_.label = label;
     checkpoint_.at_call = iteration_;
-    note_checkpoint(wtime() - t0);
     if (world_.rank() == 0)
       plog()->info("[rank 0] {}: version of iteration {} written in {:.3f} s", what, label,
                    wtime() - t0);

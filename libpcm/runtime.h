@@ -170,7 +170,8 @@ class Runtime {
   void resume_restarted_whole();  // a version made through pcmd (format 1)
   void send_migration(MPI_Comm merged, int child, int rank);
   // PCM_Adapt, when a checkpoint is due (checkpoint_.due): a version of the iteration this call
-  // begins. note_checkpoint: a version took `seconds` to write (the schedule's figures).
+  // begins. note_checkpoint: a version took `seconds` to write (the schedule's figures; called
+  // by write_version).
   void write_due_checkpoint();
   void note_checkpoint(double seconds);
 

@@ -232,6 +232,7 @@ void Runtime::write_version(int iteration) {
       "[rank {}] checkpoint {}: begun in {:.3f} s, shard written in {:.3f} s, committed "
       "{:.3f} s after",
       world_.rank(), iteration, t_shard - t0, t_written - t_shard, wtime() - t_written);
+  note_checkpoint(wtime() - t0);  // the schedule's measured cost (PCM_CHECKPOINT_MTBF)
 }
 
 // ---- reading a version ---------------------------------------------------------------------

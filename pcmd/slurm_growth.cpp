@@ -47,6 +47,22 @@ std::vector<std::string> lines_of(const std::string& text) {
   return lines;
 }
 
+// Lines "A|B|C" of a command's output as cells, at most the first 64 (the last cell through
+// one_line).
+std::vector<std::vector<std::string>> rows_of(const std::string& text) {
+  std::vector<std::vector<std::string>> out;
+  for (const std::string& line : lines_of(text)) {
+    if (out.size() == 64) break;
+    std::vector<std::string> cells;
+    std::size_t a = 0;
+    for (std::size_t bar; (bar = line.find('|', a)) != std::string::npos; a = bar + 1)
+      cells.push_back(line.substr(a, bar - a));
+    cells.push_back(one_line(line.substr(a)));
+    out.push_back(std::move(cells));
+  }
+  return out;
+}
+
 // The job id salloc names in "Pending job allocation N" / "Granted job allocation N".
 std::string allocation_id(const std::string& output) {
   static const std::regex id("job allocation ([0-9]+)");
@@ -237,37 +253,14 @@ void SlurmGrowth::watch_queue() {
   if (squeue_.poll() || sinfo_.poll()) return;
   reading_ = false;
   if (squeue_.exit_code() != 0 || sinfo_.exit_code() != 0) return;  // the last reading stays
-  // Lines "A|B|C", at most the first 64.
-  auto rows = [](const std::string& text) {
-    std::vector<std::vector<std::string>> out;
-    std::size_t start = 0;
-    while (start < text.size() && out.size() < 64) {
-      std::size_t end = text.find('\n', start);
-      if (end == std::string::npos) end = text.size();
-      std::vector<std::string> cells;
-      std::size_t a = start;
-      for (;;) {
-        const std::size_t bar = text.find('|', a);
-        if (bar == std::string::npos || bar > end) {
-          cells.push_back(one_line(text.substr(a, end - a)));
-          break;
-        }
-        cells.push_back(text.substr(a, bar - a));
-        a = bar + 1;
-      }
-      out.push_back(std::move(cells));
-      start = end + 1;
-    }
-    return out;
-  };
   PolicyQueue q;
-  for (const auto& r : rows(squeue_.output())) {
+  for (const auto& r : rows_of(squeue_.output())) {
     if (r.size() != 3 || r[1].rfind("pcm-grow.", 0) == 0) continue;  // pcmd's own requests
     const int nodes = std::atoi(r[2].c_str());
     if (nodes > 0) q.waiting.push_back({r[0], nodes});
   }
   std::set<std::string> seen;
-  for (const auto& r : rows(sinfo_.output())) {
+  for (const auto& r : rows_of(sinfo_.output())) {
     if (r.size() != 2 || r[0].empty() || !seen.insert(r[0]).second) continue;  // one per node
     q.idle.push_back({r[0], std::max(1, std::atoi(r[1].c_str()))});
   }
