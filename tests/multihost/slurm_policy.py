@@ -171,6 +171,7 @@ def time_limit(c):
     out = os.path.join(c.tmp, "limit.out")
     submit(c, out, ["--time=1"], [*args, "--throttle-us", "20000"])
     limited = c.job
+    c.pcmctl("wait", job, "--iteration", "1", "--timeout", "120")  # registered: pcmd knows it
     t = time.monotonic()
     e = wait_event(c, job, r"checkpoint \d+ written .*\(policy: the allocation's time limit is", 60)
     log(f"{time.monotonic() - t:.1f} s after pcmd was up: {e}")
