@@ -240,8 +240,10 @@ json JobTable::register_job(const ops::Register& r, const std::string& name,
            *r.placement);
   }
   job.nonce = r.nonce.value_or("");
-  // A restart goes on with the history of the run it replaces (its failure, a recovery).
-  if (auto old = jobs_.find(name); old != jobs_.end() && restarted_from)
+  // A restart, or a new run of a job whose last run failed (pcmctl run relaunching from the
+  // start), goes on with the history of the run it replaces (its failure, a recovery).
+  if (auto old = jobs_.find(name);
+      old != jobs_.end() && (restarted_from || old->second.state == JobState::kFailed))
     job.events = old->second.events;
   forget_ended_jobs();
   note(job, "started");

@@ -358,13 +358,30 @@ void add_run(CLI::App& app, Cli& cli) {
   auto* sub = app.add_subcommand(
       "run",
       "launch a job and relaunch it from its newest valid version when a run fails: pcmctl run "
-      "-n N [--job NAME] [--max-restarts K] -- PROGRAM ARGS...");
+      "-n N [--job NAME] [--max-restarts K] [--on-inventory [--min M]] -- PROGRAM ARGS...");
   sub->add_option("-n,--np", a->np, "processes")->required()->check(CLI::Range(1, 1 << 20));
   sub->add_option("--job", a->job, "the job's name (PCM_JOB; default: $PCM_JOB, else run-PID)");
   sub->add_option("--max-restarts", a->max_restarts, "relaunches at most")
       ->check(CLI::Range(0, 1000))
       ->capture_default_str();
   sub->add_option("--mpiexec", a->mpiexec, "the MPI's launcher (default: $MPIEXEC, else mpiexec)");
+  sub->add_option("--mpiexec-arg", a->mpiexec_args,
+                  "an argument of the launcher, before -n (repeat; {hosts}: the run's hosts)")
+      ->allow_extra_args(false);  // one value each: "--" still starts the program
+  sub->add_flag("--on-inventory", a->on_inventory,
+                "each run goes on pcmd's hosts that are up and answer, at as many processes as "
+                "their free slots hold (--min to -n)");
+  sub->add_option("--min", a->min_np, "with --on-inventory: the fewest processes a run may have")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  sub->add_option("--probe-port", a->probe_port,
+                  "with --on-inventory: the TCP port a host must answer on (connect or refuse)")
+      ->check(CLI::Range(1, 65535))
+      ->capture_default_str();
+  sub->add_option("--start-timeout-s", a->start_timeout_s,
+                  "a run not registered with pcmd by then is ended and counts as lost")
+      ->check(CLI::Range(1, 86400))
+      ->capture_default_str();
   sub->add_option("command", a->command, "the program and its arguments (after --)")->required();
   on_run(sub, cli, [a](Connection& pcmd) {
     if (a->job.empty()) {
@@ -376,6 +393,7 @@ void add_run(CLI::App& app, Cli& cli) {
       const char* env = std::getenv("MPIEXEC");
       a->mpiexec = env && *env ? env : "mpiexec";
     }
+    if (a->min_np > a->np) fail(PCM_ERR_ARG, "--min {} is more than -n {}", a->min_np, a->np);
     return run_supervised(pcmd, *a);
   });
 }

@@ -64,9 +64,19 @@ proto::json req_host_drain(const std::string& host);
 // valid version when a run fails, up to max_restarts times; returns the job's exit code.
 struct RunOptions {
   std::string job;
-  int np = 1;
+  int np = 1;      // processes; with on_inventory, the most
+  int min_np = 1;  // with on_inventory: the fewest a run may start on
   int max_restarts = 3;
   std::string mpiexec;
+  // The launcher's own arguments (before -n); "{hosts}" in one is replaced by the run's hosts.
+  std::vector<std::string> mpiexec_args;
+  // Each run goes on the inventory's hosts that are up and answer a TCP probe on probe_port,
+  // at as many processes as their free slots hold (min_np..np), given to the launcher as
+  // "h1:n1,h2:n2" (in place of "{hosts}", else after -hosts).
+  bool on_inventory = false;
+  int probe_port = 9;
+  // A run that has not registered with pcmd within this long is ended and counts as lost.
+  int start_timeout_s = 120;
   std::vector<std::string> command;  // the program and its arguments
 };
 int run_supervised(Connection& pcmd, const RunOptions& options);

@@ -21,6 +21,7 @@
 #include "ops.h"
 #include "pcm_types.h"
 #include "pcmctl.h"
+#include "probe.h"
 
 namespace pcm::detail {
 
@@ -30,6 +31,10 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 volatile sig_atomic_t g_signal = 0;
+// A signal ended the job: run_supervised returns exit_code.
+struct Interrupted {
+  int exit_code;
+};
 void on_signal(int s) { g_signal = s; }
 
 double seconds(Clock::time_point a, Clock::time_point b) {
@@ -41,9 +46,28 @@ void pause_ms(long ms) {
   nanosleep(&t, nullptr);
 }
 
-// The launcher on np processes, in a process group of its own; PCM_JOB set, PCM_RESTART as asked.
-pid_t launch(const RunOptions& o, int np, bool restart) {
-  std::vector<std::string> args{o.mpiexec, "-n", std::to_string(np)};
+// The hosts a run goes on (on_inventory): "h1:n1,h2:n2", np processes in all; np 0: none.
+struct Placement {
+  int np = 0;
+  std::string hosts;
+  std::string left_out;  // the inventory's hosts not used, and why
+};
+
+// The launcher on np processes (hosts: "" or a Placement's), in a process group of its own;
+// PCM_JOB set, PCM_RESTART as asked.
+pid_t launch(const RunOptions& o, int np, const std::string& hosts, bool restart) {
+  std::vector<std::string> args{o.mpiexec};
+  bool placed = false;
+  for (std::string a : o.mpiexec_args) {
+    const auto at = a.find("{hosts}");
+    if (at != std::string::npos) {
+      a.replace(at, 7, hosts);
+      placed = true;
+    }
+    args.push_back(std::move(a));
+  }
+  if (!hosts.empty() && !placed) args.insert(args.end(), {"-hosts", hosts});
+  args.insert(args.end(), {"-n", std::to_string(np)});
   args.insert(args.end(), o.command.begin(), o.command.end());
   const pid_t pid = ::fork();
   if (pid < 0) fail(PCM_ERR_INTERNAL, "fork: {}", std::strerror(errno));
@@ -131,6 +155,187 @@ void event(Connection& pcmd, const std::string& job, const std::string& text) {
   }
 }
 
+// The inventory's hosts that are up (not lost, not draining) and answer a TCP probe, with their
+// free slots, in the inventory's order, filled until o.np processes.
+Placement place_on_inventory(Connection& pcmd, const RunOptions& o) {
+  Placement p;
+  std::vector<std::string> out;
+  const json reply = pcmd.request(req_host_list());
+  for (const json& h : reply.at("hosts")) {
+    const std::string name = h.value("host", "");
+    const std::string state = h.value("state", "");
+    const int free = h.value("free", 0);
+    std::string why;
+    if (state != "up")
+      why = state;
+    else if (free <= 0)
+      why = "no free slot";
+    else if (!tcp_round_trip_ms(name, o.probe_port, 1000))
+      why = "does not answer";
+    else if (p.np >= o.np)
+      why = "not needed";
+    if (!why.empty()) {
+      out.push_back(fmt::format("{} ({})", name, why));
+      continue;
+    }
+    const int take = std::min(free, o.np - p.np);
+    p.hosts += fmt::format("{}{}:{}", p.hosts.empty() ? "" : ",", name, take);
+    p.np += take;
+  }
+  for (const auto& x : out) p.left_out += (p.left_out.empty() ? "" : ", ") + x;
+  return p;
+}
+
+// How long the launcher may stay after pcmd saw the job finish.
+constexpr double kFinishGraceS = 30;
+
+// One supervised job: its runs one after another until one ends well or the restarts run out.
+class Supervisor {
+ public:
+  Supervisor(Connection& pcmd, const RunOptions& o) : pcmd_(pcmd), o_(o) {}
+  int run();
+
+ private:
+  // Where the next run goes; false (with an event) when it cannot start anywhere.
+  bool place();
+  // Starts a run and follows it until it ends; its wait status. Sets broken_ when pcmd saw it
+  // fail (or it never registered) while the launcher stayed, detected_/why_ on every failure.
+  int follow_run();
+  void note_resumed(const json& j, Clock::time_point started);
+
+  Connection& pcmd_;
+  const RunOptions& o_;
+  int restarts_ = 0;
+  bool restart_ = false;  // the next run restarts from a version
+  int np_ = 0;
+  std::string hosts_;                          // the next run's hosts ("" without on_inventory)
+  std::optional<Clock::time_point> detected_;  // the last run's failure, while recovering
+  std::string why_;
+  bool broken_ = false;
+  bool resumed_ = false;
+};
+
+bool Supervisor::place() {
+  np_ = o_.np;
+  if (!o_.on_inventory) return true;
+  Placement p;
+  try {
+    p = place_on_inventory(pcmd_, o_);
+  } catch (const std::exception& e) {
+    event(pcmd_, o_.job, fmt::format("cannot read pcmd's inventory: {}", e.what()));
+    return false;
+  }
+  if (p.np < o_.min_np) {
+    event(pcmd_, o_.job,
+          fmt::format("cannot start: the hosts that answer hold {} processes ({}), --min is {}{}",
+                      p.np, p.hosts.empty() ? "none" : p.hosts, o_.min_np,
+                      p.left_out.empty() ? "" : "; left out: " + p.left_out));
+    return false;
+  }
+  np_ = p.np;
+  hosts_ = p.hosts;
+  if (!p.left_out.empty())
+    std::cerr << "pcmctl run: " << p.np << " processes on " << p.hosts
+              << "; left out: " << p.left_out << "\n";
+  return true;
+}
+
+void Supervisor::note_resumed(const json& j, Clock::time_point started) {
+  if (!detected_ || resumed_ || j.value("state", "") != "running" || j.value("iteration", 0L) <= 0)
+    return;
+  resumed_ = true;  // iterating again: the recovery is over
+  event(pcmd_, o_.job,
+        fmt::format("recovery {} of {}: iterating again {:.2f} s after the loss was seen "
+                    "({}; relaunched {:.2f} s after it, {} processes{}, {})",
+                    restarts_, o_.max_restarts, seconds(*detected_, Clock::now()), why_,
+                    seconds(*detected_, started), np_, hosts_.empty() ? "" : " on " + hosts_,
+                    restart_ ? "from the newest version" : "from the start"));
+}
+
+int Supervisor::follow_run() {
+  const auto started = Clock::now();
+  const pid_t pid = launch(o_, np_, hosts_, restart_);
+  bool seen_running = false;
+  std::optional<Clock::time_point> finished_at;  // when pcmd saw the job finish
+  resumed_ = false;
+  broken_ = false;
+  auto next_look = started;
+  int status = 0;
+  for (;;) {
+    if (::waitpid(pid, &status, WNOHANG) == pid) break;
+    if (g_signal) {
+      const int sig = g_signal;
+      std::cerr << "pcmctl run: signal " << sig << ": ending the job, no restart\n";
+      end_group(pid, 10);
+      throw Interrupted{128 + sig};
+    }
+    if (Clock::now() >= next_look) {
+      next_look = Clock::now() + std::chrono::milliseconds(250);
+      const json j = job_status(pcmd_, o_.job);
+      const std::string state = j.is_object() ? j.value("state", "") : "";
+      if (state == "running") seen_running = true;
+      if (j.is_object()) note_resumed(j, started);
+      if (state == "finished" && !finished_at) finished_at = Clock::now();
+      if (finished_at && seconds(*finished_at, Clock::now()) > kFinishGraceS) {
+        // The job ended well, but its launcher stays: processes stuck after the end (in
+        // MPI_Finalize, with a peer on a host that died after the last reconfiguration).
+        event(pcmd_, o_.job,
+              fmt::format("the job finished, but its launcher was still there {:.0f} s later: "
+                          "ended it (processes stuck in MPI_Finalize? a host lost after the "
+                          "last reconfiguration)",
+                          kFinishGraceS));
+        end_group(pid, 2);
+        return 0;
+      }
+      if (seen_running && state == "failed") {
+        why_ = fmt::format("pcmd: {}", j.value("last_event", "failed"));
+        broken_ = true;
+      } else if (!seen_running && seconds(started, Clock::now()) > o_.start_timeout_s) {
+        why_ = fmt::format("the run did not register with pcmd within {} s", o_.start_timeout_s);
+        broken_ = true;
+      }
+      if (broken_) {
+        detected_ = Clock::now();
+        return end_group(pid, 2);  // its processes are lost already
+      }
+    }
+    pause_ms(50);
+  }
+  if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+    detected_ = Clock::now();
+    why_ = "the launcher " + describe(status);
+  }
+  return status;
+}
+
+int Supervisor::run() {
+  if (!place()) return 1;
+  for (;;) {
+    const int status = follow_run();
+    if (!broken_ && WIFEXITED(status) && WEXITSTATUS(status) == 0) return 0;
+    if (restarts_ >= o_.max_restarts) {
+      event(pcmd_, o_.job,
+            fmt::format("run failed ({}) after {} recoveries: no more (--max-restarts {})", why_,
+                        restarts_, o_.max_restarts));
+      return broken_ ? 1 : std::max(1, exit_code(status));
+    }
+    ++restarts_;
+    // pcmd must have seen the run end before the relaunch takes the name over (bounded).
+    for (int i = 0; i < 200; ++i) {
+      const json j = job_status(pcmd_, o_.job);
+      if (!j.is_object() || j.value("state", "") != "running") break;
+      pause_ms(50);
+    }
+    restart_ = has_valid_version(pcmd_, o_.job);
+    if (!place()) return 1;
+    event(pcmd_, o_.job,
+          fmt::format("recovery {} of {}: the run was lost ({}); relaunching on {} processes{} {}",
+                      restarts_, o_.max_restarts, why_, np_,
+                      hosts_.empty() ? "" : " (" + hosts_ + ")",
+                      restart_ ? "from the newest valid version" : "from the start (no version)"));
+  }
+}
+
 }  // namespace
 
 int run_supervised(Connection& pcmd, const RunOptions& o) {
@@ -138,73 +343,10 @@ int run_supervised(Connection& pcmd, const RunOptions& o) {
   sa.sa_handler = on_signal;
   ::sigaction(SIGINT, &sa, nullptr);
   ::sigaction(SIGTERM, &sa, nullptr);
-  int restarts = 0;
-  bool restart = false;
-  std::optional<Clock::time_point> detected;  // the last run's failure, while recovering
-  std::string why;
-  for (;;) {
-    const auto started = Clock::now();
-    const pid_t pid = launch(o, o.np, restart);
-    bool seen_running = false, resumed = false;
-    auto next_look = started;
-    int status = 0;
-    bool broken = false;  // pcmd saw the job fail while the launcher stayed
-    for (;;) {
-      if (::waitpid(pid, &status, WNOHANG) == pid) break;
-      if (g_signal) {
-        const int sig = g_signal;
-        std::cerr << "pcmctl run: signal " << sig << ": ending the job, no restart\n";
-        end_group(pid, 10);
-        return 128 + sig;
-      }
-      if (Clock::now() >= next_look) {
-        next_look = Clock::now() + std::chrono::milliseconds(250);
-        const json j = job_status(pcmd, o.job);
-        const std::string state = j.is_object() ? j.value("state", "") : "";
-        if (state == "running") seen_running = true;
-        // Iterating again: the recovery is over.
-        if (detected && !resumed && state == "running" && j.value("iteration", 0L) > 0) {
-          resumed = true;
-          event(pcmd, o.job,
-                fmt::format("recovery {} of {}: iterating again {:.2f} s after the loss was seen "
-                            "({}; relaunched {:.2f} s after it, {} processes, {})",
-                            restarts, o.max_restarts, seconds(*detected, Clock::now()), why,
-                            seconds(*detected, started), o.np,
-                            restart ? "from the newest version" : "from the start"));
-        }
-        if (seen_running && state == "failed") {
-          why = fmt::format("pcmd: {}", j.value("last_event", "failed"));
-          broken = true;
-          detected = Clock::now();
-          status = end_group(pid, 10);
-          break;
-        }
-      }
-      pause_ms(50);
-    }
-    if (!broken && WIFEXITED(status) && WEXITSTATUS(status) == 0) return 0;
-    if (!broken) {
-      detected = Clock::now();
-      why = "the launcher " + describe(status);
-    }
-    if (restarts >= o.max_restarts) {
-      event(pcmd, o.job,
-            fmt::format("run failed ({}) after {} recoveries: no more (--max-restarts {})", why,
-                        restarts, o.max_restarts));
-      return broken ? 1 : std::max(1, exit_code(status));
-    }
-    ++restarts;
-    // pcmd must have seen the run end before the relaunch takes the name over (bounded).
-    for (int i = 0; i < 200; ++i) {
-      const json j = job_status(pcmd, o.job);
-      if (!j.is_object() || j.value("state", "") != "running") break;
-      pause_ms(50);
-    }
-    restart = has_valid_version(pcmd, o.job);
-    event(pcmd, o.job,
-          fmt::format("recovery {} of {}: the run was lost ({}); relaunching on {} processes {}",
-                      restarts, o.max_restarts, why, o.np,
-                      restart ? "from the newest valid version" : "from the start (no version)"));
+  try {
+    return Supervisor(pcmd, o).run();
+  } catch (const Interrupted& i) {
+    return i.exit_code;
   }
 }
 
