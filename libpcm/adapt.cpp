@@ -166,6 +166,9 @@ void Runtime::send_migration(MPI_Comm merged, int child, int rank) {
 // The replacement of a migrated process: receive everything the mover sends (whatever it is, so
 // that the mover is never left blocked), then check it against the registrations.
 void Runtime::resume_migrated() {
+  // The mover may stop sending: this process, the lowest involved on its side, tells pcmd.
+  const Watchdog::Scope guard =
+      bounded("receiving a migrated process's state", world_.rank(), true);
   // Pairs with the survivors' agreement in PCM_Adapt.
   agreed(world_.comm(), [&] {
     if (world_.migrant.comm == MPI_COMM_NULL) fail(PCM_ERR_STATE, "no mover to receive from");
@@ -274,6 +277,9 @@ int Runtime::adapt(MPI_Comm* comm) {
     return PCM_NONE;
   }
   if (!resumed_) fail(PCM_ERR_STATE, "call PCM_Resume before PCM_Adapt");
+  if (!reconfig_.current) fail(PCM_ERR_INTERNAL, "PCM_Status returned {} with nothing pending", s);
+  // The calls below bound their parts too; this scope adds the agreement after a migration.
+  const Watchdog::Scope guard = bounded(*reconfig_.current);
   try {
     switch (s) {
       case PCM_MIGRATE: {

@@ -22,6 +22,8 @@ void Runtime::migrate(const char* command, const MigrationSender& send) {
          "no migration is pending (PCM_Status returned neither PCM_MIGRATE nor "
          "PCM_RECONFIGURE)");
   const Command cmd = *reconfig_.current;
+  // Until the new world is built and, in the mover, its state sent (the mover then parks unbound).
+  const Watchdog::Scope guard = bounded(cmd);
   mpi::Comm inter = spawn_for(cmd, command, {cmd.host});
   // In merged the parents keep their ranks and the child is last. The new rank 0 wakes the mover
   // at the end: the child if the mover was rank 0.

@@ -136,6 +136,8 @@ int Runtime::split(void** buf, int type, PCM_Dist* dist, int* iteration, int* ra
 // what was sent is checked against what the caller expects (the old world must not be left
 // waiting for a process that gave up early).
 void Runtime::receive_split(const std::vector<ArrayRef>& arrays, json* extra) {
+  const Watchdog::Scope guard =
+      bounded("receiving a split's data (spawned process)", world_.rank(), world_.rank() == 0);
   const double t0 = wtime();
   const json ctx = world_.joining.ctx;
   const json& sent = ctx.at("arrays");
@@ -209,6 +211,8 @@ void Runtime::receive_split(const std::vector<ArrayRef>& arrays, json* extra) {
 // The old world: spawn the new one, let it read (or send it) every array, and retire.
 void Runtime::send_split(const std::vector<ArrayRef>& arrays, const json& extra,
                          const char* command) {
+  // Until this process has retired (it parks, or leaves, unbound).
+  const Watchdog::Scope guard = bounded(*reconfig_.current);
   agree_reshape_args(arrays);
   const double t0 = wtime();
   const Command cmd = *reconfig_.current;
@@ -311,6 +315,7 @@ int Runtime::merge(void** buf, int type, PCM_Dist* dist, int* iteration, int* ra
 }
 
 void Runtime::merge_arrays(const std::vector<ArrayRef>& arrays) {
+  const Watchdog::Scope guard = bounded(*reconfig_.current);
   agree_reshape_args(arrays);
   const double t0 = wtime();
   const Command cmd = *reconfig_.current;

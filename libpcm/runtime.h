@@ -34,6 +34,7 @@
 #include "retirement.h"
 #include "settings.h"
 #include "status_window.h"
+#include "watchdog.h"
 #include "world.h"
 
 // What a PCM_Dist handle points to.
@@ -145,6 +146,11 @@ class Runtime {
   void abandon(const Command& cmd, const std::string& why);
   void report_reconfigured(const Command& cmd, bool success, const std::string& error,
                            const nlohmann::json& layout = nullptr);
+  // The blocking part of a reconfiguration in this process ends within PCM_RECONFIG_TIMEOUT_S
+  // while the returned scope lives, or the process ends (watchdog.h); only a reconfiguration
+  // touches it. `tell`: this process tells pcmd (the lowest rank involved); by cmd: world rank 0.
+  Watchdog::Scope bounded(std::string what, int rank, bool tell);
+  Watchdog::Scope bounded(const Command& cmd);
 
   // Migration (migrate.cpp); in the mover, send(merged, child) runs once the new world is built.
   using MigrationSender = std::function<void(MPI_Comm merged, int child)>;
@@ -227,6 +233,8 @@ class Runtime {
   } checkpoint_;
 
   Retirement retirement_;
+  // Last: its thread is stopped before anything it could report on goes.
+  Watchdog watchdog_{end_stuck_process};
 };
 
 }  // namespace pcm::detail

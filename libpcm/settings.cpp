@@ -37,6 +37,7 @@ Settings Settings::from_env() {
   s.retire_leave = static_cast<int>(env_long("PCM_RETIRE_LEAVE", -1, -1, 1));
   s.max_parked = static_cast<int>(env_long("PCM_MAX_PARKED", 0, 0, 1 << 20));
   s.checkpoint_mtbf_s = env_long("PCM_CHECKPOINT_MTBF", 0, 0, 1000000000);
+  s.reconfig_timeout_s = static_cast<int>(env_long("PCM_RECONFIG_TIMEOUT_S", 300, 0, 1000000000));
   if (const char* name = std::getenv("PCM_JOB")) s.job = name;
   if (const char* r = std::getenv("PCM_RESTART")) s.restart = std::string(r) == "1";
   if (const char* p = std::getenv("PCM_PLACEMENT")) s.placement = p;

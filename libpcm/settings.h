@@ -34,6 +34,10 @@ struct Settings {
   // PCM_CHECKPOINT_MTBF: the mean time between failures in seconds; PCM_Adapt then writes a
   // checkpoint by itself at Daly's interval for the measured cost (0, the default: it does not).
   long checkpoint_mtbf_s = 0;
+  // PCM_RECONFIG_TIMEOUT_S: a reconfiguration's blocking part (the spawn, joining, the data
+  // exchange) must end within this many seconds, or the process ends with kExitReconfigTimeout
+  // (watchdog.h) so that the job ends instead of hanging (0: no bound).
+  int reconfig_timeout_s = 300;
   // PCM_JOB and PCM_RESTART (=1) as given; PCM_Init checks them on rank 0 and agrees.
   std::string job;
   bool restart = false;

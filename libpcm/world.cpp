@@ -105,6 +105,29 @@ void Runtime::report_reconfigured(const Command& cmd, bool success, const std::s
   }
 }
 
+namespace {
+// Whether the MPI library is Open MPI, or MPICH (by MPI_Get_library_version; asked once).
+bool open_mpi() {
+  static const bool yes = mpi::library_version().find("Open MPI") != std::string::npos;
+  return yes;
+}
+bool mpich() {
+  static const bool yes = mpi::library_version().find("MPICH") != std::string::npos;
+  return yes;
+}
+}  // namespace
+
+Watchdog::Scope Runtime::bounded(std::string what, int rank, bool tell) {
+  return Watchdog::Scope(
+      watchdog_, {std::move(what), settings_.reconfig_timeout_s, rank, job_, tell, mpich()});
+}
+
+Watchdog::Scope Runtime::bounded(const Command& cmd) {
+  return bounded(fmt::format("the {}{} (command {})", cmd.describe(),
+                             cmd.respawn ? " by respawning the world" : "", cmd.id),
+                 world_.rank(), world_.rank() == 0);
+}
+
 // A reconfiguration given up before anything changed: pcmd hears why, and the command is done.
 void Runtime::abandon(const Command& cmd, const std::string& why) {
   reconfig_.done(cmd.id);
@@ -195,6 +218,9 @@ void Runtime::join_as_child(MPI_Comm parent_handle) {
   mpi::Comm parent(parent_handle);
   int me;
   MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  // The parents, whose rank 0 tells pcmd, are bounded as well.
+  const Watchdog::Scope guard =
+      bounded("joining the world a reconfiguration builds (spawned process)", me, false);
   json ctx = bcast_inter(json{}, false, me, parent.get());
   job_ = ctx.at("job").get<std::string>();
   incarnation_ = ctx.at("incarnation").get<std::int64_t>();
@@ -252,14 +278,6 @@ mpi::Comm Runtime::spawn_for(const Command& cmd, const char* command,
     throw;
   }
 }
-
-namespace {
-// Whether the MPI library is Open MPI (by MPI_Get_library_version; asked once).
-bool open_mpi() {
-  static const bool yes = mpi::library_version().find("Open MPI") != std::string::npos;
-  return yes;
-}
-}  // namespace
 
 // Spawns one process per entry of hosts, as one group (so that they share memory among
 // themselves), with the arguments this process was started with. Collective over the world.

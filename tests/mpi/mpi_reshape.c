@@ -48,7 +48,7 @@ static void fill(double *buf, PCM_Dist dist, int rank) { walk(buf, dist, rank, 1
 
 int main(int argc, char **argv) {
   MPI_Comm world = MPI_COMM_WORLD;
-  int rank = -1, size, it = 0, iters, layout, s, reconfigs = 0, probed = 0;
+  int rank = -1, size, it = 0, iters, layout, s, reconfigs = 0, probed = 0, restarted_from = -1;
   long units, unit_len, elements, bad, allbad;
   long sleep_us;
   double *buf = NULL;
@@ -93,6 +93,7 @@ int main(int argc, char **argv) {
     if (PCM_Restart_info(&it, &then) != PCM_SUCCESS ||
         PCM_Load_dist(0, "dist", &old) != PCM_SUCCESS)
       DIE("restart info");
+    restarted_from = it;
     PCM_Dist_info(old, NULL, &old_layout, &u, &ul, &blk, &halo);
     if (PCM_Dist_create(old_layout == PCM_IRREGULAR ? PCM_BLOCK : old_layout, u, ul, blk, halo,
                         size, &dist) != PCM_SUCCESS)
@@ -128,7 +129,8 @@ int main(int argc, char **argv) {
       getenv("RESHAPE_COMMIT_EVERY") ? atol(getenv("RESHAPE_COMMIT_EVERY")) : 0;
   for (; it < iters; it++) {
     double t0 = MPI_Wtime(), spawn, data, rebuild;
-    if (commit_every > 0 && it > 0 && it % commit_every == 0) {
+    /* A restart (pcmctl run's relaunch keeps RESHAPE_COMMIT_EVERY) has its first version. */
+    if (commit_every > 0 && it > 0 && it % commit_every == 0 && it != restarted_from) {
       PCM_Dist_local(dist, rank, NULL, NULL, &elements);
       if ((rank == 0 && PCM_Store_dist(0, "dist", dist) != PCM_SUCCESS) ||
           PCM_Store(rank, "buf", buf, PCM_DOUBLE, elements) != PCM_SUCCESS ||
