@@ -140,10 +140,13 @@ def one_kill(c, k, moment, rng, plain):
     r = re.search(r"^heat2d: restarted from iteration (\d+) \((\d+) -> (\d+) processes\)", text,
                   re.M)
     events = c.pcmctl("events", job).stdout
-    relaunch = re.search(r"recovery 1 of 2: the run was lost \((.*)\); relaunching on (\d+) "
-                         r"processes \(([^)]*)\)", events)
-    back = re.search(r"recovery 1 of 2: iterating again ([\d.]+) s after the loss was seen .*"
-                     r"relaunched ([\d.]+) s after it", events)
+    # The recovery off host 3 (normally the first; a run lost for another reason before the kill,
+    # e.g. a launch that failed, is recovered too and counted).
+    relaunch = re.search(rf"recovery (\d) of 2: the run was lost \((.*)\); relaunching on (\d+) "
+                         rf"processes \(({h1}:1,{h2}:1)\)", events)
+    back = relaunch and re.search(
+        rf"recovery {relaunch.group(1)} of 2: iterating again ([\d.]+) s after the loss was seen "
+        r".*relaunched ([\d.]+) s after it", events)
     if not relaunch and moment == "merge" and re.search(r"^heat2d: merge", text, re.M) and \
             c.status(job)["reconfigurations"] == 1 and not r:
         # The merge had moved host 3's process off (it was parked there) before the host died:
@@ -152,20 +155,22 @@ def one_kill(c, k, moment, rng, plain):
         log(f"{job}: ok: merge: host 3 died after the merge had left it only a parked process "
             f"(at ~{at}); finished without a recovery{', its stuck launcher ended' if stuck else ''}"
             f"; checksum as plain")
-        return {"moment": moment, "repeated": 0, "relaunch_s": 0, "resume_s": 0}
+        return {"moment": moment, "repeated": 0, "relaunch_s": 0, "resume_s": 0,
+                "other_recoveries": 0}
     if not relaunch or not back:
         raise mh.Failure(f"{job}: the events do not show the recovery:\n{events}")
-    if h3 in relaunch.group(3) or relaunch.group(3) != f"{h1}:1,{h2}:1":
-        raise mh.Failure(f"{job}: relaunched on {relaunch.group(3)}, expected {h1}:1,{h2}:1")
+    others = int(relaunch.group(1)) - 1
+    if others:
+        log(f"{job}: note: {others} earlier recovery before host 3's loss:\n{events}")
     since = int(r.group(1)) if r else 0
     repeated = max(at - since, 0)
     log(f"{job}: ok: {moment}: lost at ~{at}, resumed from {'iteration ' + str(since) if r else 'the start'}"
-        f" on {relaunch.group(2)} processes ({relaunch.group(3)}), {repeated} iterations "
+        f" on {relaunch.group(3)} processes ({relaunch.group(4)}), {repeated} iterations "
         f"computed twice; relaunched {float(back.group(2)):.2f} s and iterating "
-        f"{float(back.group(1)):.2f} s after the loss was seen ({relaunch.group(1)}); "
+        f"{float(back.group(1)):.2f} s after the loss was seen ({relaunch.group(2)}); "
         f"checksum as plain")
     return {"moment": moment, "repeated": repeated, "relaunch_s": float(back.group(2)),
-            "resume_s": float(back.group(1))}
+            "resume_s": float(back.group(1)), "other_recoveries": others}
 
 
 def scenario(c, kills, seed):
@@ -179,10 +184,11 @@ def scenario(c, kills, seed):
         results.append(one_kill(c, k, moment, rng, plain))
         revive_host(c, h3)
     rep = [r["repeated"] for r in results]
-    res = sorted(r["resume_s"] for r in results)
+    res = sorted(r["resume_s"] for r in results if r["resume_s"] > 0) or [0]
+    other = sum(r["other_recoveries"] for r in results)
     log(f"ok: {kills} host kills (seed {seed}), none lost, none hung; iterations computed twice: "
         f"{sum(rep)} in all, at most {max(rep)}; iterating again after the loss: median "
-        f"{res[len(res) // 2]:.2f} s, at most {res[-1]:.2f} s")
+        f"{res[len(res) // 2]:.2f} s, at most {res[-1]:.2f} s; {other} recoveries from other losses")
 
 
 def main():
