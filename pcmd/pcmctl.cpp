@@ -382,6 +382,10 @@ void add_run(CLI::App& app, Cli& cli) {
                   "a run not registered with pcmd by then is ended and counts as lost")
       ->check(CLI::Range(1, 86400))
       ->capture_default_str();
+  sub->add_option("--finish-grace-s", a->finish_grace_s,
+                  "a launcher still there this long after the job finished is ended (exit 0)")
+      ->check(CLI::Range(1, 86400))
+      ->capture_default_str();
   sub->add_option("command", a->command, "the program and its arguments (after --)")->required();
   on_run(sub, cli, [a](Connection& pcmd) {
     if (a->job.empty()) {

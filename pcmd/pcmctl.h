@@ -77,6 +77,9 @@ struct RunOptions {
   int probe_port = 9;
   // A run that has not registered with pcmd within this long is ended and counts as lost.
   int start_timeout_s = 120;
+  // A launcher still there this long after pcmd saw the job finish is ended (exit 0): processes
+  // stuck in MPI_Finalize with a peer on a host that died after the last reconfiguration.
+  int finish_grace_s = 30;
   std::vector<std::string> command;  // the program and its arguments
 };
 int run_supervised(Connection& pcmd, const RunOptions& options);

@@ -186,9 +186,6 @@ Placement place_on_inventory(Connection& pcmd, const RunOptions& o) {
   return p;
 }
 
-// How long the launcher may stay after pcmd saw the job finish.
-constexpr double kFinishGraceS = 30;
-
 // One supervised job: its runs one after another until one ends well or the restarts run out.
 class Supervisor {
  public:
@@ -276,14 +273,14 @@ int Supervisor::follow_run() {
       if (state == "running") seen_running = true;
       if (j.is_object()) note_resumed(j, started);
       if (state == "finished" && !finished_at) finished_at = Clock::now();
-      if (finished_at && seconds(*finished_at, Clock::now()) > kFinishGraceS) {
+      if (finished_at && seconds(*finished_at, Clock::now()) > o_.finish_grace_s) {
         // The job ended well, but its launcher stays: processes stuck after the end (in
         // MPI_Finalize, with a peer on a host that died after the last reconfiguration).
         event(pcmd_, o_.job,
               fmt::format("the job finished, but its launcher was still there {:.0f} s later: "
                           "ended it (processes stuck in MPI_Finalize? a host lost after the "
                           "last reconfiguration)",
-                          kFinishGraceS));
+                          static_cast<double>(o_.finish_grace_s)));
         end_group(pid, 2);
         return 0;
       }

@@ -78,6 +78,13 @@ def one(c, size_mib, n, out_dir, plot):
     for text_e, t in evs:
         if text_e.startswith("restarted from iteration") and t_relaunch and t >= t_relaunch - 0.5:
             t_reg = t
+    plain = mh.heat2d_plain(c.build, ["--nx", str(side), "--ny", str(side), "--iters", str(iters)])
+    got = re.search(r"^checksum (\w+)", text, re.M)
+    if not got or got.group(1) != plain:
+        raise mh.Failure(f"{job}: checksum {got.group(1) if got else None}, plain {plain}")
+    if plot:
+        print(f"bench_recovery: {job}: checksum {plain} as the plain run's; pcmctl events:")
+        print(c.pcmctl("events", job).stdout, flush=True)
     rows = list(csv.reader(open(trace)))
     restart_rows = [r for r in rows[1:] if len(r) > 4 and r[4].startswith("restart")]
     if not (t_seen and t_reg and restart_rows):

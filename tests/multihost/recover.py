@@ -110,6 +110,7 @@ def one_kill(c, k, moment, rng, plain):
     run = subprocess.Popen(
         ["bash", mh.LAUNCHER, h1, os.path.join(c.build, "pcmctl"), "run", "-n", "3", "--min", "1",
          "--on-inventory", "--job", job, "--max-restarts", "2", "--start-timeout-s", "60",
+         "--finish-grace-s", "5",
          "--mpiexec", os.environ.get("MPIEXEC", "mpiexec"), "--mpiexec-arg=-launcher",
          "--mpiexec-arg=ssh", "--mpiexec-arg=-launcher-exec", f"--mpiexec-arg={mh.LAUNCHER}",
          "--", os.path.join(c.build, "examples/heat2d/heat2d_pcm"), *ARGS, "--commit-every", "100",
