@@ -183,11 +183,12 @@ JobEvent JobEvent::from_json(const json& j) {
 json JobEvent::to_json() const { return json{{"job", job}, {"text", text}}; }
 
 Finished Finished::from_json(const json& j) {
-  return Finished{job_of(j), opt_int(j, "iteration", 0, INT64_MAX)};
+  return Finished{job_of(j), opt_int(j, "iteration", 0, INT64_MAX), opt_string(j, "error", 2000)};
 }
 json Finished::to_json() const {
   json j{{"job", job}};
   put(j, "iteration", iteration);
+  put(j, "error", error);
   return j;
 }
 

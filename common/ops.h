@@ -148,6 +148,9 @@ struct Finished {
   static constexpr Op kOp = Op::kFinished;
   std::string job;
   std::optional<std::int64_t> iteration;
+  // Set when the job ends after an MPI failure in one of its PCM calls (its world broke, e.g. a
+  // peer's host died): pcmd records the job failed, with this text, rather than finished.
+  std::optional<std::string> error;
   static Finished from_json(const json& j);
   json to_json() const;
 };

@@ -17,6 +17,9 @@ namespace pcm::detail {
 // An inline variable: one per thread for the whole library, whichever file's entry point failed,
 // so PCM_Last_error reports the last failure of any call.
 inline thread_local std::string t_last_error;
+// The first failure of an MPI call inside a PCM call (PCM_ERR_MPI: the job's world is broken, a
+// peer lost), "" if none: PCM_Finalize then tells pcmd the job ended on it rather than finished.
+inline thread_local std::string t_mpi_failure;
 
 // Runs f and returns its code; an exception becomes its code (PCM_ERR_INTERNAL if it is not a
 // pcm::Error) and its message is kept for PCM_Last_error. Nothing unwinds into C.
@@ -28,6 +31,7 @@ int guard(const char* call, F&& f) noexcept {
     return rc;
   } catch (const pcm::Error& e) {
     t_last_error = std::string(call) + ": " + e.what();
+    if (e.code() == PCM_ERR_MPI && t_mpi_failure.empty()) t_mpi_failure = t_last_error;
     return e.code();
   } catch (const std::exception& e) {
     t_last_error = std::string(call) + ": internal error: " + e.what();

@@ -12,6 +12,7 @@
 
 #include "auth.h"
 #include "buffer.h"
+#include "c_boundary.h"
 #include "error.h"
 #include "log.h"
 #include "ops.h"
@@ -299,8 +300,9 @@ int Runtime::finalize(MPI_Comm comm) {
     if (world_.rank() == 0) {
       try {
         // A pcmd that went away gets a short while to come back: the job is over anyway.
-        link_.request(ops::request(ops::Finished{job_, iteration_}), nullptr, 0,
-                      settings_.connect_timeout_ms,
+        ops::Finished done{job_, iteration_, std::nullopt};
+        if (!t_mpi_failure.empty()) done.error = t_mpi_failure.substr(0, 1900);
+        link_.request(ops::request(done), nullptr, 0, settings_.connect_timeout_ms,
                       std::min(settings_.reconnect_ms, settings_.connect_timeout_ms));
       } catch (const Error& e) {
         plog()->warn("[rank 0] could not tell pcmd that job {} finished: {}", job_, e.what());

@@ -57,7 +57,8 @@ void Watchdog::run() {
       cv_.wait_until(lock, deadline_);
       continue;
     }
-    const Deadline expired = std::move(*armed_);
+    Deadline expired = std::move(*armed_);
+    expired.stage = stage_;
     armed_.reset();
     lock.unlock();
     on_expiry_(expired);
@@ -92,6 +93,16 @@ Watchdog::Scope::~Scope() {
   w_.cv_.notify_all();
 }
 
+Watchdog::Stage::Stage(Watchdog& w, std::string name) : w_(w) {
+  std::lock_guard<std::mutex> lock(w.mu_);
+  previous_ = std::exchange(w.stage_, std::move(name));
+}
+
+Watchdog::Stage::~Stage() {
+  std::lock_guard<std::mutex> lock(w_.mu_);
+  w_.stage_ = std::move(previous_);
+}
+
 std::optional<std::string> Watchdog::armed_what() const {
   std::lock_guard<std::mutex> lock(mu_);
   if (!armed_) return std::nullopt;
@@ -106,7 +117,8 @@ bool Watchdog::started() const {
 std::string expiry_line(const Watchdog::Deadline& d) {
   const std::string who = d.job.empty() ? "of a job it has not learnt yet" : "of job " + d.job;
   return "pcm: rank " + std::to_string(d.rank) + " " + who + ": " + d.what +
-         " did not finish within " + std::to_string(d.seconds) +
+         (d.stage.empty() ? "" : " (stuck in " + d.stage + ")") + " did not finish within " +
+         std::to_string(d.seconds) +
          " s (PCM_RECONFIG_TIMEOUT_S); ending this process so that the job ends instead of "
          "hanging (pcmctl run relaunches it)";
 }

@@ -33,6 +33,7 @@ class Watchdog {
     // ends the job's other process groups, such as a spawned one stuck before MPI_Init, only when
     // a process dies by a signal; after an exit with any code it waits for them.
     bool kill_self = false;
+    std::string stage;  // set at expiry: the Stage it happened in ("" if none)
   };
   // Called in the watchdog's thread when a deadline passes (never MPI). The default,
   // end_stuck_process, does not return; a test's may, and then the watchdog stays quiet until the
@@ -58,6 +59,20 @@ class Watchdog {
     bool armed_;  // this scope armed it (depth went from 0 to 1 with a bound)
   };
 
+  // Names the call a reconfiguration is in while it lives ("MPI_Comm_spawn"), for the line a
+  // stuck process prints; the previous stage comes back at its end. Cheap: one lock.
+  class Stage {
+   public:
+    Stage(Watchdog& w, std::string name);
+    ~Stage();
+    Stage(const Stage&) = delete;
+    Stage& operator=(const Stage&) = delete;
+
+   private:
+    Watchdog& w_;
+    std::string previous_;
+  };
+
   // For tests: what is armed now (nullopt: nothing), and whether the thread was ever started.
   std::optional<std::string> armed_what() const;
   bool started() const;
@@ -72,6 +87,7 @@ class Watchdog {
   int depth_ = 0;       // open scopes, armed or not
   bool stop_ = false;
   std::optional<Deadline> armed_;
+  std::string stage_;  // Stage's name, "" outside one
   std::chrono::steady_clock::time_point deadline_{};
 };
 

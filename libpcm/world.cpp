@@ -119,7 +119,7 @@ bool mpich() {
 
 Watchdog::Scope Runtime::bounded(std::string what, int rank, bool tell) {
   return Watchdog::Scope(
-      watchdog_, {std::move(what), settings_.reconfig_timeout_s, rank, job_, tell, mpich()});
+      watchdog_, {std::move(what), settings_.reconfig_timeout_s, rank, job_, tell, mpich(), {}});
 }
 
 Watchdog::Scope Runtime::bounded(const Command& cmd) {
@@ -317,6 +317,7 @@ mpi::Comm Runtime::spawn(const std::string& exe, const std::vector<std::string>&
   }
   mpi::Comm inter;
   std::vector<int> errcodes(hosts.size(), MPI_SUCCESS);
+  const Watchdog::Stage stage(watchdog_, "MPI_Comm_spawn");
   int rc = MPI_Comm_spawn_multiple(static_cast<int>(cmds.size()), cmds.data(), argvs.data(),
                                    counts.data(), infos.data(), 0, world_.comm(), inter.out(),
                                    errcodes.data());

@@ -361,6 +361,10 @@ JobTable::Outcome JobTable::reconfigured(
 void JobTable::finished(const ops::Finished& r) {
   Job& job = find(r.job);
   job.iteration = r.iteration.value_or(job.iteration);
+  if (r.error) {
+    fail_job(job, "ended after an MPI failure: " + proto::printable(*r.error));
+    return;
+  }
   job.state = JobState::kFinished;
   job.last_seen = std::chrono::steady_clock::now();
   if (job.pending) {

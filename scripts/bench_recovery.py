@@ -19,12 +19,10 @@ throughput, processes, the loss and the recovery shaded) into --out. Needs root 
 """
 import argparse
 import csv
-import datetime
 import glob
 import json
 import os
 import re
-import statistics
 import subprocess
 import sys
 import time
@@ -62,7 +60,7 @@ def one(c, size_mib, n, out_dir, plot):
     c.pcmctl("wait", job, "--iteration", str(2 * every + 3), "--timeout", "600")
     at = recover.iteration(c, job)
     t_kill = time.time()
-    recover.kill_host(c, names[-1])
+    mh.kill_host(names[-1], link_down=True)
     rc = run.wait(timeout=900)
     text = open(out).read()
     if rc != 0:

@@ -116,6 +116,8 @@ def main():
     seeds["reconfigured-failed"] = frames(b"", req("reconfigured", command=1, success=False,
                                                    error="no\nway \u20ac", **job))
     seeds["finished"] = frames(b"", req("finished", iteration=9, **job))
+    seeds["finished-error"] = frames(b"", req("finished", iteration=9,
+                                              error="PCM_Adapt: MPI_Bcast failed", **job))
     seeds["job-event"] = frames(b"", req("job_event", text="recovery 1: \u20ac", **job))
     seeds["host-add"] = frames(b"", req("host_add", host="nodec", slots=2, site="b",
                                         latency_ms=1))

@@ -13,7 +13,7 @@ pcmctl=$build/pcmctl
 prog=$build/tests/mpi_reshape
 fail() { echo "reconfig_timeout: FAIL: $*" >&2; exit 1; }
 show() { sed 's/^/  | /' "$1"; }
-line='did not finish within 5 s (PCM_RECONFIG_TIMEOUT_S); ending this process'
+line='(stuck in MPI_Comm_spawn) did not finish within 5 s (PCM_RECONFIG_TIMEOUT_S); ending this process'
 
 # stuck_script NAME: an executable script whose every process (one per new rank) adds its pid to
 # NAME.pids and sleeps 120 s (exec: the pid is the sleep's), never reaching MPI_Init.

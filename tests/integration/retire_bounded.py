@@ -116,6 +116,9 @@ if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) !
     print("retire_bounded: SKIPPED: prctl(PR_SET_CHILD_SUBREAPER) failed")
     sys.exit(77)
 env = dict(os.environ, PCM_JOB=job)
+# A reconfiguration here takes well under a second: a stuck one ends the job (the watchdog's line
+# in job.out, which fail() prints) before the 60-s waits below give up.
+env.setdefault("PCM_RECONFIG_TIMEOUT_S", "30")
 if args.park:
     env["PCM_RETIRE_LEAVE"] = "0"
 out = open(os.path.join(tmp, "job.out"), "w")

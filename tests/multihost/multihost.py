@@ -216,6 +216,32 @@ def scenario_reconfig(c):
     log(f"ok: reconfig: {len(steps)} reconfigurations over 3 hosts, checksum {plain} as plain")
 
 
+def kill_host(h, link_down=False):
+    """Every process of host h dies at once as far as the rest of the cluster can tell: all are
+    stopped first (a stopped MPI proxy cannot report its children's deaths), then killed, the
+    proxy last, so that the launcher's teardown of the other hosts cannot overtake the loss;
+    with link_down, h's link goes down after. Returns how many processes were killed."""
+    pids = [int(p) for p in subprocess.run(["ip", "netns", "pids", h], capture_output=True,
+                                           text=True).stdout.split()]
+
+    def is_proxy(pid):
+        try:
+            with open(f"/proc/{pid}/comm") as f:
+                return f.read().strip().startswith(("hydra", "orted"))
+        except OSError:
+            return False
+    pids.sort(key=is_proxy)
+    for sig in (signal.SIGSTOP, signal.SIGKILL):
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+    if link_down:
+        subprocess.run(["ip", "link", "set", f"{h}v", "down"], check=True)
+    return len(pids)
+
+
 def scenario_failure(c):
     h1, h2, h3 = c.names
     c.start_pcmd("--hosts", f"{h1}:2", f"{h2}:2", f"{h3}:2")
@@ -231,29 +257,11 @@ def scenario_failure(c):
     c.pcmctl("wait", "mh-b", "--iteration", "20", "--timeout", "120")
     if c.status("mh-a")["hosts"] != [h1, h2, h3]:
         raise Failure(f"job a runs on {c.status('mh-a')['hosts']}, expected {[h1, h2, h3]}")
-    # Host 3 vanishes: every process in its namespace is killed (by pid), all at one moment as
-    # far as the rest of the cluster can tell: all are stopped first (a stopped hydra proxy
-    # cannot report its children's deaths), then the proxy is killed last, so that mpiexec's
-    # teardown of the other hosts cannot overtake the loss of host 3's processes.
-    pids = [int(p) for p in subprocess.run(["ip", "netns", "pids", h3], capture_output=True,
-                                           text=True).stdout.split()]
-    if not pids:
+    # Host 3 vanishes: every process in its namespace is killed (by pid; kill_host).
+    n = kill_host(h3)
+    if not n:
         raise Failure(f"no processes run on {h3}")
-
-    def is_proxy(pid):
-        try:
-            with open(f"/proc/{pid}/comm") as f:
-                return f.read().strip().startswith(("hydra", "orted"))
-        except OSError:
-            return False
-    pids.sort(key=is_proxy)
-    for sig in (signal.SIGSTOP, signal.SIGKILL):
-        for pid in pids:
-            try:
-                os.kill(pid, sig)
-            except ProcessLookupError:
-                pass
-    log(f"killed {len(pids)} processes on {h3}")
+    log(f"killed {n} processes on {h3}")
     c.pcmctl("wait", "mh-a", "--ended", "--timeout", "60", check=False)
     st = c.status("mh-a")
     if st["state"] != "failed":

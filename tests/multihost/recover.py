@@ -40,29 +40,6 @@ def log(msg):
     print(f"recover: {msg}", flush=True)
 
 
-def kill_host(c, h):
-    """Every process of host h dies at once (a stopped proxy cannot report its children's
-    deaths; it is killed last), then h's link goes down. Returns how many were killed."""
-    pids = [int(p) for p in subprocess.run(["ip", "netns", "pids", h], capture_output=True,
-                                           text=True).stdout.split()]
-
-    def is_proxy(pid):
-        try:
-            with open(f"/proc/{pid}/comm") as f:
-                return f.read().strip().startswith(("hydra", "orted"))
-        except OSError:
-            return False
-    pids.sort(key=is_proxy)
-    for sig in (signal.SIGSTOP, signal.SIGKILL):
-        for pid in pids:
-            try:
-                os.kill(pid, sig)
-            except ProcessLookupError:
-                pass
-    subprocess.run(["ip", "link", "set", f"{h}v", "down"], check=True)
-    return len(pids)
-
-
 def revive_host(c, h):
     subprocess.run(["ip", "link", "set", f"{h}v", "up"], check=True)
     t0 = time.monotonic()
@@ -98,7 +75,7 @@ def strike(c, job, moment, rng):
         # A random moment of the reconfiguration (a merge takes about 0.06 s, a split longer).
         time.sleep(rng.uniform(0, 0.3 if moment == "split" else 0.12))
     at = iteration(c, job)
-    n = kill_host(c, h3)
+    n = mh.kill_host(h3, link_down=True)
     log(f"{job}: killed {n} processes on {h3} ({moment}) at about iteration {at}; link down")
     return at
 

@@ -37,7 +37,7 @@ json sample(ops::Op op) {
       return {{"job", "j"},     {"command", 4}, {"success", true}, {"size", 1},
               {"hosts", {"a"}}, {"pid", 9},     {"iteration", 5},  {"layout", {{"n", 8}}}};
     case ops::Op::kFinished:
-      return {{"job", "j"}, {"iteration", 9}};
+      return {{"job", "j"}, {"iteration", 9}, {"error", "PCM_Adapt: MPI_Bcast failed"}};
     case ops::Op::kStatus:
     case ops::Op::kProfile:
     case ops::Op::kCheckpoints:

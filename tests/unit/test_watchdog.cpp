@@ -108,6 +108,19 @@ TEST(Watchdog, AScopeThatEndsInTimeDoesNotFireAndTheQuietOnesWaitLonger) {
   EXPECT_EQ(fired[0].what, "second");
 }
 
+TEST(Watchdog, TheLineNamesTheStageItWasStuckIn) {
+  Recorder r;
+  d::Watchdog w(r.expiry());
+  const Scope armed(w, {"the split", 1, 0, "j", true});
+  { const d::Watchdog::Stage over(w, "MPI_Intercomm_merge"); }  // ended: forgotten
+  const d::Watchdog::Stage stage(w, "MPI_Comm_spawn");
+  const auto fired = r.wait_for_one();
+  ASSERT_EQ(fired.size(), 1u);
+  EXPECT_EQ(fired[0].stage, "MPI_Comm_spawn");
+  EXPECT_NE(d::expiry_line(fired[0]).find("the split (stuck in MPI_Comm_spawn) did not finish"),
+            std::string::npos);
+}
+
 TEST(Watchdog, ExpiryLine) {
   EXPECT_EQ(d::expiry_line({"the split of rank 0 into 2 (command 4)", 5, 1, "wd-1", true}),
             "pcm: rank 1 of job wd-1: the split of rank 0 into 2 (command 4) did not finish "
