@@ -170,7 +170,7 @@ Placement place_on_inventory(Connection& pcmd, const RunOptions& o) {
       why = state;
     else if (free <= 0)
       why = "no free slot";
-    else if (!tcp_round_trip_ms(name, o.probe_port, 1000))
+    else if (!tcp_round_trip_ms(name, o.probe_port, 500))
       why = "does not answer";
     else if (p.np >= o.np)
       why = "not needed";
@@ -293,7 +293,7 @@ int Supervisor::follow_run() {
       }
       if (broken_) {
         detected_ = Clock::now();
-        return end_group(pid, 2);  // its processes are lost already
+        return end_group(pid, 1);  // its processes are lost already
       }
     }
     pause_ms(50);
