@@ -31,6 +31,16 @@ std::string mpi::library_version() {
       version, static_cast<std::size_t>(std::clamp(len, 0, MPI_MAX_LIBRARY_VERSION_STRING - 1)));
 }
 
+bool mpi::is_mpich() {
+  static const bool yes = library_version().find("MPICH") != std::string::npos;
+  return yes;
+}
+
+bool mpi::is_open_mpi() {
+  static const bool yes = library_version().find("Open MPI") != std::string::npos;
+  return yes;
+}
+
 json decode_internal(const std::string& bytes) {
   // The job's own processes sent it: no size limit (replicated values may be large), but it must
   // still be well-formed.

@@ -25,6 +25,9 @@ bool finalized() noexcept;
 
 // MPI_Get_library_version's text ("" if it fails).
 std::string library_version();
+// Whether the MPI library is MPICH, or Open MPI (by library_version; asked once each).
+bool is_mpich();
+bool is_open_mpi();
 
 // A move-only owner of one MPI handle, freed when it goes unless it is null or MPI has ended.
 // Never give it a predefined handle (MPI_COMM_WORLD, MPI_INT, ...).

@@ -16,9 +16,7 @@ void disconnect(mpi::Comm& c) {
 
 bool Retirement::mpi_lets_spawners_leave() {
   // Measured with MPICH 4.0.2 (ch3) and Open MPI 4.1.4; others keep their retirees parked.
-  const std::string version = mpi::library_version();
-  return version.find("MPICH") != std::string::npos ||
-         version.find("Open MPI") != std::string::npos;
+  return mpi::is_mpich() || mpi::is_open_mpi();
 }
 
 void Retirement::watch(mpi::Comm comm, const std::vector<int>& ranks) {

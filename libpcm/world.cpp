@@ -105,21 +105,10 @@ void Runtime::report_reconfigured(const Command& cmd, bool success, const std::s
   }
 }
 
-namespace {
-// Whether the MPI library is Open MPI, or MPICH (by MPI_Get_library_version; asked once).
-bool open_mpi() {
-  static const bool yes = mpi::library_version().find("Open MPI") != std::string::npos;
-  return yes;
-}
-bool mpich() {
-  static const bool yes = mpi::library_version().find("MPICH") != std::string::npos;
-  return yes;
-}
-}  // namespace
-
 Watchdog::Scope Runtime::bounded(std::string what, int rank, bool tell) {
   return Watchdog::Scope(
-      watchdog_, {std::move(what), settings_.reconfig_timeout_s, rank, job_, tell, mpich(), {}});
+      watchdog_,
+      {std::move(what), settings_.reconfig_timeout_s, rank, job_, tell, mpi::is_mpich(), {}});
 }
 
 Watchdog::Scope Runtime::bounded(const Command& cmd) {
@@ -306,7 +295,7 @@ mpi::Comm Runtime::spawn(const std::string& exe, const std::vector<std::string>&
     MPI_Info_create(info.out());
     const std::string where = fmt::format("{}:{}", hosts[i], run);
     MPI_Info_set(info.get(), "host", where.c_str());
-    if (open_mpi()) MPI_Info_set(info.get(), "add-host", where.c_str());
+    if (mpi::is_open_mpi()) MPI_Info_set(info.get(), "add-host", where.c_str());
     if (!program_.cwd.empty()) MPI_Info_set(info.get(), "wdir", program_.cwd.c_str());
     cmds.push_back(const_cast<char*>(exe.c_str()));
     argvs.push_back(argv.data());

@@ -5,6 +5,7 @@
 // the start when there is none), up to --max-restarts times. Each recovery is a line of the
 // job's events with its timings. Its exit code is the job's.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -50,7 +51,7 @@ void pause_ms(long ms) {
 struct Placement {
   int np = 0;
   std::string hosts;
-  std::string left_out;  // the inventory's hosts not used, and why
+  std::vector<std::string> left_out;  // the inventory's hosts not used, and why
 };
 
 // The launcher on np processes (hosts: "" or a Placement's), in a process group of its own;
@@ -159,7 +160,6 @@ void event(Connection& pcmd, const std::string& job, const std::string& text) {
 // free slots, in the inventory's order, filled until o.np processes.
 Placement place_on_inventory(Connection& pcmd, const RunOptions& o) {
   Placement p;
-  std::vector<std::string> out;
   const json reply = pcmd.request(req_host_list());
   for (const json& h : reply.at("hosts")) {
     const std::string name = h.value("host", "");
@@ -170,19 +170,18 @@ Placement place_on_inventory(Connection& pcmd, const RunOptions& o) {
       why = state;
     else if (free <= 0)
       why = "no free slot";
+    else if (p.np >= o.np)
+      why = "not needed";  // not probed: a dead host costs the probe's timeout
     else if (!tcp_round_trip_ms(name, o.probe_port, 500))
       why = "does not answer";
-    else if (p.np >= o.np)
-      why = "not needed";
     if (!why.empty()) {
-      out.push_back(fmt::format("{} ({})", name, why));
+      p.left_out.push_back(fmt::format("{} ({})", name, why));
       continue;
     }
     const int take = std::min(free, o.np - p.np);
     p.hosts += fmt::format("{}{}:{}", p.hosts.empty() ? "" : ",", name, take);
     p.np += take;
   }
-  for (const auto& x : out) p.left_out += (p.left_out.empty() ? "" : ", ") + x;
   return p;
 }
 
@@ -222,18 +221,19 @@ bool Supervisor::place() {
     event(pcmd_, o_.job, fmt::format("cannot read pcmd's inventory: {}", e.what()));
     return false;
   }
+  const std::string left_out = fmt::format("{}", fmt::join(p.left_out, ", "));
   if (p.np < o_.min_np) {
     event(pcmd_, o_.job,
           fmt::format("cannot start: the hosts that answer hold {} processes ({}), --min is {}{}",
                       p.np, p.hosts.empty() ? "none" : p.hosts, o_.min_np,
-                      p.left_out.empty() ? "" : "; left out: " + p.left_out));
+                      p.left_out.empty() ? "" : "; left out: " + left_out));
     return false;
   }
   np_ = p.np;
   hosts_ = p.hosts;
   if (!p.left_out.empty())
-    std::cerr << "pcmctl run: " << p.np << " processes on " << p.hosts
-              << "; left out: " << p.left_out << "\n";
+    std::cerr << "pcmctl run: " << p.np << " processes on " << p.hosts << "; left out: " << left_out
+              << "\n";
   return true;
 }
 
@@ -277,10 +277,10 @@ int Supervisor::follow_run() {
         // The job ended well, but its launcher stays: processes stuck after the end (in
         // MPI_Finalize, with a peer on a host that died after the last reconfiguration).
         event(pcmd_, o_.job,
-              fmt::format("the job finished, but its launcher was still there {:.0f} s later: "
+              fmt::format("the job finished, but its launcher was still there {} s later: "
                           "ended it (processes stuck in MPI_Finalize? a host lost after the "
                           "last reconfiguration)",
-                          static_cast<double>(o_.finish_grace_s)));
+                          o_.finish_grace_s));
         end_group(pid, 2);
         return 0;
       }

@@ -45,17 +45,10 @@ def one(c, size_mib, n, out_dir, plot):
     job = f"bench-{n}-{size_mib}"
     trace = os.path.join(c.tmp, f"{job}.csv")
     out = os.path.join(c.tmp, "job.out")
-    run = subprocess.Popen(
-        ["bash", mh.LAUNCHER, names[0], os.path.join(c.build, "pcmctl"), "run", "-n", str(n),
-         "--on-inventory", "--job", job, "--max-restarts", "1", "--start-timeout-s", "300",
-         "--mpiexec", os.environ.get("MPIEXEC", "mpiexec"), "--mpiexec-arg=-launcher",
-         "--mpiexec-arg=ssh", "--mpiexec-arg=-launcher-exec", f"--mpiexec-arg={mh.LAUNCHER}",
-         "--", os.path.join(c.build, "examples/heat2d/heat2d_pcm"), "--nx", str(side), "--ny",
-         str(side), "--iters", str(iters), "--commit-every", str(every), "--report", "5",
-         "--trace", trace],
-        env=c.env, stdout=open(out, "w"), stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-        start_new_session=True)
-    c.jobs.append(run)
+    run = recover.supervised(
+        c, job, n, out, ["--max-restarts", "1", "--start-timeout-s", "300"],
+        ["--nx", str(side), "--ny", str(side), "--iters", str(iters), "--commit-every", str(every),
+         "--report", "5", "--trace", trace])
     # Killed a few iterations after the second version is committed.
     c.pcmctl("wait", job, "--iteration", str(2 * every + 3), "--timeout", "600")
     at = recover.iteration(c, job)

@@ -80,21 +80,29 @@ def strike(c, job, moment, rng):
     return at
 
 
+def supervised(c, job, np, out, options, heat_args):
+    """Starts heat2d_pcm under `pcmctl run -n np --on-inventory` from host 1 (hydra through the
+    hosts' launcher), its output in out; returns the Popen (ended with the cluster)."""
+    run = subprocess.Popen(
+        ["bash", mh.LAUNCHER, c.names[0], os.path.join(c.build, "pcmctl"), "run", "-n", str(np),
+         "--on-inventory", "--job", job, *options,
+         "--mpiexec", os.environ.get("MPIEXEC", "mpiexec"), "--mpiexec-arg=-launcher",
+         "--mpiexec-arg=ssh", "--mpiexec-arg=-launcher-exec", f"--mpiexec-arg={mh.LAUNCHER}",
+         "--", os.path.join(c.build, "examples/heat2d/heat2d_pcm"), *heat_args],
+        env=c.env, stdout=open(out, "w"), stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        start_new_session=True)
+    c.jobs.append(run)
+    return run
+
+
 def one_kill(c, k, moment, rng, plain):
     h1, h2, h3 = c.names
     job = f"rc{k}"
     out = os.path.join(c.tmp, "job.out")  # run_on_cluster shows it on a failure
-    run = subprocess.Popen(
-        ["bash", mh.LAUNCHER, h1, os.path.join(c.build, "pcmctl"), "run", "-n", "3", "--min", "1",
-         "--on-inventory", "--job", job, "--max-restarts", "2", "--start-timeout-s", "60",
-         "--finish-grace-s", "5",
-         "--mpiexec", os.environ.get("MPIEXEC", "mpiexec"), "--mpiexec-arg=-launcher",
-         "--mpiexec-arg=ssh", "--mpiexec-arg=-launcher-exec", f"--mpiexec-arg={mh.LAUNCHER}",
-         "--", os.path.join(c.build, "examples/heat2d/heat2d_pcm"), *ARGS, "--commit-every", "100",
-         "--throttle-us", "2000"],
-        env=c.env, stdout=open(out, "w"), stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-        start_new_session=True)
-    c.jobs.append(run)
+    run = supervised(c, job, 3, out,
+                     ["--min", "1", "--max-restarts", "2", "--start-timeout-s", "60",
+                      "--finish-grace-s", "5"],
+                     [*ARGS, "--commit-every", "100", "--throttle-us", "2000"])
     c.pcmctl("wait", job, "--iteration", "1", "--timeout", "120")
     if c.status(job)["hosts"] != [h1, h2, h3]:
         raise mh.Failure(f"{job} starts on {c.status(job)['hosts']}, expected {[h1, h2, h3]}")
