@@ -9,18 +9,23 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define HEAT2D_TOP 100.0
 
 static const char kUsage[] =
     "usage: heat2d [--nx N] [--ny N] [--iters N] [--report N] [--throttle-us N]\n"
-    "              [--layout block|cyclic|block-cyclic] [--block B] [--commit-every N]\n"
+    "              [--throttle-while FILE] [--layout block|cyclic|block-cyclic] [--block B] "
+    "[--commit-every N]\n"
     "              [--trace FILE] [--dump FILE] [--help]\n"
     "  --nx N           global columns (default 512)\n"
     "  --ny N           global rows (default 512)\n"
     "  --iters N        iterations (default 2000)\n"
     "  --report N       progress line every N iterations, 0 = never (default 0)\n"
     "  --throttle-us N  sleep N microseconds per iteration on every rank (default 0)\n"
+    "  --throttle-while FILE  sleep --throttle-us only while FILE exists (each rank looks\n"
+    "                   every iteration): a test stretches the run while it reconfigures the\n"
+    "                   job, then removes FILE and the run finishes at full speed\n"
     "  --layout L       how heat2d_pcm deals columns to processes: block, cyclic or block-cyclic\n"
     "                   (default block). heat2d_plain accepts it and ignores it: it always uses\n"
     "                   block, and the result does not depend on the layout\n"
@@ -81,6 +86,7 @@ int heat2d_parse_options(int argc, char **argv, int report_errors, Heat2dOptions
                {"--layout", &opt->layout, 0, NULL}, /* a name, not a number: see below */
                {"--block", &opt->block, 1, NULL},
                {"--commit-every", &opt->commit_every, 0, NULL},
+               {"--throttle-while", NULL, 0, &opt->throttle_while},
                {"--trace", NULL, 0, &opt->trace},
                {"--dump", NULL, 0, &opt->dump}};
   int i;
@@ -90,6 +96,7 @@ int heat2d_parse_options(int argc, char **argv, int report_errors, Heat2dOptions
   opt->iters = 2000;
   opt->report = 0;
   opt->throttle_us = 0;
+  opt->throttle_while = NULL;
   opt->layout = HEAT2D_BLOCK;
   opt->block = 4;
   opt->commit_every = 0;
@@ -254,9 +261,10 @@ uint64_t heat2d_fnv1a(uint64_t h, const void *data, size_t nbytes) {
   return h;
 }
 
-void heat2d_throttle(int us) {
+void heat2d_throttle(const Heat2dOptions *opt) {
   struct timespec ts;
-  if (us <= 0) return;
+  int us = opt->throttle_us;
+  if (us <= 0 || (opt->throttle_while != NULL && access(opt->throttle_while, F_OK) != 0)) return;
   ts.tv_sec = us / 1000000;
   ts.tv_nsec = (long)(us % 1000000) * 1000L;
   while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {

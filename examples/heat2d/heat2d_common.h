@@ -12,16 +12,17 @@ enum { HEAT2D_BLOCK = 1, HEAT2D_CYCLIC = 2, HEAT2D_BLOCK_CYCLIC = 3 };
 
 /* Command-line settings; identical on every rank because every rank parses the same argv. */
 typedef struct Heat2dOptions {
-  int nx;            /* global columns */
-  int ny;            /* global rows */
-  int iters;         /* iterations to compute */
-  int report;        /* progress line every this many iterations; 0 = never */
-  int throttle_us;   /* sleep per iteration, to stretch test runs without changing the result */
-  int layout;        /* HEAT2D_BLOCK, HEAT2D_CYCLIC or HEAT2D_BLOCK_CYCLIC */
-  int block;         /* columns per block of HEAT2D_BLOCK_CYCLIC */
-  int commit_every;  /* heat2d_pcm: PCM_Commit every this many iterations; 0 = never */
-  const char *trace; /* --trace FILE: rank 0 appends CSV rows to it; NULL = none */
-  const char *dump;  /* --dump FILE: rank 0 writes the final grid to it; NULL = none */
+  int nx;          /* global columns */
+  int ny;          /* global rows */
+  int iters;       /* iterations to compute */
+  int report;      /* progress line every this many iterations; 0 = never */
+  int throttle_us; /* sleep per iteration, to stretch test runs without changing the result */
+  const char *throttle_while; /* --throttle-while FILE: sleep only while FILE exists */
+  int layout;                 /* HEAT2D_BLOCK, HEAT2D_CYCLIC or HEAT2D_BLOCK_CYCLIC */
+  int block;                  /* columns per block of HEAT2D_BLOCK_CYCLIC */
+  int commit_every;           /* heat2d_pcm: PCM_Commit every this many iterations; 0 = never */
+  const char *trace;          /* --trace FILE: rank 0 appends CSV rows to it; NULL = none */
+  const char *dump;           /* --dump FILE: rank 0 writes the final grid to it; NULL = none */
 } Heat2dOptions;
 
 /* The trace's progress interval when --report is 0. */
@@ -101,8 +102,9 @@ void heat2d_step_columns(const double *cur, double *next, int ny, int nx, long f
 #define HEAT2D_FNV_BASIS 14695981039346656037ULL
 uint64_t heat2d_fnv1a(uint64_t h, const void *data, size_t nbytes);
 
-/* Sleeps us microseconds (nothing if us <= 0). */
-void heat2d_throttle(int us);
+/* Sleeps opt->throttle_us microseconds (nothing if it is 0, or while opt->throttle_while names
+   no file). */
+void heat2d_throttle(const Heat2dOptions *opt);
 
 /* Monotonic wall-clock seconds; usable before MPI_Init and after MPI_Finalize, unlike MPI_Wtime. */
 double heat2d_wall_seconds(void);

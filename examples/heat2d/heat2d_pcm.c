@@ -68,7 +68,7 @@ int main(int argc, char **argv) {
       MPI_Abort(world, 1);
     }
     heat2d_grid_step(&grid);
-    heat2d_throttle(opt.throttle_us);
+    heat2d_throttle(&opt);
     heat2d_progress(&progress, grid.rank, it + 1, opt.iters, grid.nprocs);
   }
   seconds = MPI_Wtime() - t0;

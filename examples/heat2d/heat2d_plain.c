@@ -38,7 +38,7 @@ int main(int argc, char **argv) {
       MPI_Abort(MPI_COMM_WORLD, 1);
     }
     heat2d_step(&mesh);
-    heat2d_throttle(opt.throttle_us);
+    heat2d_throttle(&opt);
     heat2d_progress(&progress, rank, it + 1, opt.iters, nprocs);
   }
   seconds = MPI_Wtime() - t0;

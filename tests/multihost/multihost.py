@@ -28,8 +28,11 @@ MPI_FAMILY = "mpich"  # or openmpi (scripts/mpi_launcher.sh decides, in main)
 SKIP = 77
 
 
+T0 = time.monotonic()
+
+
 def log(msg):
-    print(f"multihost: {msg}", flush=True)
+    print(f"multihost: [{time.monotonic() - T0:6.1f} s] {msg}", flush=True)
 
 
 class Failure(Exception):
@@ -179,17 +182,27 @@ def wait_job(c, job, p, out_path, reconfigs, timeout=600):
     return text
 
 
+def stretched(c):
+    """heat2d arguments that throttle the run (10 ms an iteration: 2000 iterations last at least
+    20 s, for steps that take 2-6 s unloaded) while the test reconfigures it, and a function that
+    lifts the throttle, so that the rest of the run goes at full speed."""
+    flag = os.path.join(c.tmp, "throttle")
+    open(flag, "w").close()
+    return ["--throttle-us", "10000", "--throttle-while", flag], lambda: os.unlink(flag)
+
+
 def scenario_reconfig(c):
     h1, h2, h3 = c.names
     c.start_pcmd("--hosts", f"{h1}:2", f"{h2}:2", f"{h3}:2")
     job = "mh-heat"
     args = ["--nx", "61", "--ny", "40"]
-    # Long enough (at 2 ms an iteration at least) to outlast every step under a loaded machine.
-    plain = heat2d_plain(c.build, [*args, "--iters", "9000"])
+    # Long enough (stretched) to outlast every step under a loaded machine; once they are done,
+    # the run goes on unthrottled.
+    plain = heat2d_plain(c.build, [*args, "--iters", "2000"])
     out = os.path.join(c.tmp, "job.out")
+    throttle, unthrottle = stretched(c)
     p = c.mpiexec([h1, h2], 2, [os.path.join(c.build, "examples/heat2d/heat2d_pcm"), *args,
-                                "--iters", "9000", "--throttle-us", "2000"], out,
-                  env={"PCM_JOB": job})
+                                "--iters", "2000", *throttle], out, env={"PCM_JOB": job})
     c.pcmctl("wait", job, "--iteration", "20", "--timeout", "120")
     st = c.status(job)
     if st["hosts"] != [h1, h2]:
@@ -209,6 +222,7 @@ def scenario_reconfig(c):
         if got != want:
             raise Failure(f"after {' '.join(cmd)}: pcmctl status reports hosts {got}, expected {want}")
         log(f"{' '.join(cmd)}: hosts {got}")
+    unthrottle()
     text = wait_job(c, job, p, out, len(steps))
     m = re.search(r"^checksum (\w+)", text, re.M)
     if not m or m.group(1) != plain:
@@ -320,11 +334,11 @@ def scenario_drain(c):
     c.start_pcmd("--hosts", f"{h1}:2", f"{h2}:2")
     job = "mh-drain"
     args = ["--nx", "61", "--ny", "40", "--layout", "block-cyclic", "--block", "3"]
-    plain = heat2d_plain(c.build, [*args[:4], "--iters", "9000"])
+    plain = heat2d_plain(c.build, [*args[:4], "--iters", "2000"])
     out = os.path.join(c.tmp, "job.out")
+    throttle, unthrottle = stretched(c)
     p = c.mpiexec([h1, h2], 2, [os.path.join(c.build, "examples/heat2d/heat2d_pcm"), *args,
-                                "--iters", "9000", "--throttle-us", "2000"], out,
-                  env={"PCM_JOB": job})
+                                "--iters", "2000", *throttle], out, env={"PCM_JOB": job})
     c.pcmctl("wait", job, "--iteration", "20", "--timeout", "120")
     done = 0
 
@@ -361,6 +375,7 @@ def scenario_drain(c):
         if r.returncode != 1 or not r.stderr.strip():
             raise Failure(f"pcmctl host {' '.join(cmd)} exited {r.returncode}: {r.stderr}")
         log(f"host {' '.join(cmd)} refused: {r.stderr.strip()}")
+    unthrottle()
     text = wait_job(c, job, p, out, done)
     m = re.search(r"^checksum (\w+)", text, re.M)
     if not m or m.group(1) != plain:
@@ -378,7 +393,9 @@ def scenario_topology(c):
     for h in c.names:
         c.pcmctl("host", "add", h, "--slots", "2", "--site", site[h])
     job = "mh-topo"
-    units, iters = 997, 7000
+    # At least 10 s (2 ms an iteration) for the steps, which take 2 s unloaded; the last step brings
+    # the job back to two processes on one host, so the iterations after it are quick.
+    units, iters = 997, 5000
     out = os.path.join(c.tmp, "job.out")
     p = c.mpiexec([h1, h2], 2, [os.path.join(c.build, "topology"), str(units), str(iters), "2000"],
                   out, env={"PCM_JOB": job})
@@ -416,7 +433,8 @@ def scenario_topology(c):
     c.pcmctl("wait", job, "--iteration", "20", "--timeout", "120")
     check_world("start")
     steps = [["migrate", job, "1", "--host", h3], ["split", job, "0", "--into", "2", "--host", h2],
-             ["merge", job, "1", "2"], ["resize", job, "--to", "4", "--placement", "spread"]]
+             ["merge", job, "1", "2"], ["resize", job, "--to", "4", "--placement", "spread"],
+             ["resize", job, "--to", "2"]]
     for done, cmd in enumerate(steps, start=1):
         c.pcmctl(*cmd)
         c.pcmctl("wait", job, "--reconfigurations", str(done), "--timeout", "180")
@@ -547,11 +565,11 @@ def scenario_agents(c):
     c.start_pcmd("--hosts", f"{h1}:4", "--agent-timeout-ms", str(timeout_ms))
     job = "mh-agents"
     args = ["--nx", "61", "--ny", "40"]
-    plain = heat2d_plain(c.build, [*args, "--iters", "5000"])
+    plain = heat2d_plain(c.build, [*args, "--iters", "2000"])
     out = os.path.join(c.tmp, "job.out")
+    throttle, unthrottle = stretched(c)
     p = c.mpiexec([h1], 2, [os.path.join(c.build, "examples/heat2d/heat2d_pcm"), *args,
-                            "--iters", "5000", "--throttle-us", "4000"], out,
-                  env={"PCM_JOB": job})
+                            "--iters", "2000", *throttle], out, env={"PCM_JOB": job})
     c.pcmctl("wait", job, "--iteration", "20", "--timeout", "120")
     done = 0
 
@@ -602,6 +620,7 @@ def scenario_agents(c):
     expect_hosts(c, job, f"{h2} lost", [h1, h1])
     log(f"agent killed: {h2} lost after {lost_at:.2f} s (timeout {timeout_ms} ms), drained and "
         f"gone after {time.monotonic() - t0:.2f} s")
+    unthrottle()
     text = wait_job(c, job, p, out, done)
     m = re.search(r"^checksum (\w+)", text, re.M)
     if not m or m.group(1) != plain:
