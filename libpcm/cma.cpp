@@ -175,22 +175,19 @@ bool cma_merge(const json& olds_list, const json& news_list, const std::vector<T
 // Collective over a split's intercommunicator (and the new world, world_new, on the new side):
 // whether every new process has read its data (old side: mine is ignored). Until it returns,
 // the old buffers stay in place.
-bool cma_all_read(bool mine, bool old_side, MPI_Comm inter, MPI_Comm world_new) {
+bool cma_all_read(bool mine, bool old_side, MPI_Comm inter, MPI_Comm world_new,
+                  const Waiter& wait) {
   int ok = mine ? 1 : 0, all = 0;
-  if (!old_side)
-    mpi_check(MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, world_new), "MPI_Allreduce");
-  // On an intercommunicator each group receives the reduction of the other group's values.
-  // The old processes only wait here while the new ones copy: they poll gently, leaving the
-  // cores to the readers (on a full host a busy-polling waiter halves a reader's speed).
-  if (old_side) ok = 1;
   MPI_Request req;
-  mpi_check(MPI_Iallreduce(&ok, &all, 1, MPI_INT, MPI_MIN, inter, &req), "MPI_Iallreduce");
-  int done = 0;
-  const timespec pause{0, old_side ? 200000 : 0};
-  while (!done) {
-    mpi_check(MPI_Test(&req, &done, MPI_STATUS_IGNORE), "MPI_Test");
-    if (!done && old_side) nanosleep(&pause, nullptr);
+  if (!old_side) {
+    mpi_check(MPI_Iallreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, world_new, &req),
+              "MPI_Iallreduce");
+    wait(&req);
   }
+  // On an intercommunicator each group receives the reduction of the other group's values.
+  if (old_side) ok = 1;
+  mpi_check(MPI_Iallreduce(&ok, &all, 1, MPI_INT, MPI_MIN, inter, &req), "MPI_Iallreduce");
+  wait(&req);
   return old_side ? all == 1 : ok == 1;
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "distribution.h"
+#include "mpi_util.h"
 #include "protocol.h"
 
 namespace pcm::detail {
@@ -35,7 +36,7 @@ bool cma_merge(const proto::json& olds, const proto::json& news, const std::vect
 
 // Collective over a split's intercommunicator (and the new world, world_new, on the new side):
 // whether every new process has read its data (old side: mine is ignored). Until it returns,
-// the old buffers stay in place.
-bool cma_all_read(bool mine, bool old_side, MPI_Comm inter, MPI_Comm world_new);
+// the old buffers stay in place. Its nonblocking reductions are waited for by wait.
+bool cma_all_read(bool mine, bool old_side, MPI_Comm inter, MPI_Comm world_new, const Waiter& wait);
 
 }  // namespace pcm::detail

@@ -55,6 +55,9 @@ class DaemonLink {
                                      int world_size);
   // The checkpoint pcmd asks of the job in its last poll reply (its id; 0: none).
   std::int64_t checkpoint_wanted() const { return checkpoint_wanted_; }
+  // A process that joined the job in the command in flight and was lost ("PID on HOST"), as the
+  // last poll reply says ("": none): a split's old world then gives the split up.
+  const std::string& lost_new() const { return lost_new_; }
   // Rank 0: every poll from now on reports the checkpoints PCM_Adapt schedules (seconds; a
   // negative cost or interval: not measured yet).
   void set_checkpoint_schedule(double cost_s, double interval_s, double mtbf_s) {
@@ -98,6 +101,7 @@ class DaemonLink {
   zmq::socket_t poller_;  // a DEALER: PCM_Status never waits for pcmd
   bool poll_outstanding_ = false;
   std::int64_t checkpoint_wanted_ = 0;
+  std::string lost_new_;
   std::optional<std::array<double, 3>> schedule_;  // cost, interval, MTBF
   nlohmann::json profile_;                         // to send with the next poll (null: none)
   std::int64_t poll_sent_ms_ = 0;

@@ -14,7 +14,8 @@ namespace pcm::detail {
 // old buffer to the new one with no packing copy in between.
 void exchange(MPI_Comm comm, int npeers, const std::vector<Transfer>& plan, int me_from, int me_to,
               const Distribution& from, const Distribution& to, const std::vector<int>& peer_of_new,
-              const std::vector<int>& peer_of_old, const char* oldbuf, char* newbuf, int type) {
+              const std::vector<int>& peer_of_old, const char* oldbuf, char* newbuf, int type,
+              const Waiter* wait) {
   const double t0 = MPI_Wtime();
   const std::size_t elem = proto::type_size(type);
   MPI_Datatype raw;
@@ -64,11 +65,20 @@ void exchange(MPI_Comm comm, int npeers, const std::vector<Transfer>& plan, int 
   const double t1 = MPI_Wtime();
   // MPI wants valid pointers even where nothing moves, and never one buffer on both sides.
   static char nothing_sent, nothing_received;
-  int rcode =
-      MPI_Alltoallw(oldbuf ? oldbuf : &nothing_sent, sc.data(), zero.data(), st.data(),
-                    newbuf ? newbuf : &nothing_received, rc.data(), zero.data(), rt.data(), comm);
+  const void* sbuf = oldbuf ? oldbuf : &nothing_sent;
+  void* rbuf = newbuf ? newbuf : &nothing_received;
+  if (wait) {
+    MPI_Request req;
+    mpi_check(MPI_Ialltoallw(sbuf, sc.data(), zero.data(), st.data(), rbuf, rc.data(), zero.data(),
+                             rt.data(), comm, &req),
+              "MPI_Ialltoallw");
+    (*wait)(&req);
+  } else {
+    mpi_check(MPI_Alltoallw(sbuf, sc.data(), zero.data(), st.data(), rbuf, rc.data(), zero.data(),
+                            rt.data(), comm),
+              "MPI_Alltoallw");
+  }
   const double t2 = MPI_Wtime();
-  mpi_check(rcode, "MPI_Alltoallw");
   const long long unit_bytes = static_cast<long long>(elem) * from.unit_len();
   plog()->debug("exchange: sent {} B, received {} B; types {:.4f} s, alltoallw {:.4f} s",
                 sent * unit_bytes, received * unit_bytes, t1 - t0, t2 - t1);

@@ -96,13 +96,19 @@ json bcast_json(const json& value, int root, MPI_Comm comm) {
   return decode_internal(bytes);
 }
 
-json bcast_inter(const json& value, bool sender, int my_rank, MPI_Comm inter) {
+void wait_for_good(MPI_Request* req) { mpi_check(MPI_Wait(req, MPI_STATUS_IGNORE), "MPI_Wait"); }
+
+json bcast_inter(const json& value, bool sender, int my_rank, MPI_Comm inter, const Waiter& wait) {
   int root = sender ? (my_rank == 0 ? MPI_ROOT : MPI_PROC_NULL) : 0;
   std::string bytes = sender && my_rank == 0 ? proto::encode(value) : std::string();
   long long n = static_cast<long long>(bytes.size());
-  mpi_check(MPI_Bcast(&n, 1, MPI_LONG_LONG, root, inter), "MPI_Bcast");
+  MPI_Request req;
+  mpi_check(MPI_Ibcast(&n, 1, MPI_LONG_LONG, root, inter, &req), "MPI_Ibcast");
+  wait(&req);
   if (!sender) bytes.resize(static_cast<std::size_t>(n));
-  mpi_check(MPI_Bcast(bytes.data(), static_cast<int>(n), MPI_CHAR, root, inter), "MPI_Bcast");
+  mpi_check(MPI_Ibcast(bytes.data(), static_cast<int>(n), MPI_CHAR, root, inter, &req),
+            "MPI_Ibcast");
+  wait(&req);
   return sender ? value : decode_internal(bytes);
 }
 

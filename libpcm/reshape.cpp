@@ -170,11 +170,18 @@ void Runtime::receive_split(const std::vector<ArrayRef>& arrays, json* extra) {
     free_all();
     throw;
   }
-  if (!cma_all_read(read, false, world_.joining.inter.get(), world_.comm())) {
+  // Until the old world's verdict, the split can still be given up (split_guard.h): then this
+  // process ends in the guard.
+  NewSideGuard& verdict = *world_.joining.verdict;
+  const Waiter wait = verdict.waiter();
+  if (!cma_all_read(read, false, world_.joining.inter.get(), world_.comm(), wait)) {
     for (std::size_t i = 0; i < n; ++i)
       exchange(world_.joining.inter.get(), from[i].size(), moves[i], -1, world_.rank(), from[i],
-               to[i], identity(to[i].size()), identity(from[i].size()), nullptr, bufs[i], types[i]);
+               to[i], identity(to[i].size()), identity(from[i].size()), nullptr, bufs[i], types[i],
+               &wait);
   }
+  verdict.await_verdict();
+  world_.joining.verdict.reset();
   reconfig_.t_data = wtime() - t0;
   const double t1 = wtime();
   if (ctx.value("leave", false)) {
@@ -218,6 +225,7 @@ void Runtime::send_split(const std::vector<ArrayRef>& arrays, const json& extra,
   const Command cmd = *reconfig_.current;
   const std::vector<Distribution> next = next_maps(cmd, maps_of(arrays), world_.size());
   mpi::Comm inter = spawn_for(cmd, command, cmd.hosts);
+  MPI_Comm_set_errhandler(inter.get(), MPI_ERRORS_RETURN);
   reconfig_.t_spawn = wtime() - t0;
   const double t1 = wtime();
   reconfig_.cma_token = std::random_device{}() * 4294967296ULL + std::random_device{}();
@@ -239,12 +247,30 @@ void Runtime::send_split(const std::vector<ArrayRef>& arrays, const json& extra,
   ctx["parked"] =
       leave ? 0
             : world_.parking.parked + world_.size();  // the old world with the others, or nobody
-  bcast_inter(ctx, true, world_.rank(), inter.get());
-  if (!cma_all_read(false, true, inter.get(), MPI_COMM_NULL)) {
-    for (std::size_t i = 0; i < arrays.size(); ++i)
-      exchange(inter.get(), next[i].size(), plan((*arrays[i].dist)->d, next[i]), world_.rank(), -1,
-               (*arrays[i].dist)->d, next[i], identity(next[i].size()), identity(world_.size()),
-               static_cast<const char*>(*arrays[i].buf), nullptr, arrays[i].type);
+  // Until every old process has done its part, a lost new process sends the split back.
+  OldSideGuard lost(world_.comm(), split_deadline(), lost_probe());
+  try {
+    bcast_inter(ctx, true, world_.rank(), inter.get(), lost.waiter());
+    if (!cma_all_read(false, true, inter.get(), MPI_COMM_NULL, lost.waiter(true))) {
+      const Waiter wait = lost.waiter();
+      for (std::size_t i = 0; i < arrays.size(); ++i)
+        exchange(inter.get(), next[i].size(), plan((*arrays[i].dist)->d, next[i]), world_.rank(),
+                 -1, (*arrays[i].dist)->d, next[i], identity(next[i].size()),
+                 identity(world_.size()), static_cast<const char*>(*arrays[i].buf), nullptr,
+                 arrays[i].type, &wait);
+    }
+  } catch (const SplitGivenUp&) {
+  } catch (const Error& e) {  // an MPI call on the intercommunicator failed at once
+    lost.give_up(e.what());
+  }
+  std::string why;
+  const bool go_on = lost.agree(&why);
+  if (world_.rank() == 0) OldSideGuard::tell_new_world(inter.get(), go_on);
+  if (!go_on) {
+    // Every old process still has its data and its world: the job goes on as it was.
+    abandon(cmd, "given up, the job goes on as it was: " + why);
+    inter.reset();
+    fail(PCM_ERR_SPAWN, "the {} was given up: {}", cmd.describe(), why);
   }
   reconfig_.t_data = wtime() - t1;
   reconfig_.t_rebuild = 0;

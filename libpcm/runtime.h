@@ -132,6 +132,8 @@ class Runtime {
 
   // Worlds (world.cpp).
   void join_as_child(MPI_Comm parent);
+  // A new process of a split that its old world gave up: leaves pcmd ("bye") and ends, exit 0.
+  [[noreturn]] void leave_given_up_split(const std::string& why);
   // Collective over the world: spawns command (or this program) on hosts for cmd; the
   // reconfiguration is given up (abandon) on every rank if the program is missing or the spawn
   // fails.
@@ -151,6 +153,10 @@ class Runtime {
   // touches it. `tell`: this process tells pcmd (the lowest rank involved); by cmd: world rank 0.
   Watchdog::Scope bounded(std::string what, int rank, bool tell);
   Watchdog::Scope bounded(const Command& cmd);
+  // A split's old world: when its guard gives up waiting (split_guard.h), shortly before the
+  // watchdog's deadline (nullopt: no bound); and what rank 0 asks pcmd meanwhile (null elsewhere).
+  std::optional<std::chrono::steady_clock::time_point> split_deadline() const;
+  std::function<std::string()> lost_probe();
 
   // Migration (migrate.cpp); in the mover, send(merged, child) runs once the new world is built.
   using MigrationSender = std::function<void(MPI_Comm merged, int child)>;

@@ -103,6 +103,12 @@ Watchdog::Stage::~Stage() {
   w_.stage_ = std::move(previous_);
 }
 
+std::optional<std::chrono::steady_clock::time_point> Watchdog::deadline() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!armed_) return std::nullopt;
+  return deadline_;
+}
+
 std::optional<std::string> Watchdog::armed_what() const {
   std::lock_guard<std::mutex> lock(mu_);
   if (!armed_) return std::nullopt;

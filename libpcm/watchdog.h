@@ -73,6 +73,8 @@ class Watchdog {
     std::string previous_;
   };
 
+  // When the armed deadline passes (nullopt: nothing is armed).
+  std::optional<std::chrono::steady_clock::time_point> deadline() const;
   // For tests: what is armed now (nullopt: nothing), and whether the thread was ever started.
   std::optional<std::string> armed_what() const;
   bool started() const;

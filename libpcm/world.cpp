@@ -117,6 +117,22 @@ Watchdog::Scope Runtime::bounded(const Command& cmd) {
                  world_.rank(), world_.rank() == 0);
 }
 
+std::optional<std::chrono::steady_clock::time_point> Runtime::split_deadline() const {
+  const auto d = watchdog_.deadline();
+  if (!d) return std::nullopt;
+  // Time for the agreement and pcmd's report before the watchdog would end the process.
+  const auto left = *d - std::chrono::steady_clock::now();
+  return *d - std::min<std::chrono::steady_clock::duration>(std::chrono::seconds(2), left / 2);
+}
+
+std::function<std::string()> Runtime::lost_probe() {
+  if (world_.rank() != 0 || !link_.is_open()) return nullptr;
+  return [this] {
+    link_.poll(job_, iteration_, world_.size());  // never waits; the command is the one in flight
+    return link_.lost_new();
+  };
+}
+
 // A reconfiguration given up before anything changed: pcmd hears why, and the command is done.
 void Runtime::abandon(const Command& cmd, const std::string& why) {
   reconfig_.done(cmd.id);
@@ -210,7 +226,10 @@ void Runtime::join_as_child(MPI_Comm parent_handle) {
   // The parents, whose rank 0 tells pcmd, are bounded as well.
   const Watchdog::Scope guard =
       bounded("joining the world a reconfiguration builds (spawned process)", me, false);
-  json ctx = bcast_inter(json{}, false, me, parent.get());
+  // A split's old world may give it up from now on (split_guard.h); a migration's never does.
+  auto verdict = std::make_unique<NewSideGuard>(
+      parent.get(), [this](const std::string& why) { leave_given_up_split(why); });
+  json ctx = bcast_inter(json{}, false, me, parent.get(), verdict->waiter());
   job_ = ctx.at("job").get<std::string>();
   incarnation_ = ctx.at("incarnation").get<std::int64_t>();
   link_.watch(job_, incarnation_, processor_name(), settings_.connect_timeout_ms);
@@ -230,6 +249,7 @@ void Runtime::join_as_child(MPI_Comm parent_handle) {
                                   static_cast<double>(settings_.checkpoint_mtbf_s));
   skip_next_status_ = true;
   if (ctx.at("kind") == "migrate") {
+    verdict.reset();
     mpi::Comm merged;
     mpi_check(MPI_Intercomm_merge(parent.get(), 1, merged.out()), "MPI_Intercomm_merge");
     parent.reset();
@@ -247,9 +267,20 @@ void Runtime::join_as_child(MPI_Comm parent_handle) {
   process_status_ = PCM_SPLITTED;
   world_.joining.inter = std::move(parent);
   world_.joining.ctx = std::move(ctx);
+  world_.joining.verdict = std::move(verdict);
   mpi::Comm world;
   mpi_check(MPI_Comm_dup(MPI_COMM_WORLD, world.out()), "MPI_Comm_dup");
   adopt_world(std::move(world));
+}
+
+void Runtime::leave_given_up_split(const std::string& why) {
+  int me = -1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  plog()->warn("[new process {}] the split it was spawned for did not happen ({}); it ends", me,
+               why);
+  plog()->flush();
+  link_.close();  // "bye": pcmd does not take it for a lost process
+  ::_exit(0);
 }
 
 // The program must exist, or hydra aborts the job: rank 0 checks, everyone gets the same answer.

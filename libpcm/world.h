@@ -6,12 +6,14 @@
 
 #include <mpi.h>
 
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "command.h"
 #include "mpi_util.h"
+#include "split_guard.h"
 
 namespace pcm::detail {
 
@@ -55,10 +57,12 @@ class World {
   void leave();
 
   // A process spawned by a split, between PCM_Init and its PCM_Split (or PCM_Resume): the
-  // intercommunicator to the old world and what the old world told it.
+  // intercommunicator to the old world, what the old world told it, and the guard that waits for
+  // the old world's verdict (split_guard.h).
   struct Joining {
     mpi::Comm inter;
     nlohmann::json ctx;
+    std::unique_ptr<NewSideGuard> verdict;
   };
   Joining joining;
 

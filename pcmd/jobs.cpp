@@ -108,6 +108,7 @@ bool JobTable::take_watch_events(Watcher& watcher) {
     auto key = std::make_pair(e.host, e.pid);
     if (e.kind == WatchEvent::Kind::kHello) {
       if (job.state != JobState::kRunning) continue;
+      if (job.pending && job.pending_delivered) job.joining.insert(key);
       ++job.watched[key];
       job.ever_watched = true;
       job.unwatched_since.reset();
@@ -123,6 +124,17 @@ bool JobTable::take_watch_events(Watcher& watcher) {
         job.lost.size() < kMaxLost)
       job.lost.push_back(fmt::format("{} on {}", e.pid, e.host));
     if (job.state != JobState::kRunning) continue;
+    if (e.kind == WatchEvent::Kind::kLost && job.abandoned.erase(key)) continue;
+    if (e.kind == WatchEvent::Kind::kLost && job.pending && job.pending_delivered &&
+        job.joining.count(key)) {
+      if (job.lost_joining.empty()) {
+        job.lost_joining = fmt::format("{} on {}", e.pid, e.host);
+        note(job, fmt::format("new process {} of command {} lost ({}): the old world gives the "
+                              "command up",
+                              job.lost_joining, job.pending->id, e.why));
+      }
+      continue;
+    }
     if (e.kind == WatchEvent::Kind::kLost) {
       fail_job(job, fmt::format("process {} on host {} was lost (killed, or its host is gone: {})",
                                 e.pid, e.host, e.why));
@@ -313,6 +325,7 @@ json JobTable::poll(const ops::Poll& r, LogLimiter& refusals) {
     job.pending_delivered = true;
   }
   if (job.checkpoint_wanted) reply["checkpoint"] = job.checkpoint_wanted->id;
+  if (!job.lost_joining.empty()) reply["lost"] = job.lost_joining;
   return reply;
 }
 
@@ -325,7 +338,14 @@ JobTable::Outcome JobTable::reconfigured(
   if (!job.pending || job.pending->id != r.command)
     fail(PCM_ERR_REFUSED, "job '{}' has no pending command {}", job.name, r.command);
   job.last_done_command = r.command;
+  const std::string lost_new = std::exchange(job.lost_joining, std::string());
   if (r.success) {
+    job.joining.clear();
+    if (!lost_new.empty()) {  // the new world goes on without one of its processes: it cannot
+      job.pending.reset();
+      fail_job(job, fmt::format("process {} of the new world was lost", lost_new));
+      return Outcome::kFailed;
+    }
     job.hosts = r.hosts;
     job.size = r.size;
     job.reconfigurations++;
@@ -346,6 +366,8 @@ JobTable::Outcome JobTable::reconfigured(
     }
   } else {
     note(job, fmt::format("{} failed: {}", job.pending->describe(), r.error.value_or("?")));
+    job.abandoned.insert(job.joining.begin(), job.joining.end());
+    job.joining.clear();
   }
   job.iteration = r.iteration.value_or(job.iteration);
   job.last_seen = std::chrono::steady_clock::now();

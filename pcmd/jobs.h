@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -89,6 +90,12 @@ struct Job {
   // Processes lost without saying bye ("PID on HOST"), first first: when a host vanishes, MPI
   // tears the rest of the job down and those losses follow the first one.
   std::vector<std::string> lost;
+  // Processes that joined while the delivered command was in flight (a split's new ones): one of
+  // them lost then ("PID on HOST") does not fail the job at once, because the old world gives the
+  // split up (libpcm/split_guard.h); rank 0's polls hear of it and the command's report decides.
+  // Those of a command given up are `abandoned`: their later loss says nothing of the job.
+  std::set<std::pair<std::string, long>> joining, abandoned;
+  std::string lost_joining;
   std::optional<std::chrono::steady_clock::time_point> unwatched_since;
   // The last profile rank 0 sent (profile.h, validated; null: none) and when it came. Kept in
   // memory only: a restarted pcmd has the next one within PCM_PROFILE_MS.
@@ -119,6 +126,10 @@ class JobTable {
   bool rank0_gone(const Job& job) const;
   // What the watch port saw, and rank 0's pid; whether a job failed (its hosts are free).
   bool check_alive(Watcher& watcher);
+  // What the watch port saw (processes arriving, leaving, lost); whether a job failed. Taken
+  // before a poll and a reconfiguration's report too, so that a process that joined during a
+  // command is known as one of its new processes, and its loss is news to the next poll.
+  bool take_watch_events(Watcher& watcher);
 
   // register: the running job a registration sent again made (same nonce), if any; the name a
   // registration takes; the job made.
@@ -151,7 +162,6 @@ class JobTable {
   void take_over(std::map<std::string, Job> jobs, const proto::json& t, bool rebooted);
 
  private:
-  bool take_watch_events(Watcher& watcher);
   void forget_ended_jobs();
   proto::json job_json(const Job& job) const;
 

@@ -111,7 +111,10 @@ void Server::set_handlers() {
   });
   on<ops::Register>(
       [this](const ops::Register& r, Payload, Out& out) { return do_register(r, out); });
-  on<ops::Poll>([this](const ops::Poll& r, Payload, Out&) { return jobs_.poll(r, refusals_); });
+  on<ops::Poll>([this](const ops::Poll& r, Payload, Out&) {
+    if (jobs_.take_watch_events(*watcher_)) drains_.progress();
+    return jobs_.poll(r, refusals_);
+  });
   on<ops::Reconfigured>(
       [this](const ops::Reconfigured& r, Payload, Out&) { return do_reconfigured(r); });
   on<ops::Finished>([this](const ops::Finished& r, Payload, Out&) {
@@ -191,6 +194,7 @@ json Server::do_register(const ops::Register& r, std::vector<char>& reply_data) 
 }
 
 json Server::do_reconfigured(const ops::Reconfigured& r) {
+  if (jobs_.take_watch_events(*watcher_)) drains_.progress();
   const auto outcome =
       jobs_.reconfigured(r, [this](const std::string& job, std::string bytes, std::int64_t id) {
         data_ops_->keep_layout(job, std::move(bytes), id);

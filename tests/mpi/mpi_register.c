@@ -5,8 +5,13 @@
  * Prints "register: ok: N reconfigurations, P processes, 0 wrong" from the last world's rank 0.
  * Usage: mpi_register ITERS [SLEEP_US].
  * With REGISTER_STOP_FILE set (for rank 0: spawned processes need not see it), the job also ends
- * at the first iteration where that file exists. */
+ * at the first iteration where that file exists.
+ * With REGISTER_DIE_ONCE=FILE, the new rank 1 of a split kills itself before PCM_Resume if it is
+ * the first to create FILE: a new process lost during the split (tests/integration/
+ * split_rollback.sh). */
 #define _POSIX_C_SOURCE 200809L
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -93,6 +98,13 @@ int main(int argc, char **argv) {
     walk(a, 1, da, rank, 0, 1);
     walk(b, 0, db, rank, 0, 1);
     table[0] = 7;
+  }
+  if (origin == PCM_SPLITTED && rank == 1 && getenv("REGISTER_DIE_ONCE")) {
+    int fd = open(getenv("REGISTER_DIE_ONCE"), O_CREAT | O_EXCL | O_WRONLY, 0644);
+    if (fd >= 0) {
+      close(fd);
+      raise(SIGKILL);
+    }
   }
   if (PCM_Register_dist("a", (void **)&a, PCM_DOUBLE, &da) != PCM_SUCCESS ||
       PCM_Register_value("it", &it, PCM_INT, 1) != PCM_SUCCESS ||

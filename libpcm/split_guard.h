@@ -1,0 +1,109 @@
+// split_guard.h — a split that loses a new process goes back to the old world.
+//
+// Between the spawn and the end of the data exchange, a split (PCM_Adapt's, and the old side of
+// PCM_Split) can still be given up: the old world has every byte of its data and its
+// communicator. The old side's waits go through an OldSideGuard, which gives up when an MPI call
+// on the intercommunicator fails, when another old process gave up, when pcmd says a new process
+// was lost (rank 0 asks it, through its poll, while it waits), or shortly before the
+// reconfiguration's bound (PCM_RECONFIG_TIMEOUT_S) would end the process. Then the old processes
+// agree (over the old world, which is intact when every old process lives) and either all go on
+// with the split or all go back; rank 0 tells every new process the verdict. The new side's
+// waits go through a NewSideGuard, which ends its process (leaving pcmd with "bye") as soon as the
+// verdict says "given up", or an MPI call fails: a new process of a failed split has no job to
+// join. When an old process is lost too, there is nothing to go back to: the watchdog ends the
+// rest and the job is recovered from its newest version (pcmctl run).
+//
+// Only where the MPI launcher lets the job outlive one of its processes: MPICH's hydra with
+// -disable-auto-cleanup (pcmctl run passes it). Elsewhere the launcher ends the whole job at the
+// first process lost.
+#pragma once
+
+#include <mpi.h>
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "mpi_util.h"
+
+namespace pcm::detail {
+
+// Thrown by an OldSideGuard's wait: this process gave the split up (why() says why).
+struct SplitGivenUp {
+  std::string why;
+};
+
+class OldSideGuard {
+ public:
+  using Clock = std::chrono::steady_clock;
+  // world: the old world (the guard talks on a duplicate of it); deadline: when to give up
+  // waiting (nullopt: never); lost: asked now and then by rank 0 while it waits (what pcmd says
+  // of the new processes: "" while none is lost). Collective over world (the duplicate).
+  OldSideGuard(MPI_Comm world, std::optional<Clock::time_point> deadline,
+               std::function<std::string()> lost);
+  ~OldSideGuard();
+  OldSideGuard(const OldSideGuard&) = delete;
+  OldSideGuard& operator=(const OldSideGuard&) = delete;
+
+  // Waits for req (spinning: MPI progresses only inside MPI calls; gently, sleeping 0.2 ms
+  // between tests, where the other side does the work). Throws SplitGivenUp.
+  void wait(MPI_Request* req, bool gently = false);
+  Waiter waiter(bool gently = false) {
+    return [this, gently](MPI_Request* r) { wait(r, gently); };
+  }
+  // This process gives up (once; later calls keep the first reason): the others hear it.
+  void give_up(const std::string& why);
+  bool gave_up() const { return !why_.empty(); }
+  // Collective over the old world: true if no process gave up. Otherwise *why is the reason at
+  // this process (its own, or the first it heard). Leaves no message behind.
+  bool agree(std::string* why);
+  // Rank 0 of the old world, after agree: the verdict to every process of the new world on
+  // inter (1: the split goes on, 0: given up). Never waits for a process that may be gone.
+  static void tell_new_world(MPI_Comm inter, bool go_on);
+
+ private:
+  void check_others();
+
+  mpi::Comm ctl_;
+  int rank_ = 0, size_ = 0;
+  std::optional<Clock::time_point> deadline_;
+  std::function<std::string()> lost_;
+  Clock::time_point next_ask_{};
+  std::string why_;  // "" while this process has not given up
+  // One receive posted for another process's "given up" (its reason), and this process's own
+  // messages to the others.
+  MPI_Request heard_req_ = MPI_REQUEST_NULL;
+  std::vector<char> heard_;
+  bool heard_done_ = false;
+  std::vector<MPI_Request> told_;
+  std::string told_text_;
+};
+
+// A new process of a split: its waits until the old world's verdict. end(why) is called (and must
+// not return) when the split was given up or an MPI call failed.
+class NewSideGuard {
+ public:
+  NewSideGuard(MPI_Comm parent, std::function<void(const std::string&)> end);
+  ~NewSideGuard();
+  NewSideGuard(const NewSideGuard&) = delete;
+  NewSideGuard& operator=(const NewSideGuard&) = delete;
+  void wait(MPI_Request* req);
+  Waiter waiter() {
+    return [this](MPI_Request* r) { wait(r); };
+  }
+  // Waits for the verdict; returns if the split goes on.
+  void await_verdict();
+
+ private:
+  void check_verdict();
+  std::function<void(const std::string&)> end_;
+  MPI_Request verdict_req_ = MPI_REQUEST_NULL;
+  int verdict_ = -1;
+};
+
+// The tag of the verdict on a split's intercommunicator (which only PCM uses).
+constexpr int kVerdictTag = 7;
+
+}  // namespace pcm::detail
