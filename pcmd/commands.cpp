@@ -202,7 +202,7 @@ void CommandDesk::policy_round() {
   for (const auto& h : inventory_.hosts())
     hosts.push_back(PolicyHost{h.name, h.slots, inventory_.used_slots(h.name, nullptr), h.draining,
                                h.agent, h.cores, h.busy, h.runnable,
-                               growth_ && growth_->releasable(h.name)});
+                               growth_ && growth_->releasable(h.name), h.silent});
   const std::optional<PolicyQueue> queue = growth_ ? growth_->queue() : std::nullopt;
   const std::vector<PolicyDecision> decisions =
       policy_->decide(now, jobs, hosts, queue ? &*queue : nullptr);

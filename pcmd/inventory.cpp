@@ -124,7 +124,7 @@ int Inventory::used_slots(const std::string& host, const Job* except) const {
 
 int Inventory::free_slots(const std::string& host, const Job* except) const {
   for (const auto& h : hosts_)
-    if (h.name == host) return h.draining ? 0 : h.slots - used_slots(host, except);
+    if (h.name == host) return h.draining || h.silent ? 0 : h.slots - used_slots(host, except);
   return 0;
 }
 
@@ -150,7 +150,7 @@ double Inventory::sort_latency(const InventoryHost& h) const {
 std::vector<Host> Inventory::placement_hosts(const Job* except) const {
   std::vector<Host> out;
   for (const auto& h : hosts_) {
-    if (h.draining) continue;
+    if (h.draining || h.silent) continue;
     out.push_back(
         Host{h.name, h.slots, std::min(used_slots(h.name, except), h.slots), sort_latency(h)});
   }
@@ -242,6 +242,29 @@ std::string Inventory::requested_host(const std::optional<std::string>& wanted) 
        fmt::join(names(), ", "));
 }
 
+// ---- hosts that may be gone ---------------------------------------------------------------
+
+void Inventory::note_lost_process(const std::string& host) {
+  InventoryHost* h = find(host);
+  if (!h || h->silent || !prober_->on()) return;
+  h->silent = true;
+  prober_->remeasure(host);
+  log_->warn("host {}: a process on it was lost; no process goes there until it answers again",
+             host);
+}
+
+void Inventory::check_silent() {
+  for (auto& h : hosts_) {
+    if (!h.silent) continue;
+    if (const auto rtt = prober_->rtt_ms(h.name)) {
+      h.silent = false;
+      log_->info("host {} answers again ({:.1f} ms)", h.name, *rtt);
+    } else if (prober_->measured(h.name)) {
+      prober_->remeasure(h.name);
+    }
+  }
+}
+
 // ---- requests ------------------------------------------------------------------------------
 
 json Inventory::list() const {
@@ -267,6 +290,7 @@ json Inventory::list() const {
                          {"rtt", rtt ? json(*rtt) : json(nullptr)},
                          {"state", h.lost       ? "lost"
                                    : h.draining ? "draining"
+                                   : h.silent   ? "silent"
                                                 : "up"},
                          {"slurm_job", h.slurm_job.empty() ? json(nullptr) : json(h.slurm_job)},
                          {"agent", std::move(agent)}});

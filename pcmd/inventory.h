@@ -36,7 +36,10 @@ struct InventoryHost {
   int cores = 0;
   double busy = 0, load1 = 0, runnable = 0;
   std::chrono::steady_clock::time_point last_report;
-  bool lost = false;      // its agent fell silent for ServerOptions::agent_timeout: being drained
+  bool lost = false;  // its agent fell silent for ServerOptions::agent_timeout: being drained
+  // A process on it was lost (the watch port) and it has not answered pcmd's probe since: no
+  // process goes there (no free slot), the policy does not grow onto it. In memory only.
+  bool silent = false;
   std::string slurm_job;  // the Slurm job whose allocation holds the host (--resources slurm)
 };
 
@@ -83,6 +86,13 @@ class Inventory {
   proto::json report(const ops::AgentReport& r);
   // The inventory part of status.
   proto::json status() const;
+
+  // ---- hosts that may be gone ----
+  // A job's process on host was lost: unless the host answers pcmd's probe again, it is silent
+  // (nothing without probing: --probe-port 0).
+  void note_lost_process(const std::string& host);
+  // Every second: a silent host that answered is back; one that did not is measured again.
+  void check_silent();
 
   // ---- agents ----
   // Notes that name's agent host left the inventory (left) or that an agent joins for it again.

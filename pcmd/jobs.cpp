@@ -124,6 +124,9 @@ bool JobTable::take_watch_events(Watcher& watcher) {
         job.lost.size() < kMaxLost)
       job.lost.push_back(fmt::format("{} on {}", e.pid, e.host));
     if (job.state != JobState::kRunning) continue;
+    // The first loss of a running job: its host may be gone (the losses that follow are the
+    // launcher tearing the rest down, or pcmctl run ending it).
+    if (e.kind == WatchEvent::Kind::kLost && lost_hosts_.size() < 64) lost_hosts_.push_back(e.host);
     if (e.kind == WatchEvent::Kind::kLost && job.abandoned.erase(key)) continue;
     if (e.kind == WatchEvent::Kind::kLost && job.pending && job.pending_delivered &&
         job.joining.count(key)) {

@@ -130,6 +130,8 @@ class JobTable {
   // before a poll and a reconfiguration's report too, so that a process that joined during a
   // command is known as one of its new processes, and its loss is news to the next poll.
   bool take_watch_events(Watcher& watcher);
+  // The hosts of the processes lost since the last call (the inventory makes them silent).
+  std::vector<std::string> take_lost_hosts() { return std::exchange(lost_hosts_, {}); }
 
   // register: the running job a registration sent again made (same nonce), if any; the name a
   // registration takes; the job made.
@@ -166,6 +168,7 @@ class JobTable {
   proto::json job_json(const Job& job) const;
 
   Changes& changes_;
+  std::vector<std::string> lost_hosts_;
   std::shared_ptr<spdlog::logger> log_;
   std::string my_host_;
   std::map<std::string, Job> jobs_;

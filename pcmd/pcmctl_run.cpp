@@ -156,8 +156,9 @@ void event(Connection& pcmd, const std::string& job, const std::string& text) {
   }
 }
 
-// The inventory's hosts that are up (not lost, not draining) and answer a TCP probe, with their
-// free slots, in the inventory's order, filled until o.np processes.
+// The inventory's hosts that are up (not lost, not draining; silent ones too: a process there was
+// lost, and this probe tells whether the host is back) and answer a TCP probe, with their free
+// slots, in the inventory's order, filled until o.np processes.
 Placement place_on_inventory(Connection& pcmd, const RunOptions& o) {
   Placement p;
   const json reply = pcmd.request(req_host_list());
@@ -166,7 +167,7 @@ Placement place_on_inventory(Connection& pcmd, const RunOptions& o) {
     const std::string state = h.value("state", "");
     const int free = h.value("free", 0);
     std::string why;
-    if (state != "up")
+    if (state != "up" && state != "silent")
       why = state;
     else if (free <= 0)
       why = "no free slot";

@@ -37,7 +37,8 @@ bool Policy::loaded(const std::string& host, double now) const {
 }
 
 bool Policy::quiet(const PolicyHost& h, double now) const {
-  return !h.draining && (!h.agent || competing(h) < config_.load_low) && !loaded(h.name, now);
+  return !h.draining && !h.silent && (!h.agent || competing(h) < config_.load_low) &&
+         !loaded(h.name, now);
 }
 
 std::string Policy::quiet_target(const Snapshot& snap, const std::string* except) const {

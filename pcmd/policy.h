@@ -75,6 +75,7 @@ struct PolicyHost {
   double busy = 0;          // busy cores
   double runnable = 0;      // runnable tasks on its CPUs, the jobs' own included
   bool releasable = false;  // goes back to Slurm once no job uses it
+  bool silent = false;      // a process on it was lost, and it has not answered since
 };
 
 struct PolicyJob {

@@ -69,6 +69,22 @@ void RttProber::watch(const std::string& host) {
   wake_.notify_all();
 }
 
+void RttProber::remeasure(const std::string& host) {
+  if (port_ <= 0) return;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!hosts_.count(host)) return;
+    results_.erase(host);
+    due_.insert(host);
+  }
+  wake_.notify_all();
+}
+
+bool RttProber::measured(const std::string& host) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return results_.count(host) > 0;
+}
+
 void RttProber::forget(const std::string& host) {
   std::lock_guard<std::mutex> lock(mutex_);
   hosts_.erase(host);

@@ -31,6 +31,11 @@ class RttProber {
 
   void watch(const std::string& host);   // measured soon, then every period
   void forget(const std::string& host);  // no longer measured; its result is dropped
+  // Drops host's result and measures it again soon (a process on it was lost).
+  void remeasure(const std::string& host);
+  // Whether host has a result (rtt_ms tells which), since watch or the last remeasure.
+  bool measured(const std::string& host) const;
+  bool on() const { return port_ > 0; }
   // The last measurement of host (nullopt: none yet, or unreachable).
   std::optional<double> rtt_ms(const std::string& host) const;
 

@@ -112,7 +112,7 @@ void Server::set_handlers() {
   on<ops::Register>(
       [this](const ops::Register& r, Payload, Out& out) { return do_register(r, out); });
   on<ops::Poll>([this](const ops::Poll& r, Payload, Out&) {
-    if (jobs_.take_watch_events(*watcher_)) drains_.progress();
+    watch_now();
     return jobs_.poll(r, refusals_);
   });
   on<ops::Reconfigured>(
@@ -194,7 +194,7 @@ json Server::do_register(const ops::Register& r, std::vector<char>& reply_data) 
 }
 
 json Server::do_reconfigured(const ops::Reconfigured& r) {
-  if (jobs_.take_watch_events(*watcher_)) drains_.progress();
+  watch_now();
   const auto outcome =
       jobs_.reconfigured(r, [this](const std::string& job, std::string bytes, std::int64_t id) {
         data_ops_->keep_layout(job, std::move(bytes), id);
@@ -262,8 +262,15 @@ void Server::run(const std::atomic<bool>& stop) {
 }
 
 // Jobs that died (the watch port, rank 0's pid) hold no host any more: drains go on.
+void Server::watch_now() {
+  if (jobs_.take_watch_events(*watcher_)) drains_.progress();
+  for (const std::string& h : jobs_.take_lost_hosts()) inventory_.note_lost_process(h);
+}
+
 void Server::check_jobs_alive() {
   if (jobs_.check_alive(*watcher_)) drains_.progress();
+  for (const std::string& h : jobs_.take_lost_hosts()) inventory_.note_lost_process(h);
+  inventory_.check_silent();
 }
 
 void Server::serve_one() {

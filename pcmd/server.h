@@ -96,6 +96,8 @@ class Server {
   // Replies to the requests whose disk work the data thread has finished.
   void finish_data_work();
   void check_jobs_alive();
+  // The watch port's news now (before a poll or a report), and the hosts they make silent.
+  void watch_now();
   proto::json dispatch(ops::Op op, const proto::json& req, Payload data,
                        std::vector<char>& reply_data);
   // A piece of a transfer (protocol.h); the last one carries out the request with all the bytes.

@@ -177,11 +177,77 @@ def scenario(c, kills, seed):
         f"{res[len(res) // 2]:.2f} s, at most {res[-1]:.2f} s; {other} recoveries from other losses")
 
 
+def grow_back(c):
+    """--policy auto: the job loses host 3, is relaunched on hosts 1 and 2, and grows back onto
+    host 3 once it answers again; meanwhile pcmd lists host 3 silent and grows nothing there."""
+    h1, h2, h3 = c.names
+    c.start_pcmd("--hosts", f"{h1}:1", f"{h2}:1", f"{h3}:1", "--policy", "auto",
+                 "--policy-interval-s", "2", "--policy-measure-s", "4", "--policy-sustain-s", "2")
+    args = ["--nx", "97", "--ny", "64", "--iters", "3000"]
+    plain = mh.heat2d_plain(c.build, args)
+    flag = os.path.join(c.tmp, "throttle")  # 20 ms an iteration until the job has grown back
+    open(flag, "w").close()
+    job = "grow"
+    out = os.path.join(c.tmp, "job.out")
+    run = supervised(c, job, 3, out,
+                     ["--min", "1", "--max-restarts", "2", "--start-timeout-s", "60",
+                      "--finish-grace-s", "5"],
+                     [*args, "--commit-every", "100", "--throttle-us", "20000",
+                      "--throttle-while", flag])
+    c.pcmctl("wait", job, "--iteration", "150", "--timeout", "120")
+    n = mh.kill_host(h3, link_down=True)
+    t0 = time.monotonic()
+    log(f"{job}: killed {n} processes on {h3} at about iteration {iteration(c, job)}; link down")
+    silent = False
+    while "iterating again" not in c.pcmctl("events", job).stdout:
+        silent = silent or mh.host_table(c).get(h3, {}).get("state") == "silent"
+        if time.monotonic() - t0 > 120 or run.poll() is not None:
+            raise mh.Failure(f"{job} was not recovered:\n{c.pcmctl('events', job).stdout}")
+        time.sleep(0.2)
+    hosts = c.status(job)["hosts"]
+    if h3 in hosts:
+        raise mh.Failure(f"{job} was relaunched on {hosts}, with the dead {h3}")
+    silent = silent or mh.host_table(c).get(h3, {}).get("state") == "silent"
+    if not silent:
+        raise mh.Failure(f"pcmd never listed {h3} silent: {mh.host_table(c).get(h3)}")
+    log(f"{job}: recovered on {hosts} {time.monotonic() - t0:.1f} s after the kill; "
+        f"{h3} listed silent")
+    time.sleep(5)  # the policy's rounds meanwhile: nothing may grow onto the dead host
+    if h3 in c.status(job)["hosts"]:
+        raise mh.Failure(f"{job} grew onto the dead {h3}")
+    revive_host(c, h3)
+    t1 = time.monotonic()
+    while h3 not in c.status(job)["hosts"]:
+        if time.monotonic() - t1 > 90 or run.poll() is not None:
+            raise mh.Failure(f"{job} did not grow back onto {h3} within 90 s of its return:\n"
+                             f"{c.pcmctl('events', job).stdout}")
+        time.sleep(0.2)
+    log(f"{job}: grew back onto {h3} {time.monotonic() - t1:.1f} s after it answered again: "
+        f"{c.status(job)['hosts']}")
+    os.unlink(flag)
+    try:
+        rc = run.wait(timeout=300)
+    except subprocess.TimeoutExpired:
+        raise mh.Failure(f"{job}: pcmctl run did not end within 300 s")
+    text = open(out).read()
+    m = re.search(r"^checksum (\w+)", text, re.M)
+    if rc != 0 or not m or m.group(1) != plain:
+        raise mh.Failure(f"{job}: exit {rc}, checksum {m.group(1) if m else None} (plain {plain})"
+                         f":\n{text[-3000:]}")
+    events = c.pcmctl("events", job).stdout
+    if not re.search(rf"policy: resize to 3 .*because {h3} has a free slot", events):
+        raise mh.Failure(f"the events do not show the policy's growth onto {h3}:\n{events}")
+    log(f"ok: grow back: lost {h3}, recovered on two hosts, grew back onto {h3} when it returned; "
+        f"checksum as plain")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("build")
     ap.add_argument("--kills", type=int, default=2)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--grow-back", action="store_true",
+                    help="instead: one loss under pcmd --policy auto, and growth back")
     a = ap.parse_args()
     family = subprocess.run(
         ["sh", "-c", f'. "{mh.HERE}/../../scripts/mpi_launcher.sh" && echo "$PCM_MPI_FAMILY"'],
@@ -190,6 +256,8 @@ def main():
         print(f"SKIPPED: recover.py drives hydra's -hosts (the MPI here is {family})")
         return mh.SKIP
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    if a.grow_back:
+        return mh.run_on_cluster(os.path.abspath(a.build), 3, grow_back, "recover")
     return mh.run_on_cluster(os.path.abspath(a.build), 3,
                              lambda c: scenario(c, a.kills, a.seed), "recover")
 

@@ -64,6 +64,22 @@ TEST(Policy, GrowsOntoAFreeQuietSlotOnlyWithAKnownRate) {
   EXPECT_TRUE(q.decide(1, {job({"h1", "h1"}, 100)}, busy).empty());
 }
 
+TEST(Policy, ASilentHostIsNotGrownOntoUntilItAnswersAgain) {
+  // h2 lost a process (its host died): no growth there, with or without an agent; once it
+  // answers pcmd's probe again (silent false) the job grows back onto it.
+  for (bool agent : {false, true}) {
+    d::Policy p(config());
+    std::vector<d::PolicyHost> hosts{host("h1", 2, 2), host("h2", 2, 0, agent ? 0.0 : -1)};
+    hosts[1].silent = true;
+    EXPECT_TRUE(p.decide(1, {job({"h1", "h1"}, 100)}, hosts).empty());
+    hosts[1].silent = false;
+    auto out = p.decide(2, {job({"h1", "h1"}, 100)}, hosts);
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].kind, Kind::kResize);
+    EXPECT_EQ(out[0].host, "h2");
+  }
+}
+
 TEST(Policy, AGrowthIsKeptOnlyIfTheRateRoseAndIsNotRetriedSoonAfterAnUndo) {
   d::Policy p(config());
   std::vector<d::PolicyHost> hosts{host("h1", 2, 2), host("h2", 2, 0, 0.0)};

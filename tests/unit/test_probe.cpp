@@ -29,6 +29,15 @@ TEST(Probe, TimesAnAcceptedAndARefusedConnection) {
     if (!got) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   EXPECT_TRUE(got.has_value());
+  EXPECT_TRUE(prober.measured("localhost"));
+  // remeasure drops the result and measures again soon (a host that lost a process).
+  prober.remeasure("localhost");
+  got.reset();
+  for (int i = 0; i < 100 && !got; ++i) {
+    got = prober.rtt_ms("localhost");
+    if (!got) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(got.has_value());
   prober.forget("localhost");
   EXPECT_FALSE(prober.rtt_ms("localhost").has_value());
 }
