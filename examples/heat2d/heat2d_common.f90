@@ -12,6 +12,7 @@ module heat2d_f
   type :: heat2d_options
     integer :: nx = 512, ny = 512, iters = 2000, throttle_us = 0, commit_every = 0
     integer :: layout = 1, block = 4 ! layout: 1 block, 2 cyclic, 3 block-cyclic (PCM's values)
+    character(len=:), allocatable :: throttle_while ! sleep only while this file exists
   end type heat2d_options
 
   interface
@@ -24,7 +25,7 @@ module heat2d_f
 contains
 
   ! Parses the command line as heat2d_parse_options does (a subset: --nx --ny --iters
-  ! --throttle-us --commit-every --layout --block; NAME VALUE or NAME=VALUE). status: 0, 1 for
+  ! --throttle-us --throttle-while --commit-every --layout --block; NAME VALUE or NAME=VALUE). status: 0, 1 for
   ! --help, -1 after a message (printed when report is true).
   subroutine parse_options(opt, report, status)
     type(heat2d_options), intent(out) :: opt
@@ -42,7 +43,8 @@ contains
       k = k + 1
       if (arg == '--help' .or. arg == '-h') then
         if (report) write (output_unit, '(a)') 'usage: heat2d [--nx N] [--ny N] [--iters N] '// &
-          '[--throttle-us N] [--commit-every N] [--layout block|cyclic|block-cyclic] [--block B]'
+          '[--throttle-us N] [--throttle-while FILE] [--commit-every N] '// &
+          '[--layout block|cyclic|block-cyclic] [--block B]'
         status = 1
         return
       end if
@@ -57,6 +59,10 @@ contains
       else
         bad = .true.
         exit
+      end if
+      if (name == '--throttle-while') then
+        opt%throttle_while = trim(value)
+        cycle
       end if
       if (name == '--layout') then
         select case (value)
@@ -161,7 +167,13 @@ contains
   subroutine throttle(opt)
     type(heat2d_options), intent(in) :: opt
     integer(c_int) :: rc
-    if (opt%throttle_us > 0) rc = c_usleep(int(opt%throttle_us, c_int))
+    logical :: exists
+    if (opt%throttle_us <= 0) return
+    if (allocated(opt%throttle_while)) then
+      inquire (file=opt%throttle_while, exist=exists)
+      if (.not. exists) return
+    end if
+    rc = c_usleep(int(opt%throttle_us, c_int))
   end subroutine throttle
 
 end module heat2d_f
