@@ -601,13 +601,19 @@ contains
     reg_local_double1 = c_code(c_register_local(cstr(name), c_loc(value), PCM_DOUBLE, size(value, kind=c_long)))
   end function reg_local_double1
 
-  ! PCM_Resume; then every registered array's component points at its buffer. Collective.
+  ! PCM_Resume; then every registered array's component points at its buffer. Collective. In
+  ! a started or restarted world every process is here: they check their arrays together first.
+  ! A spawned process has no buffer yet (whatever it did with a component is replaced by the one
+  ! received), and the survivors it joins are in PCM_Adapt: it must not communicate before.
   integer(c_int) function pcm_resume(comm)
     PCM_COMM, intent(inout) :: comm
-    integer(c_int) :: h
+    integer(c_int) :: h, origin
     h = CVAL(comm)
-    pcm_resume = agreed_check(h)
-    if (pcm_resume /= PCM_SUCCESS) return
+    origin = c_process_status()
+    if (origin == PCM_STARTED .or. origin == PCM_RESTARTED) then
+      pcm_resume = agreed_check(h)
+      if (pcm_resume /= PCM_SUCCESS) return
+    end if
     pcm_resume = c_code(c_resume(h, world_rank))
     CVAL(comm) = h
     call repoint_all()

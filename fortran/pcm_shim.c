@@ -16,8 +16,10 @@ int pcm_f_mpi_pcm_init(int nargs, const char *const *args) {
   int argc = nargs, i;
   if (argv == NULL) return PCM_ERR_INTERNAL;
   for (i = 0; i < nargs; i++) {
-    argv[i] = strdup(args[i]);
+    size_t n = strlen(args[i]) + 1;
+    argv[i] = malloc(n);
     if (argv[i] == NULL) return PCM_ERR_INTERNAL;
+    memcpy(argv[i], args[i], n);
   }
   return MPI_PCM_Init(&argc, &argv);
 }
