@@ -57,7 +57,7 @@ program adapt_cost_f
     call MPI_Allreduce(MPI_IN_PLACE, t, 2, MPI_DOUBLE_PRECISION, MPI_MAX, world)
     if (rank == 0) then
       do v = 1, 2
-        write (*, '(a,i0,a,i0,1x,a,1x,f0.3,a)') 'adapt_cost: rep ', rep, ' procs ', nprocs, &
+        write (*, '(a,i0,a,i0,1x,a,1x,f6.3,a)') 'adapt_cost: rep ', rep, ' procs ', nprocs, &
           names(v), t(v) / calls * 1d6, ' us/call'
       end do
       flush (6)

@@ -627,15 +627,16 @@ contains
     PCM_COMM, intent(inout) :: comm
     integer(c_int) :: h
     character(len=:), allocatable :: name
+    integer :: k
     h = CVAL(comm)
-    if (narrays > 0) then
-      name = changed_array()
-      if (len(name) > 0) then
+    do k = 1, narrays ! no allocation here: this runs at every iteration
+      if (.not. intact(arrays(k)%a)) then
+        name = changed_array()
         write (0, '(a)') 'pcm (Fortran): pcm_adapt: '//changed_message(name)
         flush (0)
         call c_abort(h, 1_c_int)
       end if
-    end if
+    end do
     pcm_adapt = c_adapt(h, world_rank)
     if (pcm_adapt == PCM_NONE) return
     if (pcm_adapt < 0) own_error_last = .false.

@@ -53,8 +53,9 @@ int pcm_f_resume(MPI_Fint *comm, int *rank) {
 int pcm_f_adapt(MPI_Fint *comm, int *rank) {
   MPI_Comm c = MPI_Comm_f2c(*comm);
   int rc = PCM_Adapt(&c);
+  if (rc == PCM_NONE) return rc; /* the world is unchanged: no more cost in a steady loop */
   *comm = MPI_Comm_c2f(c);
-  if (rc != PCM_NONE) world_rank(c, rank); /* unchanged otherwise: no cost in a steady loop */
+  world_rank(c, rank);
   return rc;
 }
 

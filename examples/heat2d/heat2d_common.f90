@@ -147,8 +147,11 @@ contains
     double precision, intent(in) :: seconds
     integer(int64), intent(in) :: hi, lo
     character(len=16) :: hex
-    write (output_unit, '(a,i0,a,i0,a,f0.3,a,f0.4,a)') 'heat2d: done iters ', iters, ' procs ', &
-      nprocs, ' time ', seconds, ' s ', seconds * 1d3 / max(computed, 1), ' ms/iter'
+    character(len=24) :: t, ms
+    write (t, '(f24.3)') seconds ! not f0.3: gfortran leaves out the leading 0 that C prints
+    write (ms, '(f24.4)') seconds * 1d3 / max(computed, 1)
+    write (output_unit, '(a,i0,a,i0,a)') 'heat2d: done iters ', iters, ' procs ', nprocs, &
+      ' time '//trim(adjustl(t))//' s '//trim(adjustl(ms))//' ms/iter'
     write (hex, '(z8.8,z8.8)') hi, lo
     write (output_unit, '(a)') 'checksum '//lower(hex)
     flush (output_unit)
