@@ -722,6 +722,10 @@ contains
     real(c_double), allocatable, target, intent(inout) :: global(:)
     type(c_ptr) :: g
     g = c_null_ptr
+    if (a%type /= PCM_DOUBLE) then ! the same registrations everywhere: every rank returns here
+      pcm_dist_gather = fail(PCM_ERR_ARG, 'pcm_dist_gather: "'//trim(a%name)//'" is not PCM_DOUBLE')
+      return
+    end if
     if (allocated(global)) then
       if (size(global) > 0) g = c_loc(global(1))
     end if

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # heat2d_fortran.sh MODE BUILD [NP] — the Fortran heat2d (examples/heat2d/*.f90) against the C one.
 #   plain NP  heat2d_plain_f and heat2d_plain (C) on NP processes print the same checksum.
-#   reshape   (under with_pcmd.sh) heat2d_pcm_f on 2 processes is split 2 -> 3 (rank 0 into 2),
+#   reshape   (under with_pcmd.sh) heat2d_pcm_f on 2 processes (cyclic layout: several segments
+#             per rank, PCM's halo plan) is split 2 -> 3 (rank 0 into 2),
 #             merged 3 -> 2 (ranks 1 and 2) and has rank 1 migrated, through pcmctl; it ends with
 #             the C plain run's checksum and reports 3 reconfigurations.
-#   restart   (under with_pcmd.sh) heat2d_pcm_f on 2 processes commits every 100 iterations and is
+#   restart   (under with_pcmd.sh) heat2d_pcm_f on 2 processes (block-cyclic of 3 columns)
+#             commits every 100 iterations and is
 #             killed with SIGKILL mid-run; restarted with PCM_RESTART=1 on 3 and then 1 process,
 #             it resumes from the newest version and ends with the C plain run's checksum.
 set -uo pipefail
@@ -12,7 +14,12 @@ MPIEXEC=${MPIEXEC:-mpiexec}
 mode=$1 build=$2 np=${3:-2}
 heat=$build/examples/heat2d
 pcmctl=$build/pcmctl
-tmp=${PCM_TEST_DIR:-$(mktemp -d)}
+if [ -n "${PCM_TEST_DIR:-}" ]; then
+  tmp=$PCM_TEST_DIR
+else
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' EXIT
+fi
 fail() { echo "heat2d_fortran $mode: FAIL: $*" >&2; exit 1; }
 show() { sed 's/^/  | /' "$1"; }
 checksum() { awk '/^checksum/ {print $2}' "$1"; }
@@ -35,9 +42,11 @@ reshape)
   job=heat2d-f-$$
   out=$tmp/pcm.out
   touch "$tmp/slow"
-  PCM_JOB=$job timeout 300 "$MPIEXEC" -n 2 "$heat/heat2d_pcm_f" "${args[@]}" --throttle-us 2000 \
-    --throttle-while "$tmp/slow" >"$out" 2>&1 </dev/null &
+  PCM_JOB=$job timeout 300 "$MPIEXEC" -n 2 "$heat/heat2d_pcm_f" "${args[@]}" --layout cyclic \
+    --throttle-us 2000 --throttle-while "$tmp/slow" >"$out" 2>&1 </dev/null &
   mpi=$!
+  # On a failure the job must not outlive the test: timeout (its PID) passes the signal on.
+  trap 'kill "$mpi" 2>/dev/null' EXIT
   step() {  # step N WHAT PCMCTL-ARGS...: one reconfiguration, the N-th
     local n=$1 what=$2
     shift 2
@@ -63,8 +72,8 @@ reshape)
 restart)
   job=heat2d-f-restart-$$
   # setsid: one kill reaches mpiexec and every rank.
-  PCM_JOB=$job setsid "$MPIEXEC" -n 2 "$heat/heat2d_pcm_f" "${args[@]}" --commit-every 100 \
-    --throttle-us 3000 >"$tmp/run.out" 2>&1 </dev/null &
+  PCM_JOB=$job setsid "$MPIEXEC" -n 2 "$heat/heat2d_pcm_f" "${args[@]}" --layout block-cyclic \
+    --block 3 --commit-every 100 --throttle-us 3000 >"$tmp/run.out" 2>&1 </dev/null &
   mpi=$!
   "$pcmctl" wait "$job" --iteration 350 --timeout 120 ||
     fail "the job did not reach iteration 350: $(show "$tmp/run.out")"
@@ -75,6 +84,7 @@ restart)
   for n in 3 1; do
     out=$tmp/r$n.out
     PCM_RESTART=1 PCM_JOB=$job timeout 120 "$MPIEXEC" -n $n "$heat/heat2d_pcm_f" "${args[@]}" \
+      --layout block-cyclic --block 3 \
       >"$out" 2>&1 </dev/null || fail "restart on $n exited with $?: $(show "$out")"
     k=$(sed -n 's/^heat2d: restarted from iteration \([0-9]*\) (2 -> '"$n"' processes)$/\1/p' "$out")
     [ -n "$k" ] && [ "$k" -ge 300 ] || fail "restart on $n: no 'restarted from iteration K>=300': $(show "$out")"
