@@ -34,7 +34,7 @@ PACKAGES=(build-essential cmake pkg-config dpkg-dev python3 clang-format
   libfmt-dev libspdlog-dev libgtest-dev libgmock-dev libcli11-dev nlohmann-json3-dev zlib1g-dev procps gnuplot-nox
   fonts-dejavu-core clang-14 libclang-rt-14-dev slurm-wlm munge universal-ctags)
 if [ "$PCM_MPI" = openmpi ] && [ -z "${PCM_MPI_HOME:-}" ]; then
-  PACKAGES+=(openmpi-bin libopenmpi-dev)
+  PACKAGES+=(openmpi-bin libopenmpi-dev gfortran)
 fi
 
 install_packages() {

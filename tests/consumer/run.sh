@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # run.sh — installs a PCM build tree into a temporary prefix and builds and runs a consumer
 # against it twice: with CMake (find_package(PCM)) and with pkg-config plus the MPI C wrapper.
+# Where the build has the Fortran module pcm (MPI_FORTRAN_COMPILER set), a Fortran consumer too,
+# the same two ways (find_package(PCM COMPONENTS Fortran), and pkg-config pcm-fortran + mpifort).
 # Usage: run.sh BUILD_DIR LIBDIR MPI_C_COMPILER MPIEXEC [TMP_PARENT]
 #   LIBDIR: the install's library directory relative to the prefix (CMAKE_INSTALL_LIBDIR).
-# Environment: CMAKE, the cmake to use (default: cmake in PATH).
+# Environment: CMAKE, the cmake to use (default: cmake in PATH); MPI_FORTRAN_COMPILER, the MPI
+# Fortran wrapper where the build has the module (default: none, no Fortran consumer).
 set -euo pipefail
 
 if [ $# -lt 4 ]; then
@@ -63,4 +66,25 @@ pcm_libdir=$(pkg-config --variable=libdir pcm)
   $(pkg-config --cflags --libs pcm) -Wl,-rpath,"$pcm_libdir"
 run "$TMP/consumer-pc"
 
-echo "install.consumer: both consumers ok"
+if [ -n "${MPI_FORTRAN_COMPILER:-}" ]; then
+  for f in include/pcm_fortran/pcm.mod "$LIBDIR/pkgconfig/pcm-fortran.pc" \
+      "$LIBDIR/cmake/PCM/PCMFortranTargets.cmake"; do
+    [ -f "$PREFIX/$f" ] || { echo "not installed: $f" >&2; exit 1; }
+  done
+  echo "== (c) CMake: find_package(PCM COMPONENTS Fortran) + PCM::pcm_fortran"
+  "$CMAKE" -S "$HERE/fortran" -B "$TMP/cmake-build-f" -DCMAKE_PREFIX_PATH="$PREFIX" \
+    -DMPI_C_COMPILER="$MPICC" -DMPI_Fortran_COMPILER="$MPI_FORTRAN_COMPILER" \
+    -DMPIEXEC_EXECUTABLE="$MPIEXEC" -DCMAKE_BUILD_TYPE=Release >"$TMP/cmake-f.log" 2>&1 ||
+    { cat "$TMP/cmake-f.log"; exit 1; }
+  "$CMAKE" --build "$TMP/cmake-build-f" >"$TMP/build-f.log" 2>&1 || { cat "$TMP/build-f.log"; exit 1; }
+  run "$TMP/cmake-build-f/consumer_f"
+  echo "== (d) pkg-config pcm-fortran + $MPI_FORTRAN_COMPILER"
+  pkg-config --exists --print-errors pcm-fortran
+  # shellcheck disable=SC2046  # pkg-config's output is a list of words
+  "$MPI_FORTRAN_COMPILER" -std=f2008 -Wall -o "$TMP/consumer-f-pc" "$HERE/fortran/consumer.f90" \
+    $(pkg-config --cflags --libs pcm-fortran) -Wl,-rpath,"$pcm_libdir"
+  run "$TMP/consumer-f-pc"
+  echo "install.consumer: C and Fortran consumers ok"
+else
+  echo "install.consumer: both consumers ok (no Fortran module in this build)"
+fi

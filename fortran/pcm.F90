@@ -1,0 +1,753 @@
+! pcm.F90 — the Fortran 2008 module pcm: PCM's register-once calls over ISO_C_BINDING.
+!
+! Functions return what the C calls return (PCM_SUCCESS, a state, or a negative PCM_ERR_*), so
+! docs/user/fortran.md and include/pcm.h describe them alike. Communicators are mpi_f08's
+! type(MPI_Comm) where the MPI has mpi_f08 (PCM_FORTRAN_F08 defined), integer handles otherwise;
+! the C shim (pcm_shim.c) converts them. The constants below are pcm.h's values:
+! tests/unit/check_fortran_constants.py compares them with the header.
+!
+! Registered arrays: libpcm replaces a registered buffer in reconfigurations (it frees the old
+! one), so the module owns each registration (type(pcm_dist_array), never freed before
+! pcm_finalize / pcm_exit) and re-points its array component (d or i) at the library's current
+! buffer after every pcm_resume and pcm_adapt. Before the calls that read or replace the buffers
+! it checks that the program has not re-pointed or allocated that component itself.
+#ifdef PCM_FORTRAN_F08
+#define PCM_COMM type(MPI_Comm)
+#define CVAL(c) c%MPI_VAL
+#else
+#define PCM_COMM integer
+#define CVAL(c) c
+#endif
+module pcm
+  use, intrinsic :: iso_c_binding
+#ifdef PCM_FORTRAN_F08
+  use mpi_f08, only: MPI_Comm
+#endif
+  implicit none
+  private
+
+  ! Return codes (pcm_types.h).
+  integer(c_int), parameter, public :: PCM_SUCCESS = 0
+  integer(c_int), parameter, public :: PCM_ERR_ARG = -1
+  integer(c_int), parameter, public :: PCM_ERR_STATE = -2
+  integer(c_int), parameter, public :: PCM_ERR_CONFIG = -3
+  integer(c_int), parameter, public :: PCM_ERR_DAEMON = -4
+  integer(c_int), parameter, public :: PCM_ERR_REFUSED = -5
+  integer(c_int), parameter, public :: PCM_ERR_NOT_FOUND = -6
+  integer(c_int), parameter, public :: PCM_ERR_TYPE = -7
+  integer(c_int), parameter, public :: PCM_ERR_COUNT = -8
+  integer(c_int), parameter, public :: PCM_ERR_MPI = -9
+  integer(c_int), parameter, public :: PCM_ERR_SPAWN = -10
+  integer(c_int), parameter, public :: PCM_ERR_INTERNAL = -11
+  integer(c_int), parameter, public :: PCM_ERR_CORRUPT = -12
+  integer(c_int), parameter, public :: PCM_ERR_NOSPACE = -13
+  ! Process states (pcm_process_status).
+  integer(c_int), parameter, public :: PCM_STARTED = 1
+  integer(c_int), parameter, public :: PCM_MIGRATED = 2
+  integer(c_int), parameter, public :: PCM_SPLITTED = 3
+  integer(c_int), parameter, public :: PCM_RETIRED = 4
+  integer(c_int), parameter, public :: PCM_RESTARTED = 5
+  ! Reconfiguration states (pcm_status) and pcm_adapt's PCM_RESHAPED.
+  integer(c_int), parameter, public :: PCM_ERROR = -1
+  integer(c_int), parameter, public :: PCM_NONE = 0
+  integer(c_int), parameter, public :: PCM_MIGRATE = 1
+  integer(c_int), parameter, public :: PCM_RECONFIGURE = 2
+  integer(c_int), parameter, public :: PCM_SPLIT = 3
+  integer(c_int), parameter, public :: PCM_MERGE = 4
+  integer(c_int), parameter, public :: PCM_RESHAPED = 6
+  ! Layouts (pcm_dist_create).
+  integer(c_int), parameter, public :: PCM_BLOCK = 1
+  integer(c_int), parameter, public :: PCM_CYCLIC = 2
+  integer(c_int), parameter, public :: PCM_BLOCK_CYCLIC = 3
+  integer(c_int), parameter, public :: PCM_IRREGULAR = 4
+  ! Element types.
+  integer(c_int), parameter, public :: PCM_CHAR = 1
+  integer(c_int), parameter, public :: PCM_INT = 2
+  integer(c_int), parameter, public :: PCM_LONG = 3
+  integer(c_int), parameter, public :: PCM_FLOAT = 4
+  integer(c_int), parameter, public :: PCM_DOUBLE = 5
+  integer(c_int), parameter, public :: PCM_LONG_LONG = 6
+  integer(c_int), parameter, public :: PCM_BYTE = 7
+  integer(c_int), parameter, public :: PCM_MAX_KEY = 64
+  integer(c_int), parameter, public :: PCM_HALO_TAG = 20547
+
+  ! Opaque handles: a PCM_Dist and a PCM_Halo.
+  type, public :: pcm_dist
+    type(c_ptr) :: p = c_null_ptr
+  end type pcm_dist
+  type, public :: pcm_halo
+    type(c_ptr) :: p = c_null_ptr
+  end type pcm_halo
+
+  ! A registered distributed array. d (PCM_DOUBLE) or i (PCM_INT) is this process's buffer, laid
+  ! out by dist; the module re-points it after pcm_resume and pcm_adapt. Allocate it with
+  ! pcm_dist_alloc only (libpcm frees it with free()); never allocate, deallocate or re-point it.
+  type, public :: pcm_dist_array
+    real(c_double), pointer, contiguous :: d(:) => null()
+    integer(c_int), pointer, contiguous :: i(:) => null()
+    type(pcm_dist) :: dist
+    type(c_ptr), private :: buf = c_null_ptr
+    integer(c_long), private :: n = 0
+    integer(c_int), private :: type = 0
+    character(len=PCM_MAX_KEY), private :: name = ''
+  end type pcm_dist_array
+
+  type :: entry_ptr
+    type(pcm_dist_array), pointer :: a => null()
+  end type entry_ptr
+
+  integer, parameter :: MAX_ARRAYS = 64
+  type(entry_ptr), save :: arrays(MAX_ARRAYS)
+  integer, save :: narrays = 0
+  integer(c_int), save :: world_rank = -1
+  ! A failure the module found itself (PCM_Last_error is the library's).
+  character(len=:), allocatable, save :: own_error
+  logical, save :: own_error_last = .false.
+
+  public :: mpi_pcm_init, pcm_init, pcm_finalize, pcm_exit, pcm_process_status, pcm_comm_rank
+  public :: pcm_status, pcm_register_dist, pcm_register_value, pcm_register_local, pcm_resume
+  public :: pcm_adapt, pcm_checkpoint, pcm_restart_info, pcm_dist_alloc
+  public :: pcm_dist_create, pcm_dist_free, pcm_dist_local, pcm_dist_segment, pcm_dist_info
+  public :: pcm_halo_create, pcm_halo_exchange, pcm_halo_free, pcm_dist_gather
+  public :: pcm_last_error, pcm_error_string
+
+  ! pcm_register_value / pcm_register_local: a TARGET variable (the dummy is an INTENT(IN)
+  ! pointer, so an actual argument without TARGET is a compile-time error) that libpcm reads and
+  ! writes in pcm_resume, pcm_adapt and pcm_checkpoint: it must live as long as the loop.
+  interface pcm_register_value
+    module procedure reg_value_int, reg_value_long, reg_value_double
+    module procedure reg_value_int1, reg_value_double1
+  end interface pcm_register_value
+  interface pcm_register_local
+    module procedure reg_local_int, reg_local_long, reg_local_double
+    module procedure reg_local_int1, reg_local_double1
+  end interface pcm_register_local
+
+  interface
+    integer(c_int) function c_mpi_pcm_init(nargs, args) bind(C, name="pcm_f_mpi_pcm_init")
+      import :: c_int, c_ptr
+      integer(c_int), value :: nargs
+      type(c_ptr), intent(in) :: args(*)
+    end function
+    integer(c_int) function c_init(comm) bind(C, name="pcm_f_init")
+      import :: c_int
+      integer(c_int), intent(inout) :: comm
+    end function
+    integer(c_int) function c_comm_rank(comm, rank) bind(C, name="pcm_f_comm_rank")
+      import :: c_int
+      integer(c_int), value :: comm
+      integer(c_int), intent(out) :: rank
+    end function
+    integer(c_int) function c_status(comm) bind(C, name="pcm_f_status")
+      import :: c_int
+      integer(c_int), value :: comm
+    end function
+    integer(c_int) function c_resume(comm, rank) bind(C, name="pcm_f_resume")
+      import :: c_int
+      integer(c_int), intent(inout) :: comm
+      integer(c_int), intent(inout) :: rank
+    end function
+    integer(c_int) function c_adapt(comm, rank) bind(C, name="pcm_f_adapt")
+      import :: c_int
+      integer(c_int), intent(inout) :: comm
+      integer(c_int), intent(inout) :: rank
+    end function
+    integer(c_int) function c_checkpoint(comm, it) bind(C, name="pcm_f_checkpoint")
+      import :: c_int
+      integer(c_int), value :: comm, it
+    end function
+    integer(c_int) function c_finalize(comm) bind(C, name="pcm_f_finalize")
+      import :: c_int
+      integer(c_int), value :: comm
+    end function
+    integer(c_int) function c_exit() bind(C, name="PCM_Exit")
+      import :: c_int
+    end function
+    integer(c_int) function c_process_status() bind(C, name="PCM_Process_Status")
+      import :: c_int
+    end function
+    integer(c_int) function c_restart_info(it, nprocs) bind(C, name="PCM_Restart_info")
+      import :: c_int
+      integer(c_int), intent(out) :: it, nprocs
+    end function
+    integer(c_int) function c_register_dist(name, buf, type, dist) bind(C, name="PCM_Register_dist")
+      import :: c_int, c_char, c_ptr
+      character(kind=c_char), intent(in) :: name(*)
+      type(c_ptr), value :: buf, dist
+      integer(c_int), value :: type
+    end function
+    integer(c_int) function c_register_value(name, value, type, count) &
+        bind(C, name="PCM_Register_value")
+      import :: c_int, c_char, c_ptr, c_long
+      character(kind=c_char), intent(in) :: name(*)
+      type(c_ptr), value :: value
+      integer(c_int), value :: type
+      integer(c_long), value :: count
+    end function
+    integer(c_int) function c_register_local(name, value, type, count) &
+        bind(C, name="PCM_Register_local")
+      import :: c_int, c_char, c_ptr, c_long
+      character(kind=c_char), intent(in) :: name(*)
+      type(c_ptr), value :: value
+      integer(c_int), value :: type
+      integer(c_long), value :: count
+    end function
+    integer(c_int) function c_dist_create(layout, units, unit_len, block, halo, size, dist) &
+        bind(C, name="PCM_Dist_create")
+      import :: c_int, c_long, c_ptr
+      integer(c_int), value :: layout, size
+      integer(c_long), value :: units, unit_len, block, halo
+      type(c_ptr), intent(inout) :: dist
+    end function
+    integer(c_int) function c_dist_free(dist) bind(C, name="PCM_Dist_free")
+      import :: c_int, c_ptr
+      type(c_ptr), intent(inout) :: dist
+    end function
+    integer(c_int) function c_dist_local(dist, rank, segments, units, elements) &
+        bind(C, name="PCM_Dist_local")
+      import :: c_int, c_long, c_ptr
+      type(c_ptr), value :: dist
+      integer(c_int), value :: rank
+      integer(c_long), intent(out) :: segments, units, elements
+    end function
+    integer(c_int) function c_dist_segment(dist, rank, index, first, units, offset) &
+        bind(C, name="PCM_Dist_segment")
+      import :: c_int, c_long, c_ptr
+      type(c_ptr), value :: dist
+      integer(c_int), value :: rank
+      integer(c_long), value :: index
+      integer(c_long), intent(out) :: first, units, offset
+    end function
+    integer(c_int) function c_dist_info(dist, size, layout, units, unit_len, block, halo) &
+        bind(C, name="PCM_Dist_info")
+      import :: c_int, c_long, c_ptr
+      type(c_ptr), value :: dist
+      integer(c_int), intent(out) :: size, layout
+      integer(c_long), intent(out) :: units, unit_len, block, halo
+    end function
+    integer(c_int) function c_halo_create(dist, rank, width, type, halo) &
+        bind(C, name="PCM_Halo_create")
+      import :: c_int, c_long, c_ptr
+      type(c_ptr), value :: dist
+      integer(c_int), value :: rank, type
+      integer(c_long), value :: width
+      type(c_ptr), intent(inout) :: halo
+    end function
+    integer(c_int) function c_halo_exchange(halo, buf, comm) bind(C, name="pcm_f_halo_exchange")
+      import :: c_int, c_ptr
+      type(c_ptr), value :: halo, buf
+      integer(c_int), value :: comm
+    end function
+    integer(c_int) function c_halo_free(halo) bind(C, name="PCM_Halo_free")
+      import :: c_int, c_ptr
+      type(c_ptr), intent(inout) :: halo
+    end function
+    integer(c_int) function c_dist_gather(dist, buf, type, root, comm, global) &
+        bind(C, name="pcm_f_dist_gather")
+      import :: c_int, c_ptr
+      type(c_ptr), value :: dist, buf, global
+      integer(c_int), value :: type, root, comm
+    end function
+    integer(c_int) function c_any(comm, flag) bind(C, name="pcm_f_any")
+      import :: c_int
+      integer(c_int), value :: comm
+      integer(c_int), intent(inout) :: flag
+    end function
+    subroutine c_abort(comm, code) bind(C, name="pcm_f_abort")
+      import :: c_int
+      integer(c_int), value :: comm, code
+    end subroutine
+    type(c_ptr) function c_last_error() bind(C, name="PCM_Last_error")
+      import :: c_ptr
+    end function
+    type(c_ptr) function c_error_string(code) bind(C, name="PCM_Error_string")
+      import :: c_ptr, c_int
+      integer(c_int), value :: code
+    end function
+    integer(c_size_t) function c_strlen(s) bind(C, name="pcm_f_strlen")
+      import :: c_size_t, c_ptr
+      type(c_ptr), value :: s
+    end function
+    type(c_ptr) function c_calloc(n, size) bind(C, name="calloc")
+      import :: c_ptr, c_size_t
+      integer(c_size_t), value :: n, size
+    end function
+    subroutine c_free(p) bind(C, name="free")
+      import :: c_ptr
+      type(c_ptr), value :: p
+    end subroutine
+  end interface
+
+contains
+
+  ! --- helpers -----------------------------------------------------------------------------
+
+  function cstr(s) result(c)
+    character(len=*), intent(in) :: s
+    character(kind=c_char, len=len_trim(s) + 1) :: c
+    c = trim(s)//c_null_char
+  end function cstr
+
+  function from_c(p) result(s)
+    type(c_ptr), intent(in) :: p
+    character(len=:), allocatable :: s
+    character(kind=c_char), pointer :: chars(:)
+    integer :: k, n
+    n = 0
+    if (c_associated(p)) n = int(c_strlen(p))
+    allocate (character(len=n) :: s)
+    if (n == 0) return
+    call c_f_pointer(p, chars, [n])
+    do k = 1, n
+      s(k:k) = chars(k)
+    end do
+  end function from_c
+
+  integer(c_int) function fail(code, message)
+    integer(c_int), intent(in) :: code
+    character(len=*), intent(in) :: message
+    own_error = 'pcm (Fortran): '//message
+    own_error_last = .true.
+    fail = code
+  end function fail
+
+  ! A C call's code; a failure makes PCM_Last_error the message to give.
+  integer(c_int) function c_code(rc)
+    integer(c_int), intent(in) :: rc
+    if (rc < 0) own_error_last = .false.
+    c_code = rc
+  end function c_code
+
+  ! Points a's array component at the library's buffer, sized by its map for this rank.
+  subroutine repoint(a)
+    type(pcm_dist_array), intent(inout) :: a
+    integer(c_long) :: segments, units, elements
+    nullify (a%d, a%i)
+    a%n = 0
+    if (.not. c_associated(a%buf)) return
+    elements = 0
+    if (world_rank >= 0 .and. c_associated(a%dist%p)) then
+      if (c_dist_local(a%dist%p, world_rank, segments, units, elements) /= PCM_SUCCESS) elements = 0
+    end if
+    a%n = elements
+    if (a%type == PCM_DOUBLE) call c_f_pointer(a%buf, a%d, [elements])
+    if (a%type == PCM_INT) call c_f_pointer(a%buf, a%i, [elements])
+  end subroutine repoint
+
+  subroutine repoint_all()
+    integer :: k
+    do k = 1, narrays
+      call repoint(arrays(k)%a)
+    end do
+  end subroutine repoint_all
+
+  ! Whether a's array component still is what the module last pointed it at.
+  logical function intact(a)
+    type(pcm_dist_array), intent(in) :: a
+    intact = .true.
+    if (a%type == PCM_DOUBLE) then
+      if (.not. associated(a%d)) then
+        intact = .not. c_associated(a%buf)
+      else
+        intact = size(a%d, kind=c_long) == a%n
+        if (intact .and. a%n > 0) intact = c_associated(c_loc(a%d(1)), a%buf)
+      end if
+    else
+      if (.not. associated(a%i)) then
+        intact = .not. c_associated(a%buf)
+      else
+        intact = size(a%i, kind=c_long) == a%n
+        if (intact .and. a%n > 0) intact = c_associated(c_loc(a%i(1)), a%buf)
+      end if
+    end if
+  end function intact
+
+  ! The name of the first registered array whose component the program changed, or ''.
+  function changed_array() result(name)
+    character(len=:), allocatable :: name
+    integer :: k
+    name = ''
+    do k = 1, narrays
+      if (.not. intact(arrays(k)%a)) then
+        name = trim(arrays(k)%a%name)
+        return
+      end if
+    end do
+  end function changed_array
+
+  function changed_message(name) result(m)
+    character(len=*), intent(in) :: name
+    character(len=:), allocatable :: m
+    m = 'registered array "'//name//'" was allocated, deallocated or re-pointed by the program; '// &
+        'its buffer belongs to libpcm: allocate it with pcm_dist_alloc and only index it'
+  end function changed_message
+
+  ! Collective: PCM_ERR_ARG on every rank if any rank's registered arrays were changed.
+  integer(c_int) function agreed_check(comm)
+    integer(c_int), intent(in) :: comm
+    integer(c_int) :: bad
+    character(len=:), allocatable :: name
+    name = changed_array()
+    bad = merge(1, 0, len(name) > 0)
+    agreed_check = c_code(c_any(comm, bad))
+    if (agreed_check /= PCM_SUCCESS) return
+    if (len(name) > 0) then
+      agreed_check = fail(PCM_ERR_ARG, changed_message(name))
+    else if (bad /= 0) then
+      agreed_check = fail(PCM_ERR_ARG, 'another process''s registered array was changed by the program')
+    end if
+  end function agreed_check
+
+  ! Frees the registered arrays' last buffers and maps (pcm_finalize, pcm_exit).
+  subroutine release_all()
+    integer(c_int) :: rc
+    integer :: k
+    do k = 1, narrays
+      if (c_associated(arrays(k)%a%buf)) call c_free(arrays(k)%a%buf)
+      arrays(k)%a%buf = c_null_ptr
+      rc = c_dist_free(arrays(k)%a%dist%p)
+      call repoint(arrays(k)%a)
+    end do
+  end subroutine release_all
+
+  ! --- start and end -----------------------------------------------------------------------
+
+  ! MPI_PCM_Init with the program's command line (get_command_argument), which libpcm gives to
+  ! the processes it spawns. Collective over MPI_COMM_WORLD.
+  integer(c_int) function mpi_pcm_init()
+    character(kind=c_char), allocatable, target :: chars(:)
+    character(len=:), allocatable :: arg
+    type(c_ptr), allocatable :: ptrs(:)
+    integer :: k, j, n, total, l, at
+    n = command_argument_count()
+    total = 0
+    do k = 0, n
+      call get_command_argument(k, length=l)
+      total = total + l + 1
+    end do
+    allocate (chars(total), ptrs(0:n))
+    at = 1
+    do k = 0, n
+      call get_command_argument(k, length=l)
+      allocate (character(len=l) :: arg)
+      call get_command_argument(k, arg)
+      ptrs(k) = c_loc(chars(at))
+      do j = 1, l
+        chars(at + j - 1) = arg(j:j)
+      end do
+      chars(at + l) = c_null_char
+      at = at + l + 1
+      deallocate (arg)
+    end do
+    mpi_pcm_init = c_code(c_mpi_pcm_init(int(n + 1, c_int), ptrs))
+  end function mpi_pcm_init
+
+  integer(c_int) function pcm_init(comm)
+    PCM_COMM, intent(inout) :: comm
+    integer(c_int) :: h
+    h = CVAL(comm)
+    pcm_init = c_code(c_init(h))
+    CVAL(comm) = h
+  end function pcm_init
+
+  ! Collective over comm; frees the registered arrays' buffers and maps after PCM_Finalize.
+  integer(c_int) function pcm_finalize(comm)
+    PCM_COMM, intent(in) :: comm
+    pcm_finalize = c_code(c_finalize(CVAL(comm)))
+    call release_all()
+  end function pcm_finalize
+
+  integer(c_int) function pcm_exit()
+    call release_all()
+    pcm_exit = c_code(c_exit())
+  end function pcm_exit
+
+  integer(c_int) function pcm_process_status()
+    pcm_process_status = c_process_status()
+  end function pcm_process_status
+
+  integer(c_int) function pcm_comm_rank(comm, rank)
+    PCM_COMM, intent(in) :: comm
+    integer(c_int), intent(out) :: rank
+    pcm_comm_rank = c_code(c_comm_rank(CVAL(comm), rank))
+  end function pcm_comm_rank
+
+  integer(c_int) function pcm_status(comm)
+    PCM_COMM, intent(in) :: comm
+    pcm_status = c_status(CVAL(comm))
+  end function pcm_status
+
+  integer(c_int) function pcm_restart_info(iteration, nprocs)
+    integer(c_int), intent(out) :: iteration, nprocs
+    pcm_restart_info = c_code(c_restart_info(iteration, nprocs))
+  end function pcm_restart_info
+
+  ! --- register once -----------------------------------------------------------------------
+
+  ! Registers a distributed array of type (PCM_DOUBLE or PCM_INT) under name and points a at the
+  ! module's record of it. A started process then sets a%dist (pcm_dist_create) and allocates
+  ! the buffer (pcm_dist_alloc) before pcm_resume; a spawned one receives both there. Local.
+  integer(c_int) function pcm_register_dist(name, a, type)
+    character(len=*), intent(in) :: name
+    type(pcm_dist_array), pointer, intent(out) :: a
+    integer(c_int), intent(in) :: type
+    type(pcm_dist_array), pointer :: e
+    nullify (a)
+    if (type /= PCM_DOUBLE .and. type /= PCM_INT) then
+      pcm_register_dist = fail(PCM_ERR_ARG, 'pcm_register_dist: arrays of PCM_DOUBLE or PCM_INT only')
+      return
+    end if
+    if (narrays == MAX_ARRAYS) then
+      pcm_register_dist = fail(PCM_ERR_ARG, 'pcm_register_dist: more than 64 arrays')
+      return
+    end if
+    if (len_trim(name) > PCM_MAX_KEY) then
+      pcm_register_dist = fail(PCM_ERR_ARG, 'pcm_register_dist: name too long')
+      return
+    end if
+    allocate (e)
+    e%type = type
+    e%name = name
+    pcm_register_dist = c_code(c_register_dist(cstr(name), c_loc(e%buf), type, c_loc(e%dist%p)))
+    if (pcm_register_dist /= PCM_SUCCESS) then
+      deallocate (e)
+      return
+    end if
+    narrays = narrays + 1
+    arrays(narrays)%a => e
+    a => e
+  end function pcm_register_dist
+
+  ! A started process's buffer for its part of a%dist (rank: its rank in the world), zeroed,
+  ! from calloc as libpcm wants it. Local. PCM_ERR_STATE if a already has one.
+  integer(c_int) function pcm_dist_alloc(a, rank)
+    type(pcm_dist_array), intent(inout) :: a
+    integer(c_int), intent(in) :: rank
+    integer(c_long) :: segments, units, elements
+    integer(c_size_t) :: bytes
+    if (c_associated(a%buf)) then
+      pcm_dist_alloc = fail(PCM_ERR_STATE, 'pcm_dist_alloc: "'//trim(a%name)//'" has a buffer')
+      return
+    end if
+    pcm_dist_alloc = c_code(c_dist_local(a%dist%p, rank, segments, units, elements))
+    if (pcm_dist_alloc /= PCM_SUCCESS) return
+    bytes = merge(8_c_size_t, 4_c_size_t, a%type == PCM_DOUBLE)
+    a%buf = c_calloc(int(max(elements, 1_c_long), c_size_t), bytes)
+    if (.not. c_associated(a%buf)) then
+      pcm_dist_alloc = fail(PCM_ERR_INTERNAL, 'pcm_dist_alloc: out of memory')
+      return
+    end if
+    world_rank = rank
+    call repoint(a)
+  end function pcm_dist_alloc
+
+  integer(c_int) function reg_value_int(name, value)
+    character(len=*), intent(in) :: name
+    integer(c_int), pointer, intent(in) :: value
+    reg_value_int = c_code(c_register_value(cstr(name), c_loc(value), PCM_INT, 1_c_long))
+  end function reg_value_int
+
+  integer(c_int) function reg_value_long(name, value)
+    character(len=*), intent(in) :: name
+    integer(c_long), pointer, intent(in) :: value
+    reg_value_long = c_code(c_register_value(cstr(name), c_loc(value), PCM_LONG, 1_c_long))
+  end function reg_value_long
+
+  integer(c_int) function reg_value_double(name, value)
+    character(len=*), intent(in) :: name
+    real(c_double), pointer, intent(in) :: value
+    reg_value_double = c_code(c_register_value(cstr(name), c_loc(value), PCM_DOUBLE, 1_c_long))
+  end function reg_value_double
+
+  integer(c_int) function reg_value_int1(name, value)
+    character(len=*), intent(in) :: name
+    integer(c_int), pointer, contiguous, intent(in) :: value(:)
+    reg_value_int1 = c_code(c_register_value(cstr(name), c_loc(value), PCM_INT, size(value, kind=c_long)))
+  end function reg_value_int1
+
+  integer(c_int) function reg_value_double1(name, value)
+    character(len=*), intent(in) :: name
+    real(c_double), pointer, contiguous, intent(in) :: value(:)
+    reg_value_double1 = c_code(c_register_value(cstr(name), c_loc(value), PCM_DOUBLE, size(value, kind=c_long)))
+  end function reg_value_double1
+
+  integer(c_int) function reg_local_int(name, value)
+    character(len=*), intent(in) :: name
+    integer(c_int), pointer, intent(in) :: value
+    reg_local_int = c_code(c_register_local(cstr(name), c_loc(value), PCM_INT, 1_c_long))
+  end function reg_local_int
+
+  integer(c_int) function reg_local_long(name, value)
+    character(len=*), intent(in) :: name
+    integer(c_long), pointer, intent(in) :: value
+    reg_local_long = c_code(c_register_local(cstr(name), c_loc(value), PCM_LONG, 1_c_long))
+  end function reg_local_long
+
+  integer(c_int) function reg_local_double(name, value)
+    character(len=*), intent(in) :: name
+    real(c_double), pointer, intent(in) :: value
+    reg_local_double = c_code(c_register_local(cstr(name), c_loc(value), PCM_DOUBLE, 1_c_long))
+  end function reg_local_double
+
+  integer(c_int) function reg_local_int1(name, value)
+    character(len=*), intent(in) :: name
+    integer(c_int), pointer, contiguous, intent(in) :: value(:)
+    reg_local_int1 = c_code(c_register_local(cstr(name), c_loc(value), PCM_INT, size(value, kind=c_long)))
+  end function reg_local_int1
+
+  integer(c_int) function reg_local_double1(name, value)
+    character(len=*), intent(in) :: name
+    real(c_double), pointer, contiguous, intent(in) :: value(:)
+    reg_local_double1 = c_code(c_register_local(cstr(name), c_loc(value), PCM_DOUBLE, size(value, kind=c_long)))
+  end function reg_local_double1
+
+  ! PCM_Resume; then every registered array's component points at its buffer. Collective. In
+  ! a started or restarted world every process is here: they check their arrays together first.
+  ! A spawned process has no buffer yet (whatever it did with a component is replaced by the one
+  ! received), and the survivors it joins are in PCM_Adapt: it must not communicate before.
+  integer(c_int) function pcm_resume(comm)
+    PCM_COMM, intent(inout) :: comm
+    integer(c_int) :: h, origin
+    h = CVAL(comm)
+    origin = c_process_status()
+    if (origin == PCM_STARTED .or. origin == PCM_RESTARTED) then
+      pcm_resume = agreed_check(h)
+      if (pcm_resume /= PCM_SUCCESS) return
+    end if
+    pcm_resume = c_code(c_resume(h, world_rank))
+    CVAL(comm) = h
+    call repoint_all()
+  end function pcm_resume
+
+  ! PCM_Adapt; after PCM_RESHAPED the components point at the new buffers (after PCM_RETIRED
+  ! they are null). A registered array the program changed ends the job (MPI_Abort, with the
+  ! reason on stderr): the other processes are already in the collective call, and checking
+  ! together at every iteration would cost a reduction per call.
+  integer(c_int) function pcm_adapt(comm)
+    PCM_COMM, intent(inout) :: comm
+    integer(c_int) :: h
+    character(len=:), allocatable :: name
+    integer :: k
+    h = CVAL(comm)
+    do k = 1, narrays ! no allocation here: this runs at every iteration
+      if (.not. intact(arrays(k)%a)) then
+        name = changed_array()
+        write (0, '(a)') 'pcm (Fortran): pcm_adapt: '//changed_message(name)
+        flush (0)
+        call c_abort(h, 1_c_int)
+      end if
+    end do
+    pcm_adapt = c_adapt(h, world_rank)
+    if (pcm_adapt == PCM_NONE) return
+    if (pcm_adapt < 0) own_error_last = .false.
+    CVAL(comm) = h
+    call repoint_all()
+  end function pcm_adapt
+
+  ! PCM_Checkpoint. Collective; PCM_ERR_ARG on every process if a registered array was changed.
+  integer(c_int) function pcm_checkpoint(comm, iteration)
+    PCM_COMM, intent(in) :: comm
+    integer(c_int), intent(in) :: iteration
+    pcm_checkpoint = agreed_check(CVAL(comm))
+    if (pcm_checkpoint /= PCM_SUCCESS) return
+    pcm_checkpoint = c_code(c_checkpoint(CVAL(comm), iteration))
+  end function pcm_checkpoint
+
+  ! --- maps, halo plans, gather ------------------------------------------------------------
+
+  integer(c_int) function pcm_dist_create(layout, units, unit_len, block, halo, size, dist)
+    integer(c_int), intent(in) :: layout, size
+    integer(c_long), intent(in) :: units, unit_len, block, halo
+    type(pcm_dist), intent(inout) :: dist
+    pcm_dist_create = c_code(c_dist_create(layout, units, unit_len, block, halo, size, dist%p))
+  end function pcm_dist_create
+
+  ! Not for a registered array's map (pcm_finalize frees those).
+  integer(c_int) function pcm_dist_free(dist)
+    type(pcm_dist), intent(inout) :: dist
+    pcm_dist_free = c_code(c_dist_free(dist%p))
+  end function pcm_dist_free
+
+  integer(c_int) function pcm_dist_local(dist, rank, segments, units, elements)
+    type(pcm_dist), intent(in) :: dist
+    integer(c_int), intent(in) :: rank
+    integer(c_long), intent(out) :: segments, units, elements
+    pcm_dist_local = c_code(c_dist_local(dist%p, rank, segments, units, elements))
+  end function pcm_dist_local
+
+  ! Segment index (from 0, as in C) of rank: first global unit (from 0), units, and the element
+  ! offset of its first unit in the buffer (from 0: the Fortran index is offset + 1).
+  integer(c_int) function pcm_dist_segment(dist, rank, index, first, units, offset)
+    type(pcm_dist), intent(in) :: dist
+    integer(c_int), intent(in) :: rank
+    integer(c_long), intent(in) :: index
+    integer(c_long), intent(out) :: first, units, offset
+    pcm_dist_segment = c_code(c_dist_segment(dist%p, rank, index, first, units, offset))
+  end function pcm_dist_segment
+
+  integer(c_int) function pcm_dist_info(dist, size, layout, units, unit_len, block, halo)
+    type(pcm_dist), intent(in) :: dist
+    integer(c_int), intent(out) :: size, layout
+    integer(c_long), intent(out) :: units, unit_len, block, halo
+    pcm_dist_info = c_code(c_dist_info(dist%p, size, layout, units, unit_len, block, halo))
+  end function pcm_dist_info
+
+  integer(c_int) function pcm_halo_create(dist, rank, width, type, halo)
+    type(pcm_dist), intent(in) :: dist
+    integer(c_int), intent(in) :: rank, type
+    integer(c_long), intent(in) :: width
+    type(pcm_halo), intent(inout) :: halo
+    pcm_halo_create = c_code(c_halo_create(dist%p, rank, width, type, halo%p))
+  end function pcm_halo_create
+
+  ! Fills the ghost units of a registered array's buffer (a%d or a%i). Collective over comm.
+  integer(c_int) function pcm_halo_exchange(halo, a, comm)
+    type(pcm_halo), intent(in) :: halo
+    type(pcm_dist_array), intent(in) :: a
+    PCM_COMM, intent(in) :: comm
+    pcm_halo_exchange = c_code(c_halo_exchange(halo%p, a%buf, CVAL(comm)))
+  end function pcm_halo_exchange
+
+  integer(c_int) function pcm_halo_free(halo)
+    type(pcm_halo), intent(inout) :: halo
+    pcm_halo_free = c_code(c_halo_free(halo%p))
+  end function pcm_halo_free
+
+  ! Gathers a registered array's owned units into global on root (global order, no ghosts);
+  ! global may be unallocated elsewhere. PCM_DOUBLE arrays. Collective over comm.
+  integer(c_int) function pcm_dist_gather(a, root, comm, global)
+    type(pcm_dist_array), intent(in) :: a
+    integer(c_int), intent(in) :: root
+    PCM_COMM, intent(in) :: comm
+    real(c_double), allocatable, target, intent(inout) :: global(:)
+    type(c_ptr) :: g
+    g = c_null_ptr
+    if (a%type /= PCM_DOUBLE) then ! the same registrations everywhere: every rank returns here
+      pcm_dist_gather = fail(PCM_ERR_ARG, 'pcm_dist_gather: "'//trim(a%name)//'" is not PCM_DOUBLE')
+      return
+    end if
+    if (allocated(global)) then
+      if (size(global) > 0) g = c_loc(global(1))
+    end if
+    pcm_dist_gather = c_code(c_dist_gather(a%dist%p, a%buf, a%type, root, CVAL(comm), g))
+  end function pcm_dist_gather
+
+  ! --- errors ------------------------------------------------------------------------------
+
+  ! The message of the last failed call, the library's or the module's ('' if none).
+  function pcm_last_error() result(s)
+    character(len=:), allocatable :: s
+    if (own_error_last) then
+      s = own_error
+    else
+      s = from_c(c_last_error())
+    end if
+  end function pcm_last_error
+
+  function pcm_error_string(code) result(s)
+    integer(c_int), intent(in) :: code
+    character(len=:), allocatable :: s
+    s = from_c(c_error_string(code))
+  end function pcm_error_string
+
+end module pcm
