@@ -561,6 +561,24 @@ static PyObject *py_last_error(PyObject *self, PyObject *unused) {
   return PyUnicode_FromString(PCM_Last_error());
 }
 
+/* _adapt_loop(comm, calls) -> seconds: PCM_Adapt called `calls` times from C, for
+ * bench/adapt_cost.py (the same calls without Python around them). Stops at anything but NONE. */
+static PyObject *py_adapt_loop(PyObject *self, PyObject *args) {
+  PyObject *obj;
+  MPI_Comm comm;
+  long calls, i;
+  int rc = PCM_NONE;
+  double t0, t;
+  (void)self;
+  if (!PyArg_ParseTuple(args, "Ol", &obj, &calls) || !get_comm(obj, &comm)) return NULL;
+  Py_BEGIN_ALLOW_THREADS t0 = MPI_Wtime();
+  for (i = 0; i < calls && rc == PCM_NONE; ++i) rc = PCM_Adapt(&comm);
+  t = MPI_Wtime() - t0;
+  Py_END_ALLOW_THREADS if (rc < 0) return raise_pcm(rc);
+  if (rc != PCM_NONE) return PyErr_Format(PyExc_RuntimeError, "_adapt_loop: PCM_Adapt gave %d", rc);
+  return PyFloat_FromDouble(t);
+}
+
 /* _setup(Error, Adapt.NONE, Adapt.RESHAPED, Adapt.RETIRED), from pcm/__init__.py. */
 static PyObject *py_setup(PyObject *self, PyObject *args) {
   (void)self;
@@ -588,10 +606,16 @@ static PyMethodDef methods[] = {
     {"error_string", py_error_string, METH_O, NULL},
     {"last_error", py_last_error, METH_NOARGS, NULL},
     {"_setup", py_setup, METH_VARARGS, NULL},
+    {"_adapt_loop", py_adapt_loop, METH_VARARGS, NULL},
     {NULL, NULL, 0, NULL}};
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "pcm._pcm",
-                                    "The C part of the pcm package (use pcm).", -1, methods};
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "pcm._pcm",
+    .m_doc = "The C part of the pcm package (use pcm).",
+    .m_size = -1,
+    .m_methods = methods,
+};
 
 PyMODINIT_FUNC PyInit__pcm(void) {
   import_array();
