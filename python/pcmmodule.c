@@ -3,10 +3,10 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#include <limits.h>
 #include <mpi.h>
 #include <mpi4py/mpi4py.h>
 #include <numpy/arrayobject.h>
-#include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,7 +42,7 @@ static int pcm_type_of(PyArray_Descr *d, int *typenum) {
     char kind;
     int size;
     int pcm;
-  } table[] = {{'i', 1, PCM_CHAR},  {'u', 1, PCM_BYTE},  {'i', 4, PCM_INT},
+  } table[] = {{'i', 1, PCM_CHAR},      {'u', 1, PCM_BYTE},  {'i', 4, PCM_INT},
                {'i', 8, PCM_LONG_LONG}, {'f', 4, PCM_FLOAT}, {'f', 8, PCM_DOUBLE}};
   for (size_t k = 0; k < sizeof table / sizeof table[0]; ++k) {
     if (d->kind == table[k].kind && d->elsize == table[k].size) {
@@ -107,8 +107,7 @@ static PyObject *dist_new_owned(PCM_Dist h) {
   return (PyObject *)d;
 }
 
-static PyObject *dist_make(int layout, long units, long unit_len, long block, long halo,
-                           int size) {
+static PyObject *dist_make(int layout, long units, long unit_len, long block, long halo, int size) {
   PCM_Dist h = NULL;
   int rc = PCM_Dist_create(layout, units, unit_len, block, halo, size, &h);
   if (rc != PCM_SUCCESS) return raise_pcm(rc);
@@ -371,8 +370,9 @@ static PyObject *py_register_dist(PyObject *self, PyObject *args) {
   if (data != Py_None) {
     PyObject *a = PyArray_FROMANY(data, typenum, 0, 0, NPY_ARRAY_C_CONTIGUOUS);
     if (!a || PyArray_SIZE((PyArrayObject *)a) != elements) {
-      if (a) PyErr_Format(PyExc_ValueError, "register_dist: the array has %zd elements, not %ld",
-                          (Py_ssize_t)PyArray_SIZE((PyArrayObject *)a), elements);
+      if (a)
+        PyErr_Format(PyExc_ValueError, "register_dist: the array has %zd elements, not %ld",
+                     (Py_ssize_t)PyArray_SIZE((PyArrayObject *)a), elements);
       Py_XDECREF(a);
       free(r->buf);
       Py_DECREF(r);
@@ -466,9 +466,11 @@ static PyObject *py_init(PyObject *self, PyObject *arg) {
     argc = (int)n;
   }
   MPI_Comm world = MPI_COMM_WORLD;
-  Py_BEGIN_ALLOW_THREADS rc = MPI_PCM_Init(&argc, &argv);
+  PyThreadState *ts = PyEval_SaveThread();
+  rc = MPI_PCM_Init(&argc, &argv);
   if (rc == PCM_SUCCESS) rc = PCM_Init(&world);
-  Py_END_ALLOW_THREADS if (rc != PCM_SUCCESS) {
+  PyEval_RestoreThread(ts);
+  if (rc != PCM_SUCCESS) {
     raise_pcm(rc);
     PCM_Finalize(MPI_COMM_NULL);
     return NULL;
@@ -483,8 +485,10 @@ static PyObject *py_resume(PyObject *self, PyObject *arg) {
   (void)self;
   if (!get_comm(arg, &before)) return NULL;
   comm = before;
-  Py_BEGIN_ALLOW_THREADS rc = PCM_Resume(&comm);
-  Py_END_ALLOW_THREADS if (rc != PCM_SUCCESS) return raise_pcm(rc);
+  PyThreadState *ts = PyEval_SaveThread();
+  rc = PCM_Resume(&comm);
+  PyEval_RestoreThread(ts);
+  if (rc != PCM_SUCCESS) return raise_pcm(rc);
   return comm_result(arg, before, comm);
 }
 
@@ -495,9 +499,13 @@ static PyObject *py_adapt(PyObject *self, PyObject *arg) {
   (void)self;
   if (!get_comm(arg, &before)) return NULL;
   comm = before;
-  Py_BEGIN_ALLOW_THREADS rc = PCM_Adapt(&comm);
-  Py_END_ALLOW_THREADS if (rc < 0) return raise_pcm(rc);
-  PyObject *s = rc == PCM_RESHAPED ? adapt_reshaped : rc == PCM_RETIRED ? adapt_retired : adapt_none;
+  PyThreadState *ts = PyEval_SaveThread();
+  rc = PCM_Adapt(&comm);
+  PyEval_RestoreThread(ts);
+  if (rc < 0) return raise_pcm(rc);
+  PyObject *s = rc == PCM_RESHAPED  ? adapt_reshaped
+                : rc == PCM_RETIRED ? adapt_retired
+                                    : adapt_none;
   PyObject *c = comm_result(arg, before, comm);
   if (!c) return NULL;
   return Py_BuildValue("(ON)", s ? s : Py_None, c);
@@ -509,8 +517,10 @@ static PyObject *py_checkpoint(PyObject *self, PyObject *args) {
   int it, rc;
   (void)self;
   if (!PyArg_ParseTuple(args, "Oi", &obj, &it) || !get_comm(obj, &comm)) return NULL;
-  Py_BEGIN_ALLOW_THREADS rc = PCM_Checkpoint(comm, it);
-  Py_END_ALLOW_THREADS if (rc != PCM_SUCCESS) return raise_pcm(rc);
+  PyThreadState *ts = PyEval_SaveThread();
+  rc = PCM_Checkpoint(comm, it);
+  PyEval_RestoreThread(ts);
+  if (rc != PCM_SUCCESS) return raise_pcm(rc);
   Py_RETURN_NONE;
 }
 
@@ -519,8 +529,10 @@ static PyObject *py_finalize(PyObject *self, PyObject *arg) {
   int rc;
   (void)self;
   if (arg != Py_None && !get_comm(arg, &comm)) return NULL;
-  Py_BEGIN_ALLOW_THREADS rc = PCM_Finalize(comm);
-  Py_END_ALLOW_THREADS current_world = MPI_COMM_NULL;
+  PyThreadState *ts = PyEval_SaveThread();
+  rc = PCM_Finalize(comm);
+  PyEval_RestoreThread(ts);
+  current_world = MPI_COMM_NULL;
   if (rc != PCM_SUCCESS) return raise_pcm(rc);
   Py_RETURN_NONE;
 }
@@ -529,8 +541,10 @@ static PyObject *py_exit(PyObject *self, PyObject *unused) {
   int rc;
   (void)self;
   (void)unused;
-  Py_BEGIN_ALLOW_THREADS rc = PCM_Exit();
-  Py_END_ALLOW_THREADS if (rc != PCM_SUCCESS) return raise_pcm(rc);
+  PyThreadState *ts = PyEval_SaveThread();
+  rc = PCM_Exit();
+  PyEval_RestoreThread(ts);
+  if (rc != PCM_SUCCESS) return raise_pcm(rc);
   Py_RETURN_NONE;
 }
 
@@ -571,10 +585,12 @@ static PyObject *py_adapt_loop(PyObject *self, PyObject *args) {
   double t0, t;
   (void)self;
   if (!PyArg_ParseTuple(args, "Ol", &obj, &calls) || !get_comm(obj, &comm)) return NULL;
-  Py_BEGIN_ALLOW_THREADS t0 = MPI_Wtime();
+  PyThreadState *ts = PyEval_SaveThread();
+  t0 = MPI_Wtime();
   for (i = 0; i < calls && rc == PCM_NONE; ++i) rc = PCM_Adapt(&comm);
   t = MPI_Wtime() - t0;
-  Py_END_ALLOW_THREADS if (rc < 0) return raise_pcm(rc);
+  PyEval_RestoreThread(ts);
+  if (rc < 0) return raise_pcm(rc);
   if (rc != PCM_NONE) return PyErr_Format(PyExc_RuntimeError, "_adapt_loop: PCM_Adapt gave %d", rc);
   return PyFloat_FromDouble(t);
 }
@@ -591,23 +607,22 @@ static PyObject *py_setup(PyObject *self, PyObject *args) {
   Py_RETURN_NONE;
 }
 
-static PyMethodDef methods[] = {
-    {"init", py_init, METH_O, NULL},
-    {"resume", py_resume, METH_O, NULL},
-    {"adapt", py_adapt, METH_O, NULL},
-    {"checkpoint", py_checkpoint, METH_VARARGS, NULL},
-    {"finalize", py_finalize, METH_O, NULL},
-    {"exit", py_exit, METH_NOARGS, NULL},
-    {"process_status", py_process_status, METH_NOARGS, NULL},
-    {"restart_info", py_restart_info, METH_NOARGS, NULL},
-    {"register_dist", py_register_dist, METH_VARARGS, NULL},
-    {"register_value", py_register_value, METH_VARARGS, NULL},
-    {"unregister", py_unregister, METH_O, NULL},
-    {"error_string", py_error_string, METH_O, NULL},
-    {"last_error", py_last_error, METH_NOARGS, NULL},
-    {"_setup", py_setup, METH_VARARGS, NULL},
-    {"_adapt_loop", py_adapt_loop, METH_VARARGS, NULL},
-    {NULL, NULL, 0, NULL}};
+static PyMethodDef methods[] = {{"init", py_init, METH_O, NULL},
+                                {"resume", py_resume, METH_O, NULL},
+                                {"adapt", py_adapt, METH_O, NULL},
+                                {"checkpoint", py_checkpoint, METH_VARARGS, NULL},
+                                {"finalize", py_finalize, METH_O, NULL},
+                                {"exit", py_exit, METH_NOARGS, NULL},
+                                {"process_status", py_process_status, METH_NOARGS, NULL},
+                                {"restart_info", py_restart_info, METH_NOARGS, NULL},
+                                {"register_dist", py_register_dist, METH_VARARGS, NULL},
+                                {"register_value", py_register_value, METH_VARARGS, NULL},
+                                {"unregister", py_unregister, METH_O, NULL},
+                                {"error_string", py_error_string, METH_O, NULL},
+                                {"last_error", py_last_error, METH_NOARGS, NULL},
+                                {"_setup", py_setup, METH_VARARGS, NULL},
+                                {"_adapt_loop", py_adapt_loop, METH_VARARGS, NULL},
+                                {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT,
