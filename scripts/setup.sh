@@ -35,6 +35,9 @@ PACKAGES=(build-essential cmake pkg-config dpkg-dev python3 clang-format
   fonts-dejavu-core clang-14 libclang-rt-14-dev slurm-wlm munge universal-ctags)
 if [ "$PCM_MPI" = openmpi ] && [ -z "${PCM_MPI_HOME:-}" ]; then
   PACKAGES+=(openmpi-bin libopenmpi-dev gfortran)
+  # The Python package pcm (python/): Debian's mpi4py is built against Debian's Open MPI, so it
+  # is built and tested on this build only (/usr/bin/python3; a pyenv python3 lacks these).
+  PACKAGES+=(python3-dev python3-numpy python3-mpi4py)
 fi
 
 install_packages() {

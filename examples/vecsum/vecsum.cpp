@@ -160,6 +160,10 @@ int run(pcm::Session& session, const Options& opt) {
   }
   wrong = allreduce_sum(wrong, session.comm());
   if (rank == 0) {
+    // The replicated history, which vecsum.py (the same program in Python) prints alike.
+    std::printf("vecsum: history");
+    for (int k = 0; k < kHistory; ++k) std::printf(" %lld", history[k]);
+    std::printf("\n");
     std::printf("vecsum: %s: %d reconfigurations, %d processes, %lld wrong\n",
                 wrong == 0 ? "ok" : "FAIL", reconfigs, size, wrong);
     std::fflush(stdout);

@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""vecsum_py.py — run under with_pcmd.sh: examples/vecsum/vecsum.py (the pcm Python package)
+against the C++ vecsum, whose history of exact sums is the reference.
+
+  vecsum_py.py BUILD PYTHON compare|reshape|restart
+
+compare: vecsum.py, vecsum_plain.py and the C++ vecsum on 2 processes print the same history.
+reshape: vecsum.py on 2 processes through a split (2->3), a merge (3->2) and a migration (pcmctl),
+  ends verified, with 3 reconfigurations and the reference history.
+restart: vecsum.py checkpointing every 50 iterations is killed with SIGKILL (its process group),
+  restarted with PCM_RESTART=1 on 3 processes, and ends verified with the reference history.
+Needs PYTHONPATH to hold the pcm package and MPIEXEC the launcher (ctest sets both).
+"""
+import os
+import re
+import signal
+import subprocess
+import sys
+
+build, python, mode = sys.argv[1:4]
+here = os.path.dirname(os.path.abspath(__file__))
+examples = os.path.join(here, "..", "..", "examples", "vecsum")
+mpiexec = os.environ.get("MPIEXEC", "mpiexec")
+pcmctl = os.path.join(build, "pcmctl")
+tmp = os.environ["PCM_TEST_DIR"]
+job = f"vecsum-py-{mode}-{os.getpid()}"
+N = "997"
+
+
+def fail(msg, out=""):
+    print(f"vecsum_py: FAIL ({mode}): {msg}")
+    if out:
+        print("  | " + out.rstrip().replace("\n", "\n  | "))
+    sys.exit(1)
+
+
+def ctl(*a):
+    r = subprocess.run([pcmctl, *a], capture_output=True, text=True, timeout=300)
+    if r.returncode != 0:
+        fail(f"pcmctl {' '.join(a)}: {r.stderr.strip()}", open(os.path.join(tmp, "job.out")).read())
+    return r.stdout
+
+
+def run(np_, cmd, env=None, timeout=300):
+    r = subprocess.run([mpiexec, "-n", str(np_), *cmd], capture_output=True, text=True,
+                       timeout=timeout, env=dict(os.environ, **(env or {})), stdin=subprocess.DEVNULL)
+    return r.returncode, r.stdout + r.stderr
+
+
+def history(text, what):
+    m = re.search(r"^vecsum: history ([\d ]+)$", text, re.M)
+    if not m:
+        fail(f"{what} printed no history", text)
+    return m.group(1)
+
+
+def verified(text, reconfigs, size, what):
+    if not re.search(rf"^vecsum: ok: {reconfigs} reconfigurations, {size} processes, 0 wrong$",
+                     text, re.M):
+        fail(f"{what} did not end with 'vecsum: ok: {reconfigs} reconfigurations, {size} "
+             "processes, 0 wrong'", text)
+
+
+def reference(iters):
+    rc, out = run(2, [os.path.join(build, "examples/vecsum/vecsum"), N, str(iters), "cyclic", "0",
+                      "0"])
+    if rc != 0:
+        fail(f"the C++ vecsum exited with {rc}", out)
+    verified(out, 0, 2, "the C++ vecsum")
+    return history(out, "the C++ vecsum")
+
+
+def start(np_, iters, throttle, every):
+    out = open(os.path.join(tmp, "job.out"), "w")
+    cmd = [mpiexec, "-n", str(np_), python, os.path.join(examples, "vecsum.py"), N, str(iters),
+           "cyclic", str(throttle), str(every)]
+    # setsid: its own process group, so that one kill reaches mpiexec and every rank.
+    return subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                            env=dict(os.environ, PCM_JOB=job), start_new_session=True)
+
+
+def finish(proc, what):
+    try:
+        rc = proc.wait(timeout=300)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        fail(f"{what} did not end within 300 s", open(os.path.join(tmp, "job.out")).read())
+    text = open(os.path.join(tmp, "job.out")).read()
+    if rc != 0:
+        fail(f"{what} exited with {rc}", text)
+    return text
+
+
+if mode == "compare":
+    ref = reference(300)
+    for prog in ("vecsum.py", "vecsum_plain.py"):
+        rc, out = run(2, [python, os.path.join(examples, prog), N, "300", "cyclic", "0", "0"])
+        if rc != 0:
+            fail(f"{prog} exited with {rc}", out)
+        verified(out, 0, 2, prog)
+        if history(out, prog) != ref:
+            fail(f"{prog}'s history differs from the C++ vecsum's {ref}", out)
+    print(f"vecsum_py: ok: vecsum.py, vecsum_plain.py and vecsum print the history {ref}")
+elif mode == "reshape":
+    iters = 1500
+    ref = reference(iters)
+    proc = start(2, iters, 2000, 0)
+    ctl("wait", job, "--iteration", "20", "--timeout", "120")
+    steps = [("split", job, "0", "--into", "2"), ("merge", job, "0", "1"), ("migrate", job, "1")]
+    for done, step in enumerate(steps, 1):
+        ctl(*step)
+        ctl("wait", job, "--reconfigurations", str(done), "--timeout", "180")
+    text = finish(proc, "vecsum.py")
+    verified(text, 3, 2, "vecsum.py")
+    if history(text, "vecsum.py") != ref:
+        fail(f"the history differs from the C++ vecsum's {ref}", text)
+    print("vecsum_py: ok: split 2->3, merge 3->2, migrate: the C++ vecsum's history")
+elif mode == "restart":
+    iters = 1000
+    ref = reference(iters)
+    proc = start(2, iters, 3000, 50)
+    ctl("wait", job, "--iteration", "300", "--timeout", "120")
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    ctl("wait", job, "--ended", "--timeout", "30")
+    if re.search(r"^vecsum: ok", open(os.path.join(tmp, "job.out")).read(), re.M):
+        fail("the job finished before it was killed")
+    rc, out = run(3, [python, os.path.join(examples, "vecsum.py"), N, str(iters), "cyclic", "0",
+                      "0"], env={"PCM_RESTART": "1", "PCM_JOB": job})
+    if rc != 0:
+        fail(f"the restart on 3 processes exited with {rc}", out)
+    m = re.search(r"^vecsum: restarted from iteration (\d+) on 3 processes$", out, re.M)
+    if not m or int(m.group(1)) < 250:
+        fail("the restart did not resume from iteration 250 or later", out)
+    verified(out, r"\d+", 3, "the restart")
+    if history(out, "the restart") != ref:
+        fail(f"the restart's history differs from the C++ vecsum's {ref}", out)
+    print(f"vecsum_py: ok: killed, restarted on 3 processes from iteration {m.group(1)}: the C++ "
+          "vecsum's history")
+else:
+    fail(f"unknown mode {mode}")
