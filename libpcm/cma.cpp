@@ -176,18 +176,29 @@ bool cma_merge(const json& olds_list, const json& news_list, const std::vector<T
 // whether every new process has read its data (old side: mine is ignored). Until it returns,
 // the old buffers stay in place.
 bool cma_all_read(bool mine, bool old_side, MPI_Comm inter, MPI_Comm world_new,
-                  const Waiter& wait) {
+                  const Waiter* wait) {
   int ok = mine ? 1 : 0, all = 0;
   MPI_Request req;
-  if (!old_side) {
+  if (!old_side && wait) {
     mpi_check(MPI_Iallreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, world_new, &req),
               "MPI_Iallreduce");
-    wait(&req);
+    (*wait)(&req);
+  } else if (!old_side) {
+    mpi_check(MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, world_new), "MPI_Allreduce");
   }
   // On an intercommunicator each group receives the reduction of the other group's values.
   if (old_side) ok = 1;
   mpi_check(MPI_Iallreduce(&ok, &all, 1, MPI_INT, MPI_MIN, inter, &req), "MPI_Iallreduce");
-  wait(&req);
+  if (wait) {
+    (*wait)(&req);
+  } else {
+    int done = 0;
+    const timespec pause{0, old_side ? 200000 : 0};
+    while (!done) {
+      mpi_check(MPI_Test(&req, &done, MPI_STATUS_IGNORE), "MPI_Test");
+      if (!done && old_side) nanosleep(&pause, nullptr);
+    }
+  }
   return old_side ? all == 1 : ok == 1;
 }
 

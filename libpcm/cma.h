@@ -36,7 +36,10 @@ bool cma_merge(const proto::json& olds, const proto::json& news, const std::vect
 
 // Collective over a split's intercommunicator (and the new world, world_new, on the new side):
 // whether every new process has read its data (old side: mine is ignored). Until it returns,
-// the old buffers stay in place. Its nonblocking reductions are waited for by wait.
-bool cma_all_read(bool mine, bool old_side, MPI_Comm inter, MPI_Comm world_new, const Waiter& wait);
+// the old buffers stay in place. With wait, its reductions are nonblocking and waited for by it
+// (on every process); without, the old side polls gently (0.2 ms sleeps: the readers need the
+// cores).
+bool cma_all_read(bool mine, bool old_side, MPI_Comm inter, MPI_Comm world_new,
+                  const Waiter* wait = nullptr);
 
 }  // namespace pcm::detail

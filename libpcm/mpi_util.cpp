@@ -96,19 +96,22 @@ json bcast_json(const json& value, int root, MPI_Comm comm) {
   return decode_internal(bytes);
 }
 
-void wait_for_good(MPI_Request* req) { mpi_check(MPI_Wait(req, MPI_STATUS_IGNORE), "MPI_Wait"); }
-
-json bcast_inter(const json& value, bool sender, int my_rank, MPI_Comm inter, const Waiter& wait) {
+json bcast_inter(const json& value, bool sender, int my_rank, MPI_Comm inter, const Waiter* wait) {
   int root = sender ? (my_rank == 0 ? MPI_ROOT : MPI_PROC_NULL) : 0;
   std::string bytes = sender && my_rank == 0 ? proto::encode(value) : std::string();
   long long n = static_cast<long long>(bytes.size());
-  MPI_Request req;
-  mpi_check(MPI_Ibcast(&n, 1, MPI_LONG_LONG, root, inter, &req), "MPI_Ibcast");
-  wait(&req);
+  auto bcast = [&](void* buf, int count, MPI_Datatype type) {
+    if (!wait) {
+      mpi_check(MPI_Bcast(buf, count, type, root, inter), "MPI_Bcast");
+      return;
+    }
+    MPI_Request req;
+    mpi_check(MPI_Ibcast(buf, count, type, root, inter, &req), "MPI_Ibcast");
+    (*wait)(&req);
+  };
+  bcast(&n, 1, MPI_LONG_LONG);
   if (!sender) bytes.resize(static_cast<std::size_t>(n));
-  mpi_check(MPI_Ibcast(bytes.data(), static_cast<int>(n), MPI_CHAR, root, inter, &req),
-            "MPI_Ibcast");
-  wait(&req);
+  bcast(bytes.data(), static_cast<int>(n), MPI_CHAR);
   return sender ? value : decode_internal(bytes);
 }
 

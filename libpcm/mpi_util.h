@@ -144,16 +144,15 @@ nlohmann::json decode_internal(const std::string& bytes);
 nlohmann::json bcast_json(const nlohmann::json& value, int root, MPI_Comm comm);
 
 // How a reconfiguration waits for one of its nonblocking operations: returns once the request is
-// complete, or throws (a split's guard gives the split up: split_guard.h). wait_for_good is
-// MPI_Wait with mpi_check.
+// complete, or throws (a split's guard gives the split up: split_guard.h).
 using Waiter = std::function<void(MPI_Request*)>;
-void wait_for_good(MPI_Request* req);
 
 // Broadcasts a header from the sending group's rank 0 to every process of the receiving group of
-// an intercommunicator (nonblocking broadcasts on both sides, each waited for with wait). Returns
-// what was received (the receivers) or value (the senders).
+// an intercommunicator. Returns what was received (the receivers) or value (the senders). With
+// wait, nonblocking broadcasts waited for by it (every process must give one: a nonblocking
+// collective never matches a blocking one); without, blocking ones.
 nlohmann::json bcast_inter(const nlohmann::json& value, bool sender, int my_rank, MPI_Comm inter,
-                           const Waiter& wait = wait_for_good);
+                           const Waiter* wait = nullptr);
 
 // The MPI type of a PCM_Datatype.
 MPI_Datatype mpi_type(int type);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <optional>
 #include <random>
 
 #include "buffer.h"
@@ -172,15 +173,16 @@ void Runtime::receive_split(const std::vector<ArrayRef>& arrays, json* extra) {
   }
   // Until the old world's verdict, the split can still be given up (split_guard.h): then this
   // process ends in the guard.
-  NewSideGuard& verdict = *world_.joining.verdict;
-  const Waiter wait = verdict.waiter();
-  if (!cma_all_read(read, false, world_.joining.inter.get(), world_.comm(), wait)) {
+  NewSideGuard* verdict = world_.joining.verdict.get();
+  const Waiter wait = verdict ? verdict->waiter() : Waiter();
+  const Waiter* w = verdict ? &wait : nullptr;
+  if (!cma_all_read(read, false, world_.joining.inter.get(), world_.comm(), w)) {
     for (std::size_t i = 0; i < n; ++i)
       exchange(world_.joining.inter.get(), from[i].size(), moves[i], -1, world_.rank(), from[i],
                to[i], identity(to[i].size()), identity(from[i].size()), nullptr, bufs[i], types[i],
-               &wait);
+               w);
   }
-  verdict.await_verdict();
+  if (verdict) verdict->await_verdict();
   world_.joining.verdict.reset();
   reconfig_.t_data = wtime() - t0;
   const double t1 = wtime();
@@ -247,25 +249,32 @@ void Runtime::send_split(const std::vector<ArrayRef>& arrays, const json& extra,
   ctx["parked"] =
       leave ? 0
             : world_.parking.parked + world_.size();  // the old world with the others, or nobody
-  // Until every old process has done its part, a lost new process sends the split back.
-  OldSideGuard lost(world_.comm(), split_deadline(), lost_probe());
+  // Until every old process has done its part, a lost new process sends the split back (where
+  // the launcher can let the job outlive it: split_guard.h).
+  std::optional<OldSideGuard> lost;
+  Waiter spin, gently;
+  if (split_can_go_back()) {
+    lost.emplace(world_.comm(), split_deadline(), lost_probe());
+    spin = lost->waiter();
+    gently = lost->waiter(true);
+  }
   try {
-    bcast_inter(ctx, true, world_.rank(), inter.get(), lost.waiter());
-    if (!cma_all_read(false, true, inter.get(), MPI_COMM_NULL, lost.waiter(true))) {
-      const Waiter wait = lost.waiter();
+    bcast_inter(ctx, true, world_.rank(), inter.get(), lost ? &spin : nullptr);
+    if (!cma_all_read(false, true, inter.get(), MPI_COMM_NULL, lost ? &gently : nullptr)) {
       for (std::size_t i = 0; i < arrays.size(); ++i)
         exchange(inter.get(), next[i].size(), plan((*arrays[i].dist)->d, next[i]), world_.rank(),
                  -1, (*arrays[i].dist)->d, next[i], identity(next[i].size()),
                  identity(world_.size()), static_cast<const char*>(*arrays[i].buf), nullptr,
-                 arrays[i].type, &wait);
+                 arrays[i].type, lost ? &spin : nullptr);
     }
   } catch (const SplitGivenUp&) {
   } catch (const Error& e) {  // an MPI call on the intercommunicator failed at once
-    lost.give_up(e.what());
+    if (!lost) throw;
+    lost->give_up(e.what());
   }
   std::string why;
-  const bool go_on = lost.agree(&why);
-  if (world_.rank() == 0) OldSideGuard::tell_new_world(inter.get(), go_on);
+  const bool go_on = !lost || lost->agree(&why);
+  if (lost && world_.rank() == 0) OldSideGuard::tell_new_world(inter.get(), go_on);
   if (!go_on) {
     // Every old process still has its data and its world: the job goes on as it was.
     abandon(cmd, "given up, the job goes on as it was: " + why);

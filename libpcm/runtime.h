@@ -156,6 +156,8 @@ class Runtime {
   // A split's old world: when its guard gives up waiting (split_guard.h), shortly before the
   // watchdog's deadline (nullopt: no bound); and what rank 0 asks pcmd meanwhile (null elsewhere).
   std::optional<std::chrono::steady_clock::time_point> split_deadline() const;
+  // Whether a split's waits are guarded at all (split_guard.h): the same on every process.
+  bool split_can_go_back() const;
   std::function<std::string()> lost_probe();
 
   // Migration (migrate.cpp); in the mover, send(merged, child) runs once the new world is built.

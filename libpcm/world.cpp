@@ -117,6 +117,11 @@ Watchdog::Scope Runtime::bounded(const Command& cmd) {
                  world_.rank(), world_.rank() == 0);
 }
 
+// MPICH only. Open MPI's mpirun ends the whole job at a lost process anyway, and with 4.1 the
+// guarded split's nonblocking collectives on the intercommunicator did not complete
+// (multihost.reconfig: every process in MPI_Test of the CMA reduction for minutes).
+bool Runtime::split_can_go_back() const { return mpi::is_mpich(); }
+
 std::optional<std::chrono::steady_clock::time_point> Runtime::split_deadline() const {
   const auto d = watchdog_.deadline();
   if (!d) return std::nullopt;
@@ -227,9 +232,14 @@ void Runtime::join_as_child(MPI_Comm parent_handle) {
   const Watchdog::Scope guard =
       bounded("joining the world a reconfiguration builds (spawned process)", me, false);
   // A split's old world may give it up from now on (split_guard.h); a migration's never does.
-  auto verdict = std::make_unique<NewSideGuard>(
-      parent.get(), [this](const std::string& why) { leave_given_up_split(why); });
-  json ctx = bcast_inter(json{}, false, me, parent.get(), verdict->waiter());
+  std::unique_ptr<NewSideGuard> verdict;
+  Waiter wait;
+  if (split_can_go_back()) {
+    verdict = std::make_unique<NewSideGuard>(
+        parent.get(), [this](const std::string& why) { leave_given_up_split(why); });
+    wait = verdict->waiter();
+  }
+  json ctx = bcast_inter(json{}, false, me, parent.get(), verdict ? &wait : nullptr);
   job_ = ctx.at("job").get<std::string>();
   incarnation_ = ctx.at("incarnation").get<std::int64_t>();
   link_.watch(job_, incarnation_, processor_name(), settings_.connect_timeout_ms);
