@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""readme_in_sync.py SOURCE_DIR [DOC.md=EXAMPLE.c ...] — the README and docs/ against the sources.
+"""readme_in_sync.py SOURCE_DIR [DOC.md=EXAMPLE ...] — the README and docs/ against the sources.
 
 Fails unless
-- each DOC.md (a path under SOURCE_DIR) holds the file EXAMPLE.c verbatim in a ```c block;
+- each DOC.md (a path under SOURCE_DIR) holds the file EXAMPLE verbatim in a fenced block of its
+  language: ```c for EXAMPLE.c, ```fortran for .f90, ```python for .py;
 - every relative link and image in README.md and docs/**/*.md names a file or directory that
   exists (http(s) and mailto links are not followed), and its #anchor, if any, names a heading
   of the markdown file it points to;
@@ -41,11 +42,17 @@ def anchors(path):
     return found
 
 
+LANGUAGES = {".c": "c", ".f90": "fortran", ".py": "python"}
 for pair in sys.argv[2:]:
     doc, _, example = pair.partition("=")
-    blocks = re.findall(r"```c\n(.*?)```", (root / doc).read_text(encoding="utf-8"), re.S)
+    lang = LANGUAGES.get(pathlib.PurePath(example).suffix)
+    if lang is None:
+        errors.append(f"{pair}: {example} is none of {', '.join(LANGUAGES)}")
+        continue
+    text = (root / doc).read_text(encoding="utf-8")
+    blocks = re.findall(rf"```{lang}\n(.*?)```", text, re.S)
     if (root / example).read_text(encoding="utf-8") not in blocks:
-        errors.append(f"{doc} has no ```c block equal to {example}; copy the file into it")
+        errors.append(f"{doc} has no ```{lang} block equal to {example}; copy the file into it")
 
 pages = [root / "README.md"] + sorted((root / "docs").rglob("*.md"))
 links = 0
