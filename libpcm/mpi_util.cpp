@@ -62,13 +62,15 @@ std::int64_t now_ms() {
   return static_cast<std::int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
 }
 
+std::string mpi_error_string(int rc) {
+  char msg[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  if (MPI_Error_string(rc, msg, &len) != MPI_SUCCESS) return "MPI error " + std::to_string(rc);
+  return std::string(msg, static_cast<std::size_t>(len));
+}
+
 void mpi_check(int rc, const char* what) {
-  if (rc != MPI_SUCCESS) {
-    char msg[MPI_MAX_ERROR_STRING];
-    int len = 0;
-    MPI_Error_string(rc, msg, &len);
-    fail(PCM_ERR_MPI, "{} failed: {}", what, std::string(msg, static_cast<std::size_t>(len)));
-  }
+  if (rc != MPI_SUCCESS) fail(PCM_ERR_MPI, "{} failed: {}", what, mpi_error_string(rc));
 }
 
 void agree(MPI_Comm comm, int local_code, const std::string& local_msg) {

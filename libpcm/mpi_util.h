@@ -101,6 +101,8 @@ std::int64_t now_ms();
 
 // Throws pcm::Error(PCM_ERR_MPI) naming `what` unless rc is MPI_SUCCESS.
 void mpi_check(int rc, const char* what);
+// MPI_Error_string's text of rc.
+std::string mpi_error_string(int rc);
 
 // Collective over comm: every rank throws the same pcm::Error (the most negative local code,
 // with the message of the lowest rank that had it), or returns if every code is PCM_SUCCESS.

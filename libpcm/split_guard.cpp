@@ -1,8 +1,6 @@
 // split_guard.cpp — a split that loses a new process goes back to the old world (split_guard.h).
 #include "split_guard.h"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <ctime>
 
@@ -19,10 +17,7 @@ constexpr unsigned kTestsPerLook = 256;
 // What an MPI error says, shortly: MPICH's text is a stack whose last entry names the cause
 // ("...: Communication error with rank 0").
 std::string mpi_error_text(int rc) {
-  char text[MPI_MAX_ERROR_STRING];
-  int len = 0;
-  if (MPI_Error_string(rc, text, &len) != MPI_SUCCESS) return fmt::format("MPI error {}", rc);
-  std::string s(text, static_cast<std::size_t>(len));
+  std::string s = mpi_error_string(rc);
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
   if (const auto at = s.rfind("): "); at != std::string::npos) s = s.substr(at + 3);
   std::replace(s.begin(), s.end(), '\n', ' ');
@@ -55,8 +50,7 @@ OldSideGuard::~OldSideGuard() {
     MPI_Cancel(&heard_req_);
     MPI_Request_free(&heard_req_);
   }
-  for (MPI_Request& r : told_)
-    if (r != MPI_REQUEST_NULL) MPI_Request_free(&r);
+  for (MPI_Request& r : sends_) MPI_Request_free(&r);
 }
 
 void OldSideGuard::wait(MPI_Request* req, bool gently) {
@@ -91,8 +85,9 @@ void OldSideGuard::check_others() {
 }
 
 void OldSideGuard::give_up(const std::string& why) {
-  if (!told_.empty() || (!why_.empty() && heard_done_)) return;  // told, or heard it from another
+  if (told_ || (!why_.empty() && heard_done_)) return;  // told, or heard it from another
   if (why_.empty()) why_ = why;
+  told_ = true;
   told_text_ = why_.substr(0, kReasonMax - 1);
   for (int r = 0; r < size_; ++r) {
     if (r == rank_) continue;
@@ -100,16 +95,13 @@ void OldSideGuard::give_up(const std::string& why) {
     // The old world is intact while this helps: a failure here leaves the bound to the watchdog.
     if (MPI_Isend(told_text_.c_str(), static_cast<int>(told_text_.size()) + 1, MPI_CHAR, r,
                   kGiveUpTag, ctl_.get(), &q) == MPI_SUCCESS)
-      told_.push_back(q);
+      sends_.push_back(q);
   }
-  if (told_.empty()) told_.push_back(MPI_REQUEST_NULL);  // told everyone there is (nobody)
 }
 
 bool OldSideGuard::agree(std::string* why) {
   check_others();
-  const int sent = told_.empty() ? 0 : 1;
-  const int sent_real = sent && size_ > 1 ? 1 : 0;
-  int mine[2] = {gave_up() ? 1 : 0, sent_real}, sum[2] = {0, 0};
+  int mine[2] = {gave_up() ? 1 : 0, told_ ? 1 : 0}, sum[2] = {0, 0};
   mpi_check(MPI_Allreduce(mine, sum, 2, MPI_INT, MPI_SUM, ctl_.get()), "MPI_Allreduce");
   // Every process that told, told every other: receive exactly what was sent here.
   const int expected = sum[1] - mine[1];
@@ -135,9 +127,8 @@ bool OldSideGuard::agree(std::string* why) {
     heard_.back() = '\0';
     if (why_.empty()) why_ = heard_.data();
   }
-  for (MPI_Request& r : told_)
-    if (r != MPI_REQUEST_NULL) mpi_check(MPI_Wait(&r, MPI_STATUS_IGNORE), "MPI_Wait");
-  told_.clear();
+  for (MPI_Request& r : sends_) mpi_check(MPI_Wait(&r, MPI_STATUS_IGNORE), "MPI_Wait");
+  sends_.clear();
   // Rank 0 names the lost process where pcmd saw it (its watch port hears of a death at once;
   // the MPI error may come first).
   if (sum[0] != 0 && lost_ && why_.find("was lost") == std::string::npos) {

@@ -77,7 +77,8 @@ class OldSideGuard {
   MPI_Request heard_req_ = MPI_REQUEST_NULL;
   std::vector<char> heard_;
   bool heard_done_ = false;
-  std::vector<MPI_Request> told_;
+  bool told_ = false;  // this process told the others it gave up
+  std::vector<MPI_Request> sends_;
   std::string told_text_;
 };
 

@@ -150,9 +150,9 @@ bool JobTable::take_watch_events(Watcher& watcher) {
 // A job whose rank 0 ran on this host and is gone without saying "finished" has failed (killed,
 // crashed, or aborted by hydra when a spawned process died); so has a job whose processes all
 // left the watch port without it finishing. Jobs on several hosts are watched through the watch
-// port (take_watch_events).
+// port (take_watch_events, called first).
 bool JobTable::check_alive(Watcher& watcher) {
-  bool failed = take_watch_events(watcher);
+  bool failed = false;
   const auto now = std::chrono::steady_clock::now();
   for (auto& [name, job] : jobs_) {
     if (job.state != JobState::kRunning) continue;

@@ -124,7 +124,9 @@ class JobTable {
   void fail_job(Job& job, std::string why);
   // Whether the job's rank 0 ran on this host and its process is gone.
   bool rank0_gone(const Job& job) const;
-  // What the watch port saw, and rank 0's pid; whether a job failed (its hosts are free).
+  // Rank 0's pid and jobs every process of which left; whether a job failed (its hosts are
+  // free). After take_watch_events (it takes the watcher's news again only before it fails a job
+  // on rank 0's pid, so that a loss the watch port names comes first).
   bool check_alive(Watcher& watcher);
   // What the watch port saw (processes arriving, leaving, lost); whether a job failed. Taken
   // before a poll and a reconfiguration's report too, so that a process that joined during a

@@ -268,8 +268,8 @@ void Server::watch_now() {
 }
 
 void Server::check_jobs_alive() {
+  watch_now();
   if (jobs_.check_alive(*watcher_)) drains_.progress();
-  for (const std::string& h : jobs_.take_lost_hosts()) inventory_.note_lost_process(h);
   inventory_.check_silent();
 }
 

@@ -479,15 +479,23 @@ static PyObject *py_init(PyObject *self, PyObject *arg) {
   return PyMPIComm_New(world);
 }
 
+/* Calls fn (PCM_Resume, PCM_Adapt) on arg's communicator without the GIL: 0 and *rc, or -1 with
+ * an exception set where arg is no communicator. */
+static int call_on_comm(PyObject *arg, int (*fn)(MPI_Comm *), MPI_Comm *before, MPI_Comm *comm,
+                        int *rc) {
+  if (!get_comm(arg, before)) return -1;
+  *comm = *before;
+  PyThreadState *ts = PyEval_SaveThread();
+  *rc = fn(comm);
+  PyEval_RestoreThread(ts);
+  return 0;
+}
+
 static PyObject *py_resume(PyObject *self, PyObject *arg) {
   MPI_Comm before, comm;
   int rc;
   (void)self;
-  if (!get_comm(arg, &before)) return NULL;
-  comm = before;
-  PyThreadState *ts = PyEval_SaveThread();
-  rc = PCM_Resume(&comm);
-  PyEval_RestoreThread(ts);
+  if (call_on_comm(arg, PCM_Resume, &before, &comm, &rc) != 0) return NULL;
   if (rc != PCM_SUCCESS) return raise_pcm(rc);
   return comm_result(arg, before, comm);
 }
@@ -497,11 +505,7 @@ static PyObject *py_adapt(PyObject *self, PyObject *arg) {
   MPI_Comm before, comm;
   int rc;
   (void)self;
-  if (!get_comm(arg, &before)) return NULL;
-  comm = before;
-  PyThreadState *ts = PyEval_SaveThread();
-  rc = PCM_Adapt(&comm);
-  PyEval_RestoreThread(ts);
+  if (call_on_comm(arg, PCM_Adapt, &before, &comm, &rc) != 0) return NULL;
   if (rc < 0) return raise_pcm(rc);
   PyObject *s = rc == PCM_RESHAPED  ? adapt_reshaped
                 : rc == PCM_RETIRED ? adapt_retired
