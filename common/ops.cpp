@@ -330,6 +330,23 @@ json ShardPut::to_json() const {
   return json{{"job", job}, {"iteration", iteration}, {"rank", rank}};
 }
 
+ShardDone ShardDone::from_json(const json& j) {
+  ShardDone r;
+  r.job = job_of(j);
+  r.iteration = get_int(j, "iteration", 0, INT64_MAX);
+  r.rank = rank_of(j, "rank", 0);
+  r.size = rank_of(j, "size", 1);
+  r.error = opt_string(j, "error", 2000);
+  r.retry = get_bool(j, "retry", false);
+  return r;
+}
+json ShardDone::to_json() const {
+  json j{{"job", job}, {"iteration", iteration}, {"rank", rank}, {"size", size}};
+  put(j, "error", error);
+  if (retry) j["retry"] = true;
+  return j;
+}
+
 void CommandFields::read(const json& j) {
   job = job_of(j);
   host = opt_string(j, "host", proto::kMaxHost);

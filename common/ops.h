@@ -47,6 +47,7 @@ inline constexpr int kMaxRanks = 1 << 20;  // processes of a job, ranks named in
   X(CheckpointBad, "checkpoint_bad", false, false, false)          \
   X(CheckpointManifest, "checkpoint_manifest", false, false, true) \
   X(ShardPut, "shard_put", true, false, false)                     \
+  X(ShardDone, "shard_done", true, false, false)                   \
   X(Migrate, "migrate", false, false, false)                       \
   X(Split, "split", false, false, false)                           \
   X(Merge, "merge", false, false, false)                           \
@@ -297,6 +298,21 @@ struct ShardPut {
   std::int64_t iteration = 0;
   int rank = 0;
   static ShardPut from_json(const json& j);
+  json to_json() const;
+};
+
+// One rank's shard of a version is written: its record (MessagePack) as the data frame, or the
+// error that stopped it. pcmd commits the version when every rank of `size` has reported one
+// (the reply to the last is the commit's: iteration, bytes, shards, pruned).
+struct ShardDone {
+  static constexpr Op kOp = Op::kShardDone;
+  std::string job;
+  std::int64_t iteration = 0;
+  int rank = 0;
+  int size = 0;
+  std::optional<std::string> error;  // the rank's shard could not be written
+  bool retry = false;
+  static ShardDone from_json(const json& j);
   json to_json() const;
 };
 

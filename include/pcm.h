@@ -425,20 +425,38 @@ int PCM_Adapt(MPI_Comm *comm);
 /*
  * PCM_Checkpoint — save every registered item and commit them as the durable version for
  * `iteration`. Each process writes its own shard of the version (an HDF5 file in pcmd's data
- * directory, straight from the registered buffers: its arrays' owned units, without ghosts, and
+ * directory, straight from the registered data: its arrays' owned units, without ghosts, and
  * its local values; rank 0 also the values and maps), with a checksum per MiB computed from
- * memory, and fsyncs it; pcmd then commits the version in one rename. A process that does not
- * see pcmd's data directory (another host without a shared file system), or any process when
- * PCM_CHECKPOINT_DIRECT=0, sends its shard through pcmd instead. In a restarted job, the
- * iteration it restarted from is already saved: the call returns PCM_SUCCESS without writing it
- * again. A restart (PCM_Resume) reads each process's share from the shards, verifying the chunks
- * it reads; a version found damaged is marked bad for good and the one before it is used.
+ * memory, fsyncs it and tells pcmd; pcmd commits the version in one rename once every process
+ * has. By default (PCM_CHECKPOINT_ASYNC=1) the call returns as soon as this process has copied
+ * its registered data into staging memory (kept for the next version: the job's registered bytes
+ * once more); the writing, the fsync and the commit go on in the background while the loop runs.
+ * One version is in flight at most: the next PCM_Checkpoint (or PCM_Checkpoint_wait, a
+ * reconfiguration, PCM_Finalize) waits for it first. A version counts only once committed: a
+ * job that dies before restarts from the one before. With PCM_CHECKPOINT_ASYNC=0 the call
+ * returns once the version is committed. A process that does not see pcmd's data directory
+ * (another host without a shared file system), or any process when PCM_CHECKPOINT_DIRECT=0,
+ * sends its shard through pcmd instead. In a restarted job, the iteration it restarted from is
+ * already saved: the call returns PCM_SUCCESS without writing it again. A restart (PCM_Resume)
+ * reads each process's share from the shards, verifying the chunks it reads; a version found
+ * damaged is marked bad for good and the one before it is used.
  * Collective over comm; the same code on every process.
  * Errors: PCM_ERR_ARG, PCM_ERR_STATE, PCM_ERR_REFUSED (a valid version of `iteration` exists),
  * PCM_ERR_INTERNAL (a write failed: a full disk), PCM_ERR_DAEMON; nothing counts as a version
- * unless the call succeeds.
+ * unless the call succeeds (and, in the background, the commit: a version in flight that was not
+ * made is reported by the next of these calls, with the same code on every process, and that
+ * call writes nothing — call it again).
  */
 int PCM_Checkpoint(MPI_Comm comm, int iteration);
+
+/*
+ * PCM_Checkpoint_wait — wait until the version the last PCM_Checkpoint (or PCM_Adapt) started
+ * is committed. Returns PCM_SUCCESS at once when none is in flight (and always with
+ * PCM_CHECKPOINT_ASYNC=0). Collective over comm.
+ * Errors: what made the version in flight fail (as PCM_Checkpoint's; the same on every
+ * process), PCM_ERR_STATE.
+ */
+int PCM_Checkpoint_wait(MPI_Comm comm);
 
 /*
  * Halo exchange for any map

@@ -325,6 +325,10 @@ int Runtime::checkpoint(MPI_Comm comm, int iteration) {
   int code = iteration < 0 ? PCM_ERR_ARG : PCM_SUCCESS;
   std::string msg = code ? fmt::format("iteration {} is negative", iteration) : "";
   agree(world_.comm(), code, msg);
+  const double t0 = wtime();
+  // One version in flight at most: the last one is committed first (its failure is this call's,
+  // and then nothing more is written).
+  settle_checkpoint();
   // A restarted job has this version already (rank 0 decides for all: a process spawned later
   // knows the restart too, but one answer leaves no doubt).
   // So has a job whose PCM_Adapt wrote this iteration's version by itself in this same call.
@@ -334,7 +338,13 @@ int Runtime::checkpoint(MPI_Comm comm, int iteration) {
                  : 0;
   mpi_check(MPI_Bcast(&skip, 1, MPI_INT, 0, world_.comm()), "MPI_Bcast");
   if (skip) return PCM_SUCCESS;
-  write_version(iteration);
+  write_version(iteration, t0);
+  return PCM_SUCCESS;
+}
+
+int Runtime::checkpoint_wait(MPI_Comm comm) {
+  require_world(comm);
+  settle_checkpoint();
   return PCM_SUCCESS;
 }
 
@@ -351,13 +361,14 @@ void Runtime::write_due_checkpoint() {
                                   : fmt::format("scheduled checkpoint (PCM_CHECKPOINT_MTBF={})",
                                                 settings_.checkpoint_mtbf_s);
   const double t0 = wtime();
+  settle_quietly("before a new version");
   try {
-    write_version(static_cast<int>(label));
+    write_version(static_cast<int>(label), t0);
     checkpoint_.label = label;
     checkpoint_.at_call = iteration_;
     if (world_.rank() == 0)
-      plog()->info("[rank 0] {}: version of iteration {} written in {:.3f} s", what, label,
-                   wtime() - t0);
+      plog()->info("[rank 0] {}: version of iteration {} {} in {:.3f} s", what, label,
+                   settings_.checkpoint_async ? "staged" : "written", wtime() - t0);
   } catch (const Error& e) {
     // Agreed (write_version's steps are): the job goes on; pcmd still shows a request. The
     // schedule tries again an interval later (a tenth of the MTBF while no cost is known).

@@ -264,6 +264,9 @@ PCM_EXPORT int PCM_Adapt(MPI_Comm* comm) {
 PCM_EXPORT int PCM_Checkpoint(MPI_Comm comm, int iteration) {
   return guard("PCM_Checkpoint", [&] { return rt().checkpoint(comm, iteration); });
 }
+PCM_EXPORT int PCM_Checkpoint_wait(MPI_Comm comm) {
+  return guard("PCM_Checkpoint_wait", [&] { return rt().checkpoint_wait(comm); });
+}
 
 PCM_EXPORT const char* PCM_Last_error(void) { return t_last_error.c_str(); }
 

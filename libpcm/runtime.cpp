@@ -232,6 +232,8 @@ int Runtime::status(MPI_Comm comm) {
         Command::from_json(proto::decode(bytes.data(), bytes.size()), world_.size());
     reconfig_.received.reset();
     reconfig_.note(*reconfig_.current, world_.size());
+    // The world is about to change: the version in flight is committed in this one first.
+    settle_quietly("before a reconfiguration");
   }
   // Until the reconfiguration runs, every call reports the same command.
   return reconfig_.status_of(world_.rank(), world_.size());
@@ -275,6 +277,7 @@ bool Runtime::keep_parking_bounded(Command& cmd) {
 // Closes the link to pcmd and ends MPI.
 void Runtime::shut_down() {
   profiler().stop();
+  shard_writer_.close();
   link_.close();
   phase_ = Phase::kFinalized;
   if (!mpi::finalized()) mpi_check(PMPI_Finalize(), "MPI_Finalize");  // not ours (api.cpp)
@@ -286,6 +289,7 @@ int Runtime::exit_retired() {
   if (phase_ == Phase::kFinalized) fail(PCM_ERR_STATE, "already finalized");
   // Park until the job ends (retirement.cpp: sleeping between tests for the wake-up).
   retirement_.park();
+  shard_writer_.close();
   link_.close();
   phase_ = Phase::kFinalized;
   mpi_check(PMPI_Finalize(), "MPI_Finalize");
@@ -297,6 +301,7 @@ int Runtime::finalize(MPI_Comm comm) {
   if (process_status_ == PCM_RETIRED) return exit_retired();
   if (phase_ == Phase::kActive) {
     require_world(comm);
+    settle_quietly("at PCM_Finalize");  // the last version is committed before the job ends
     if (world_.rank() == 0) {
       try {
         // A pcmd that went away gets a short while to come back: the job is over anyway.

@@ -9,7 +9,8 @@
 //   migrate.cpp  migration (PCM_Reconfigure)
 //   reshape.cpp  split and merge (PCM_Split, PCM_Merge, PCM_Merge_datacnts)
 //   restart.cpp  store and load through pcmd, commit, restart reads
-//   shards.cpp   PCM_Checkpoint: shards the ranks write; restarts that read them
+//   shards.cpp   PCM_Checkpoint: shards the ranks write (shard_writer.h: now or in the
+//                background); restarts that read them
 //   adapt.cpp    the register-once layer (PCM_Resume, PCM_Adapt, PCM_Checkpoint)
 #pragma once
 
@@ -33,6 +34,7 @@
 #include "restart_state.h"
 #include "retirement.h"
 #include "settings.h"
+#include "shard_writer.h"
 #include "status_window.h"
 #include "watchdog.h"
 #include "world.h"
@@ -115,6 +117,7 @@ class Runtime {
   int resume(MPI_Comm* comm);
   int adapt(MPI_Comm* comm);
   int checkpoint(MPI_Comm comm, int iteration);
+  int checkpoint_wait(MPI_Comm comm);
   bool resumed() const { return resumed_; }
 
   // pcmd's inventory site of each host, "" where it has none or cannot be asked (no pcmd, not
@@ -189,9 +192,16 @@ class Runtime {
   void write_due_checkpoint();
   void note_checkpoint(double seconds);
 
-  // PCM_Checkpoint's data path (shards.cpp): every rank writes its shard, pcmd commits; a
-  // restarted process reads its share from the shards (info: pcmd's checkpoint_manifest reply).
-  void write_version(int iteration);
+  // PCM_Checkpoint's data path (shards.cpp): every rank writes its shard (now, or staged and in
+  // the background), pcmd commits; a restarted process reads its share from the shards (info:
+  // pcmd's checkpoint_manifest reply). t0: when the application started waiting (the schedule's
+  // cost counts from there).
+  void write_version(int iteration, double t0);
+  // Collective: waits for the version in flight (if any); every rank throws the same error if it
+  // was not made. settle_quietly: the same, a failure logged by rank 0 (before a reconfiguration
+  // or the end of the job, which go on either way).
+  void settle_checkpoint();
+  void settle_quietly(const char* before);
   void read_version(const nlohmann::json& info);
 
   // Lifecycle.
@@ -239,6 +249,9 @@ class Runtime {
       return interval < 0 || now - last_end >= interval;
     }
   } checkpoint_;
+
+  // This process's shard of the version in flight, written in the background.
+  ShardWriter shard_writer_;
 
   Retirement retirement_;
   // Last: its thread is stopped before anything it could report on goes.

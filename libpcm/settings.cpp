@@ -1,6 +1,7 @@
 // settings.cpp — reading libpcm's PCM_* environment variables (see settings.h).
 #include "settings.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -33,6 +34,15 @@ Settings Settings::from_env() {
   s.status_window_us = static_cast<double>(env_long("PCM_STATUS_WINDOW_US", 1000, 0, 1000000));
   s.split_cma = env_long("PCM_SPLIT_CMA", 1, 0, 1) == 1;
   s.checkpoint_direct = env_long("PCM_CHECKPOINT_DIRECT", 1, 0, 1) == 1;
+  s.checkpoint_async = env_long("PCM_CHECKPOINT_ASYNC", 1, 0, 1) == 1;
+  if (const char* f = std::getenv("PCM_TEST_SHARD_FAIL")) {
+    long it = -1;
+    int rank = -1;
+    if (std::sscanf(f, "%ld:%d", &it, &rank) == 2) {
+      s.test_fail_iteration = it;
+      s.test_fail_rank = rank;
+    }
+  }
   s.profile_ms = env_long("PCM_PROFILE_MS", 2000, 0, 86400000);
   s.retire_leave = static_cast<int>(env_long("PCM_RETIRE_LEAVE", -1, -1, 1));
   s.max_parked = static_cast<int>(env_long("PCM_MAX_PARKED", 0, 0, 1 << 20));

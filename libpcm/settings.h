@@ -18,6 +18,13 @@ struct Settings {
   // PCM_CHECKPOINT_DIRECT: PCM_Checkpoint's ranks write and read their shards themselves where
   // they see pcmd's data directory (0: always through pcmd).
   bool checkpoint_direct = true;
+  // PCM_CHECKPOINT_ASYNC: PCM_Checkpoint returns once the registered data is copied, and the
+  // shards are written and committed in the background (0: the call waits for the commit).
+  bool checkpoint_async = true;
+  // PCM_TEST_SHARD_FAIL=ITERATION:RANK, for the tests: that rank's shard of that version fails
+  // as a write would (-1: none).
+  long test_fail_iteration = -1;
+  int test_fail_rank = -1;
   // PCM_PROFILE_MS: the application's profile (profiler.h) is gathered and sent to pcmd once per
   // this many ms (0: not profiled at all).
   long profile_ms = 2000;

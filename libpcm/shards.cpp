@@ -23,13 +23,6 @@ using proto::json;
 
 namespace {
 
-// Whether this process sees the directory pcmd made (and not one of the same name elsewhere).
-bool sees(const std::string& dir, const std::string& token) {
-  std::ifstream in(dir + "/.pcm-token");
-  std::string got;
-  return in && std::getline(in, got) && got == token;
-}
-
 // What each rank of a version wrote, and where to read it: straight from the files when this
 // process sees them, else through pcmd.
 class VersionSource {
@@ -167,9 +160,7 @@ std::vector<ShardItem> shard_items(const Registry& registry, int rank, int size,
 
 // ---- writing a version ---------------------------------------------------------------------
 
-void Runtime::write_version(int iteration) {
-  const double t0 = wtime();
-  double t_shard = 0, t_written = 0;
+void Runtime::write_version(int iteration, double t0) {
   json where;
   agreed(world_.comm(), [&] {
     if (world_.rank() == 0)
@@ -179,60 +170,52 @@ void Runtime::write_version(int iteration) {
                   .header;
   });
   where = bcast_json(where, 0, world_.comm());
-  const std::string dir = where.at("dir").get<std::string>();
+  const double t_begun = wtime();
 
-  std::string record;  // this rank's shard record, MessagePack
+  // Every rank writes its shard and reports it to pcmd itself (shard_done); pcmd commits the
+  // version when the last has: the ranks need not meet again, so the writing can go on behind
+  // the application.
+  ShardTask task;
+  task.header = ShardHeader{job_, iteration, world_.rank(), world_.size()};
+  task.dir = where.at("dir").get<std::string>();
+  task.token = where.at("token").get<std::string>();
+  task.direct = settings_.checkpoint_direct;
+  task.timeout_ms = settings_.data_timeout_ms;
+  task.fail_for_test =
+      iteration == settings_.test_fail_iteration && world_.rank() == settings_.test_fail_rank;
+  const bool background = settings_.checkpoint_async;
   agreed(world_.comm(), [&] {
-    std::vector<std::string> maps;  // encoded maps, alive until written
-    const std::vector<ShardItem> items =
-        shard_items(registry_, world_.rank(), world_.size(), &maps);
-    const ShardHeader header{job_, iteration, world_.rank(), world_.size()};
-    t_shard = wtime();
-    ShardRecord rec;
-    if (settings_.checkpoint_direct && sees(dir, where.at("token").get<std::string>())) {
-      rec = write_shard(dir, header, items);
+    task.items = shard_items(registry_, world_.rank(), world_.size(), &task.maps);
+    if (background) {
+      shard_writer_.start(std::move(task), default_config_path(), settings_.reconnect_ms);
     } else {
-      std::vector<char> image;
-      rec = image_shard(header, items, image);
-      link_.request(ops::request(ops::ShardPut{job_, iteration, world_.rank()}), image.data(),
-                    image.size(), settings_.data_timeout_ms);
+      const Outcome o =
+          shard_writer_.write_now(std::move(task), default_config_path(), settings_.reconnect_ms);
+      if (!o.ok()) throw Error(o.code, o.msg);
     }
-    record = proto::encode(rec.to_json());
-    t_written = wtime();
   });
-
-  // Rank 0 gathers the records and asks pcmd to commit.
-  int len = static_cast<int>(record.size());
-  std::vector<int> lens(world_.rank() == 0 ? static_cast<std::size_t>(world_.size()) : 0);
-  mpi_check(MPI_Gather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, 0, world_.comm()), "MPI_Gather");
-  std::vector<int> displs(lens.size());
-  long total = 0;
-  for (std::size_t r = 0; r < lens.size(); ++r) {
-    displs[r] = static_cast<int>(total);
-    total += lens[r];
-  }
-  const bool too_large = total > INT_MAX;  // rank 0 fails below, agreed by everyone
-  std::string all(world_.rank() == 0 && !too_large ? static_cast<std::size_t>(total) : 0, '\0');
-  mpi_check(MPI_Gatherv(record.data(), len, MPI_BYTE, all.data(), lens.data(), displs.data(),
-                        MPI_BYTE, 0, world_.comm()),
-            "MPI_Gatherv");
-  agreed(world_.comm(), [&] {
-    if (world_.rank() != 0) return;
-    if (too_large)
-      fail(PCM_ERR_INTERNAL, "the shard records of {} processes are too large", world_.size());
-    json table{{"shards", json::array()}};
-    for (std::size_t r = 0; r < lens.size(); ++r)
-      table["shards"].push_back(
-          decode_internal(all.substr(static_cast<std::size_t>(displs[r]), lens[r])));
-    const std::string bytes = proto::encode(table);
-    link_.request(ops::request(ops::CheckpointCommit{job_, iteration, world_.size(), {}, false}),
-                  bytes.data(), bytes.size(), settings_.data_timeout_ms);
-  });
-  plog()->debug(
-      "[rank {}] checkpoint {}: begun in {:.3f} s, shard written in {:.3f} s, committed "
-      "{:.3f} s after",
-      world_.rank(), iteration, t_shard - t0, t_written - t_shard, wtime() - t_written);
+  // Written now: the last rank's report was answered by the commit, so once the agreement above
+  // is over the version exists (or every rank throws the reason why not).
+  plog()->debug("[rank {}] checkpoint {}: begun in {:.3f} s, shard {} {:.3f} s after",
+                world_.rank(), iteration, t_begun - t0,
+                background ? "staged" : "written and committed", wtime() - t_begun);
   note_checkpoint(wtime() - t0);  // the schedule's measured cost (PCM_CHECKPOINT_MTBF)
+}
+
+void Runtime::settle_checkpoint() {
+  const std::optional<std::int64_t> version = shard_writer_.in_flight();
+  Outcome o = shard_writer_.finish();
+  if (!o.ok() && version)
+    o.msg = fmt::format("the checkpoint of iteration {} was not made: {}", *version, o.msg);
+  agree(world_.comm(), o.code, o.msg);
+}
+
+void Runtime::settle_quietly(const char* before) {
+  try {
+    settle_checkpoint();
+  } catch (const Error& e) {
+    if (world_.rank() == 0) plog()->warn("[rank 0] {} (found {})", e.what(), before);
+  }
 }
 
 // ---- reading a version ---------------------------------------------------------------------

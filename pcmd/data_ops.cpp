@@ -208,6 +208,9 @@ json DataOps::find_restart(const std::string& name,
 
 json DataOps::begin(const ops::CheckpointBegin& r, std::vector<char>& reply_data) {
   const Job& job = jobs_.find(r.job);
+  // The shards of this version are reported from now on (shard_done); an earlier version that
+  // never had all of them is no version (its temporary directory goes below).
+  pending_[job.name] = PendingVersion{r.iteration, job.incarnation, 0, {}, ""};
   return disk_.defer({[this, name = job.name, iteration = r.iteration](std::vector<char>&) {
                         auto d = checkpoints_.begin_shards(name, iteration);
                         return json{{"ok", true}, {"dir", d.dir.string()}, {"token", d.token}};
@@ -231,28 +234,87 @@ json DataOps::commit_shards(const ops::CheckpointCommit& r, Payload data,
                             std::vector<char>& reply_data) {
   const Job& job = jobs_.find(r.job);
   // The shard table travels as the data frame: at one checksum per MiB it outgrows a header.
-  json layout = r.layout ? *r.layout : job.layout;
-  return disk_.defer(
-      {[this, name = job.name, r, layout, data](std::vector<char>&) {
-         if (r.retry)
+  std::vector<ShardRecord> shards;
+  try {
+    json table = proto::decode_large(data.data, data.size, kMaxShardTable);
+    for (const auto& s : table.at("shards")) shards.push_back(ShardRecord::from_json(s));
+  } catch (const json::exception& e) {
+    fail(PCM_ERR_ARG, "the shard table: {}", e.what());
+  }
+  pending_.erase(job.name);
+  return commit_version(job, r.iteration, r.size, r.layout ? *r.layout : job.layout,
+                        std::move(shards), r.retry, reply_data);
+}
+
+json DataOps::shard_done(const ops::ShardDone& r, Payload data, std::vector<char>& reply_data) {
+  const Job& job = jobs_.find(r.job);
+  if (r.rank >= r.size) fail(PCM_ERR_ARG, "rank {} of a version of {} processes", r.rank, r.size);
+  auto it = pending_.find(job.name);
+  if (it == pending_.end() || it->second.iteration != r.iteration ||
+      it->second.incarnation != job.incarnation) {
+    // Sent again after a pcmd restart: the version may have been committed before it died.
+    return disk_.defer(
+        {[this, name = job.name, r](std::vector<char>&) {
            if (auto done = committed_before(name, r.iteration)) return *done;
-         std::vector<ShardRecord> shards;
-         try {
-           json table = proto::decode_large(data.data, data.size, kMaxShardTable);
-           for (const auto& s : table.at("shards")) shards.push_back(ShardRecord::from_json(s));
-         } catch (const json::exception& e) {
-           fail(PCM_ERR_ARG, "the shard table: {}", e.what());
-         }
+           fail(PCM_ERR_REFUSED,
+                "pcmd has no record of version {} of job '{}' being made (pcmd restarted, or a "
+                "newer version was begun); that version is not made",
+                r.iteration, name);
+         },
+         nullptr},
+        reply_data);
+  }
+  PendingVersion& p = it->second;
+  if (p.shards.empty()) p.shards.resize(static_cast<std::size_t>(r.size));
+  if (static_cast<std::size_t>(r.size) != p.shards.size())
+    fail(PCM_ERR_ARG, "rank {} reports a version of {} processes, others of {}", r.rank, r.size,
+         p.shards.size());
+  auto& slot = p.shards[static_cast<std::size_t>(r.rank)];
+  if (r.error) {
+    if (p.failed.empty()) p.failed = fmt::format("rank {}: {}", r.rank, *r.error);
+  } else {
+    ShardRecord rec;
+    try {
+      rec = ShardRecord::from_json(proto::decode_large(data.data, data.size, kMaxShardTable));
+    } catch (const json::exception& e) {
+      fail(PCM_ERR_ARG, "the shard record: {}", e.what());
+    }
+    if (rec.rank != r.rank)
+      fail(PCM_ERR_ARG, "rank {} sent the record of rank {}", r.rank, rec.rank);
+    if (slot) return proto::ok_reply();  // sent twice (a retry)
+    slot = std::move(rec);
+  }
+  if (++p.reported < r.size) return proto::ok_reply();
+  // The last: the version is committed now, and this reply is the commit's.
+  PendingVersion done = std::move(p);
+  pending_.erase(it);
+  if (!done.failed.empty()) {
+    log_->warn("job {}: checkpoint of iteration {} not made: {}", job.name, r.iteration,
+               done.failed);
+    return proto::ok_reply();  // the failed rank reports it to the others
+  }
+  std::vector<ShardRecord> shards;
+  for (auto& s : done.shards) shards.push_back(std::move(*s));
+  return commit_version(job, r.iteration, r.size, job.layout, std::move(shards), false, reply_data);
+}
+
+json DataOps::commit_version(const Job& job, std::int64_t iteration, int size, json layout,
+                             std::vector<ShardRecord> shards, bool retry,
+                             std::vector<char>& reply_data) {
+  return disk_.defer(
+      {[this, name = job.name, iteration, size, layout = std::move(layout),
+        shards = std::move(shards), retry](std::vector<char>&) mutable {
+         if (retry)
+           if (auto done = committed_before(name, iteration)) return *done;
          const auto t0 = std::chrono::steady_clock::now();
-         Manifest m =
-             checkpoints_.commit_shards(name, r.iteration, r.size, layout, std::move(shards));
+         Manifest m = checkpoints_.commit_shards(name, iteration, size, layout, std::move(shards));
          const auto t1 = std::chrono::steady_clock::now();
-         auto removed = checkpoints_.prune(name, keep_versions_, r.iteration);
+         auto removed = checkpoints_.prune(name, keep_versions_, iteration);
          log_->debug("job {}: commit {:.3f} s, prune {:.3f} s", name,
                      std::chrono::duration<double>(t1 - t0).count(),
                      std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count());
          return json{{"ok", true},
-                     {"iteration", r.iteration},
+                     {"iteration", iteration},
                      {"bytes", m.file_size},
                      {"shards", m.nprocs},
                      {"pruned", removed}};

@@ -1,15 +1,16 @@
 // data_ops.h — the requests that touch the disk: the working store (store, load), checkpoint
 // versions (commit, checkpoints, verify, prune) and the shards ranks write themselves
-// (checkpoint_begin, shard_put, checkpoint_commit, checkpoint_bad, checkpoint_manifest). Each
-// checks what it can against the job table on the request loop and hands its disk part to
-// DiskWork (disk_work.h); what follows the disk work on the request loop notes it in the job's
-// history.
+// (checkpoint_begin, shard_put, shard_done, checkpoint_commit, checkpoint_bad,
+// checkpoint_manifest). Each checks what it can against the job table on the request loop and
+// hands its disk part to DiskWork (disk_work.h); what follows the disk work on the request loop
+// notes it in the job's history.
 #pragma once
 
 #include <spdlog/spdlog.h>
 
 #include <cstddef>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -46,6 +47,7 @@ class DataOps {
   proto::json shard_put(const ops::ShardPut& r, Payload data, std::vector<char>& reply_data);
   proto::json commit_shards(const ops::CheckpointCommit& r, Payload data,
                             std::vector<char>& reply_data);
+  proto::json shard_done(const ops::ShardDone& r, Payload data, std::vector<char>& reply_data);
   proto::json bad(const ops::CheckpointBad& r, std::vector<char>& reply_data);
   proto::json manifest(const ops::CheckpointManifest& r, std::vector<char>& reply_data);
 
@@ -62,6 +64,11 @@ class DataOps {
   proto::json versions(const std::string& name, std::optional<std::int64_t> one, std::size_t keep,
                        std::vector<char>& reply_data);
   std::optional<proto::json> committed_before(const std::string& job, std::int64_t iteration);
+  // Commits a version of format 2 from its shards' records (checkpoint_commit, the last
+  // shard_done), on the disk thread, then prunes.
+  proto::json commit_version(const Job& job, std::int64_t iteration, int size, proto::json layout,
+                             std::vector<ShardRecord> shards, bool retry,
+                             std::vector<char>& reply_data);
   // Notes a commit in the job's history, if the job is still the same run.
   std::function<void(proto::json&)> note_commit(const Job& job, bool shards);
 
@@ -71,6 +78,17 @@ class DataOps {
   JobTable& jobs_;
   std::size_t keep_versions_;
   std::shared_ptr<spdlog::logger> log_;
+  // Per job, the version begun whose shards are being reported (shard_done): which ranks have
+  // reported, with their records, and the first error one reported. In memory: a pcmd that
+  // restarts forgets it, and such a version is not made (its ranks are told).
+  struct PendingVersion {
+    std::int64_t iteration = 0;
+    long long incarnation = 0;
+    int reported = 0;
+    std::vector<std::optional<ShardRecord>> shards;
+    std::string failed;
+  };
+  std::map<std::string, PendingVersion> pending_;
 };
 
 }  // namespace pcm::detail

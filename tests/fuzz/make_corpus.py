@@ -103,6 +103,11 @@ def main():
     table = pack({"shards": [{"rank": 0, "file": "shard_0.h5", "size": 4, "datasets": []}]})
     seeds["checkpoint-commit"] = frames(b"", req("checkpoint_commit", iteration=2, size=1, **job),
                                         table)
+    record = pack({"rank": 0, "file": "shard_0.h5", "size": 4, "datasets": []})
+    seeds["shard-done"] = frames(b"", req("shard_done", iteration=2, rank=0, size=1, **job),
+                                 record)
+    seeds["shard-done-error"] = frames(b"", req("shard_done", iteration=2, rank=0, size=1,
+                                                error="disk full", **job))
     seeds["checkpoint-bad"] = frames(b"", req("checkpoint_bad", iteration=2, why="x", **job))
     seeds["checkpoint-manifest"] = frames(b"", req("checkpoint_manifest", iteration=2, **job))
     seeds["migrate"] = frames(b"", req("migrate", rank=0, host="nodeb", **job))

@@ -46,7 +46,7 @@ daly = math.sqrt(2 * c * m) * (1 + math.sqrt(c / (2 * m)) / 3 + c / (2 * m) / 9)
 assert m == 2 and c > 0 and abs(t - daly) < 1e-9, s
 ends = []
 for line in open(sys.argv[2]):
-    r = re.search(r"\[(\d+):(\d+):([\d.]+)\].*scheduled checkpoint .* written in ([\d.]+) s", line)
+    r = re.search(r"\[(\d+):(\d+):([\d.]+)\].*scheduled checkpoint .* (?:written|staged) in ([\d.]+) s", line)
     if r:
         end = int(r[1]) * 3600 + int(r[2]) * 60 + float(r[3])
         ends.append((end - float(r[4]), end))

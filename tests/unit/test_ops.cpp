@@ -64,6 +64,8 @@ json sample(ops::Op op) {
       return {{"job", "j"}, {"iteration", 1}, {"why", "bad"}};
     case ops::Op::kShardPut:
       return {{"job", "j"}, {"iteration", 1}, {"rank", 0}};
+    case ops::Op::kShardDone:
+      return {{"job", "j"}, {"iteration", 1}, {"rank", 1}, {"size", 2}, {"error", "disk full"}};
     case ops::Op::kMigrate:
       return {{"job", "j"}, {"rank", 1}, {"host", "h"}, {"why", "w"}};
     case ops::Op::kSplit:
@@ -122,7 +124,8 @@ TEST(Ops, DataTravelsOnlyWithStoreShardsAndCommits) {
   std::set<std::string> pieces;
   for (const auto& t : ops::kOps)
     if (t.pieces) pieces.insert(t.name);
-  EXPECT_EQ(pieces, (std::set<std::string>{"store", "shard_put", "checkpoint_commit"}));
+  EXPECT_EQ(pieces,
+            (std::set<std::string>{"store", "shard_put", "shard_done", "checkpoint_commit"}));
 }
 
 TEST(Ops, FieldsAreValidatedWithTheWireMessages) {

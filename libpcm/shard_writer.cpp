@@ -1,0 +1,109 @@
+// shard_writer.cpp — a version's shard written now or in the background, and reported to pcmd
+// (shard_writer.h).
+#include "shard_writer.h"
+
+#include <cstring>
+#include <fstream>
+
+#include "config.h"
+#include "error.h"
+#include "log.h"
+#include "ops.h"
+#include "protocol.h"
+
+namespace pcm::detail {
+
+namespace {
+
+// Whether this process sees the directory pcmd made (and not one of the same name elsewhere).
+bool sees(const std::string& dir, const std::string& token) {
+  std::ifstream in(dir + "/.pcm-token");
+  std::string got;
+  return in && std::getline(in, got) && got == token;
+}
+
+}  // namespace
+
+void ShardWriter::open_link(const std::string& config_path, int reconnect_ms) {
+  if (link_.is_open()) return;
+  // Its own connection: the request loop's socket belongs to the application's thread. It never
+  // polls for commands and holds no watch connection.
+  link_.open(read_config(config_path), config_path, 1000, reconnect_ms);
+}
+
+void ShardWriter::write_and_report(const ShardTask& task) {
+  const ShardHeader& h = task.header;
+  ops::ShardDone done{h.job, h.iteration, h.rank, h.nprocs, std::nullopt, false};
+  std::string record;
+  const Outcome wrote = attempt([&] {
+    if (task.fail_for_test)
+      fail(PCM_ERR_INTERNAL, "PCM_TEST_SHARD_FAIL: the shard of rank {} failed on purpose", h.rank);
+    ShardRecord rec;
+    if (task.direct && sees(task.dir, task.token)) {
+      rec = write_shard(task.dir, h, task.items);
+    } else {
+      std::vector<char> image;
+      rec = image_shard(h, task.items, image);
+      link_.request(ops::request(ops::ShardPut{h.job, h.iteration, h.rank}), image.data(),
+                    image.size(), task.timeout_ms);
+    }
+    record = proto::encode(rec.to_json());
+  });
+  if (!wrote.ok()) done.error = wrote.msg.substr(0, 1900);
+  // pcmd learns either way: a version one rank could not write is no version, at once.
+  link_.request(ops::request(done), record.data(), record.size(), task.timeout_ms);
+  if (!wrote.ok()) throw Error(wrote.code, wrote.msg);
+}
+
+Outcome ShardWriter::write_now(ShardTask task, const std::string& config_path, int reconnect_ms) {
+  if (in_flight_) fail(PCM_ERR_INTERNAL, "a version is in flight");
+  return attempt([&] {
+    open_link(config_path, reconnect_ms);
+    write_and_report(task);
+  });
+}
+
+void ShardWriter::start(ShardTask task, const std::string& config_path, int reconnect_ms) {
+  if (in_flight_) fail(PCM_ERR_INTERNAL, "a version is in flight");
+  open_link(config_path, reconnect_ms);
+  std::uint64_t total = 0;
+  for (const ShardItem& it : task.items)
+    for (const auto& p : it.pieces) total += p.bytes;
+  if (total > staging_bytes_) {
+    staging_.reset();                 // the old one goes first: never both at once
+    staging_.reset(new char[total]);  // not value-initialised: the copy below touches it
+    staging_bytes_ = total;
+  }
+  // Every item becomes one piece of staging memory. The maps' bytes are copied too: the task
+  // owns them, but not the application's buffers they describe.
+  char* at = staging_.get();
+  for (ShardItem& it : task.items) {
+    char* first = at;
+    for (const auto& p : it.pieces) {
+      if (p.bytes) std::memcpy(at, p.data, p.bytes);
+      at += p.bytes;
+    }
+    it.pieces = {{first, static_cast<std::uint64_t>(at - first)}};
+  }
+  in_flight_ = task.header.iteration;
+  outcome_ = {};
+  thread_ = std::thread(
+      [this, task = std::move(task)] { outcome_ = attempt([&] { write_and_report(task); }); });
+}
+
+Outcome ShardWriter::finish() {
+  if (!in_flight_) return {};
+  thread_.join();
+  in_flight_.reset();
+  return outcome_;
+}
+
+void ShardWriter::close() {
+  if (thread_.joinable()) thread_.join();
+  in_flight_.reset();
+  if (link_.is_open()) link_.close();
+  staging_.reset();
+  staging_bytes_ = 0;
+}
+
+}  // namespace pcm::detail

@@ -1,0 +1,68 @@
+// shard_writer.h — this process's shard of a checkpoint version, written and reported to pcmd
+// (shard_done) either at once or in the background: PCM_Checkpoint copies the registered data
+// into staging memory (kept from one version to the next, so that only the first copy touches new
+// pages) and returns; a thread writes the shard from there, fsyncs it (or sends it through pcmd
+// when this process does not see the version's directory) and reports its record. pcmd commits
+// the version when every rank has reported. At most one version is in flight: finish() waits for
+// it and says how this process's part ended (the caller agrees on it with the others).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "daemon_link.h"
+#include "mpi_util.h"
+#include "shard.h"
+
+namespace pcm::detail {
+
+// One rank's shard of one version: where it goes and what it holds.
+struct ShardTask {
+  ShardHeader header;
+  std::string dir, token;  // pcmd's temporary directory of the version, and the file that proves it
+  bool direct = true;      // write into dir when this process sees it (PCM_CHECKPOINT_DIRECT)
+  int timeout_ms = 0;
+  bool fail_for_test = false;     // PCM_TEST_SHARD_FAIL named this shard
+  std::vector<ShardItem> items;   // pointing into the application's buffers, or into staging
+  std::vector<std::string> maps;  // bytes some items point into (reserved: they never move)
+};
+
+class ShardWriter {
+ public:
+  ShardWriter() = default;
+  ~ShardWriter() { close(); }
+  ShardWriter(const ShardWriter&) = delete;
+  ShardWriter& operator=(const ShardWriter&) = delete;
+
+  // Writes the shard and reports it now, in this thread (task's items may point anywhere).
+  // Returns how it went; the link to pcmd is opened on first use (config_path).
+  Outcome write_now(ShardTask task, const std::string& config_path, int reconnect_ms);
+  // Copies what task's items point to into staging memory, then writes and reports the shard in
+  // a thread of its own; returns as soon as the copy is made. Nothing may be in flight.
+  void start(ShardTask task, const std::string& config_path, int reconnect_ms);
+  // The iteration of the version in flight (started, not finish()ed), if any.
+  std::optional<std::int64_t> in_flight() const { return in_flight_; }
+  // Waits for the version in flight and returns how this process's part of it went (success
+  // when none is in flight).
+  Outcome finish();
+  // Waits for anything in flight, closes the link to pcmd and frees the staging memory.
+  void close();
+
+ private:
+  void open_link(const std::string& config_path, int reconnect_ms);
+  // Writes task's shard (into its directory, or through pcmd) and reports it (shard_done).
+  void write_and_report(const ShardTask& task);
+
+  DaemonLink link_;  // used by one thread at a time: the caller's, or the writer's
+  std::thread thread_;
+  std::optional<std::int64_t> in_flight_;
+  Outcome outcome_;  // the writer thread's, read after it is joined
+  std::unique_ptr<char[]> staging_;
+  std::uint64_t staging_bytes_ = 0;
+};
+
+}  // namespace pcm::detail
