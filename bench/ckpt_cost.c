@@ -1,6 +1,6 @@
 /* ckpt_cost.c — benchmark: write a checkpoint of MB MiB of doubles spread over the processes, or,
  * in a run started with PCM_RESTART=1, read it back; prints the time and throughput from rank 0.
- * Usage: ckpt_cost MB [shards|store] [VERSIONS]
+ * Usage: ckpt_cost MB [shards|store|wait] [VERSIONS] [GAP]
  *   shards (default): PCM_Register_dist + PCM_Checkpoint; the restart is PCM_Resume (each rank
  *                     reads its share from the shards, verifying every chunk it touches);
  *                     VERSIONS (1) versions are written one after the other, each timed;
@@ -8,7 +8,11 @@
  *                     write()s its share to a raw file there and fsyncs it; the restart
  *                     then also read()s the raw files back into new memory;
  *   store:            the paper's PCM_Store of each rank's share + PCM_Commit, and PCM_Load back
- *                     (every byte through pcmd). */
+ *                     (every byte through pcmd);
+ *   wait GAP:         what the application waits for: VERSIONS versions, each PCM_Checkpoint call
+ *                     timed, with GAP seconds of computing (passes over the array) between them,
+ *                     and the last version's PCM_Checkpoint_wait; background or not as
+ *                     PCM_CHECKPOINT_ASYNC says. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -161,6 +165,58 @@ static int run_shards(MPI_Comm *world, long mb, int versions) {
   return 0;
 }
 
+static int compare_doubles(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static int run_wait(MPI_Comm *world, long mb, int versions, double gap) {
+  long units = mb * 1024 * 1024 / 8 / UNIT, elements, k;
+  int rank, size, it = 0, v;
+  double *x = NULL, *waits = malloc((size_t)versions * sizeof(double)), t0, t1, sum = 0, last;
+  PCM_Dist dist = NULL;
+  const char *async = getenv("PCM_CHECKPOINT_ASYNC");
+  MPI_Comm_rank(*world, &rank);
+  MPI_Comm_size(*world, &size);
+  if (PCM_Dist_create(PCM_BLOCK, units, UNIT, 1, 0, size, &dist) != PCM_SUCCESS)
+    return fail("PCM_Dist_create");
+  PCM_Dist_local(dist, rank, NULL, NULL, &elements);
+  x = malloc((size_t)elements * sizeof(double));
+  for (k = 0; k < elements; k++) x[k] = (double)k;
+  if (PCM_Register_dist("x", (void **)&x, PCM_DOUBLE, &dist) != PCM_SUCCESS ||
+      PCM_Register_value("it", &it, PCM_INT, 1) != PCM_SUCCESS || PCM_Resume(world) != PCM_SUCCESS)
+    return fail("PCM_Register");
+  for (v = 0; v < versions; v++) {
+    it = v + 1;
+    MPI_Barrier(*world);
+    t0 = MPI_Wtime();
+    if (PCM_Checkpoint(*world, it) != PCM_SUCCESS) return fail("PCM_Checkpoint");
+    t1 = MPI_Wtime() - t0;
+    MPI_Allreduce(&t1, &waits[v], 1, MPI_DOUBLE, MPI_MAX, *world);
+    /* The application computes: passes over its array, until gap seconds have gone by. */
+    t0 = MPI_Wtime();
+    while (MPI_Wtime() - t0 < gap)
+      for (k = 0; k < elements; k++) sum += x[k];
+  }
+  MPI_Barrier(*world);
+  t0 = MPI_Wtime();
+  if (PCM_Checkpoint_wait(*world) != PCM_SUCCESS) return fail("PCM_Checkpoint_wait");
+  t1 = MPI_Wtime() - t0;
+  MPI_Allreduce(&t1, &last, 1, MPI_DOUBLE, MPI_MAX, *world);
+  if (rank == 0) {
+    printf("ckpt_cost: waits %ld MiB with %d processes (%s):", mb, size,
+           async && strcmp(async, "0") == 0 ? "sync" : "async");
+    for (v = 0; v < versions; v++) printf(" %.4f", waits[v]);
+    qsort(waits, (size_t)versions, sizeof *waits, compare_doubles);
+    printf("; median %.4f s; last wait %.4f s (sum %g)\n", waits[versions / 2], last,
+           sum > 0 ? 1.0 : 0.0);
+  }
+  free(waits);
+  free(x);
+  PCM_Dist_free(&dist);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   MPI_Comm world = MPI_COMM_WORLD;
   int rank, size, rc;
@@ -173,8 +229,12 @@ int main(int argc, char **argv) {
   }
   MPI_Comm_rank(world, &rank);
   MPI_Comm_size(world, &size);
-  rc = strcmp(path, "store") == 0 ? run_store(world, mb, rank, size)
-                                  : run_shards(&world, mb, argc > 3 ? atoi(argv[3]) : 1);
+  if (strcmp(path, "store") == 0)
+    rc = run_store(world, mb, rank, size);
+  else if (strcmp(path, "wait") == 0)
+    rc = run_wait(&world, mb, argc > 3 ? atoi(argv[3]) : 5, argc > 4 ? atof(argv[4]) : 2.0);
+  else
+    rc = run_shards(&world, mb, argc > 3 ? atoi(argv[3]) : 1);
   PCM_Finalize(world);
   return rc;
 }

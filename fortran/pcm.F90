@@ -106,7 +106,7 @@ module pcm
 
   public :: mpi_pcm_init, pcm_init, pcm_finalize, pcm_exit, pcm_process_status, pcm_comm_rank
   public :: pcm_status, pcm_register_dist, pcm_register_value, pcm_register_local, pcm_resume
-  public :: pcm_adapt, pcm_checkpoint, pcm_restart_info, pcm_dist_alloc
+  public :: pcm_adapt, pcm_checkpoint, pcm_checkpoint_wait, pcm_restart_info, pcm_dist_alloc
   public :: pcm_dist_create, pcm_dist_free, pcm_dist_local, pcm_dist_segment, pcm_dist_info
   public :: pcm_halo_create, pcm_halo_exchange, pcm_halo_free, pcm_dist_gather
   public :: pcm_last_error, pcm_error_string
@@ -155,6 +155,10 @@ module pcm
     integer(c_int) function c_checkpoint(comm, it) bind(C, name="pcm_f_checkpoint")
       import :: c_int
       integer(c_int), value :: comm, it
+    end function
+    integer(c_int) function c_checkpoint_wait(comm) bind(C, name="pcm_f_checkpoint_wait")
+      import :: c_int
+      integer(c_int), value :: comm
     end function
     integer(c_int) function c_finalize(comm) bind(C, name="pcm_f_finalize")
       import :: c_int
@@ -652,6 +656,12 @@ contains
     if (pcm_checkpoint /= PCM_SUCCESS) return
     pcm_checkpoint = c_code(c_checkpoint(CVAL(comm), iteration))
   end function pcm_checkpoint
+
+  ! PCM_Checkpoint_wait: the version in flight is committed (or its failure returned). Collective.
+  integer(c_int) function pcm_checkpoint_wait(comm)
+    PCM_COMM, intent(in) :: comm
+    pcm_checkpoint_wait = c_code(c_checkpoint_wait(CVAL(comm)))
+  end function pcm_checkpoint_wait
 
   ! --- maps, halo plans, gather ------------------------------------------------------------
 

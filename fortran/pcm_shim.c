@@ -63,6 +63,8 @@ int pcm_f_checkpoint(MPI_Fint comm, int iteration) {
   return PCM_Checkpoint(MPI_Comm_f2c(comm), iteration);
 }
 
+int pcm_f_checkpoint_wait(MPI_Fint comm) { return PCM_Checkpoint_wait(MPI_Comm_f2c(comm)); }
+
 int pcm_f_finalize(MPI_Fint comm) { return PCM_Finalize(MPI_Comm_f2c(comm)); }
 
 int pcm_f_halo_exchange(PCM_Halo halo, void *buf, MPI_Fint comm) {

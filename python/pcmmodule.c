@@ -528,6 +528,18 @@ static PyObject *py_checkpoint(PyObject *self, PyObject *args) {
   Py_RETURN_NONE;
 }
 
+static PyObject *py_checkpoint_wait(PyObject *self, PyObject *arg) {
+  MPI_Comm comm;
+  int rc;
+  (void)self;
+  if (!get_comm(arg, &comm)) return NULL;
+  PyThreadState *ts = PyEval_SaveThread();
+  rc = PCM_Checkpoint_wait(comm);
+  PyEval_RestoreThread(ts);
+  if (rc != PCM_SUCCESS) return raise_pcm(rc);
+  Py_RETURN_NONE;
+}
+
 static PyObject *py_finalize(PyObject *self, PyObject *arg) {
   MPI_Comm comm = MPI_COMM_NULL;
   int rc;
@@ -615,6 +627,7 @@ static PyMethodDef methods[] = {{"init", py_init, METH_O, NULL},
                                 {"resume", py_resume, METH_O, NULL},
                                 {"adapt", py_adapt, METH_O, NULL},
                                 {"checkpoint", py_checkpoint, METH_VARARGS, NULL},
+                                {"checkpoint_wait", py_checkpoint_wait, METH_O, NULL},
                                 {"finalize", py_finalize, METH_O, NULL},
                                 {"exit", py_exit, METH_NOARGS, NULL},
                                 {"process_status", py_process_status, METH_NOARGS, NULL},

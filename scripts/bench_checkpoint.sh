@@ -17,6 +17,9 @@
 # leave the machine's page cache alone.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/bench_common.sh"
+# The disk's speed: each PCM_Checkpoint returns once its version is committed (in the background
+# the call would return once the data is staged: scripts/bench_checkpoint_wait.sh measures that).
+export PCM_CHECKPOINT_ASYNC=0
 sizes=${BENCH_SIZES:-256 1024} np=${BENCH_NP:-2} versions=${BENCH_VERSIONS:-6}
 bench_start_pcmd --keep 2
 fs=$(df -T "$tmp" | awk 'NR==2 {print $2}')

@@ -146,6 +146,7 @@ unregister = _pcm.unregister
 resume = _pcm.resume  # resume(comm) -> comm: PCM_Resume, collective
 adapt = _pcm.adapt  # adapt(comm) -> (Adapt, comm): PCM_Adapt, collective
 checkpoint = _pcm.checkpoint  # checkpoint(comm, iteration): PCM_Checkpoint, collective
+checkpoint_wait = _pcm.checkpoint_wait  # checkpoint_wait(comm): PCM_Checkpoint_wait, collective
 restart_info = _pcm.restart_info  # -> (iteration, process count) in a restarted job
 error_string = _pcm.error_string
 last_error = _pcm.last_error
