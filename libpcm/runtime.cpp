@@ -232,8 +232,9 @@ int Runtime::status(MPI_Comm comm) {
         Command::from_json(proto::decode(bytes.data(), bytes.size()), world_.size());
     reconfig_.received.reset();
     reconfig_.note(*reconfig_.current, world_.size());
-    // The world is about to change: the version in flight is committed in this one first.
-    settle_quietly("before a reconfiguration");
+    // The world is about to change: the version in flight is committed in this one first
+    // (every rank has one in flight, or none).
+    if (shard_writer_.in_flight()) settle_quietly("before a reconfiguration");
   }
   // Until the reconfiguration runs, every call reports the same command.
   return reconfig_.status_of(world_.rank(), world_.size());
@@ -301,7 +302,8 @@ int Runtime::finalize(MPI_Comm comm) {
   if (process_status_ == PCM_RETIRED) return exit_retired();
   if (phase_ == Phase::kActive) {
     require_world(comm);
-    settle_quietly("at PCM_Finalize");  // the last version is committed before the job ends
+    // The last version is committed before the job ends (every rank has one in flight, or none).
+    if (shard_writer_.in_flight()) settle_quietly("at PCM_Finalize");
     if (world_.rank() == 0) {
       try {
         // A pcmd that went away gets a short while to come back: the job is over anyway.

@@ -2,9 +2,11 @@
 // (shard_writer.h).
 #include "shard_writer.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 
+#include "buffer.h"
 #include "config.h"
 #include "error.h"
 #include "log.h"
@@ -23,6 +25,8 @@ bool sees(const std::string& dir, const std::string& token) {
 }
 
 }  // namespace
+
+void ShardWriter::FreeDeleter::operator()(char* p) const { std::free(p); }
 
 void ShardWriter::open_link(const std::string& config_path, int reconnect_ms) {
   if (link_.is_open()) return;

@@ -61,7 +61,10 @@ class ShardWriter {
   std::thread thread_;
   std::optional<std::int64_t> in_flight_;
   Outcome outcome_;  // the writer thread's, read after it is joined
-  std::unique_ptr<char[]> staging_;
+  struct FreeDeleter {
+    void operator()(char* p) const;
+  };
+  std::unique_ptr<char, FreeDeleter> staging_;  // alloc_for_exchange: huge pages
   std::uint64_t staging_bytes_ = 0;
 };
 

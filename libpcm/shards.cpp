@@ -184,16 +184,23 @@ void Runtime::write_version(int iteration, double t0) {
   task.fail_for_test =
       iteration == settings_.test_fail_iteration && world_.rank() == settings_.test_fail_rank;
   const bool background = settings_.checkpoint_async;
-  agreed(world_.comm(), [&] {
-    task.items = shard_items(registry_, world_.rank(), world_.size(), &task.maps);
-    if (background) {
-      shard_writer_.start(std::move(task), default_config_path(), settings_.reconnect_ms);
-    } else {
-      const Outcome o =
-          shard_writer_.write_now(std::move(task), default_config_path(), settings_.reconnect_ms);
-      if (!o.ok()) throw Error(o.code, o.msg);
-    }
-  });
+  try {
+    agreed(world_.comm(), [&] {
+      task.items = shard_items(registry_, world_.rank(), world_.size(), &task.maps);
+      if (background) {
+        shard_writer_.start(std::move(task), default_config_path(), settings_.reconnect_ms);
+      } else {
+        const Outcome o =
+            shard_writer_.write_now(std::move(task), default_config_path(), settings_.reconnect_ms);
+        if (!o.ok()) throw Error(o.code, o.msg);
+      }
+    });
+  } catch (const Error&) {
+    // Not started everywhere: the ranks that did finish theirs (pcmd never commits the version:
+    // a rank did not report), so that every rank has the same nothing in flight.
+    shard_writer_.finish();
+    throw;
+  }
   // Written now: the last rank's report was answered by the commit, so once the agreement above
   // is over the version exists (or every rank throws the reason why not).
   plog()->debug("[rank {}] checkpoint {}: begun in {:.3f} s, shard {} {:.3f} s after",

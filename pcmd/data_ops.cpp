@@ -249,6 +249,8 @@ json DataOps::commit_shards(const ops::CheckpointCommit& r, Payload data,
 json DataOps::shard_done(const ops::ShardDone& r, Payload data, std::vector<char>& reply_data) {
   const Job& job = jobs_.find(r.job);
   if (r.rank >= r.size) fail(PCM_ERR_ARG, "rank {} of a version of {} processes", r.rank, r.size);
+  if (r.size != job.size)
+    fail(PCM_ERR_REFUSED, "a version of {} processes for a job of {}", r.size, job.size);
   auto it = pending_.find(job.name);
   if (it == pending_.end() || it->second.iteration != r.iteration ||
       it->second.incarnation != job.incarnation) {

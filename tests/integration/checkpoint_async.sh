@@ -36,4 +36,16 @@ PY
   grep -q '^async: ok' "$r" || fail "$mode: restart: $(show "$r")"
   echo "checkpoint_async: $mode: version 20 failed as asked, restart on $np from 40 element for element"
 done
+# Killed while version 40 is written in the background: the restart takes 40 if pcmd committed it
+# before the kill, else 30, never a part of 40; every element as at that iteration.
+job=async-kill-$$
+out=$PCM_TEST_DIR/kill.out
+PCM_JOB=$job timeout 120 "$mpiexec" -n 2 "$prog" kill 65536 >"$out" 2>&1 </dev/null &&
+  fail "kill: the run did not die: $(show "$out")"
+"$pcmctl" wait "$job" --ended --timeout 30 >/dev/null || fail "pcmd did not notice that the job died"
+r=$PCM_TEST_DIR/kill.restart.out
+PCM_JOB=$job PCM_RESTART=1 timeout 120 "$mpiexec" -n 3 "$prog" check 65536 30 >"$r" 2>&1 </dev/null ||
+  fail "kill: the restart exited with $?: $(show "$r")"
+grep -q '^async: ok' "$r" || fail "kill: restart: $(show "$r")"
+echo "checkpoint_async: killed during version 40: $(grep -o 'restarted from version [0-9]*' "$r")"
 echo "checkpoint_async: ok"

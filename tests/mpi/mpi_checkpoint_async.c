@@ -1,4 +1,4 @@
-/* mpi_checkpoint_async.c — MPI test of PCM_Checkpoint's background writing.
+/* mpi_checkpoint_async.c — MPI test of PCM_Checkpoint's background writing (POSIX: raise).
  * Usage: mpi_checkpoint_async MODE [UNITS]
  *   write: a loop of 60 iterations over a registered array (UNITS units of 64 doubles, block map)
  *          whose every element is a function of its index and the iteration, changed right after
@@ -8,9 +8,13 @@
  *          PCM_Checkpoint_wait reports the failure with the same code on every rank; with
  *          PCM_CHECKPOINT_ASYNC=0, PCM_Checkpoint(20) itself does. Version 40 is left to
  *          PCM_Finalize.
- *   check: a restarted run (PCM_RESTART=1, any process count): every element holds its value of
- *          the version's iteration (40), which must be the iteration restored.
+ *   kill:  as write, but every process kills itself (SIGKILL) right after PCM_Checkpoint(40)
+ *          returns, while that version is (most likely) still being written in the background.
+ *   check [MIN]: a restarted run (PCM_RESTART=1, any process count): the version restored is
+ *          40 (or, with MIN, any from MIN up), and every element holds its value of that
+ *          iteration.
  * Prints "async: ok" from rank 0. */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,20 +90,23 @@ int main(int argc, char **argv) {
   }
   MPI_Comm_rank(world, &rank);
   if (strcmp(mode, "check") == 0) {
-    int from = -1;
+    int from = -1, min = argc > 3 ? atoi(argv[3]) : 40;
     PCM_Restart_info(&from, NULL);
-    if (it != 40 || from != 40) {
-      fprintf(stderr, "async: rank %d restarted at iteration %d (version %d), expected 40\n", rank,
-              it, from);
+    if (it != from || from < min || from > 40 || from % 10 != 0) {
+      fprintf(stderr, "async: rank %d restarted at iteration %d (version %d), expected %d-40\n",
+              rank, it, from, min);
       failures++;
+    } else if (rank == 0) {
+      printf("async: restarted from version %d\n", from);
     }
-    failures += (int)walk(a, dist, rank, 40, 0);
+    failures += (int)walk(a, dist, rank, from, 0);
   } else {
     for (; it < 60; it++) {
       if (PCM_Adapt(&world) < 0) failures++;
       walk(a, dist, rank, it, 1);
       if (it % 10 != 0 || it == 0 || it > 40) continue;
       rc = PCM_Checkpoint(world, it);
+      if (it == 40 && strcmp(mode, "kill") == 0) raise(SIGKILL);
       /* The data the version holds is the data at the call: change it at once. */
       walk(a, dist, rank, it + 1000, 1);
       if (it == 20 && fail && !background) {
