@@ -35,6 +35,18 @@ Settings Settings::from_env() {
   s.split_cma = env_long("PCM_SPLIT_CMA", 1, 0, 1) == 1;
   s.checkpoint_direct = env_long("PCM_CHECKPOINT_DIRECT", 1, 0, 1) == 1;
   s.checkpoint_async = env_long("PCM_CHECKPOINT_ASYNC", 1, 0, 1) == 1;
+  if (const char* h = std::getenv("PCM_TEST_SHARD_HOLD")) {
+    const std::string text = h;
+    const auto colon = text.find(':');
+    long it = -1;
+    int rank = -1;
+    if (colon != std::string::npos &&
+        std::sscanf(text.c_str() + colon + 1, "%ld:%d", &it, &rank) == 2) {
+      s.test_hold_file = text.substr(0, colon);
+      s.test_hold_iteration = it;
+      s.test_hold_rank = rank;
+    }
+  }
   if (const char* f = std::getenv("PCM_TEST_SHARD_FAIL")) {
     long it = -1;
     int rank = -1;

@@ -25,6 +25,11 @@ struct Settings {
   // as a write would (-1: none).
   long test_fail_iteration = -1;
   int test_fail_rank = -1;
+  // PCM_TEST_SHARD_HOLD=FILE:ITERATION:RANK, for the tests: that rank reports its shard of that
+  // version to pcmd only once FILE is gone (120 s at most).
+  std::string test_hold_file;
+  long test_hold_iteration = -1;
+  int test_hold_rank = -1;
   // PCM_PROFILE_MS: the application's profile (profiler.h) is gathered and sent to pcmd once per
   // this many ms (0: not profiled at all).
   long profile_ms = 2000;

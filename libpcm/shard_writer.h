@@ -27,6 +27,7 @@ struct ShardTask {
   bool direct = true;      // write into dir when this process sees it (PCM_CHECKPOINT_DIRECT)
   int timeout_ms = 0;
   bool fail_for_test = false;     // PCM_TEST_SHARD_FAIL named this shard
+  std::string hold_for_test;      // PCM_TEST_SHARD_HOLD: report once this file is gone
   std::vector<ShardItem> items;   // pointing into the application's buffers, or into staging
   std::vector<std::string> maps;  // bytes some items point into (reserved: they never move)
 };

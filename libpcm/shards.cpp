@@ -183,6 +183,8 @@ void Runtime::write_version(int iteration, double t0) {
   task.timeout_ms = settings_.data_timeout_ms;
   task.fail_for_test =
       iteration == settings_.test_fail_iteration && world_.rank() == settings_.test_fail_rank;
+  if (iteration == settings_.test_hold_iteration && world_.rank() == settings_.test_hold_rank)
+    task.hold_for_test = settings_.test_hold_file;
   const bool background = settings_.checkpoint_async;
   try {
     agreed(world_.comm(), [&] {

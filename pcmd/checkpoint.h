@@ -84,6 +84,13 @@ class Checkpoints {
   // A shard that its rank could not write itself: its file's bytes, written and fsynced here.
   void put_shard(const std::string& job, std::int64_t iteration, int rank, const void* data,
                  std::size_t size);
+  // The record of a shard its rank reported (shard_done), kept beside it in the version's
+  // temporary directory (not synced: it only has to outlive pcmd, not the machine), so that a
+  // pcmd that restarts before the last report can still commit the version. kept_records: those
+  // kept so far; nullopt when the version is not being made (no temporary directory).
+  void keep_record(const std::string& job, std::int64_t iteration, const ShardRecord& record);
+  std::optional<std::vector<ShardRecord>> kept_records(const std::string& job,
+                                                       std::int64_t iteration) const;
   // Makes the version from the shards the ranks wrote (one per rank 0..nprocs-1, each present
   // with its recorded size); the bytes are not read. Throws pcm::Error; on failure nothing counts.
   Manifest commit_shards(const std::string& job, std::int64_t iteration, int nprocs,

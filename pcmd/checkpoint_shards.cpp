@@ -63,6 +63,45 @@ void Checkpoints::put_shard(const std::string& job, std::int64_t iteration, int 
     fail(PCM_ERR_INTERNAL, "cannot rename {}: {}", file.string(), std::strerror(errno));
 }
 
+namespace {
+const std::regex& record_name() {
+  static const std::regex name(R"(r(\d{1,7})\.record)");
+  return name;
+}
+}  // namespace
+
+void Checkpoints::keep_record(const std::string& job, std::int64_t iteration,
+                              const ShardRecord& record) {
+  const fs::path tmp = tmp_dir_of(version_dir(job, iteration));
+  const std::string bytes = proto::encode(record.to_json());
+  const fs::path file = tmp / fmt::format("r{}.record", record.rank);
+  std::ofstream out(file.string() + ".part", std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  out.close();
+  if (!out || ::rename((file.string() + ".part").c_str(), file.c_str()) != 0)
+    fail(PCM_ERR_INTERNAL, "cannot keep the record of rank {} in {}", record.rank, tmp.string());
+}
+
+std::optional<std::vector<ShardRecord>> Checkpoints::kept_records(const std::string& job,
+                                                                  std::int64_t iteration) const {
+  const fs::path tmp = tmp_dir_of(version_dir(job, iteration));
+  std::error_code ec;
+  if (!fs::is_directory(tmp, ec)) return std::nullopt;
+  std::vector<ShardRecord> out;
+  for (auto it = fs::directory_iterator(tmp, ec); !ec && it != fs::directory_iterator(); ++it) {
+    if (!std::regex_match(it->path().filename().string(), record_name())) continue;
+    std::ifstream in(it->path(), std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    try {
+      out.push_back(
+          ShardRecord::from_json(proto::decode_large(bytes.data(), bytes.size(), bytes.size())));
+    } catch (const std::exception&) {
+      // A record cut short: that rank's report is not counted (the version is not made).
+    }
+  }
+  return out;
+}
+
 Manifest Checkpoints::commit_shards(const std::string& job, std::int64_t iteration, int nprocs,
                                     const json& layout, std::vector<ShardRecord> shards) {
   if (!proto::valid_name(job)) fail(PCM_ERR_ARG, "invalid job name '{}'", job);
@@ -93,6 +132,7 @@ Manifest Checkpoints::commit_shards(const std::string& job, std::int64_t iterati
     m.file_size += size;
   }
   m.shards = std::move(shards);
+  remove_matching(tmp, record_name());  // kept only until the commit
   const std::string text = m.to_json().dump() + "\n";
   write_synced(tmp / kManifestName, text.data(), text.size());
   fs::remove(tmp / kTokenName, ec);

@@ -254,13 +254,30 @@ json DataOps::shard_done(const ops::ShardDone& r, Payload data, std::vector<char
   auto it = pending_.find(job.name);
   if (it == pending_.end() || it->second.iteration != r.iteration ||
       it->second.incarnation != job.incarnation) {
+    // pcmd restarted while the version was being made: the reports it had are kept beside the
+    // shards (a few small files, read here, once).
+    if (auto kept = checkpoints_.kept_records(job.name, r.iteration)) {
+      PendingVersion p{r.iteration, job.incarnation, 0, {}, ""};
+      p.shards.resize(static_cast<std::size_t>(r.size));
+      for (auto& rec : *kept)
+        if (rec.rank >= 0 && rec.rank < r.size && !p.shards[static_cast<std::size_t>(rec.rank)]) {
+          p.shards[static_cast<std::size_t>(rec.rank)] = std::move(rec);
+          ++p.reported;
+        }
+      log_->info("job {}: version {}: {} of {} shards reported before pcmd restarted", job.name,
+                 r.iteration, p.reported, r.size);
+      it = pending_.insert_or_assign(job.name, std::move(p)).first;
+    }
+  }
+  if (it == pending_.end() || it->second.iteration != r.iteration ||
+      it->second.incarnation != job.incarnation) {
     // Sent again after a pcmd restart: the version may have been committed before it died.
     return disk_.defer(
         {[this, name = job.name, r](std::vector<char>&) {
            if (auto done = committed_before(name, r.iteration)) return *done;
            fail(PCM_ERR_REFUSED,
-                "pcmd has no record of version {} of job '{}' being made (pcmd restarted, or a "
-                "newer version was begun); that version is not made",
+                "pcmd has no record of version {} of job '{}' being made (a newer version was "
+                "begun, or its directory is gone); that version is not made",
                 r.iteration, name);
          },
          nullptr},
@@ -283,7 +300,12 @@ json DataOps::shard_done(const ops::ShardDone& r, Payload data, std::vector<char
     }
     if (rec.rank != r.rank)
       fail(PCM_ERR_ARG, "rank {} sent the record of rank {}", r.rank, rec.rank);
-    if (slot) return proto::ok_reply();  // sent twice (a retry)
+    if (slot) return proto::ok_reply();  // sent twice (a retry), or kept before a restart
+    try {
+      checkpoints_.keep_record(job.name, r.iteration, rec);
+    } catch (const Error& e) {
+      log_->warn("job {}: {} (a restart of pcmd now would lose this version)", job.name, e.what());
+    }
     slot = std::move(rec);
   }
   if (++p.reported < r.size) return proto::ok_reply();
