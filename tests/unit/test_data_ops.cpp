@@ -1,6 +1,12 @@
 // test_data_ops.cpp — pcmd's data requests in-process: store and load, disk work off the request
 // loop, commits sent again, versions in the making across restarts, unknown jobs, a full disk.
 #include "server_fixture.h"
+#include "shard.h"
+
+using pcm::detail::ShardHeader;
+using pcm::detail::ShardItem;
+using pcm::detail::ShardRecord;
+using pcm::detail::write_shard;
 
 TEST_F(ServerTest, StoreAndLoadWithSizeChecks) {
   register_job("s", 1);
@@ -116,6 +122,70 @@ TEST_F(ServerTest, ARunningJobsVersionInTheMakingSurvivesARestart) {
   start(dir_);
   EXPECT_TRUE(fs::is_directory(run_dir));
   EXPECT_FALSE(fs::exists(done_dir));
+}
+
+// Background checkpoints: each rank reports its shard (shard_done); the version is committed when
+// the last one has, also by a pcmd started again in between (it takes up the reports kept beside
+// the shards); reports that do not fit are refused; a rank's reported failure makes no version.
+TEST_F(ServerTest, ShardReportsMakeAVersionAcrossARestart) {
+  register_job("sd", 2);
+  std::vector<double> x(1000, 1.25);
+  auto report = [&](int iteration, int rank, int size, const ShardRecord* rec,
+                    const char* error = nullptr) {
+    json r{{"op", "shard_done"},
+           {"job", "sd"},
+           {"iteration", iteration},
+           {"rank", rank},
+           {"size", size}};
+    if (error) r["error"] = error;
+    const std::string bytes = rec ? pcm::proto::encode(rec->to_json()) : std::string();
+    try {
+      client_->request(r, bytes.data(), bytes.size());
+      return PCM_SUCCESS;
+    } catch (const pcm::Error& e) {
+      last_error_ = e.what();
+      return e.code();
+    }
+  };
+  auto write = [&](const std::string& dir, int iteration, int rank) {
+    const ShardItem item{"x", PCM_DOUBLE, x.size(), {{x.data(), x.size() * sizeof(double)}}};
+    return write_shard(dir, ShardHeader{"sd", iteration, rank, 2}, {item});
+  };
+  auto versions = [&] {
+    std::set<std::int64_t> out;
+    const json all = client_->request({{"op", "checkpoints"}, {"job", "sd"}}).header.at("versions");
+    for (const auto& v : all)
+      if (v.at("valid").get<bool>()) out.insert(v.at("iteration").get<std::int64_t>());
+    return out;
+  };
+  const std::string dir =
+      client_->request({{"op", "checkpoint_begin"}, {"job", "sd"}, {"iteration", 4}})
+          .header.at("dir")
+          .get<std::string>();
+  const ShardRecord r0 = write(dir, 4, 0), r1 = write(dir, 4, 1);
+  EXPECT_EQ(report(4, 0, 3, &r0), PCM_ERR_REFUSED) << "a version of 3 for a job of 2";
+  EXPECT_EQ(report(4, 2, 2, &r0), PCM_ERR_ARG) << "rank 2 of 2";
+  EXPECT_EQ(report(4, 1, 2, &r0), PCM_ERR_ARG) << "rank 1 sending rank 0's record";
+  ASSERT_EQ(report(4, 0, 2, &r0), PCM_SUCCESS) << last_error_;
+  EXPECT_TRUE(versions().empty());
+  stop();
+  start(dir_);
+  ASSERT_EQ(report(4, 1, 2, &r1), PCM_SUCCESS) << last_error_;
+  EXPECT_EQ(versions(), (std::set<std::int64_t>{4}));
+  EXPECT_FALSE(fs::exists(fs::path(dir).parent_path() / "v00000000000000000004" / "r0.record"));
+  // Sent again (a retry after the commit): the same answer, no second version.
+  EXPECT_EQ(report(4, 1, 2, &r1), PCM_SUCCESS) << last_error_;
+  // A rank that could not write its shard: no version, whatever the others report.
+  const std::string dir6 =
+      client_->request({{"op", "checkpoint_begin"}, {"job", "sd"}, {"iteration", 6}})
+          .header.at("dir")
+          .get<std::string>();
+  const ShardRecord s1 = write(dir6, 6, 1);
+  ASSERT_EQ(report(6, 0, 2, nullptr, "disk full"), PCM_SUCCESS);
+  ASSERT_EQ(report(6, 1, 2, &s1), PCM_SUCCESS);
+  EXPECT_EQ(versions(), (std::set<std::int64_t>{4}));
+  // A report of a version never begun is refused.
+  EXPECT_EQ(report(9, 0, 2, &r0), PCM_ERR_REFUSED);
 }
 
 // A mistyped job name is not "no versions" (issue 13): listing, verifying or pruning the
