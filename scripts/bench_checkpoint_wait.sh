@@ -5,14 +5,14 @@
 #    committed) against in the background (the default: the call returns once the data is
 #    staged), BENCH_VERSIONS (5) versions each with BENCH_GAP (3) s of computing between them
 #    (passes over the array), median of the calls' times; then `dd conv=fsync` of the same bytes;
-#  - heat2d_pcm (BENCH_HEAT: --nx 2048 --ny 2048 --iters 600) without checkpoints, with one every
-#    BENCH_EVERY (100) iterations written at once, and in the background: whole-run times,
-#    BENCH_REPEAT (2) runs each, interleaved.
+#  - heat2d_pcm (BENCH_HEAT: --nx 4096 --ny 4096 --iters 300, a 128 MiB grid) without
+#    checkpoints, with one every BENCH_EVERY (50) iterations written at once, and in the
+#    background: whole-run times, BENCH_REPEAT (3) runs each, interleaved.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/bench_common.sh"
 sizes=${BENCH_SIZES:-256 1024} np=${BENCH_NP:-2} versions=${BENCH_VERSIONS:-5} gap=${BENCH_GAP:-3}
-every=${BENCH_EVERY:-100} repeat=${BENCH_REPEAT:-2}
-read -r -a heat <<<"${BENCH_HEAT:---nx 2048 --ny 2048 --iters 600}"
+every=${BENCH_EVERY:-50} repeat=${BENCH_REPEAT:-3}
+read -r -a heat <<<"${BENCH_HEAT:---nx 4096 --ny 4096 --iters 300}"
 bench_start_pcmd --keep 2
 echo "== checkpoint waits on $np processes, $versions versions per size, ${gap} s apart"
 for mb in $sizes; do

@@ -76,6 +76,7 @@ def run(comm, n, iters, cyclic, throttle_us, every):
         if throttle_us > 0:
             time.sleep(throttle_us * 1e-6)
     it.value = iters
+    pcm.checkpoint_wait(comm)  # the last version (written in the background) is committed
 
     # Each rank recomputes its own units from scratch, and its part of the last sums.
     rank, size = comm.rank, comm.size
