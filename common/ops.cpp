@@ -330,6 +330,30 @@ json ShardPut::to_json() const {
   return json{{"job", job}, {"iteration", iteration}, {"rank", rank}};
 }
 
+StageDir StageDir::from_json(const json& j) { return StageDir{valid_job_of(j)}; }
+json StageDir::to_json() const { return json{{"job", job}}; }
+
+StoreStaged StoreStaged::from_json(const json& j) {
+  StoreStaged r;
+  r.job = valid_job_of(j);
+  r.rank = rank_of(j, "rank", 0);
+  r.key = key_of(j);
+  if (auto it = j.find("record"); it != j.end() && !it->is_null()) {
+    if (!it->is_object()) fail(PCM_ERR_ARG, "'record' must be an object");
+    r.record = *it;
+  }
+  r.error = opt_string(j, "error", 2000);
+  if (r.record.has_value() == r.error.has_value())
+    fail(PCM_ERR_ARG, "a staged store carries a record or an error, one of the two");
+  return r;
+}
+json StoreStaged::to_json() const {
+  json j{{"job", job}, {"rank", rank}, {"key", key}};
+  put(j, "record", record);
+  put(j, "error", error);
+  return j;
+}
+
 void CommandFields::read(const json& j) {
   job = job_of(j);
   host = opt_string(j, "host", proto::kMaxHost);

@@ -47,6 +47,8 @@ inline constexpr int kMaxRanks = 1 << 20;  // processes of a job, ranks named in
   X(CheckpointBad, "checkpoint_bad", false, false, false)          \
   X(CheckpointManifest, "checkpoint_manifest", false, false, true) \
   X(ShardPut, "shard_put", true, false, false)                     \
+  X(StageDir, "stage_dir", false, false, false)                    \
+  X(StoreStaged, "store_staged", false, false, false)              \
   X(Migrate, "migrate", false, false, false)                       \
   X(Split, "split", false, false, false)                           \
   X(Merge, "merge", false, false, false)                           \
@@ -297,6 +299,28 @@ struct ShardPut {
   std::int64_t iteration = 0;
   int rank = 0;
   static ShardPut from_json(const json& j);
+  json to_json() const;
+};
+
+// Where the job's ranks write the keys they store themselves. Reply: dir, token.
+struct StageDir {
+  static constexpr Op kOp = Op::kStageDir;
+  std::string job;
+  static StageDir from_json(const json& j);
+  json to_json() const;
+};
+
+// A store the rank wrote into the staging directory itself: its record (a ShardRecord whose one
+// dataset has a file of its own), or why it could not (a commit is then refused until the key
+// is stored again).
+struct StoreStaged {
+  static constexpr Op kOp = Op::kStoreStaged;
+  std::string job;
+  int rank = 0;
+  std::string key;
+  std::optional<json> record;
+  std::optional<std::string> error;
+  static StoreStaged from_json(const json& j);
   json to_json() const;
 };
 

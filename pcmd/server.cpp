@@ -161,6 +161,11 @@ void Server::set_handlers() {
   on<ops::ShardPut>([this](const ops::ShardPut& r, Payload d, Out& out) {
     return data_ops_->shard_put(r, d, out);
   });
+  on<ops::StageDir>(
+      [this](const ops::StageDir& r, Payload, Out& out) { return data_ops_->stage_dir(r, out); });
+  on<ops::StoreStaged>([this](const ops::StoreStaged& r, Payload, Out& out) {
+    return data_ops_->store_staged(r, out);
+  });
   on<ops::Migrate>([this](const ops::Migrate& r, Payload, Out&) { return desk_.migrate(r); });
   on<ops::Split>([this](const ops::Split& r, Payload, Out&) { return desk_.split(r); });
   on<ops::Merge>([this](const ops::Merge& r, Payload, Out&) { return desk_.merge(r); });

@@ -1,0 +1,43 @@
+// direct_store.h — PCM_Store's direct path: where this process sees pcmd's data directory, a
+// store writes the key itself into the job's staging directory (an HDF5 file of one dataset,
+// checksummed from memory as it is written, fsynced; shard.h) and sends pcmd only its record;
+// a load of such a key reads the file itself. pcmd's side: pcmd/store.h.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "daemon_link.h"
+#include "settings.h"
+#include "shard.h"
+
+namespace pcm::detail {
+
+class DirectStore {
+ public:
+  // Smaller stores go through pcmd: a file and an fsync of their own cost more than they save.
+  static constexpr std::uint64_t kMinBytes = 64 * 1024;
+
+  // Stores (rank, key) itself and has pcmd record it: true. False: nothing done, the caller sends
+  // the data through pcmd (PCM_CHECKPOINT_DIRECT=0, a small store, the directory not seen from
+  // here). Throws pcm::Error when the write fails (pcmd then refuses commits until the key is
+  // stored again; PCM_ERR_NOSPACE on a full disk) or pcmd refuses the record.
+  bool store(DaemonLink& link, const Settings& s, const std::string& job, int rank,
+             const std::string& key, const void* buf, int type, std::uint64_t count);
+  // The record of (rank, key) when it is staged and this process sees it; nullopt: ask pcmd.
+  std::optional<ShardRecord> find(DaemonLink& link, const Settings& s, const std::string& job,
+                                  int rank, const std::string& key);
+  // Reads a found key's data (its bytes) into out, verified; false if its file has gone meanwhile
+  // (a newer store replaced it: ask pcmd). Throws pcm::Error(PCM_ERR_CORRUPT) on damage.
+  bool read(const ShardRecord& rec, void* out) const;
+
+ private:
+  // Whether this process sees the staging directory pcmd names (asked once per pcmd).
+  bool sees(DaemonLink& link, const Settings& s, const std::string& job);
+  long pid_ = -1;
+  bool seen_ = false;
+  std::string dir_;
+};
+
+}  // namespace pcm::detail
