@@ -3,7 +3,9 @@
 #include "shard.h"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -138,25 +140,27 @@ void copy_in(const std::vector<ShardItem>& items, std::vector<ShardDataset>& dat
   }
 }
 
-// Fails (PCM_ERR_INTERNAL with the system's reason) when the file system cannot hold the shard:
-// a full disk, a file size limit. HDF5 1.10 must never meet such a failure itself: a file it
-// could not close stays in its tables, and the process crashes in HDF5 when it exits.
-void reserve(const std::string& path, const std::vector<ShardItem>& items) {
+// Fails (PCM_ERR_INTERNAL with the system's reason) when the shard cannot fit: less room free on
+// the file system, or a smaller file size limit (RLIMIT_FSIZE). HDF5 1.10 must never meet such a
+// failure itself: a file it could not close stays in its tables, and the process then crashes in
+// HDF5 when it exits. Checked, not reserved (no I/O): a disk filled meanwhile is still met later.
+void check_room(const std::string& dir, const std::vector<ShardItem>& items) {
   std::uint64_t bytes = 2 * kAlign;  // HDF5's metadata, before and after the data
   for (const auto& it : items) {
     std::uint64_t n = 0;
     for (const auto& p : it.pieces) n += p.bytes;
     bytes += (n + kAlign - 1) / kAlign * kAlign + kAlign;
   }
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) fail(PCM_ERR_INTERNAL, "cannot create {}: {}", path, std::strerror(errno));
-  int rc = ::fallocate(fd, 0, 0, static_cast<off_t>(bytes));
-  const int err = rc == 0 || errno == EOPNOTSUPP || errno == ENOSYS ? 0 : errno;
-  ::close(fd);
-  ::unlink(path.c_str());  // lay_out creates the file; the room stays free but for a race
-  if (err)
-    fail(PCM_ERR_INTERNAL, "cannot write {} ({:.1f} MiB): {}", path, bytes / 1048576.0,
-         std::strerror(err));
+  struct rlimit lim {};
+  if (::getrlimit(RLIMIT_FSIZE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY && bytes > lim.rlim_cur)
+    fail(PCM_ERR_INTERNAL, "cannot write a shard of {:.1f} MiB into {}: {} (limit {:.1f} MiB)",
+         bytes / 1048576.0, dir, std::strerror(EFBIG), lim.rlim_cur / 1048576.0);
+  struct statvfs sv {};
+  if (::statvfs(dir.c_str(), &sv) == 0 &&
+      static_cast<std::uint64_t>(sv.f_bavail) * sv.f_frsize < bytes)
+    fail(PCM_ERR_INTERNAL, "cannot write a shard of {:.1f} MiB into {}: {} ({:.1f} MiB free)",
+         bytes / 1048576.0, dir, std::strerror(ENOSPC),
+         static_cast<double>(sv.f_bavail) * sv.f_frsize / 1048576.0);
 }
 
 bool full_pread(int fd, char* out, std::uint64_t n, std::uint64_t at) {
@@ -281,7 +285,7 @@ ShardRecord write_shard(const std::string& dir, const ShardHeader& header,
   rec.rank = header.rank;
   rec.file = file.empty() ? shard_file_name(header.rank) : file;
   const std::string path = dir + "/" + rec.file;
-  reserve(path, items);
+  check_room(dir, items);
   int fd = -1;
   try {
     {

@@ -11,10 +11,11 @@
 //
 // Staged keys (store_staged.cpp): where a rank sees the data directory, PCM_Store writes the key
 // itself, as a one-dataset shard file (shard.h) in <root>/jobs/<job>/stage/ named
-// s<rank>.<key>.<tag>.h5, fsynced, and pcmd records it in r<rank>.<key>.json there (written
-// atomically: the record's rename is the store). A staged key shadows the same key in store.h5
-// until a store through pcmd replaces it (which removes the record). A commit links the staged
-// files into the version (checkpoint_staged.cpp): a staged file is never written again.
+// s<rank>.<key>.<tag>.h5, fsynced, and pcmd records it in r<rank>.<key>.json there (replaced by
+// a rename, which is the store; not fsynced, as store.h5 is only flushed). A staged key shadows the
+// same key in store.h5 until a store through pcmd replaces it (which removes the record). A commit
+// links the staged files into the version (checkpoint_staged.cpp): a staged file is never written
+// again.
 #pragma once
 
 #include <cstdint>

@@ -100,7 +100,9 @@ void Store::put_staged(const std::string& job, int rank, const std::string& key,
     fail(PCM_ERR_ARG, "staged file {} of rank {} key '{}' is {} (the rank wrote {} bytes)", d.file,
          rank, key, ec ? "missing" : fmt::format("{} bytes", size), d.file_size);
   // The record's rename is the store: before it the previous data stands, after it the new.
-  write_atomically(dir / record_name(rank, key), rec.to_json().dump() + "\n");
+  // Not fsynced, as stores through pcmd are not (a commit makes its version durable): it
+  // survives pcmd, not a crash of the machine.
+  write_replaced(dir / record_name(rank, key), rec.to_json().dump() + "\n");
   failed_.erase(std::make_tuple(job, rank, key));
   // The key's other files go: the one it replaced, and any a writer left when it died.
   for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); ++it) {
