@@ -119,4 +119,38 @@ bool DirectStore::read(const ShardRecord& rec, void* out) const {
   return true;
 }
 
+std::optional<std::pair<std::string, ShardRecord>> DirectStore::in_version(
+    DaemonLink& link, const Settings& s, const std::string& job, std::int64_t iteration, int rank,
+    const std::string& key) {
+  if (!s.checkpoint_direct) return std::nullopt;
+  if (version_ != iteration) {
+    version_ = iteration;
+    version_dir_.clear();
+    version_shards_.clear();
+    auto r = link.request(ops::request(ops::CheckpointManifest{job, iteration}), nullptr, 0,
+                          s.data_timeout_ms);
+    if (proto::get_int(r.header, "format", 1, 2) != 2) return std::nullopt;
+    const json m = proto::decode_large(r.data.data(), r.data.size(), r.data.size());
+    // Read here only when this process sees the very manifest pcmd holds (as shards.cpp).
+    const std::string dir = r.header.at("dir").get<std::string>();
+    std::ifstream in(dir + "/manifest.json");
+    std::stringstream text;
+    text << in.rdbuf();
+    if (!in || json::parse(text.str(), nullptr, false) != m) return std::nullopt;
+    for (const auto& rec : m.at("shards")) version_shards_.push_back(ShardRecord::from_json(rec));
+    version_dir_ = dir;
+  }
+  if (version_dir_.empty()) return std::nullopt;
+  if (rank < 0 || static_cast<std::size_t>(rank) >= version_shards_.size())
+    fail(PCM_ERR_NOT_FOUND, "version {} has no rank {}", iteration, rank);
+  const ShardRecord& r = version_shards_[static_cast<std::size_t>(rank)];
+  const ShardDataset* d = r.find(key);
+  if (!d)
+    fail(PCM_ERR_NOT_FOUND, "version {} of job '{}' has nothing for rank {} key '{}'", iteration,
+         job, rank, key);
+  ShardRecord file = r.holding(*d);
+  file.datasets = {*d};
+  return std::make_pair(version_dir_ + "/" + file.file, std::move(file));
+}
+
 }  // namespace pcm::detail

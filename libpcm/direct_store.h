@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "daemon_link.h"
 #include "settings.h"
@@ -31,10 +33,22 @@ class DirectStore {
   // Reads a found key's data (its bytes) into out, verified; false if its file has gone meanwhile
   // (a newer store replaced it: ask pcmd). Throws pcm::Error(PCM_ERR_CORRUPT) on damage.
   bool read(const ShardRecord& rec, void* out) const;
+  // In a restarted process: (rank, key) of the version it resumes from, as the file that holds it
+  // and its dataset, when the version is made of shards and this process sees its directory
+  // (asked once); nullopt: ask pcmd. Throws pcm::Error(PCM_ERR_NOT_FOUND) when the version has
+  // no such key.
+  std::optional<std::pair<std::string, ShardRecord>> in_version(DaemonLink& link, const Settings& s,
+                                                                const std::string& job,
+                                                                std::int64_t iteration, int rank,
+                                                                const std::string& key);
 
  private:
   // Whether this process sees the staging directory pcmd names (asked once per pcmd).
   bool sees(DaemonLink& link, const Settings& s, const std::string& job);
+  // The restart's version, once asked: its directory when read here, its shards by rank.
+  std::optional<std::int64_t> version_;
+  std::string version_dir_;
+  std::vector<ShardRecord> version_shards_;
   long pid_ = -1;
   bool seen_ = false;
   std::string dir_;

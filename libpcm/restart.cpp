@@ -57,12 +57,18 @@ int Runtime::store(int rank, const char* key, const void* buf, int type, long co
 int Runtime::load_count(int rank, const char* key, int* type, long* count) {
   if (phase_ != Phase::kActive) fail(PCM_ERR_STATE, "call PCM_Init first");
   check_entry(rank, key);
-  if (!restart_.reading)
-    if (auto rec = direct_store_.find(link_, settings_, job_, rank, key)) {
-      if (type) *type = rec->datasets[0].type;
-      if (count) *count = static_cast<long>(rec->datasets[0].count);
-      return PCM_SUCCESS;
-    }
+  std::optional<ShardRecord> rec;
+  if (restart_.reading) {
+    auto v = direct_store_.in_version(link_, settings_, job_, restart_.iteration, rank, key);
+    if (v) rec = std::move(v->second);
+  } else {
+    rec = direct_store_.find(link_, settings_, job_, rank, key);
+  }
+  if (rec) {
+    if (type) *type = rec->datasets[0].type;
+    if (count) *count = static_cast<long>(rec->datasets[0].count);
+    return PCM_SUCCESS;
+  }
   ops::Load req{job_, rank, key, true, std::nullopt};
   if (restart_.reading) req.version = restart_.iteration;
   auto r = link_.request(ops::request(req), nullptr, 0, settings_.data_timeout_ms);
@@ -74,12 +80,19 @@ int Runtime::load_count(int rank, const char* key, int* type, long* count) {
 int Runtime::load(int rank, const char* key, void* buf, int type, long count) {
   if (phase_ != Phase::kActive) fail(PCM_ERR_STATE, "call PCM_Init first");
   std::size_t elem = check_data(rank, key, buf, type, count);
-  if (!restart_.reading)
-    if (auto rec = direct_store_.find(link_, settings_, job_, rank, key)) {
-      const ShardDataset& d = rec->datasets[0];
+  if (restart_.reading) {
+    // The version's shard straight from its file, where this process sees it.
+    if (auto v = direct_store_.in_version(link_, settings_, job_, restart_.iteration, rank, key)) {
+      const ShardDataset& d = v->second.datasets[0];
       check_loaded(rank, key, d.type, static_cast<std::int64_t>(d.count), type, count);
-      if (direct_store_.read(*rec, buf)) return PCM_SUCCESS;  // else replaced meanwhile: pcmd
+      ShardReader(v->first, v->second).read(d, 0, d.bytes(), buf);
+      return PCM_SUCCESS;
     }
+  } else if (auto rec = direct_store_.find(link_, settings_, job_, rank, key)) {
+    const ShardDataset& d = rec->datasets[0];
+    check_loaded(rank, key, d.type, static_cast<std::int64_t>(d.count), type, count);
+    if (direct_store_.read(*rec, buf)) return PCM_SUCCESS;  // else replaced meanwhile: pcmd
+  }
   ops::Load req{job_, rank, key, false, std::nullopt};
   if (restart_.reading) req.version = restart_.iteration;
   auto r = link_.request(ops::request(req), nullptr, 0, settings_.data_timeout_ms);

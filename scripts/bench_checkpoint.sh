@@ -13,7 +13,8 @@
 #  - the paper's calls (PCM_Store + PCM_Commit) at each size of BENCH_STORE_SIZES (default: the
 #    first size): BENCH_VERSIONS versions with the ranks writing the keys themselves, `dd
 #    conv=fsync` of the same bytes as many times, and BENCH_STORE_OLD (3) versions through pcmd
-#    (PCM_CHECKPOINT_DIRECT=0); the first two of the direct ones and of dd warm up.
+#    (PCM_CHECKPOINT_DIRECT=0); the first two of the direct ones and of dd warm up; then a restart's
+#    PCM_Load of the newest direct version, read by the ranks and then through pcmd.
 #  - the paper's path through pcmd (PCM_Store + PCM_Commit, PCM_Load; PCM_CHECKPOINT_DIRECT=0) at
 #    the first size, once, with `pcmctl status` timed meanwhile.
 # Environment: BENCH_SIZES, BENCH_NP, BENCH_VERSIONS, BENCH_STORE_SIZES, BENCH_STORE_OLD,
@@ -59,6 +60,11 @@ for mb in ${BENCH_STORE_SIZES:-$first}; do
   rm -f "$tmp/dd"
   PCM_CHECKPOINT_DIRECT=0 PCM_JOB=bench-store-old-$mb mpiexec -n "$np" "$B/bench/ckpt_cost" "$mb" \
     store "${BENCH_STORE_OLD:-3}" | tee "$tmp/so$mb.txt"
+  # The restart's PCM_Load of the newest direct version: the ranks read the shards, then pcmd does.
+  PCM_JOB=bench-store-$mb PCM_RESTART=1 mpiexec -n "$np" "$B/bench/ckpt_cost" "$mb" store |
+    tee "$tmp/sr$mb.txt"
+  PCM_CHECKPOINT_DIRECT=0 PCM_JOB=bench-store-$mb PCM_RESTART=1 mpiexec -n "$np" \
+    "$B/bench/ckpt_cost" "$mb" store | tee "$tmp/sro$mb.txt"
 done
 # How long `pcmctl status` takes to answer: idle, then while a job moves data through pcmd.
 status_times() {  # status_times FILE: times `pcmctl status` until $tmp/stop-status exists
@@ -136,6 +142,13 @@ for mb in store_sizes:
     print(f"| write {mb} MiB: PCM_Store + PCM_Commit through pcmd (PCM_CHECKPOINT_DIRECT=0) vs dd "
           f"conv=fsync | {o:.3f} s ({gb / o:.2f} GB/s; {len(old)} versions) | {b:.3f} s | "
           f"{b / o:.2f} (direct is {o / a:.1f}x faster) |")
+    r1 = re.search(r"read .*?: ([\d.]+) s", text(f"sr{mb}.txt"))
+    r2 = re.search(r"read .*?: ([\d.]+) s", text(f"sro{mb}.txt"))
+    if r1 and r2:
+        a, b = float(r1.group(1)), float(r2.group(1))
+        print(f"| restart read {mb} MiB: PCM_Load of that version, the ranks read the shards "
+              f"(chunks verified) vs through pcmd | {a:.3f} s ({gb / a:.2f} GB/s) | {b:.3f} s | "
+              f"{b / a:.2f} |")
 ow, orr = text("ow.txt"), text("or.txt")
 m1, m2 = re.search(r"wrote .*?: ([\d.]+) s", ow), re.search(r"read .*?: ([\d.]+) s", orr)
 idle = [int(x) / 1000 for x in text("idle-status.txt").split()]

@@ -3,7 +3,8 @@
 # write themselves into pcmd's staging directory (tests/mpi/mpi_store_direct.c):
 #   basic: another process loads an uncommitted key; commits link the staged files into format-2
 #          versions (no copy: the version's file is the staged one); a failed store keeps the old
-#          data and makes the commit refuse; restarts on 1 and 3 processes get every bit back.
+#          data and makes the commit refuse; restarts on 1 and 3 processes get every bit back,
+#          reading the shards themselves, and on 2 reading through pcmd.
 #   mixed: rank 1 stores through pcmd (PCM_CHECKPOINT_DIRECT=0), rank 0 itself: one version.
 #   kill:  kill -9 of the job mid-store/commit, then a pcmd that dies between the manifest and
 #          the rename: only whole versions, and a restart reads the newest bit for bit.
@@ -60,6 +61,8 @@ basic | mixed)
   ls "$PCM_TEST_DIR"/data/jobs/"$job"/stage/
   restart_check 3 30 2
   restart_check 1 30 2
+  # Processes that read through pcmd (as where the directory is not seen) get the same bits.
+  PCM_CHECKPOINT_DIRECT=0 restart_check 2 30 2
   ;;
 kill)
   # kill -9 of the whole job at a moment of its back-to-back stores and commits (16 MiB a rank).
