@@ -49,7 +49,7 @@ class DirectStore {
   std::optional<std::int64_t> version_;
   std::string version_dir_;
   std::vector<ShardRecord> version_shards_;
-  long pid_ = -1;
+  std::optional<long> pid_;  // the pcmd asked (a new one may have another data directory)
   bool seen_ = false;
   std::string dir_;
 };
