@@ -7,8 +7,10 @@
  *                     with CKPT_RAW_DIR set, each is paired with the baseline: every rank
  *                     write()s its share to a raw file there and fsyncs it; the restart
  *                     then also read()s the raw files back into new memory;
- *   store:            the paper's PCM_Store of each rank's share + PCM_Commit, and PCM_Load back
- *                     (every byte through pcmd);
+ *   store:            the paper's PCM_Store of each rank's share + PCM_Commit (VERSIONS
+ *                     versions, each timed), and PCM_Load back: the ranks write the keys
+ *                     themselves where they see pcmd's data directory, every byte goes through
+ *                     pcmd with PCM_CHECKPOINT_DIRECT=0;
  *   wait GAP:         what the application waits for: VERSIONS versions, each PCM_Checkpoint call
  *                     timed, with GAP seconds of computing (passes over the array) between them,
  *                     and the last version's PCM_Checkpoint_wait; background or not as
@@ -40,9 +42,10 @@ static int check(PCM_Dist dist, const double *x, int rank) {
   return 1;
 }
 
-static int run_store(MPI_Comm world, long mb, int rank, int size) {
+static int run_store(MPI_Comm world, long mb, int rank, int size, int versions) {
   long n = mb * 1024 * 1024 / 8 / size, k;
   double *x = malloc((size_t)n * sizeof(double)), t0, t1, t2;
+  int v;
   if (PCM_Process_Status() == PCM_RESTARTED) {
     MPI_Barrier(world);
     t0 = MPI_Wtime();
@@ -59,18 +62,20 @@ static int run_store(MPI_Comm world, long mb, int rank, int size) {
              t1 - t0, (double)n * size * 8 / (t1 - t0) / 1e9);
   } else {
     for (k = 0; k < n; k++) x[k] = (double)(rank * n + k);
-    MPI_Barrier(world);
-    t0 = MPI_Wtime();
-    if (PCM_Store(rank, "x", x, PCM_DOUBLE, n) != PCM_SUCCESS) return fail("PCM_Store");
-    MPI_Barrier(world);
-    t1 = MPI_Wtime();
-    if (PCM_Commit(world, 1) != PCM_SUCCESS) return fail("PCM_Commit");
-    t2 = MPI_Wtime();
-    if (rank == 0)
-      printf(
-          "ckpt_cost: wrote %ld MiB with %d processes (store): %.3f s (store %.3f s + commit "
-          "%.3f s), %.3f GB/s\n",
-          mb, size, t2 - t0, t1 - t0, t2 - t1, (double)n * size * 8 / (t2 - t0) / 1e9);
+    for (v = 1; v <= versions; v++) {
+      MPI_Barrier(world);
+      t0 = MPI_Wtime();
+      if (PCM_Store(rank, "x", x, PCM_DOUBLE, n) != PCM_SUCCESS) return fail("PCM_Store");
+      MPI_Barrier(world);
+      t1 = MPI_Wtime();
+      if (PCM_Commit(world, v) != PCM_SUCCESS) return fail("PCM_Commit");
+      t2 = MPI_Wtime();
+      if (rank == 0)
+        printf(
+            "ckpt_cost: wrote %ld MiB with %d processes (store): %.3f s (store %.3f s + commit "
+            "%.3f s), %.3f GB/s\n",
+            mb, size, t2 - t0, t1 - t0, t2 - t1, (double)n * size * 8 / (t2 - t0) / 1e9);
+    }
   }
   free(x);
   return 0;
@@ -230,7 +235,7 @@ int main(int argc, char **argv) {
   MPI_Comm_rank(world, &rank);
   MPI_Comm_size(world, &size);
   if (strcmp(path, "store") == 0)
-    rc = run_store(world, mb, rank, size);
+    rc = run_store(world, mb, rank, size, argc > 3 ? atoi(argv[3]) : 1);
   else if (strcmp(path, "wait") == 0)
     rc = run_wait(&world, mb, argc > 3 ? atoi(argv[3]) : 5, argc > 4 ? atof(argv[4]) : 2.0);
   else

@@ -3,7 +3,9 @@
 #include "shard.h"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -138,6 +140,29 @@ void copy_in(const std::vector<ShardItem>& items, std::vector<ShardDataset>& dat
   }
 }
 
+// Fails (PCM_ERR_INTERNAL with the system's reason) when the shard cannot fit: less room free on
+// the file system, or a smaller file size limit (RLIMIT_FSIZE). HDF5 1.10 must never meet such a
+// failure itself: a file it could not close stays in its tables, and the process then crashes in
+// HDF5 when it exits. Checked, not reserved (no I/O): a disk filled meanwhile is still met later.
+void check_room(const std::string& dir, const std::vector<ShardItem>& items) {
+  std::uint64_t bytes = 2 * kAlign;  // HDF5's metadata, before and after the data
+  for (const auto& it : items) {
+    std::uint64_t n = 0;
+    for (const auto& p : it.pieces) n += p.bytes;
+    bytes += (n + kAlign - 1) / kAlign * kAlign + kAlign;
+  }
+  struct rlimit lim {};
+  if (::getrlimit(RLIMIT_FSIZE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY && bytes > lim.rlim_cur)
+    fail(PCM_ERR_INTERNAL, "cannot write a shard of {:.1f} MiB into {}: {} (limit {:.1f} MiB)",
+         bytes / 1048576.0, dir, std::strerror(EFBIG), lim.rlim_cur / 1048576.0);
+  struct statvfs sv {};
+  if (::statvfs(dir.c_str(), &sv) == 0 &&
+      static_cast<std::uint64_t>(sv.f_bavail) * sv.f_frsize < bytes)
+    fail(PCM_ERR_INTERNAL, "cannot write a shard of {:.1f} MiB into {}: {} ({:.1f} MiB free)",
+         bytes / 1048576.0, dir, std::strerror(ENOSPC),
+         static_cast<double>(sv.f_bavail) * sv.f_frsize / 1048576.0);
+}
+
 bool full_pread(int fd, char* out, std::uint64_t n, std::uint64_t at) {
   while (n > 0) {
     ssize_t r = ::pread(fd, out, std::min<std::uint64_t>(n, 1u << 30), static_cast<off_t>(at));
@@ -169,16 +194,48 @@ const ShardDataset* ShardRecord::find(const std::string& key) const {
   return nullptr;
 }
 
+ShardRecord ShardRecord::holding(const ShardDataset& d) const {
+  if (d.file.empty()) return *this;
+  return ShardRecord{rank, d.file, d.file_size, {d}};
+}
+
+std::vector<std::pair<std::string, std::uint64_t>> ShardRecord::files() const {
+  std::vector<std::pair<std::string, std::uint64_t>> out;
+  if (!file.empty()) out.emplace_back(file, size);
+  for (const auto& d : datasets)
+    if (!d.file.empty()) out.emplace_back(d.file, d.file_size);
+  return out;
+}
+
 std::string shard_file_name(int rank) { return fmt::format("r{}.h5", rank); }
+
+std::string staged_file_name(int rank, const std::string& key, const std::string& tag) {
+  return fmt::format("s{}.{}.{}.h5", rank, key, tag);
+}
+
+bool is_staged_file_name(const std::string& name, int rank, const std::string& key) {
+  const std::string head = fmt::format("s{}.{}.", rank, key);
+  constexpr std::size_t kTag = 16;
+  if (name.size() != head.size() + kTag + 3 || name.compare(0, head.size(), head) != 0 ||
+      name.compare(name.size() - 3, 3, ".h5") != 0)
+    return false;
+  return std::all_of(name.begin() + static_cast<std::ptrdiff_t>(head.size()), name.end() - 3,
+                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
 
 json ShardRecord::to_json() const {
   json ds = json::array();
-  for (const auto& d : datasets)
+  for (const auto& d : datasets) {
     ds.push_back({{"key", d.key},
                   {"type", d.type},
                   {"count", d.count},
                   {"offset", d.offset},
                   {"xxh3", d.xxh3}});
+    if (!d.file.empty()) {
+      ds.back()["file"] = d.file;
+      ds.back()["file_size"] = d.file_size;
+    }
+  }
   return json{{"rank", rank}, {"file", file}, {"size", size}, {"datasets", ds}};
 }
 
@@ -188,7 +245,8 @@ ShardRecord ShardRecord::from_json(const json& j) {
     r.rank = j.at("rank").get<int>();
     r.file = j.at("file").get<std::string>();
     r.size = j.at("size").get<std::uint64_t>();
-    if (r.rank < 0 || r.file != shard_file_name(r.rank))
+    if (r.rank < 0 || (r.file != shard_file_name(r.rank) && !r.file.empty()) ||
+        (r.file.empty() && r.size != 0))
       fail(PCM_ERR_ARG, "shard of rank {} named '{}'", r.rank, r.file);
     for (const auto& d : j.at("datasets")) {
       ShardDataset s;
@@ -199,8 +257,18 @@ ShardRecord ShardRecord::from_json(const json& j) {
       s.xxh3 = d.at("xxh3").get<std::vector<std::uint64_t>>();
       if (!proto::valid_name(s.key) || proto::type_size(s.type) == 0)
         fail(PCM_ERR_ARG, "shard {}: bad dataset '{}'", r.file, s.key);
+      // A dataset in a file of its own (a key PCM_Store wrote itself): only a name of that form.
+      std::uint64_t size = r.size;
+      if (d.contains("file")) {
+        s.file = d.at("file").get<std::string>();
+        s.file_size = size = d.at("file_size").get<std::uint64_t>();
+        if (!is_staged_file_name(s.file, r.rank, s.key))
+          fail(PCM_ERR_ARG, "rank {}: dataset '{}' in a file named '{}'", r.rank, s.key, s.file);
+      } else if (r.file.empty()) {
+        fail(PCM_ERR_ARG, "rank {}: dataset '{}' is in no file", r.rank, s.key);
+      }
       if (s.count > (UINT64_MAX / 16) || s.xxh3.size() != chunks_of(s.bytes()) ||
-          (s.count > 0 && (s.offset > r.size || s.bytes() > r.size - s.offset)))
+          (s.count > 0 && (s.offset > size || s.bytes() > size - s.offset)))
         fail(PCM_ERR_ARG, "shard {}: dataset '{}' does not fit its file", r.file, s.key);
       if (r.find(s.key)) fail(PCM_ERR_ARG, "shard {}: dataset '{}' twice", r.file, s.key);
       r.datasets.push_back(std::move(s));
@@ -212,11 +280,12 @@ ShardRecord ShardRecord::from_json(const json& j) {
 }
 
 ShardRecord write_shard(const std::string& dir, const ShardHeader& header,
-                        const std::vector<ShardItem>& items) {
+                        const std::vector<ShardItem>& items, const std::string& file) {
   ShardRecord rec;
   rec.rank = header.rank;
-  rec.file = shard_file_name(header.rank);
+  rec.file = file.empty() ? shard_file_name(header.rank) : file;
   const std::string path = dir + "/" + rec.file;
+  check_room(dir, items);
   int fd = -1;
   try {
     {

@@ -26,6 +26,10 @@ struct ShardDataset {
   std::uint64_t count = 0;   // elements
   std::uint64_t offset = 0;  // byte offset of the data in the file (0 and unused when count is 0)
   std::vector<std::uint64_t> xxh3;  // one per kShardChunk bytes of data, in order
+  // A key PCM_Store wrote itself lives in a file of its own (staged_file_name), linked into the
+  // version: its name and size. Empty: the dataset is in its record's file.
+  std::string file;
+  std::uint64_t file_size = 0;
 
   std::uint64_t bytes() const;
 };
@@ -33,11 +37,15 @@ struct ShardDataset {
 // One rank's shard, as the manifest records it.
 struct ShardRecord {
   int rank = 0;
-  std::string file;  // name inside the version directory
+  std::string file;  // name inside the version directory; empty: every dataset has its own file
   std::uint64_t size = 0;
   std::vector<ShardDataset> datasets;
 
   const ShardDataset* find(const std::string& key) const;
+  // The record of the one file that holds d (this one, or d's own file).
+  ShardRecord holding(const ShardDataset& d) const;
+  // Every file the record names, with its size.
+  std::vector<std::pair<std::string, std::uint64_t>> files() const;
   nlohmann::json to_json() const;
   // Checks what a file name, sizes and offsets can be checked for; throws pcm::Error(PCM_ERR_ARG).
   static ShardRecord from_json(const nlohmann::json& j);
@@ -64,12 +72,16 @@ struct ShardHeader {
 };
 
 std::string shard_file_name(int rank);
+// The file of one key that PCM_Store wrote itself: s<rank>.<key>.<16 hex digits>.h5 (tag: the
+// hex digits, new for every store), and whether name is such a file of (rank, key).
+std::string staged_file_name(int rank, const std::string& key, const std::string& tag);
+bool is_staged_file_name(const std::string& name, int rank, const std::string& key);
 
-// Writes the shard into dir/<shard_file_name(rank)> (which must not exist), fsyncs it, and
-// returns its record. Throws pcm::Error (PCM_ERR_INTERNAL with the system's reason: a full disk,
-// a missing directory); the partial file is removed.
+// Writes the shard into dir/<file> (default shard_file_name(rank); it must not exist), fsyncs
+// it, and returns its record. Throws pcm::Error (PCM_ERR_INTERNAL with the system's reason: a
+// full disk, a missing directory); the partial file is removed.
 ShardRecord write_shard(const std::string& dir, const ShardHeader& header,
-                        const std::vector<ShardItem>& items);
+                        const std::vector<ShardItem>& items, const std::string& file = "");
 // The same shard built in memory, for a rank that cannot see the version directory: the bytes
 // of the file (sent through pcmd), and its record.
 ShardRecord image_shard(const ShardHeader& header, const std::vector<ShardItem>& items,

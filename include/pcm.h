@@ -108,9 +108,13 @@ int PCM_Status(MPI_Comm comm);
 /*
  * PCM_Store — store count elements of type type from buf under (rank, key) in pcmd, replacing
  * what was there. rank is usually the caller's own rank. The data outlives this process.
+ * Where this process sees pcmd's data directory (and PCM_CHECKPOINT_DIRECT is not 0), a store of
+ * 64 KiB or more is written by the process itself into the job's staging directory there
+ * (checksummed while written, fsynced) and pcmd records it; smaller ones, and every store of a
+ * process that does not see the directory, travel to pcmd, which writes them.
  * Local (each process talks to pcmd itself). PCM_Store, PCM_Load, PCM_Commit and a restart's
  * PCM_Init wait for pcmd up to PCM_DATA_TIMEOUT_MS (default 600000): their time grows with the
- * data; PCM_ERR_DAEMON after that. A store is atomic: pcmd writes the new data completely
+ * data; PCM_ERR_DAEMON after that. A store is atomic: the new data is written completely
  * before it replaces the old, so a store that fails leaves what was stored before under
  * (rank, key) loadable (a PCM_Commit is then refused until the key is stored again).
  * Errors: PCM_ERR_ARG, PCM_ERR_STATE, PCM_ERR_DAEMON, PCM_ERR_REFUSED, PCM_ERR_NOSPACE (pcmd's
@@ -120,6 +124,8 @@ int PCM_Store(int rank, const char *key, const void *buf, PCM_Datatype type, lon
 
 /*
  * PCM_Load — load what is stored under (rank, key) into buf, which holds count elements of type.
+ * Any process of the job may load any rank's key, committed or not (a process that sees the
+ * staging directory reads a key stored there itself, verifying its checksums).
  * The stored type and count must match exactly; use PCM_Load_count to learn them first.
  * Local. Errors: PCM_ERR_ARG, PCM_ERR_STATE, PCM_ERR_DAEMON, PCM_ERR_NOT_FOUND, PCM_ERR_TYPE,
  * PCM_ERR_COUNT.
@@ -280,10 +286,14 @@ int PCM_Merge_Collective(void **buf, PCM_Datatype type, PCM_Dist *dist, int *ite
 /*
  * PCM_Commit — turn what every rank of the world has stored with PCM_Store into one consistent,
  * durable global version for `iteration` in pcmd. Every rank must have stored its part first
- * (each PCM_Store has completed when it returns; the call waits for all ranks). pcmd writes the
- * version crash-safely (file, fsync, rename, fsync of the directory, then a manifest with
- * checksums) and keeps the newest versions (pcmd --keep). A version exists only once complete:
- * after a crash the previous one is still there. `pcmctl checkpoints JOB` lists them.
+ * (each PCM_Store has completed when it returns; the call waits for all ranks). When ranks wrote
+ * keys themselves (PCM_Store), the version is made of shards as PCM_Checkpoint's: their files
+ * are linked into it, never copied, pcmd writes the keys stored through it into a shard per
+ * rank, and one rename of the version's directory (after its manifest and the directory were
+ * fsynced) commits it; otherwise pcmd copies the keys into one file (file, fsync, rename, fsync
+ * of the directory, then a manifest with checksums). pcmd keeps the newest versions (pcmd
+ * --keep). A version exists only once complete: after a crash the previous one is still there.
+ * `pcmctl checkpoints JOB` lists them.
  * Collective over comm; the same code on every rank.
  * Errors: PCM_ERR_ARG, PCM_ERR_STATE, PCM_ERR_DAEMON, PCM_ERR_REFUSED (a rank stored nothing; a
  * rank's last PCM_Store failed; a valid version of `iteration` exists already, as for the

@@ -1,5 +1,6 @@
-// restart.cpp — data through pcmd: PCM_Store and PCM_Load, the commit of a checkpoint version,
-// and what a restarted process reads from the version it resumes from.
+// restart.cpp — PCM_Store and PCM_Load (written and read here where this process sees pcmd's
+// data directory: direct_store.h; else through pcmd), the commit of a checkpoint version, and
+// what a restarted process reads from the version it resumes from.
 #include <climits>
 #include <cstring>
 
@@ -29,11 +30,25 @@ std::size_t check_data(int rank, const char* key, const void* buf, int type, lon
   if (count > 0 && !buf) fail(PCM_ERR_ARG, "buf is NULL");
   return elem;
 }
+
+// A load's buffer must be what was stored.
+void check_loaded(int rank, const char* key, int stored_type, std::int64_t stored_count, int type,
+                  long count) {
+  if (stored_type != type)
+    fail(PCM_ERR_TYPE, "rank {} key '{}' holds {}, not {}", rank, key,
+         proto::type_name(stored_type), proto::type_name(type));
+  if (stored_count != count)
+    fail(PCM_ERR_COUNT, "rank {} key '{}' holds {} elements, not {}", rank, key, stored_count,
+         count);
+}
 }  // namespace
 
 int Runtime::store(int rank, const char* key, const void* buf, int type, long count) {
   if (phase_ != Phase::kActive) fail(PCM_ERR_STATE, "call PCM_Init first");
   std::size_t bytes = static_cast<std::size_t>(count) * check_data(rank, key, buf, type, count);
+  if (direct_store_.store(link_, settings_, job_, rank, key, buf, type,
+                          static_cast<std::uint64_t>(count)))
+    return PCM_SUCCESS;  // written here, recorded by pcmd
   link_.request(ops::request(ops::Store{job_, rank, key, type, count}), count > 0 ? buf : "", bytes,
                 settings_.data_timeout_ms);
   return PCM_SUCCESS;
@@ -42,6 +57,18 @@ int Runtime::store(int rank, const char* key, const void* buf, int type, long co
 int Runtime::load_count(int rank, const char* key, int* type, long* count) {
   if (phase_ != Phase::kActive) fail(PCM_ERR_STATE, "call PCM_Init first");
   check_entry(rank, key);
+  std::optional<ShardRecord> rec;
+  if (restart_.reading) {
+    auto v = direct_store_.in_version(link_, settings_, job_, restart_.iteration, rank, key);
+    if (v) rec = std::move(v->second);
+  } else {
+    rec = direct_store_.find(link_, settings_, job_, rank, key);
+  }
+  if (rec) {
+    if (type) *type = rec->datasets[0].type;
+    if (count) *count = static_cast<long>(rec->datasets[0].count);
+    return PCM_SUCCESS;
+  }
   ops::Load req{job_, rank, key, true, std::nullopt};
   if (restart_.reading) req.version = restart_.iteration;
   auto r = link_.request(ops::request(req), nullptr, 0, settings_.data_timeout_ms);
@@ -53,17 +80,25 @@ int Runtime::load_count(int rank, const char* key, int* type, long* count) {
 int Runtime::load(int rank, const char* key, void* buf, int type, long count) {
   if (phase_ != Phase::kActive) fail(PCM_ERR_STATE, "call PCM_Init first");
   std::size_t elem = check_data(rank, key, buf, type, count);
+  if (restart_.reading) {
+    // The version's shard straight from its file, where this process sees it.
+    if (auto v = direct_store_.in_version(link_, settings_, job_, restart_.iteration, rank, key)) {
+      const ShardDataset& d = v->second.datasets[0];
+      check_loaded(rank, key, d.type, static_cast<std::int64_t>(d.count), type, count);
+      ShardReader(v->first, v->second).read(d, 0, d.bytes(), buf);
+      return PCM_SUCCESS;
+    }
+  } else if (auto rec = direct_store_.find(link_, settings_, job_, rank, key)) {
+    const ShardDataset& d = rec->datasets[0];
+    check_loaded(rank, key, d.type, static_cast<std::int64_t>(d.count), type, count);
+    if (direct_store_.read(*rec, buf)) return PCM_SUCCESS;  // else replaced meanwhile: pcmd
+  }
   ops::Load req{job_, rank, key, false, std::nullopt};
   if (restart_.reading) req.version = restart_.iteration;
   auto r = link_.request(ops::request(req), nullptr, 0, settings_.data_timeout_ms);
   int stored_type = static_cast<int>(proto::get_int(r.header, "type", 1, 1000));
   auto stored_count = proto::get_int(r.header, "count", 0, INT64_MAX);
-  if (stored_type != type)
-    fail(PCM_ERR_TYPE, "rank {} key '{}' holds {}, not {}", rank, key,
-         proto::type_name(stored_type), proto::type_name(type));
-  if (stored_count != count)
-    fail(PCM_ERR_COUNT, "rank {} key '{}' holds {} elements, not {}", rank, key, stored_count,
-         count);
+  check_loaded(rank, key, stored_type, stored_count, type, count);
   if (r.data.size() != static_cast<std::size_t>(count) * elem)
     fail(PCM_ERR_INTERNAL, "pcmd sent {} bytes for {} elements", r.data.size(), count);
   if (count > 0) std::memcpy(buf, r.data.data(), r.data.size());

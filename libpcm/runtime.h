@@ -25,6 +25,7 @@
 #include "command.h"
 #include "config.h"
 #include "daemon_link.h"
+#include "direct_store.h"
 #include "distribution.h"
 #include "mpi_util.h"
 #include "pcm.h"
@@ -254,6 +255,7 @@ class Runtime {
   ShardWriter shard_writer_;
 
   Retirement retirement_;
+  DirectStore direct_store_;  // PCM_Store's keys written here (restart.cpp)
   // Last: its thread is stopped before anything it could report on goes.
   Watchdog watchdog_{end_stuck_process};
 };

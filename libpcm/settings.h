@@ -15,8 +15,8 @@ struct Settings {
   double status_window_us = 1000;  // PCM_STATUS_WINDOW_US: length of an agreement window (0: none)
   bool split_cma = true;           // PCM_SPLIT_CMA: a split's new processes (a merge's survivors)
                                    // may read old buffers directly
-  // PCM_CHECKPOINT_DIRECT: PCM_Checkpoint's ranks write and read their shards themselves where
-  // they see pcmd's data directory (0: always through pcmd).
+  // PCM_CHECKPOINT_DIRECT: PCM_Checkpoint's ranks write and read their shards, and PCM_Store
+  // its keys, themselves where they see pcmd's data directory (0: always through pcmd).
   bool checkpoint_direct = true;
   // PCM_CHECKPOINT_ASYNC: PCM_Checkpoint returns once the registered data is copied, and the
   // shards are written and committed in the background (0: the call waits for the commit).

@@ -53,11 +53,9 @@ class VersionSource {
     if (n == 0) return;
     try {
       if (direct_) {
-        auto& r = readers_[rank];
-        if (!r) {
-          const ShardRecord& rec = shards_[static_cast<std::size_t>(rank)];
-          r = std::make_unique<ShardReader>(dir_ + "/" + rec.file, rec);
-        }
+        const ShardRecord file = shards_[static_cast<std::size_t>(rank)].holding(d);
+        auto& r = readers_[file.file];
+        if (!r) r = std::make_unique<ShardReader>(dir_ + "/" + file.file, file);
         r->read(d, first, n, out);
         return;
       }
@@ -109,7 +107,7 @@ class VersionSource {
   std::string dir_;
   std::vector<ShardRecord> shards_;
   bool direct_;
-  std::map<int, std::unique_ptr<ShardReader>> readers_;
+  std::map<std::string, std::unique_ptr<ShardReader>> readers_;  // by file
   std::map<std::pair<int, std::string>, std::vector<char>> fetched_;
 };
 

@@ -230,6 +230,8 @@ Manifest Checkpoints::commit(const Store& store, const std::string& job, std::in
   if (!proto::valid_name(job)) fail(PCM_ERR_ARG, "invalid job name '{}'", job);
   if (iteration < 0) fail(PCM_ERR_ARG, "iteration {} is negative", iteration);
   if (nprocs < 1) fail(PCM_ERR_ARG, "a version needs at least one process");
+  // Keys the ranks wrote themselves make a version of shards, their files linked, not copied.
+  if (!store.staged_of(job).empty()) return commit_staged(store, job, iteration, nprocs, layout);
   fs::path src = store.job_file(job);
   if (!fs::exists(src)) fail(PCM_ERR_NOT_FOUND, "job '{}' has stored nothing", job);
   if (auto failed = store.failed_store(job))
@@ -391,17 +393,18 @@ VersionStatus Checkpoints::verify(const std::string& job, std::int64_t iteration
       v.why = "marked bad: " + reason;
       return v;
     }
-    for (const auto& r : m->shards) {
-      auto size = fs::file_size(dir / r.file, ec);
-      if (ec) {
-        v.why = fmt::format("shard {} missing", r.file);
-        return v;
+    for (const auto& r : m->shards)
+      for (const auto& [file, want] : r.files()) {
+        auto size = fs::file_size(dir / file, ec);
+        if (ec) {
+          v.why = fmt::format("shard {} missing", file);
+          return v;
+        }
+        if (size != want) {
+          v.why = fmt::format("shard {} has {} bytes, manifest says {}", file, size, want);
+          return v;
+        }
       }
-      if (size != r.size) {
-        v.why = fmt::format("shard {} has {} bytes, manifest says {}", r.file, size, r.size);
-        return v;
-      }
-    }
     v.valid = true;
     return v;
   }
@@ -555,7 +558,8 @@ Store::Meta Checkpoints::read(const Manifest& m, int rank, const std::string& ke
     if (!d)
       fail(PCM_ERR_NOT_FOUND, "version {} of job '{}' has nothing for rank {} key '{}'",
            m.iteration, m.job, rank, key);
-    ShardReader reader((version_dir(m.job, m.iteration) / r.file).string(), r);
+    const ShardRecord file = r.holding(*d);
+    ShardReader reader((version_dir(m.job, m.iteration) / file.file).string(), file);
     out.resize(d->bytes());
     reader.read(*d, 0, d->bytes(), out.data());
     return Store::Meta{d->type, d->count};

@@ -70,6 +70,9 @@ class Checkpoints {
   // Makes version `iteration` of job from the rank groups 0..nprocs-1 of store's file for the
   // job (every rank must have stored something). Throws pcm::Error; on failure (a full disk,
   // a crash) no version appears and earlier versions are untouched.
+  // When ranks stored keys themselves (store.h), the version is one of shards (format 2): each
+  // staged file hard-linked into it (never copied), the keys stored through pcmd written by pcmd
+  // into the rank's shard r<rank>.h5, and the whole committed as commit_shards does.
   Manifest commit(const Store& store, const std::string& job, std::int64_t iteration, int nprocs,
                   const nlohmann::json& layout);
 
@@ -136,6 +139,8 @@ class Checkpoints {
   // The newest version that verifies, verifying newest first and stopping there.
   std::optional<std::int64_t> newest_valid(const std::string& job,
                                            std::optional<std::int64_t> known) const;
+  Manifest commit_staged(const Store& store, const std::string& job, std::int64_t iteration,
+                         int nprocs, const nlohmann::json& layout);
   std::optional<Manifest> load_manifest(const std::string& job, std::int64_t iteration,
                                         std::string* why) const;
   std::filesystem::path root_;

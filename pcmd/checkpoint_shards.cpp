@@ -124,12 +124,14 @@ Manifest Checkpoints::commit_shards(const std::string& job, std::int64_t iterati
   for (int r = 0; r < nprocs; ++r) {
     const ShardRecord& sh = shards[static_cast<std::size_t>(r)];
     if (sh.rank != r) fail(PCM_ERR_REFUSED, "no shard for rank {}; no version made", r);
-    auto size = fs::file_size(tmp / sh.file, ec);
-    if (ec) fail(PCM_ERR_REFUSED, "shard {} of rank {} is missing; no version made", sh.file, r);
-    if (size != sh.size)
-      fail(PCM_ERR_REFUSED, "shard {} has {} bytes, its rank wrote {}; no version made", sh.file,
-           size, sh.size);
-    m.file_size += size;
+    for (const auto& [file, want] : sh.files()) {
+      auto size = fs::file_size(tmp / file, ec);
+      if (ec) fail(PCM_ERR_REFUSED, "shard {} of rank {} is missing; no version made", file, r);
+      if (size != want)
+        fail(PCM_ERR_REFUSED, "shard {} has {} bytes, its rank wrote {}; no version made", file,
+             size, want);
+      m.file_size += size;
+    }
   }
   m.shards = std::move(shards);
   remove_matching(tmp, record_name());  // kept only until the commit

@@ -161,6 +161,7 @@ void Store::put(const std::string& job, int rank, const std::string& key, int ty
   spares.reset();
   errno = 0;
   if (H5Fflush(f.get(), H5F_SCOPE_GLOBAL) < 0) write_failed(errno, "the flush failed");
+  drop_staged(job, rank, key);  // the data stored now shadowed no more
   failed_.erase(failed);
 }
 
@@ -192,6 +193,7 @@ void Store::put_layout(const std::string& job, const std::string& encoded, std::
 std::optional<Store::Meta> Store::meta(const std::string& job, int rank,
                                        const std::string& key) const {
   check_names(job, rank, key);
+  if (auto s = staged(job, rank, key)) return Meta{s->datasets.at(0).type, s->datasets.at(0).count};
   fs::path file = job_file(job);
   if (!fs::exists(file)) return std::nullopt;
   H5Id f(H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
@@ -207,6 +209,13 @@ std::optional<Store::Meta> Store::meta(const std::string& job, int rank,
 Store::Meta Store::get(const std::string& job, int rank, const std::string& key,
                        std::vector<char>& out) const {
   check_names(job, rank, key);
+  if (auto s = staged(job, rank, key)) {
+    const ShardDataset& d = s->datasets.at(0);
+    ShardReader reader((root_ / "jobs" / job / "stage" / d.file).string(), s->holding(d));
+    out.resize(d.bytes());
+    reader.read(d, 0, d.bytes(), out.data());
+    return Meta{d.type, d.count};
+  }
   fs::path file = job_file(job);
   if (!fs::exists(file)) fail(PCM_ERR_NOT_FOUND, "job '{}' has stored nothing", job);
   H5Id f(H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);

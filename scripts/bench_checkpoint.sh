@@ -10,11 +10,16 @@
 #    verifying every chunk) against read() of the raw files into new memory by the same
 #    processes, right after it; warm (page cache; 3 runs, medians) and, where the page cache can
 #    be dropped (root), cold.
-#  - the paper's path through pcmd (PCM_Store + PCM_Commit, PCM_Load) at the first size, once,
-#    for comparison.
-# Environment: BENCH_SIZES, BENCH_NP, BENCH_VERSIONS, BENCH_DIR (a directory on the filesystem to
-# measure; default $TMPDIR or /tmp), BENCH_OLD=0 to skip the through-pcmd path, BENCH_COLD=0 to
-# leave the machine's page cache alone.
+#  - the paper's calls (PCM_Store + PCM_Commit) at each size of BENCH_STORE_SIZES (default: the
+#    first size): BENCH_VERSIONS versions with the ranks writing the keys themselves, `dd
+#    conv=fsync` of the same bytes as many times, and BENCH_STORE_OLD (3) versions through pcmd
+#    (PCM_CHECKPOINT_DIRECT=0); the first two of the direct ones and of dd warm up; then a restart's
+#    PCM_Load of the newest direct version, read by the ranks and then through pcmd.
+#  - the paper's path through pcmd (PCM_Store + PCM_Commit, PCM_Load; PCM_CHECKPOINT_DIRECT=0) at
+#    the first size, once, with `pcmctl status` timed meanwhile.
+# Environment: BENCH_SIZES, BENCH_NP, BENCH_VERSIONS, BENCH_STORE_SIZES, BENCH_STORE_OLD,
+# BENCH_DIR (a directory on the filesystem to measure; default $TMPDIR or /tmp), BENCH_OLD=0 to
+# skip the through-pcmd path, BENCH_COLD=0 to leave the machine's page cache alone.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/bench_common.sh"
 # The disk's speed: each PCM_Checkpoint returns once its version is committed (in the background
@@ -49,6 +54,21 @@ for mb in $sizes; do
   fi
 done
 first=${sizes%% *}
+for mb in ${BENCH_STORE_SIZES:-$first}; do
+  PCM_JOB=bench-store-$mb mpiexec -n "$np" "$B/bench/ckpt_cost" "$mb" store "$versions" |
+    tee "$tmp/sw$mb.txt"
+  for _ in $(seq "$versions"); do
+    dd if=/dev/zero of="$tmp/dd" bs=1M count="$mb" conv=fsync 2>&1 | tail -1 | tee -a "$tmp/sdd$mb.txt"
+  done
+  rm -f "$tmp/dd"
+  PCM_CHECKPOINT_DIRECT=0 PCM_JOB=bench-store-old-$mb mpiexec -n "$np" "$B/bench/ckpt_cost" "$mb" \
+    store "${BENCH_STORE_OLD:-3}" | tee "$tmp/so$mb.txt"
+  # The restart's PCM_Load of the newest direct version: the ranks read the shards, then pcmd does.
+  PCM_JOB=bench-store-$mb PCM_RESTART=1 mpiexec -n "$np" "$B/bench/ckpt_cost" "$mb" store |
+    tee "$tmp/sr$mb.txt"
+  PCM_CHECKPOINT_DIRECT=0 PCM_JOB=bench-store-$mb PCM_RESTART=1 mpiexec -n "$np" \
+    "$B/bench/ckpt_cost" "$mb" store | tee "$tmp/sro$mb.txt"
+done
 # How long `pcmctl status` takes to answer: idle, then while a job moves data through pcmd.
 status_times() {  # status_times FILE: times `pcmctl status` until $tmp/stop-status exists
   while [ ! -e "$tmp/stop-status" ]; do
@@ -67,15 +87,18 @@ if [ "${BENCH_OLD:-1}" = 1 ]; then
   done
   status_times "$tmp/busy-status.txt" &
   poller=$!
-  PCM_JOB=bench-old mpiexec -n "$np" "$B/bench/ckpt_cost" "$first" store | tee "$tmp/ow.txt"
+  PCM_CHECKPOINT_DIRECT=0 PCM_JOB=bench-old mpiexec -n "$np" "$B/bench/ckpt_cost" "$first" store |
+    tee "$tmp/ow.txt"
   touch "$tmp/stop-status"
   wait "$poller"
-  PCM_JOB=bench-old PCM_RESTART=1 mpiexec -n "$np" "$B/bench/ckpt_cost" "$first" store |
+  PCM_CHECKPOINT_DIRECT=0 PCM_JOB=bench-old PCM_RESTART=1 mpiexec -n "$np" "$B/bench/ckpt_cost" \
+    "$first" store |
     tee "$tmp/or.txt"
 fi
-python3 - "$tmp" "$sizes" "$can_drop" <<'PY'
+python3 - "$tmp" "$sizes" "$can_drop" "${BENCH_STORE_SIZES:-$first}" <<'PY'
 import os, re, statistics, sys
 d, sizes, can_drop = sys.argv[1], [int(x) for x in sys.argv[2].split()], sys.argv[3] == "1"
+store_sizes = [int(x) for x in sys.argv[4].split()]
 med = statistics.median
 def text(name):
     p = os.path.join(d, name)
@@ -107,6 +130,28 @@ for mb in sizes:
         elif kind == "cold" and not can_drop:
             print(f"| restart read {mb} MiB, page cache cold | not measured: the page cache was not "
                   f"dropped (not root, or BENCH_COLD=0) | | |")
+for mb in store_sizes:
+    gb = mb * 1024 * 1024 / 1e9
+    def times(name):
+        return [float(x) for x in re.findall(r"(?:wrote .*?: |copied, )([\d.]+) s", text(name))]
+    direct, dd, old = times(f"sw{mb}.txt"), times(f"sdd{mb}.txt"), times(f"so{mb}.txt")
+    direct, dd = direct[2:] or direct, dd[2:] or dd
+    if not (direct and dd and old):
+        continue
+    a, b, o = med(direct), med(dd), med(old)
+    print(f"| write {mb} MiB: PCM_Store + PCM_Commit, the ranks write (fsync included) vs dd "
+          f"conv=fsync | {a:.3f} s ({gb / a:.2f} GB/s; {min(direct):.3f}-{max(direct):.3f}, "
+          f"{len(direct)} versions) | {b:.3f} s ({gb / b:.2f} GB/s) | {b / a:.2f} |")
+    print(f"| write {mb} MiB: PCM_Store + PCM_Commit through pcmd (PCM_CHECKPOINT_DIRECT=0) vs dd "
+          f"conv=fsync | {o:.3f} s ({gb / o:.2f} GB/s; {len(old)} versions) | {b:.3f} s | "
+          f"{b / o:.2f} (direct is {o / a:.1f}x faster) |")
+    r1 = re.search(r"read .*?: ([\d.]+) s", text(f"sr{mb}.txt"))
+    r2 = re.search(r"read .*?: ([\d.]+) s", text(f"sro{mb}.txt"))
+    if r1 and r2:
+        a, b = float(r1.group(1)), float(r2.group(1))
+        print(f"| restart read {mb} MiB: PCM_Load of that version, the ranks read the shards "
+              f"(chunks verified) vs through pcmd | {a:.3f} s ({gb / a:.2f} GB/s) | {b:.3f} s | "
+              f"{b / a:.2f} |")
 ow, orr = text("ow.txt"), text("or.txt")
 m1, m2 = re.search(r"wrote .*?: ([\d.]+) s", ow), re.search(r"read .*?: ([\d.]+) s", orr)
 idle = [int(x) / 1000 for x in text("idle-status.txt").split()]

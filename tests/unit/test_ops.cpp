@@ -66,6 +66,24 @@ json sample(ops::Op op) {
       return {{"job", "j"}, {"iteration", 1}, {"rank", 0}};
     case ops::Op::kShardDone:
       return {{"job", "j"}, {"iteration", 1}, {"rank", 1}, {"size", 2}, {"error", "disk full"}};
+    case ops::Op::kStageDir:
+      return job;
+    case ops::Op::kStoreStaged:
+      return {{"job", "j"},
+              {"rank", 1},
+              {"key", "k"},
+              {"record",
+               {{"rank", 1},
+                {"file", ""},
+                {"size", 0},
+                {"datasets",
+                 {{{"key", "k"},
+                   {"type", 5},
+                   {"count", 4},
+                   {"offset", 2048},
+                   {"xxh3", {7}},
+                   {"file", "s1.k.0123456789abcdef.h5"},
+                   {"file_size", 4096}}}}}}};
     case ops::Op::kMigrate:
       return {{"job", "j"}, {"rank", 1}, {"host", "h"}, {"why", "w"}};
     case ops::Op::kSplit:
