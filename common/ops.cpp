@@ -344,156 +344,159 @@ json ShardDone::to_json() const {
   json j{{"job", job}, {"iteration", iteration}, {"rank", rank}, {"size", size}};
   put(j, "error", error);
   if (retry) j["retry"] = true;
-  StageDir StageDir::from_json(const json& j) { return StageDir{valid_job_of(j)}; }
-  json StageDir::to_json() const { return json{{"job", job}}; }
+  return j;
+}
 
-  StoreStaged StoreStaged::from_json(const json& j) {
-    StoreStaged r;
-    r.job = valid_job_of(j);
-    r.rank = rank_of(j, "rank", 0);
-    r.key = key_of(j);
-    if (auto it = j.find("record"); it != j.end() && !it->is_null()) {
-      if (!it->is_object()) fail(PCM_ERR_ARG, "'record' must be an object");
-      r.record = *it;
-    }
-    r.error = opt_string(j, "error", 2000);
-    if (r.record.has_value() == r.error.has_value())
-      fail(PCM_ERR_ARG, "a staged store carries a record or an error, one of the two");
-    return r;
-  }
-  json StoreStaged::to_json() const {
-    json j{{"job", job}, {"rank", rank}, {"key", key}};
-    put(j, "record", record);
-    put(j, "error", error);
-    return j;
-  }
+StageDir StageDir::from_json(const json& j) { return StageDir{valid_job_of(j)}; }
+json StageDir::to_json() const { return json{{"job", job}}; }
 
-  void CommandFields::read(const json& j) {
-    job = job_of(j);
-    host = opt_string(j, "host", proto::kMaxHost);
-    placement = opt_string(j, "placement", 32);
-    if (auto it = j.find("why"); it != j.end() && !it->is_null())
-      why = proto::Command::clean_why(get_string(j, "why", 4 * proto::Command::kMaxWhy));
+StoreStaged StoreStaged::from_json(const json& j) {
+  StoreStaged r;
+  r.job = valid_job_of(j);
+  r.rank = rank_of(j, "rank", 0);
+  r.key = key_of(j);
+  if (auto it = j.find("record"); it != j.end() && !it->is_null()) {
+    if (!it->is_object()) fail(PCM_ERR_ARG, "'record' must be an object");
+    r.record = *it;
   }
-  void CommandFields::write(json & j) const {
-    j["job"] = job;
-    put(j, "host", host);
-    put(j, "placement", placement);
-    put(j, "why", why);
-  }
+  r.error = opt_string(j, "error", 2000);
+  if (r.record.has_value() == r.error.has_value())
+    fail(PCM_ERR_ARG, "a staged store carries a record or an error, one of the two");
+  return r;
+}
+json StoreStaged::to_json() const {
+  json j{{"job", job}, {"rank", rank}, {"key", key}};
+  put(j, "record", record);
+  put(j, "error", error);
+  return j;
+}
 
-  Migrate Migrate::from_json(const json& j) {
-    Migrate r;
-    r.read(j);
-    r.rank = rank_of(j, "rank", -1);
-    return r;
-  }
-  json Migrate::to_json() const {
-    json j{{"rank", rank}};
-    write(j);
-    return j;
-  }
+void CommandFields::read(const json& j) {
+  job = job_of(j);
+  host = opt_string(j, "host", proto::kMaxHost);
+  placement = opt_string(j, "placement", 32);
+  if (auto it = j.find("why"); it != j.end() && !it->is_null())
+    why = proto::Command::clean_why(get_string(j, "why", 4 * proto::Command::kMaxWhy));
+}
+void CommandFields::write(json& j) const {
+  j["job"] = job;
+  put(j, "host", host);
+  put(j, "placement", placement);
+  put(j, "why", why);
+}
 
-  Split Split::from_json(const json& j) {
-    Split r;
-    r.read(j);
-    r.rank = rank_of(j, "rank", -1);
-    r.into = rank_of(j, "into", 0);
-    return r;
-  }
-  json Split::to_json() const {
-    json j{{"rank", rank}, {"into", into}};
-    write(j);
-    return j;
-  }
+Migrate Migrate::from_json(const json& j) {
+  Migrate r;
+  r.read(j);
+  r.rank = rank_of(j, "rank", -1);
+  return r;
+}
+json Migrate::to_json() const {
+  json j{{"rank", rank}};
+  write(j);
+  return j;
+}
 
-  Merge Merge::from_json(const json& j) {
-    Merge r;
-    r.read(j);
-    auto it = j.find("ranks");
-    if (it == j.end() || !it->is_array()) fail(PCM_ERR_ARG, "field \"ranks\" must be an array");
-    for (const auto& v : *it) {
-      if (!v.is_number_integer()) fail(PCM_ERR_ARG, "field \"ranks\" must hold integers");
-      r.ranks.push_back(v.get<int>());
-    }
-    return r;
-  }
-  json Merge::to_json() const {
-    json j{{"ranks", ranks}};
-    write(j);
-    return j;
-  }
+Split Split::from_json(const json& j) {
+  Split r;
+  r.read(j);
+  r.rank = rank_of(j, "rank", -1);
+  r.into = rank_of(j, "into", 0);
+  return r;
+}
+json Split::to_json() const {
+  json j{{"rank", rank}, {"into", into}};
+  write(j);
+  return j;
+}
 
-  Resize Resize::from_json(const json& j) {
-    Resize r;
-    r.read(j);
-    r.size = rank_of(j, "size", -1);
-    return r;
+Merge Merge::from_json(const json& j) {
+  Merge r;
+  r.read(j);
+  auto it = j.find("ranks");
+  if (it == j.end() || !it->is_array()) fail(PCM_ERR_ARG, "field \"ranks\" must be an array");
+  for (const auto& v : *it) {
+    if (!v.is_number_integer()) fail(PCM_ERR_ARG, "field \"ranks\" must hold integers");
+    r.ranks.push_back(v.get<int>());
   }
-  json Resize::to_json() const {
-    json j{{"size", size}};
-    write(j);
-    return j;
+  return r;
+}
+json Merge::to_json() const {
+  json j{{"ranks", ranks}};
+  write(j);
+  return j;
+}
+
+Resize Resize::from_json(const json& j) {
+  Resize r;
+  r.read(j);
+  r.size = rank_of(j, "size", -1);
+  return r;
+}
+json Resize::to_json() const {
+  json j{{"size", size}};
+  write(j);
+  return j;
+}
+
+HostAdd HostAdd::from_json(const json& j) {
+  HostAdd r;
+  r.host = host_of(j);
+  r.slots = static_cast<int>(get_int(j, "slots", 1, detail::kMaxSlots));
+  r.site = site_of(j);
+  r.latency = opt_amount(j, "latency", 1e6, "milliseconds", "1e6");
+  return r;
+}
+json HostAdd::to_json() const {
+  json j{{"host", host}, {"slots", slots}, {"site", site}};
+  put(j, "latency", latency);
+  return j;
+}
+
+HostList HostList::from_json(const json&) { return {}; }
+json HostList::to_json() const { return json::object(); }
+
+HostDrain HostDrain::from_json(const json& j) { return HostDrain{host_of(j)}; }
+json HostDrain::to_json() const { return json{{"host", host}}; }
+
+HostRemove HostRemove::from_json(const json& j) { return HostRemove{host_of(j)}; }
+json HostRemove::to_json() const { return json{{"host", host}}; }
+
+AgentReport AgentReport::from_json(const json& j) {
+  AgentReport r;
+  r.host = host_of(j);
+  r.cores = static_cast<int>(get_int(j, "cores", 1, detail::kMaxSlots));
+  r.busy = number_of(j, "busy", r.cores);
+  r.load1 = number_of(j, "load1", 1e6);
+  r.runnable = j.contains("runnable") ? number_of(j, "runnable", 1e6) : 0.0;
+  r.join = get_bool(j, "join", false);
+  if (auto slots = opt_int(j, "slots", 1, detail::kMaxSlots)) r.slots = static_cast<int>(*slots);
+  r.site = site_of(j);
+  return r;
+}
+json AgentReport::to_json() const {
+  json j{{"host", host},   {"cores", cores},       {"busy", busy},
+         {"load1", load1}, {"runnable", runnable}, {"site", site}};
+  if (join) j["join"] = true;
+  put(j, "slots", slots);
+  return j;
+}
+
+AgentLeave AgentLeave::from_json(const json& j) { return AgentLeave{host_of(j)}; }
+json AgentLeave::to_json() const { return json{{"host", host}}; }
+
+Topology Topology::from_json(const json& j) {
+  auto it = j.find("hosts");
+  if (it == j.end() || !it->is_array()) fail(PCM_ERR_ARG, "field \"hosts\" must be an array");
+  if (it->size() > static_cast<std::size_t>(1 << 20)) fail(PCM_ERR_ARG, "too many hosts");
+  Topology r;
+  for (const auto& h : *it) {
+    if (!h.is_string() || !proto::valid_host(h.get_ref<const std::string&>()))
+      fail(PCM_ERR_ARG, "field \"hosts\" holds an invalid host name");
+    r.hosts.push_back(h.get<std::string>());
   }
-
-  HostAdd HostAdd::from_json(const json& j) {
-    HostAdd r;
-    r.host = host_of(j);
-    r.slots = static_cast<int>(get_int(j, "slots", 1, detail::kMaxSlots));
-    r.site = site_of(j);
-    r.latency = opt_amount(j, "latency", 1e6, "milliseconds", "1e6");
-    return r;
-  }
-  json HostAdd::to_json() const {
-    json j{{"host", host}, {"slots", slots}, {"site", site}};
-    put(j, "latency", latency);
-    return j;
-  }
-
-  HostList HostList::from_json(const json&) { return {}; }
-  json HostList::to_json() const { return json::object(); }
-
-  HostDrain HostDrain::from_json(const json& j) { return HostDrain{host_of(j)}; }
-  json HostDrain::to_json() const { return json{{"host", host}}; }
-
-  HostRemove HostRemove::from_json(const json& j) { return HostRemove{host_of(j)}; }
-  json HostRemove::to_json() const { return json{{"host", host}}; }
-
-  AgentReport AgentReport::from_json(const json& j) {
-    AgentReport r;
-    r.host = host_of(j);
-    r.cores = static_cast<int>(get_int(j, "cores", 1, detail::kMaxSlots));
-    r.busy = number_of(j, "busy", r.cores);
-    r.load1 = number_of(j, "load1", 1e6);
-    r.runnable = j.contains("runnable") ? number_of(j, "runnable", 1e6) : 0.0;
-    r.join = get_bool(j, "join", false);
-    if (auto slots = opt_int(j, "slots", 1, detail::kMaxSlots)) r.slots = static_cast<int>(*slots);
-    r.site = site_of(j);
-    return r;
-  }
-  json AgentReport::to_json() const {
-    json j{{"host", host},   {"cores", cores},       {"busy", busy},
-           {"load1", load1}, {"runnable", runnable}, {"site", site}};
-    if (join) j["join"] = true;
-    put(j, "slots", slots);
-    return j;
-  }
-
-  AgentLeave AgentLeave::from_json(const json& j) { return AgentLeave{host_of(j)}; }
-  json AgentLeave::to_json() const { return json{{"host", host}}; }
-
-  Topology Topology::from_json(const json& j) {
-    auto it = j.find("hosts");
-    if (it == j.end() || !it->is_array()) fail(PCM_ERR_ARG, "field \"hosts\" must be an array");
-    if (it->size() > static_cast<std::size_t>(1 << 20)) fail(PCM_ERR_ARG, "too many hosts");
-    Topology r;
-    for (const auto& h : *it) {
-      if (!h.is_string() || !proto::valid_host(h.get_ref<const std::string&>()))
-        fail(PCM_ERR_ARG, "field \"hosts\" holds an invalid host name");
-      r.hosts.push_back(h.get<std::string>());
-    }
-    return r;
-  }
-  json Topology::to_json() const { return json{{"hosts", hosts}}; }
+  return r;
+}
+json Topology::to_json() const { return json{{"hosts", hosts}}; }
 
 }  // namespace pcm::ops

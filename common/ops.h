@@ -315,135 +315,138 @@ struct ShardDone {
   std::optional<std::string> error;  // the rank's shard could not be written
   bool retry = false;
   static ShardDone from_json(const json& j);
-  // Where the job's ranks write the keys they store themselves. Reply: dir, token.
-  struct StageDir {
-    static constexpr Op kOp = Op::kStageDir;
-    std::string job;
-    static StageDir from_json(const json& j);
-    json to_json() const;
-  };
+  json to_json() const;
+};
 
-  // A store the rank wrote into the staging directory itself: its record (a ShardRecord whose one
-  // dataset has a file of its own), or why it could not (a commit is then refused until the key
-  // is stored again).
-  struct StoreStaged {
-    static constexpr Op kOp = Op::kStoreStaged;
-    std::string job;
-    int rank = 0;
-    std::string key;
-    std::optional<json> record;
-    std::optional<std::string> error;
-    static StoreStaged from_json(const json& j);
-    json to_json() const;
-  };
+// Where the job's ranks write the keys they store themselves. Reply: dir, token.
+struct StageDir {
+  static constexpr Op kOp = Op::kStageDir;
+  std::string job;
+  static StageDir from_json(const json& j);
+  json to_json() const;
+};
 
-  // Fields every command request has besides its own. Reply: command, host, hosts, size, text.
-  struct CommandFields {
-    std::string job;
-    std::optional<std::string> host;       // in the inventory
-    std::optional<std::string> placement;  // "spread" or "concentrate"
-    std::optional<std::string> why;        // cleaned (Command::clean_why); absent or null: none
-    void read(const json& j);
-    void write(json& j) const;
-  };
+// A store the rank wrote into the staging directory itself: its record (a ShardRecord whose one
+// dataset has a file of its own), or why it could not (a commit is then refused until the key
+// is stored again).
+struct StoreStaged {
+  static constexpr Op kOp = Op::kStoreStaged;
+  std::string job;
+  int rank = 0;
+  std::string key;
+  std::optional<json> record;
+  std::optional<std::string> error;
+  static StoreStaged from_json(const json& j);
+  json to_json() const;
+};
 
-  struct Migrate : CommandFields {
-    static constexpr Op kOp = Op::kMigrate;
-    int rank = -1;
-    static Migrate from_json(const json& j);
-    json to_json() const;
-  };
+// Fields every command request has besides its own. Reply: command, host, hosts, size, text.
+struct CommandFields {
+  std::string job;
+  std::optional<std::string> host;       // in the inventory
+  std::optional<std::string> placement;  // "spread" or "concentrate"
+  std::optional<std::string> why;        // cleaned (Command::clean_why); absent or null: none
+  void read(const json& j);
+  void write(json& j) const;
+};
 
-  struct Split : CommandFields {
-    static constexpr Op kOp = Op::kSplit;
-    int rank = -1;
-    int into = 0;
-    static Split from_json(const json& j);
-    json to_json() const;
-  };
+struct Migrate : CommandFields {
+  static constexpr Op kOp = Op::kMigrate;
+  int rank = -1;
+  static Migrate from_json(const json& j);
+  json to_json() const;
+};
 
-  struct Merge : CommandFields {
-    static constexpr Op kOp = Op::kMerge;
-    std::vector<int> ranks;
-    static Merge from_json(const json& j);
-    json to_json() const;
-  };
+struct Split : CommandFields {
+  static constexpr Op kOp = Op::kSplit;
+  int rank = -1;
+  int into = 0;
+  static Split from_json(const json& j);
+  json to_json() const;
+};
 
-  struct Resize : CommandFields {
-    static constexpr Op kOp = Op::kResize;
-    int size = -1;
-    static Resize from_json(const json& j);
-    json to_json() const;
-  };
+struct Merge : CommandFields {
+  static constexpr Op kOp = Op::kMerge;
+  std::vector<int> ranks;
+  static Merge from_json(const json& j);
+  json to_json() const;
+};
 
-  // Reply: host, added.
-  struct HostAdd {
-    static constexpr Op kOp = Op::kHostAdd;
-    std::string host;
-    int slots = 1;
-    std::string site = "default";
-    std::optional<double> latency;  // ms
-    static HostAdd from_json(const json& j);
-    json to_json() const;
-  };
+struct Resize : CommandFields {
+  static constexpr Op kOp = Op::kResize;
+  int size = -1;
+  static Resize from_json(const json& j);
+  json to_json() const;
+};
 
-  // Reply: hosts, placement.
-  struct HostList {
-    static constexpr Op kOp = Op::kHostList;
-    static HostList from_json(const json& j);
-    json to_json() const;
-  };
+// Reply: host, added.
+struct HostAdd {
+  static constexpr Op kOp = Op::kHostAdd;
+  std::string host;
+  int slots = 1;
+  std::string site = "default";
+  std::optional<double> latency;  // ms
+  static HostAdd from_json(const json& j);
+  json to_json() const;
+};
 
-  // Reply: host, draining.
-  struct HostDrain {
-    static constexpr Op kOp = Op::kHostDrain;
-    std::string host;
-    static HostDrain from_json(const json& j);
-    json to_json() const;
-  };
+// Reply: hosts, placement.
+struct HostList {
+  static constexpr Op kOp = Op::kHostList;
+  static HostList from_json(const json& j);
+  json to_json() const;
+};
 
-  struct HostRemove {
-    static constexpr Op kOp = Op::kHostRemove;
-    std::string host;
-    static HostRemove from_json(const json& j);
-    json to_json() const;
-  };
+// Reply: host, draining.
+struct HostDrain {
+  static constexpr Op kOp = Op::kHostDrain;
+  std::string host;
+  static HostDrain from_json(const json& j);
+  json to_json() const;
+};
 
-  // An agent's report on its host (agent.h). Reply: host, state, slots.
-  struct AgentReport {
-    static constexpr Op kOp = Op::kAgentReport;
-    std::string host;
-    int cores = 1;
-    double busy = 0, load1 = 0, runnable = 0;
-    bool join = false;
-    std::optional<int> slots;  // a host that joins: default its cores
-    std::string site = "default";
-    static AgentReport from_json(const json& j);
-    json to_json() const;
-  };
+struct HostRemove {
+  static constexpr Op kOp = Op::kHostRemove;
+  std::string host;
+  static HostRemove from_json(const json& j);
+  json to_json() const;
+};
 
-  // Reply: host, draining.
-  struct AgentLeave {
-    static constexpr Op kOp = Op::kAgentLeave;
-    std::string host;
-    static AgentLeave from_json(const json& j);
-    json to_json() const;
-  };
+// An agent's report on its host (agent.h). Reply: host, state, slots.
+struct AgentReport {
+  static constexpr Op kOp = Op::kAgentReport;
+  std::string host;
+  int cores = 1;
+  double busy = 0, load1 = 0, runnable = 0;
+  bool join = false;
+  std::optional<int> slots;  // a host that joins: default its cores
+  std::string site = "default";
+  static AgentReport from_json(const json& j);
+  json to_json() const;
+};
 
-  // Reply: sites (of each host, "" outside the inventory).
-  struct Topology {
-    static constexpr Op kOp = Op::kTopology;
-    std::vector<std::string> hosts;
-    static Topology from_json(const json& j);
-    json to_json() const;
-  };
+// Reply: host, draining.
+struct AgentLeave {
+  static constexpr Op kOp = Op::kAgentLeave;
+  std::string host;
+  static AgentLeave from_json(const json& j);
+  json to_json() const;
+};
 
-  // A request's header with "op" set: link.request(ops::request(ops::Load{...})).
-  template <class R>
-  json request(const R& r) {
-    json j = r.to_json();
-    j["op"] = name(R::kOp);
-    return j;
-  }
+// Reply: sites (of each host, "" outside the inventory).
+struct Topology {
+  static constexpr Op kOp = Op::kTopology;
+  std::vector<std::string> hosts;
+  static Topology from_json(const json& j);
+  json to_json() const;
+};
+
+// A request's header with "op" set: link.request(ops::request(ops::Load{...})).
+template <class R>
+json request(const R& r) {
+  json j = r.to_json();
+  j["op"] = name(R::kOp);
+  return j;
+}
 
 }  // namespace pcm::ops

@@ -163,280 +163,280 @@ void Server::set_handlers() {
   });
   on<ops::ShardDone>([this](const ops::ShardDone& r, Payload d, Out& out) {
     return data_ops_->shard_done(r, d, out);
-    on<ops::StageDir>(
-        [this](const ops::StageDir& r, Payload, Out& out) { return data_ops_->stage_dir(r, out); });
-    on<ops::StoreStaged>([this](const ops::StoreStaged& r, Payload, Out& out) {
-      return data_ops_->store_staged(r, out);
-    });
-    on<ops::Migrate>([this](const ops::Migrate& r, Payload, Out&) { return desk_.migrate(r); });
-    on<ops::Split>([this](const ops::Split& r, Payload, Out&) { return desk_.split(r); });
-    on<ops::Merge>([this](const ops::Merge& r, Payload, Out&) { return desk_.merge(r); });
-    on<ops::Resize>([this](const ops::Resize& r, Payload, Out&) { return desk_.resize(r); });
-    on<ops::HostAdd>([this](const ops::HostAdd& r, Payload, Out&) { return inventory_.add(r); });
-    on<ops::HostList>([this](const ops::HostList&, Payload, Out&) { return inventory_.list(); });
-    on<ops::HostDrain>([this](const ops::HostDrain& r, Payload, Out&) { return drains_.drain(r); });
-    on<ops::HostRemove>(
-        [this](const ops::HostRemove& r, Payload, Out&) { return inventory_.remove(r); });
-    on<ops::AgentReport>(
-        [this](const ops::AgentReport& r, Payload, Out&) { return inventory_.report(r); });
-    on<ops::AgentLeave>(
-        [this](const ops::AgentLeave& r, Payload, Out&) { return drains_.leave(r); });
-    on<ops::Topology>(
-        [this](const ops::Topology& r, Payload, Out&) { return inventory_.topology(r); });
-    for (const auto& t : ops::kOps)
-      if (!handlers_[ops::index(t.op)]) fail(PCM_ERR_INTERNAL, "no handler for '{}'", t.name);
+  });
+  on<ops::StageDir>(
+      [this](const ops::StageDir& r, Payload, Out& out) { return data_ops_->stage_dir(r, out); });
+  on<ops::StoreStaged>([this](const ops::StoreStaged& r, Payload, Out& out) {
+    return data_ops_->store_staged(r, out);
+  });
+  on<ops::Migrate>([this](const ops::Migrate& r, Payload, Out&) { return desk_.migrate(r); });
+  on<ops::Split>([this](const ops::Split& r, Payload, Out&) { return desk_.split(r); });
+  on<ops::Merge>([this](const ops::Merge& r, Payload, Out&) { return desk_.merge(r); });
+  on<ops::Resize>([this](const ops::Resize& r, Payload, Out&) { return desk_.resize(r); });
+  on<ops::HostAdd>([this](const ops::HostAdd& r, Payload, Out&) { return inventory_.add(r); });
+  on<ops::HostList>([this](const ops::HostList&, Payload, Out&) { return inventory_.list(); });
+  on<ops::HostDrain>([this](const ops::HostDrain& r, Payload, Out&) { return drains_.drain(r); });
+  on<ops::HostRemove>(
+      [this](const ops::HostRemove& r, Payload, Out&) { return inventory_.remove(r); });
+  on<ops::AgentReport>(
+      [this](const ops::AgentReport& r, Payload, Out&) { return inventory_.report(r); });
+  on<ops::AgentLeave>([this](const ops::AgentLeave& r, Payload, Out&) { return drains_.leave(r); });
+  on<ops::Topology>(
+      [this](const ops::Topology& r, Payload, Out&) { return inventory_.topology(r); });
+  for (const auto& t : ops::kOps)
+    if (!handlers_[ops::index(t.op)]) fail(PCM_ERR_INTERNAL, "no handler for '{}'", t.name);
 }
 
 json Server::do_register(const ops::Register& r, std::vector<char>& reply_data) {
-    // The same registration sent again (its reply was lost with a pcmd that died): the same answer.
-    if (const Job* job = jobs_.registered(r)) return jobs_.registration_reply(*job);
-    const std::string name = jobs_.registration_name(r);
-    if (!r.restart) return jobs_.register_job(r, name, std::nullopt);
-    // A restart: from the newest version that verifies.
-    return data_ops_->find_restart(
-        name,
-        [this, r](std::optional<Manifest> found) {
-          return jobs_.register_job(r, jobs_.registration_name(r), std::move(found));
-        },
-        reply_data);
+  // The same registration sent again (its reply was lost with a pcmd that died): the same answer.
+  if (const Job* job = jobs_.registered(r)) return jobs_.registration_reply(*job);
+  const std::string name = jobs_.registration_name(r);
+  if (!r.restart) return jobs_.register_job(r, name, std::nullopt);
+  // A restart: from the newest version that verifies.
+  return data_ops_->find_restart(
+      name,
+      [this, r](std::optional<Manifest> found) {
+        return jobs_.register_job(r, jobs_.registration_name(r), std::move(found));
+      },
+      reply_data);
 }
 
 json Server::do_reconfigured(const ops::Reconfigured& r) {
-    watch_now();
-    const auto outcome =
-        jobs_.reconfigured(r, [this](const std::string& job, std::string bytes, std::int64_t id) {
-          data_ops_->keep_layout(job, std::move(bytes), id);
-        });
-    if (outcome == JobTable::Outcome::kAgain) return proto::ok_reply();
-    if (outcome == JobTable::Outcome::kFailed && policy_)
-      policy_->failed(
-          r.job, std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-                     .count());
-    drains_.progress();
-    return proto::ok_reply();
+  watch_now();
+  const auto outcome =
+      jobs_.reconfigured(r, [this](const std::string& job, std::string bytes, std::int64_t id) {
+        data_ops_->keep_layout(job, std::move(bytes), id);
+      });
+  if (outcome == JobTable::Outcome::kAgain) return proto::ok_reply();
+  if (outcome == JobTable::Outcome::kFailed && policy_)
+    policy_->failed(
+        r.job,
+        std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count());
+  drains_.progress();
+  return proto::ok_reply();
 }
 
 // ---- the loop ------------------------------------------------------------------------------
 
 void Server::run(const std::atomic<bool>& stop) {
-    const Durability::Send send = [this](std::vector<zmq::message_t>& frames, const json& reply,
-                                         const std::vector<char>& reply_data) {
-      send_reply(frames, reply, reply_data);
-    };
-    auto next_check = std::chrono::steady_clock::now();
-    while (!stop.load()) {
-      if (std::chrono::steady_clock::now() >= next_check) {
-        check_jobs_alive();
-        drains_.check_agents();
-        try {
-          desk_.policy_round();
-        } catch (const std::exception& e) {  // a bug there must not take pcmd down
-          log_->error("policy: {}", e.what());
-        }
-        next_check = std::chrono::steady_clock::now() + std::chrono::seconds(1);
-      }
-      if (slurm_) {
-        // Slurm's commands that the growth runs to the end (scontrol, squeue, scancel) hold this
-        // loop, and every request waits meanwhile: said when that takes long.
-        const auto t0 = std::chrono::steady_clock::now();
-        slurm_->tick();
-        const std::chrono::duration<double> took = std::chrono::steady_clock::now() - t0;
-        if (took > std::chrono::seconds(1))
-          log_->warn("Slurm's commands held pcmd's loop for {:.1f} s", took.count());
-      }
-      transfers_.expire();
-      refusals_.tick(*log_);
-      zmq::pollitem_t items[3] = {{socket_.handle(), 0, ZMQ_POLLIN, 0},
-                                  {bell_.handle(), 0, ZMQ_POLLIN, 0},
-                                  {durability_->bell().handle(), 0, ZMQ_POLLIN, 0}};
+  const Durability::Send send = [this](std::vector<zmq::message_t>& frames, const json& reply,
+                                       const std::vector<char>& reply_data) {
+    send_reply(frames, reply, reply_data);
+  };
+  auto next_check = std::chrono::steady_clock::now();
+  while (!stop.load()) {
+    if (std::chrono::steady_clock::now() >= next_check) {
+      check_jobs_alive();
+      drains_.check_agents();
       try {
-        zmq::poll(items, 3, std::chrono::milliseconds(200));
-      } catch (const zmq::error_t& e) {
-        if (e.num() == EINTR) continue;
-        throw;
+        desk_.policy_round();
+      } catch (const std::exception& e) {  // a bug there must not take pcmd down
+        log_->error("policy: {}", e.what());
       }
-      for (int i : {1, 2}) {
-        if (!(items[i].revents & ZMQ_POLLIN)) continue;
-        zmq::socket_t& bell = i == 1 ? bell_ : durability_->bell();
-        zmq::message_t m;
-        while (bell.recv(m, zmq::recv_flags::dontwait)) {
-        }
-      }
-      finish_data_work();
-      if (items[0].revents & ZMQ_POLLIN) serve_one();
-      durability_->persist();  // what changed without a request (a job lost, a drain step) too
-      durability_->release(send);
+      next_check = std::chrono::steady_clock::now() + std::chrono::seconds(1);
     }
+    if (slurm_) {
+      // Slurm's commands that the growth runs to the end (scontrol, squeue, scancel) hold this
+      // loop, and every request waits meanwhile: said when that takes long.
+      const auto t0 = std::chrono::steady_clock::now();
+      slurm_->tick();
+      const std::chrono::duration<double> took = std::chrono::steady_clock::now() - t0;
+      if (took > std::chrono::seconds(1))
+        log_->warn("Slurm's commands held pcmd's loop for {:.1f} s", took.count());
+    }
+    transfers_.expire();
+    refusals_.tick(*log_);
+    zmq::pollitem_t items[3] = {{socket_.handle(), 0, ZMQ_POLLIN, 0},
+                                {bell_.handle(), 0, ZMQ_POLLIN, 0},
+                                {durability_->bell().handle(), 0, ZMQ_POLLIN, 0}};
+    try {
+      zmq::poll(items, 3, std::chrono::milliseconds(200));
+    } catch (const zmq::error_t& e) {
+      if (e.num() == EINTR) continue;
+      throw;
+    }
+    for (int i : {1, 2}) {
+      if (!(items[i].revents & ZMQ_POLLIN)) continue;
+      zmq::socket_t& bell = i == 1 ? bell_ : durability_->bell();
+      zmq::message_t m;
+      while (bell.recv(m, zmq::recv_flags::dontwait)) {
+      }
+    }
+    finish_data_work();
+    if (items[0].revents & ZMQ_POLLIN) serve_one();
+    durability_->persist();  // what changed without a request (a job lost, a drain step) too
+    durability_->release(send);
+  }
 }
 
 // Jobs that died (the watch port, rank 0's pid) hold no host any more: drains go on.
 void Server::watch_now() {
-    if (jobs_.take_watch_events(*watcher_)) drains_.progress();
-    for (const std::string& h : jobs_.take_lost_hosts()) inventory_.note_lost_process(h);
+  if (jobs_.take_watch_events(*watcher_)) drains_.progress();
+  for (const std::string& h : jobs_.take_lost_hosts()) inventory_.note_lost_process(h);
 }
 
 void Server::check_jobs_alive() {
-    watch_now();
-    if (jobs_.check_alive(*watcher_)) drains_.progress();
-    inventory_.check_silent();
+  watch_now();
+  if (jobs_.check_alive(*watcher_)) drains_.progress();
+  inventory_.check_silent();
 }
 
 void Server::serve_one() {
-    // The frames live on the heap, where the data thread can read a request's data frame.
-    auto held = std::make_shared<std::vector<zmq::message_t>>();
-    std::vector<zmq::message_t>& frames = *held;
-    do {
-      zmq::message_t m;
-      if (!socket_.recv(m, zmq::recv_flags::dontwait)) break;
-      bool more = m.more();
-      frames.push_back(std::move(m));
-      if (!more) break;
-    } while (true);
-    if (frames.empty()) return;
-    std::vector<char> reply_data;
-    const std::uint64_t changes_before = changes_.count();
-    if (auto reply = respond(held, reply_data))
-      durability_->answer(held, *reply, reply_data, changes_before,
-                          [this](std::vector<zmq::message_t>& f, const json& r,
-                                 const std::vector<char>& d) { send_reply(f, r, d); });
+  // The frames live on the heap, where the data thread can read a request's data frame.
+  auto held = std::make_shared<std::vector<zmq::message_t>>();
+  std::vector<zmq::message_t>& frames = *held;
+  do {
+    zmq::message_t m;
+    if (!socket_.recv(m, zmq::recv_flags::dontwait)) break;
+    bool more = m.more();
+    frames.push_back(std::move(m));
+    if (!more) break;
+  } while (true);
+  if (frames.empty()) return;
+  std::vector<char> reply_data;
+  const std::uint64_t changes_before = changes_.count();
+  if (auto reply = respond(held, reply_data))
+    durability_->answer(held, *reply, reply_data, changes_before,
+                        [this](std::vector<zmq::message_t>& f, const json& r,
+                               const std::vector<char>& d) { send_reply(f, r, d); });
 }
 
 std::optional<json> Server::respond(std::shared_ptr<std::vector<zmq::message_t>> held,
                                     std::vector<char>& reply_data, bool disk_inline) {
-    std::vector<zmq::message_t>& frames = *held;
-    // Router frames: [identity, (empty delimiter), header, (data)].
-    std::size_t body = 1;
-    bool delimited = frames.size() > 1 && frames[1].size() == 0;
-    if (delimited) body = 2;
-    json reply;
-    if (frames.size() <= body || frames.size() > body + 2) {
-      if (refusals_.allow(*log_)) log_->warn("malformed request: {} frames", frames.size());
-      return proto::error_reply(PCM_ERR_ARG,
-                                "a request is a header frame and at most one data frame");
+  std::vector<zmq::message_t>& frames = *held;
+  // Router frames: [identity, (empty delimiter), header, (data)].
+  std::size_t body = 1;
+  bool delimited = frames.size() > 1 && frames[1].size() == 0;
+  if (delimited) body = 2;
+  json reply;
+  if (frames.size() <= body || frames.size() > body + 2) {
+    if (refusals_.allow(*log_)) log_->warn("malformed request: {} frames", frames.size());
+    return proto::error_reply(PCM_ERR_ARG,
+                              "a request is a header frame and at most one data frame");
+  }
+  try {
+    json req = proto::decode(frames[body].data(), frames[body].size());
+    const void* data = frames.size() == body + 2 ? frames[body + 1].data() : nullptr;
+    std::size_t size = frames.size() == body + 2 ? frames[body + 1].size() : 0;
+    data_->begin_request(!disk_inline);
+    reply = handle(req, data, size, reply_data);
+    if (auto work = data_->end_request()) {
+      data_->post(std::move(held), std::move(*work));
+      return std::nullopt;  // the reply follows when the data thread is done
     }
-    try {
-      json req = proto::decode(frames[body].data(), frames[body].size());
-      const void* data = frames.size() == body + 2 ? frames[body + 1].data() : nullptr;
-      std::size_t size = frames.size() == body + 2 ? frames[body + 1].size() : 0;
-      data_->begin_request(!disk_inline);
-      reply = handle(req, data, size, reply_data);
-      if (auto work = data_->end_request()) {
-        data_->post(std::move(held), std::move(*work));
-        return std::nullopt;  // the reply follows when the data thread is done
-      }
-    } catch (const Error& e) {
-      data_->end_request();
-      if (refusals_.allow(*log_)) log_->warn("malformed request: {}", e.what());
-      reply = proto::error_reply(e.code(), e.what());
-    } catch (const std::exception& e) {
-      data_->end_request();
-      log_->error("request failed unexpectedly: {}", e.what());
-      reply = proto::error_reply(PCM_ERR_INTERNAL, std::string("pcmd: ") + e.what());
-    }
-    return reply;
+  } catch (const Error& e) {
+    data_->end_request();
+    if (refusals_.allow(*log_)) log_->warn("malformed request: {}", e.what());
+    reply = proto::error_reply(e.code(), e.what());
+  } catch (const std::exception& e) {
+    data_->end_request();
+    log_->error("request failed unexpectedly: {}", e.what());
+    reply = proto::error_reply(PCM_ERR_INTERNAL, std::string("pcmd: ") + e.what());
+  }
+  return reply;
 }
 
 void Server::send_reply(std::vector<zmq::message_t>& frames, const json& reply,
                         const std::vector<char>& reply_data) {
-    const bool delimited = frames.size() > 1 && frames[1].size() == 0;
-    std::string head = proto::encode(reply);
-    try {
-      socket_.send(frames[0], zmq::send_flags::sndmore);
-      if (delimited) socket_.send(zmq::message_t(), zmq::send_flags::sndmore);
-      if (!reply_data.empty() || reply.value("has_data", false)) {
-        socket_.send(zmq::buffer(head), zmq::send_flags::sndmore);
-        socket_.send(zmq::buffer(reply_data), zmq::send_flags::none);
-      } else {
-        socket_.send(zmq::buffer(head), zmq::send_flags::none);
-      }
-    } catch (const zmq::error_t& e) {
-      log_->warn("cannot send reply: {}", e.what());
+  const bool delimited = frames.size() > 1 && frames[1].size() == 0;
+  std::string head = proto::encode(reply);
+  try {
+    socket_.send(frames[0], zmq::send_flags::sndmore);
+    if (delimited) socket_.send(zmq::message_t(), zmq::send_flags::sndmore);
+    if (!reply_data.empty() || reply.value("has_data", false)) {
+      socket_.send(zmq::buffer(head), zmq::send_flags::sndmore);
+      socket_.send(zmq::buffer(reply_data), zmq::send_flags::none);
+    } else {
+      socket_.send(zmq::buffer(head), zmq::send_flags::none);
     }
+  } catch (const zmq::error_t& e) {
+    log_->warn("cannot send reply: {}", e.what());
+  }
 }
 
 void Server::finish_data_work() {
-    for (auto& d : data_->take_done()) {
-      const std::uint64_t changes_before = changes_.count();
-      if (d.failed) {
-        const int code = static_cast<int>(d.reply.value("code", PCM_ERR_INTERNAL));
-        if (code != PCM_ERR_REFUSED && code != PCM_ERR_NOT_FOUND)
-          log_->warn("request failed: {}", d.reply.value("error", std::string("?")));
-      } else if (d.work.then) {
-        try {
-          d.work.then(d.reply);
-        } catch (const Error& e) {
-          d.reply = proto::error_reply(e.code(), e.what());
-          d.reply_data.clear();
-        } catch (const std::exception& e) {
-          log_->error("request failed unexpectedly: {}", e.what());
-          d.reply = proto::error_reply(PCM_ERR_INTERNAL, std::string("pcmd: ") + e.what());
-          d.reply_data.clear();
-        }
+  for (auto& d : data_->take_done()) {
+    const std::uint64_t changes_before = changes_.count();
+    if (d.failed) {
+      const int code = static_cast<int>(d.reply.value("code", PCM_ERR_INTERNAL));
+      if (code != PCM_ERR_REFUSED && code != PCM_ERR_NOT_FOUND)
+        log_->warn("request failed: {}", d.reply.value("error", std::string("?")));
+    } else if (d.work.then) {
+      try {
+        d.work.then(d.reply);
+      } catch (const Error& e) {
+        d.reply = proto::error_reply(e.code(), e.what());
+        d.reply_data.clear();
+      } catch (const std::exception& e) {
+        log_->error("request failed unexpectedly: {}", e.what());
+        d.reply = proto::error_reply(PCM_ERR_INTERNAL, std::string("pcmd: ") + e.what());
+        d.reply_data.clear();
       }
-      durability_->answer(d.frames, d.reply, d.reply_data, changes_before,
-                          [this](std::vector<zmq::message_t>& f, const json& r,
-                                 const std::vector<char>& data) { send_reply(f, r, data); });
     }
+    durability_->answer(d.frames, d.reply, d.reply_data, changes_before,
+                        [this](std::vector<zmq::message_t>& f, const json& r,
+                               const std::vector<char>& data) { send_reply(f, r, data); });
+  }
 }
 
 // ---- the gateway ---------------------------------------------------------------------------
 
 json Server::handle(const json& req, const void* data, std::size_t size,
                     std::vector<char>& reply_data) {
-    std::string op = "?";
-    try {
-      auto version = proto::get_int(req, "v", 0, 1000);
-      if (version != proto::kVersion)
-        fail(PCM_ERR_REFUSED, "protocol version {} is not supported (pcmd speaks {})", version,
-             proto::kVersion);
-      op = proto::get_string(req, "op", 32);
-      if (!proto::same_secret(proto::get_string(req, "secret", 1024), options_.secret)) {
-        if (refusals_.allow(*log_)) log_->warn("refused '{}': wrong secret", op);
-        fail(PCM_ERR_REFUSED, "wrong secret (use the one in pcmd's configuration file)");
-      }
-      const std::optional<ops::Op> kind = ops::from_name(op);
-      if (req.contains("total")) {
-        if (!kind || !ops::traits(*kind).pieces)
-          fail(PCM_ERR_ARG, "operation '{}' takes no data in pieces", op);
-        return piece(*kind, req, Payload{data, size}, reply_data);
-      }
-      if (!kind) fail(PCM_ERR_ARG, "unknown operation '{}'", op);
-      return dispatch(*kind, req, Payload{data, size}, reply_data);
-    } catch (const Error& e) {
-      if (e.code() != PCM_ERR_REFUSED && e.code() != PCM_ERR_NOT_FOUND && refusals_.allow(*log_))
-        log_->warn("request '{}' failed: {}", op, e.what());
-      reply_data.clear();
-      return proto::error_reply(e.code(), e.what());
-    } catch (const std::exception& e) {
-      log_->error("request '{}' failed unexpectedly: {}", op, e.what());
-      reply_data.clear();
-      return proto::error_reply(PCM_ERR_INTERNAL, std::string("pcmd: ") + e.what());
+  std::string op = "?";
+  try {
+    auto version = proto::get_int(req, "v", 0, 1000);
+    if (version != proto::kVersion)
+      fail(PCM_ERR_REFUSED, "protocol version {} is not supported (pcmd speaks {})", version,
+           proto::kVersion);
+    op = proto::get_string(req, "op", 32);
+    if (!proto::same_secret(proto::get_string(req, "secret", 1024), options_.secret)) {
+      if (refusals_.allow(*log_)) log_->warn("refused '{}': wrong secret", op);
+      fail(PCM_ERR_REFUSED, "wrong secret (use the one in pcmd's configuration file)");
     }
+    const std::optional<ops::Op> kind = ops::from_name(op);
+    if (req.contains("total")) {
+      if (!kind || !ops::traits(*kind).pieces)
+        fail(PCM_ERR_ARG, "operation '{}' takes no data in pieces", op);
+      return piece(*kind, req, Payload{data, size}, reply_data);
+    }
+    if (!kind) fail(PCM_ERR_ARG, "unknown operation '{}'", op);
+    return dispatch(*kind, req, Payload{data, size}, reply_data);
+  } catch (const Error& e) {
+    if (e.code() != PCM_ERR_REFUSED && e.code() != PCM_ERR_NOT_FOUND && refusals_.allow(*log_))
+      log_->warn("request '{}' failed: {}", op, e.what());
+    reply_data.clear();
+    return proto::error_reply(e.code(), e.what());
+  } catch (const std::exception& e) {
+    log_->error("request '{}' failed unexpectedly: {}", op, e.what());
+    reply_data.clear();
+    return proto::error_reply(PCM_ERR_INTERNAL, std::string("pcmd: ") + e.what());
+  }
 }
 
 json Server::dispatch(ops::Op op, const json& req, Payload data, std::vector<char>& reply_data) {
-    json reply = handlers_[ops::index(op)](req, data, reply_data);
-    if (ops::traits(op).changes) changes_.bump();
-    return reply;
+  json reply = handlers_[ops::index(op)](req, data, reply_data);
+  if (ops::traits(op).changes) changes_.bump();
+  return reply;
 }
 
 json Server::piece(ops::Op op, const json& req, Payload data, std::vector<char>& reply_data) {
-    const std::string job = jobs_.find(proto::get_string(req, "job", proto::kMaxName)).name;
-    const auto id = proto::get_int(req, "xfer", 0, INT64_MAX);
-    const auto total =
-        static_cast<std::uint64_t>(proto::get_int(req, "total", 1, Transfers::kMaxTransfer));
-    const auto offset =
-        static_cast<std::uint64_t>(proto::get_int(req, "offset", 0, Transfers::kMaxTransfer));
-    Transfers::Piece p =
-        transfers_.add_piece(ops::name(op), job, id, total, offset, data.data, data.size);
-    if (!p.whole) return json{{"ok", true}, {"received", p.received}};
-    // The whole data, kept alive by the disk work that reads it.
-    data_->keep(p.whole);
-    struct Release {
-      DataThread& data;
-      ~Release() { data.keep(nullptr); }
-    } release{*data_};
-    return dispatch(op, req, Payload{p.whole->data(), p.whole->size()}, reply_data);
+  const std::string job = jobs_.find(proto::get_string(req, "job", proto::kMaxName)).name;
+  const auto id = proto::get_int(req, "xfer", 0, INT64_MAX);
+  const auto total =
+      static_cast<std::uint64_t>(proto::get_int(req, "total", 1, Transfers::kMaxTransfer));
+  const auto offset =
+      static_cast<std::uint64_t>(proto::get_int(req, "offset", 0, Transfers::kMaxTransfer));
+  Transfers::Piece p =
+      transfers_.add_piece(ops::name(op), job, id, total, offset, data.data, data.size);
+  if (!p.whole) return json{{"ok", true}, {"received", p.received}};
+  // The whole data, kept alive by the disk work that reads it.
+  data_->keep(p.whole);
+  struct Release {
+    DataThread& data;
+    ~Release() { data.keep(nullptr); }
+  } release{*data_};
+  return dispatch(op, req, Payload{p.whole->data(), p.whole->size()}, reply_data);
 }
 
 }  // namespace pcm::detail
