@@ -278,6 +278,22 @@ int Runtime::adapt(MPI_Comm* comm) {
   }
   if (!resumed_) fail(PCM_ERR_STATE, "call PCM_Resume before PCM_Adapt");
   if (!reconfig_.current) fail(PCM_ERR_INTERNAL, "PCM_Status returned {} with nothing pending", s);
+  // A split where the spawn can overlap the loop (overlap.h): it starts now, and the split goes
+  // on at the agreement after it has finished (PCM_Status switches); meanwhile the application
+  // iterates in the old world.
+  if (s == PCM_SPLIT && overlap_.possible && !overlap_.switching) {
+    start_background_split();
+    return PCM_NONE;
+  }
+  // A version PCM_Checkpoint started while the spawn ran in the background is committed in this
+  // world before it changes (every rank of it has one in flight, or none).
+  if (overlap_.switching && shard_writer_.in_flight()) settle_quietly("before the split's switch");
+  // The background spawn's bound (set before this scope, so that it is the outer one) ends with
+  // the split, whichever way.
+  struct EndBound {
+    std::optional<Watchdog::Scope>& bound;
+    ~EndBound() { bound.reset(); }
+  } end_bound{overlap_.bound};
   // The calls below bound their parts too; this scope adds the agreement after a migration.
   const Watchdog::Scope guard = bounded(*reconfig_.current);
   try {

@@ -33,7 +33,21 @@ int Runtime::mpi_pcm_init(int* argc, char*** argv) {
   if (phase_ != Phase::kUninit) fail(PCM_ERR_STATE, "MPI_PCM_Init was already called");
   int already = 0;
   MPI_Initialized(&already);
-  if (!already) mpi_check(MPI_Init(argc, argv), "MPI_Init");
+  // PCM_OVERLAP=1: a split's spawn runs in a helper thread (overlap.h), which needs
+  // MPI_THREAD_MULTIPLE; where the MPI (or the application's own MPI_Init) gives less, splits
+  // block as they do by default. MPICH only (MPI_Get_library_version may be called before
+  // MPI_Init): Open MPI 4.1 did not complete the split guard's nonblocking collectives
+  // (world.cpp: split_can_go_back), and its spawns from a thread were not tried.
+  const bool overlap = Settings::overlap_requested();
+  const bool mpich = overlap && mpi::is_mpich();
+  int provided = MPI_THREAD_SINGLE;
+  if (!already && overlap && mpich) {
+    mpi_check(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided), "MPI_Init_thread");
+  } else if (!already) {
+    mpi_check(MPI_Init(argc, argv), "MPI_Init");
+  } else {
+    MPI_Query_thread(&provided);
+  }
   phase_ = Phase::kMpiReady;
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
 
@@ -48,6 +62,12 @@ int Runtime::mpi_pcm_init(int* argc, char*** argv) {
     window_ = StatusWindow(settings_.status_window_us);
     link_.open(config, default_config_path(), settings_.poll_interval_ms, settings_.reconnect_ms);
   });
+  overlap_.possible = overlap && mpich && provided == MPI_THREAD_MULTIPLE;
+  if (overlap && !overlap_.possible)
+    plog()->info("PCM_OVERLAP=1: splits block ({})",
+                 !mpich ? "only MPICH's spawns are overlapped"
+                        : "the MPI gives no MPI_THREAD_MULTIPLE (or the application's MPI_Init "
+                          "asked for less)");
 
   // A spawned process joins the world its parents are rebuilding before anything else: the
   // parents are waiting for it, whatever happens to its own set-up.
@@ -184,7 +204,10 @@ int Runtime::status(MPI_Comm comm) {
     return PCM_NONE;
   }
   ++iteration_;
-  if (!reconfig_.current) {
+  // While a split's spawn runs in the background (overlap.h) the windows go on as if nothing
+  // were pending, their broadcast carrying whether rank 0's helper has finished.
+  const bool spawning = overlap_.spawn.pending();
+  if (!reconfig_.current || spawning) {
     if (window_.inside()) return PCM_NONE;
     Profiler& prof = profiler();
     if (prof.on()) prof.agreement(iteration_);
@@ -192,13 +215,16 @@ int Runtime::status(MPI_Comm comm) {
     // pending command's id (0: none), the length of its encoding, the next window's size, and
     // the pid of the pcmd rank 0 talks to (the others follow it when pcmd restarts), whether
     // the ranks gather their profile now (once per PCM_PROFILE_MS), and the checkpoint pcmd asks
-    // for (its id; 0: none; PCM_Adapt writes it).
-    long long msg[6] = {0, 0, 1, 0, 0, 0};
+    // for (its id; 0: none; PCM_Adapt writes it); while a split's spawn runs in the background,
+    // whether rank 0's helper has finished it.
+    long long msg[7] = {0, 0, 1, 0, 0, 0, 0};
     std::string bytes;
     if (world_.rank() == 0) {
-      if (auto c = link_.poll(job_, iteration_, world_.size()); c && reconfig_.is_new(*c))
+      // pcmd sends the next command once this one is reported: none is taken meanwhile.
+      if (auto c = link_.poll(job_, iteration_, world_.size());
+          c && reconfig_.is_new(*c) && !spawning)
         if (keep_parking_bounded(*c)) reconfig_.received = std::move(c);
-      if (reconfig_.received) {
+      if (reconfig_.received && !spawning) {
         bytes = proto::encode(reconfig_.received->to_json());
         msg[0] = reconfig_.received->id;
         msg[1] = static_cast<long long>(bytes.size());
@@ -206,18 +232,24 @@ int Runtime::status(MPI_Comm comm) {
       msg[2] = window_.next_calls();
       msg[3] = link_.pcmd_pid();
       msg[4] = prof.due();
-      if (link_.checkpoint_wanted() > checkpoint_.done) {
+      if (spawning) {
+        msg[6] = overlap_.spawn.done();  // no checkpoint of PCM_Adapt's own meanwhile
+      } else if (link_.checkpoint_wanted() > checkpoint_.done) {
         msg[5] = link_.checkpoint_wanted();
       } else if (settings_.checkpoint_mtbf_s > 0 && resumed_ && checkpoint_.scheduled(wtime())) {
         msg[5] = -1;
       }
     }
-    mpi_check(MPI_Bcast(msg, 6, MPI_LONG_LONG, 0, world_.comm()), "MPI_Bcast");
+    mpi_check(MPI_Bcast(msg, 7, MPI_LONG_LONG, 0, world_.comm()), "MPI_Bcast");
     checkpoint_.due = msg[5];
     if (world_.rank() != 0 && msg[3] != link_.pcmd_pid()) link_.follow(static_cast<long>(msg[3]));
     if (msg[4]) {
       JobProfile p = prof.gather(iteration_);
       if (world_.rank() == 0) link_.send_profile(p.to_json());
+    }
+    if (spawning && msg[6]) {
+      switch_to_split();  // every process leaves the window here, as for a new command
+      return reconfig_.status_of(world_.rank(), world_.size());
     }
     if (msg[0] == 0) {
       window_.begin(msg[2]);
@@ -302,6 +334,7 @@ int Runtime::finalize(MPI_Comm comm) {
   if (process_status_ == PCM_RETIRED) return exit_retired();
   if (phase_ == Phase::kActive) {
     require_world(comm);
+    drop_background_split();  // a split whose switch the loop did not reach is given up
     // The last version is committed before the job ends (every rank has one in flight, or none).
     if (shard_writer_.in_flight()) settle_quietly("at PCM_Finalize");
     if (world_.rank() == 0) {

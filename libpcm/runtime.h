@@ -6,6 +6,7 @@
 // which work on those parts, live in one file per job:
 //   runtime.cpp  lifecycle (MPI_PCM_Init, PCM_Init, PCM_Finalize, PCM_Exit), PCM_Status
 //   world.cpp    spawning, adopting a new world, joining as a spawned child, retiring
+//   overlap.cpp  a split's spawn in the background (PCM_OVERLAP=1) and the switch to it
 //   migrate.cpp  migration (PCM_Reconfigure)
 //   reshape.cpp  split and merge (PCM_Split, PCM_Merge, PCM_Merge_datacnts)
 //   restart.cpp  store and load through pcmd, commit, restart reads
@@ -18,6 +19,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -28,6 +30,7 @@
 #include "direct_store.h"
 #include "distribution.h"
 #include "mpi_util.h"
+#include "overlap.h"
 #include "pcm.h"
 #include "program.h"
 #include "reconfig.h"
@@ -144,6 +147,8 @@ class Runtime {
   mpi::Comm spawn_for(const Command& cmd, const char* command,
                       const std::vector<std::string>& hosts);
   mpi::Comm spawn(const std::string& exe, const std::vector<std::string>& hosts);
+  std::unique_ptr<SpawnPlan> spawn_plan(const std::string& exe,
+                                        const std::vector<std::string>& hosts) const;
   void adopt_world(mpi::Comm world);
   // key: this process's rank in the old world (a migrated process: the mover's).
   void finish_reconfigure(mpi::Comm merged, int waker_in_merged, int mover_in_merged,
@@ -167,6 +172,18 @@ class Runtime {
   // Migration (migrate.cpp); in the mover, send(merged, child) runs once the new world is built.
   using MigrationSender = std::function<void(MPI_Comm merged, int child)>;
   void migrate(const char* command, const MigrationSender& send);
+
+  // A split's spawn in the background (overlap.cpp). PCM_Adapt, at the call that adopted a split:
+  // starts the spawn (collective); the job goes on in the old world if it cannot start.
+  void start_background_split();
+  // PCM_Status, at an agreement while the spawn is in flight: rank 0's helper has finished
+  // (every rank's does now): joins it, and the split can go on.
+  void switch_to_split();
+  // The split's intercommunicator: the background spawn's where there was one (the result
+  // agreed, the command given up on failure), else a spawn now (spawn_for).
+  mpi::Comm spawned_for(const Command& cmd, const char* command);
+  // PCM_Finalize with a spawn in flight: the spawned processes are told that the split is given up.
+  void drop_background_split();
 
   // Split and merge (reshape.cpp).
   void check_pending(MPI_Comm comm, bool want_split) const;
@@ -256,8 +273,23 @@ class Runtime {
 
   Retirement retirement_;
   DirectStore direct_store_;  // PCM_Store's keys written here (restart.cpp)
-  // Last: its thread is stopped before anything it could report on goes.
+  // After everything it could report on: its thread is stopped before they go.
   Watchdog watchdog_{end_stuck_process};
+
+  // A split's spawn in the background (overlap.h), after the watchdog, which its bound and its
+  // helper's stage use: whether this process may overlap (PCM_OVERLAP=1, MPI_THREAD_MULTIPLE,
+  // MPICH), the spawn in flight, the bound on it from its start to the end of the split, and what
+  // the switch found.
+  struct Overlap {
+    bool possible = false;
+    BackgroundSpawn spawn;
+    std::optional<Watchdog::Scope> bound;
+    bool switching = false;       // joined: the split goes on at this PCM_Adapt call
+    int result = PCM_SUCCESS;     // this rank's helper's
+    mpi::Comm inter;              // the helper's intercommunicator
+    std::int64_t started_at = 0;  // iteration_ at the start
+    double visible = 0;           // seconds the starting call and the switch took
+  } overlap_;
 };
 
 }  // namespace pcm::detail

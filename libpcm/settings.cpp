@@ -33,6 +33,7 @@ Settings Settings::from_env() {
   s.poll_interval_ms = env_long("PCM_POLL_MS", 50, 1, 3600000);
   s.status_window_us = static_cast<double>(env_long("PCM_STATUS_WINDOW_US", 1000, 0, 1000000));
   s.split_cma = env_long("PCM_SPLIT_CMA", 1, 0, 1) == 1;
+  env_long("PCM_OVERLAP", 0, 0, 1);  // used before MPI_Init (overlap_requested); checked here
   s.checkpoint_direct = env_long("PCM_CHECKPOINT_DIRECT", 1, 0, 1) == 1;
   s.checkpoint_async = env_long("PCM_CHECKPOINT_ASYNC", 1, 0, 1) == 1;
   if (const char* h = std::getenv("PCM_TEST_SHARD_HOLD")) {
@@ -74,6 +75,11 @@ std::string Settings::site() {
 bool Settings::hugepages() {
   static const bool huge = env_long("PCM_HUGEPAGES", 1, 0, 1) == 1;
   return huge;
+}
+
+bool Settings::overlap_requested() {
+  const char* v = std::getenv("PCM_OVERLAP");
+  return v && std::string(v) == "1";
 }
 
 }  // namespace pcm::detail

@@ -60,6 +60,11 @@ struct Settings {
   // Throws pcm::Error(PCM_ERR_ARG) naming a variable that is set but out of range.
   static Settings from_env();
 
+  // PCM_OVERLAP=1: a split's spawn (PCM_Adapt) runs in the background while the loop goes on
+  // (overlap.h); MPI_PCM_Init then asks MPI for MPI_THREAD_MULTIPLE. Read before MPI_Init (checked
+  // again by from_env, which rejects other values than 0 and 1).
+  static bool overlap_requested();
+
   // Read where they are used, because their users may run without MPI_PCM_Init:
   // PCM_SITE: this process's own site for PCM_Topology ("" when unset).
   static std::string site();

@@ -321,43 +321,18 @@ mpi::Comm Runtime::spawn_for(const Command& cmd, const char* command,
 // joined pcmd's inventory after the start (a second Slurm allocation) can be used. Naming a host
 // it knows again starts nothing more (measured with 4.1.4: one daemon per host however often).
 mpi::Comm Runtime::spawn(const std::string& exe, const std::vector<std::string>& hosts) {
-  std::vector<char*> argv;
-  for (auto& a : program_.args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  std::vector<char*> cmds;
-  std::vector<char**> argvs;
-  std::vector<int> counts;
-  std::vector<mpi::Info> owned;
-  std::vector<MPI_Info> infos;
-  for (std::size_t i = 0; i < hosts.size();) {
-    std::size_t run = 1;
-    while (i + run < hosts.size() && hosts[i + run] == hosts[i]) ++run;
-    mpi::Info info;
-    MPI_Info_create(info.out());
-    const std::string where = fmt::format("{}:{}", hosts[i], run);
-    MPI_Info_set(info.get(), "host", where.c_str());
-    if (mpi::is_open_mpi()) MPI_Info_set(info.get(), "add-host", where.c_str());
-    if (!program_.cwd.empty()) MPI_Info_set(info.get(), "wdir", program_.cwd.c_str());
-    cmds.push_back(const_cast<char*>(exe.c_str()));
-    argvs.push_back(argv.data());
-    counts.push_back(static_cast<int>(run));
-    infos.push_back(info.get());
-    owned.push_back(std::move(info));
-    i += run;
-  }
+  const std::unique_ptr<SpawnPlan> plan = spawn_plan(exe, hosts);
   mpi::Comm inter;
-  std::vector<int> errcodes(hosts.size(), MPI_SUCCESS);
   const Watchdog::Stage stage(watchdog_, "MPI_Comm_spawn");
-  int rc = MPI_Comm_spawn_multiple(static_cast<int>(cmds.size()), cmds.data(), argvs.data(),
-                                   counts.data(), infos.data(), 0, world_.comm(), inter.out(),
-                                   errcodes.data());
-  owned.clear();
-  int local = rc == MPI_SUCCESS ? PCM_SUCCESS : PCM_ERR_SPAWN;
-  for (int e : errcodes)
-    if (e != MPI_SUCCESS) local = PCM_ERR_SPAWN;
+  const int local = plan->run(world_.comm(), &inter);
   // On failure inter goes with the exception.
   agree(world_.comm(), local, fmt::format("MPI_Comm_spawn of {} x '{}' failed", hosts.size(), exe));
   return inter;
+}
+
+std::unique_ptr<SpawnPlan> Runtime::spawn_plan(const std::string& exe,
+                                               const std::vector<std::string>& hosts) const {
+  return SpawnPlan::make(exe, program_.args, hosts, program_.cwd);
 }
 
 }  // namespace pcm::detail

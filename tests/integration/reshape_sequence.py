@@ -3,12 +3,14 @@
 of split, merge, resize and migrate commands (pcmctl), then check its result bit for bit.
 
   reshape_sequence.py BUILD SEED [--program heat2d|reshape|vecsum|register] [--ops N] [--max-procs P]
-                      [--layout block|cyclic|block-cyclic]
+                      [--layout block|cyclic|block-cyclic] [--overlap]
 
 heat2d: the final checksum must equal the plain MPI run's. reshape: the program checks every
 element after every reconfiguration itself. vecsum (block or cyclic only): every rank checks its
 elements and the replicated history against a recomputation at the end. Both must exit 0 with the expected number of
 reconfigurations, and every retired process must have used almost no CPU.
+--overlap (heat2d, register: PCM_Adapt programs): PCM_OVERLAP=1, and every growing reconfiguration
+must have spawned in the background while the job made at least 2 iterations (libpcm's log line).
 """
 import argparse
 import json
@@ -26,6 +28,7 @@ p.add_argument("--program", default="heat2d", choices=["heat2d", "reshape", "vec
 p.add_argument("--ops", type=int, default=5)
 p.add_argument("--max-procs", type=int, default=4)
 p.add_argument("--layout", default=None)
+p.add_argument("--overlap", action="store_true")
 args = p.parse_args()
 
 rng = random.Random(args.seed)
@@ -77,11 +80,14 @@ else:
 
 out = open(os.path.join(tmp, "job.out"), "w")
 env = dict(os.environ, PCM_JOB=job)
+if args.overlap:
+    env.update(PCM_OVERLAP="1", PCM_LOG_LEVEL="info")
 proc = subprocess.Popen([mpiexec, "-n", str(np0), *cmd], stdout=out, stderr=subprocess.STDOUT,
                         stdin=subprocess.DEVNULL, env=env)
 
 size = np0
 done = 0
+grew = 0
 history = []
 ctl("wait", job, "--iteration", "20", "--timeout", "120")
 kinds = ["split", "merge", "resize", "migrate"] + [rng.choice(["split", "merge", "resize", "migrate"])
@@ -107,6 +113,7 @@ for kind in kinds[: args.ops]:
         a, new = ["migrate", job, str(rng.randrange(size))], size
     ctl(*a)
     done += 1
+    grew += new > size
     ctl("wait", job, "--reconfigurations", str(done), "--timeout", "180")
     history.append(f"{' '.join(a[:1] + a[2:])} ({size}->{new})")
     size = new
@@ -153,6 +160,15 @@ elif args.program == "register":
 else:
     if not re.search(rf"^reshape: ok: {done} reconfigurations, {size} processes, 0 wrong", text, re.M):
         fail("the reshape program did not report success")
+if args.overlap:
+    # Merges and migrations carried out by respawning the world (the cap on parked processes)
+    # spawn in the background too: at least one line per growing reconfiguration.
+    spawns = [(float(t), int(n)) for t, n in re.findall(
+        r"spawned in the background in ([\d.]+) s while the application made (\d+) iterations", text)]
+    if len(spawns) < grew or any(n < 2 for _, n in spawns):
+        fail(f"{grew} growing reconfigurations, spawns in the background: {spawns}")
+    history.append(f"{len(spawns)} spawns in the background, iterations meanwhile: "
+                   + ", ".join(str(n) for _, n in spawns))
 for parked, cpu in re.findall(r"^heat2d: retired parked ([\d.]+) s cpu ([\d.]+) s", text, re.M):
     if float(parked) > 0.5 and float(cpu) / float(parked) > 0.05:
         fail(f"a retired process used {cpu} s of CPU in {parked} s")

@@ -1,0 +1,166 @@
+// overlap.cpp — a split's spawn in a helper thread (overlap.h), and the spawn's arguments.
+#include "overlap.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "buffer.h"
+#include "error.h"
+#include "log.h"
+#include "runtime.h"
+#include "split_guard.h"
+#include "watchdog.h"
+
+namespace pcm::detail {
+
+std::unique_ptr<SpawnPlan> SpawnPlan::make(const std::string& exe,
+                                           const std::vector<std::string>& args,
+                                           const std::vector<std::string>& hosts,
+                                           const std::string& cwd) {
+  auto p = std::make_unique<SpawnPlan>();
+  p->exe = exe;
+  p->args = args;
+  for (auto& a : p->args) p->argv.push_back(a.data());
+  p->argv.push_back(nullptr);
+  p->procs = hosts.size();
+  for (std::size_t i = 0; i < hosts.size();) {
+    std::size_t run = 1;
+    while (i + run < hosts.size() && hosts[i + run] == hosts[i]) ++run;
+    mpi::Info info;
+    MPI_Info_create(info.out());
+    const std::string where = fmt::format("{}:{}", hosts[i], run);
+    MPI_Info_set(info.get(), "host", where.c_str());
+    if (mpi::is_open_mpi()) MPI_Info_set(info.get(), "add-host", where.c_str());
+    if (!cwd.empty()) MPI_Info_set(info.get(), "wdir", cwd.c_str());
+    p->cmds.push_back(p->exe.data());
+    p->argvs.push_back(p->argv.data());
+    p->counts.push_back(static_cast<int>(run));
+    p->infos.push_back(info.get());
+    p->owned.push_back(std::move(info));
+    i += run;
+  }
+  return p;
+}
+
+int SpawnPlan::run(MPI_Comm comm, mpi::Comm* inter) const {
+  std::vector<int> errcodes(procs, MPI_SUCCESS);
+  // The plan is const but MPI's prototype is not: MPI only reads these arrays.
+  auto* self = const_cast<SpawnPlan*>(this);
+  const int rc = MPI_Comm_spawn_multiple(
+      static_cast<int>(cmds.size()), self->cmds.data(), self->argvs.data(), self->counts.data(),
+      self->infos.data(), 0, comm, inter->out(), errcodes.data());
+  int local = rc == MPI_SUCCESS ? PCM_SUCCESS : PCM_ERR_SPAWN;
+  for (int e : errcodes)
+    if (e != MPI_SUCCESS) local = PCM_ERR_SPAWN;
+  return local;
+}
+
+BackgroundSpawn::~BackgroundSpawn() {
+  if (thread_.joinable()) thread_.join();
+}
+
+void BackgroundSpawn::start(MPI_Comm world, std::unique_ptr<SpawnPlan> plan, Watchdog* stage) {
+  mpi_check(MPI_Comm_dup(world, comm_.out()), "MPI_Comm_dup");
+  MPI_Comm_set_errhandler(comm_.get(), MPI_ERRORS_RETURN);
+  plan_ = std::move(plan);
+  done_.store(false, std::memory_order_relaxed);
+  started_ = true;
+  thread_ = std::thread([this, stage] {
+    const double t0 = MPI_Wtime();
+    {
+      // The helper's stage, for the line a process stuck in the spawn prints (watchdog.h).
+      const Watchdog::Stage named(*stage, "MPI_Comm_spawn (in the background)");
+      result_ = plan_->run(comm_.get(), &inter_);
+    }
+    seconds_ = MPI_Wtime() - t0;
+    done_.store(true, std::memory_order_release);
+  });
+}
+
+int BackgroundSpawn::finish(mpi::Comm* inter) {
+  if (thread_.joinable()) thread_.join();
+  started_ = false;
+  plan_.reset();
+  comm_.reset();
+  *inter = std::move(inter_);
+  return result_;
+}
+
+// ---- in the runtime -------------------------------------------------------------------------
+
+void Runtime::start_background_split() {
+  const double t0 = wtime();
+  const Command& cmd = *reconfig_.current;
+  // From the start of the spawn to the end of the split, as a blocking split is bounded (the
+  // iterations meanwhile count: they are few, one agreement window after the spawn ends).
+  overlap_.bound.emplace(
+      watchdog_, Watchdog::Deadline{fmt::format("the {} (command {})", cmd.describe(), cmd.id),
+                                    settings_.reconfig_timeout_s,
+                                    world_.rank(),
+                                    job_,
+                                    world_.rank() == 0,
+                                    mpi::is_mpich(),
+                                    {}});
+  const std::string exe = program_.spawn_command(nullptr);
+  try {
+    // The program must exist, or hydra aborts the job (spawn_for).
+    agreed(world_.comm(), [&] {
+      if (world_.rank() == 0 && exe[0] == '/' && ::access(exe.c_str(), X_OK) != 0)
+        fail(PCM_ERR_SPAWN, "program '{}' is not executable: {}", exe, std::strerror(errno));
+    });
+  } catch (const Error& e) {
+    overlap_.bound.reset();
+    abandon(cmd, e.what());
+    if (e.code() != PCM_ERR_SPAWN) throw;
+    if (world_.rank() == 0) plog()->warn("[rank 0] {}; continuing in the old world", e.what());
+    return;
+  }
+  overlap_.spawn.start(world_.comm(), spawn_plan(exe, cmd.hosts), &watchdog_);
+  overlap_.started_at = iteration_;
+  overlap_.visible = wtime() - t0;
+}
+
+void Runtime::switch_to_split() {
+  const double t0 = wtime();
+  overlap_.result = overlap_.spawn.finish(&overlap_.inter);
+  overlap_.switching = true;
+  overlap_.visible += wtime() - t0;
+  if (world_.rank() == 0)
+    plog()->info(
+        "[rank 0] {} (command {}): spawned in the background in {:.3f} s while the application "
+        "made {} iterations; switching (PCM_Adapt's own time: {:.4f} s)",
+        reconfig_.current->describe(), reconfig_.current->id, overlap_.spawn.seconds(),
+        iteration_ - overlap_.started_at, overlap_.visible);
+}
+
+mpi::Comm Runtime::spawned_for(const Command& cmd, const char* command) {
+  if (!overlap_.switching) return spawn_for(cmd, command, cmd.hosts);
+  overlap_.switching = false;
+  mpi::Comm inter = std::move(overlap_.inter);
+  try {
+    agree(world_.comm(), overlap_.result,
+          fmt::format("MPI_Comm_spawn of {} processes (in the background) failed", cmd.size));
+  } catch (const Error& e) {
+    abandon(cmd, e.what());
+    throw;
+  }
+  return inter;
+}
+
+void Runtime::drop_background_split() {
+  if (!overlap_.spawn.pending() && !overlap_.switching) return;
+  mpi::Comm inter;
+  int result = overlap_.spawn.pending() ? overlap_.spawn.finish(&inter) : overlap_.result;
+  if (overlap_.switching) inter = std::move(overlap_.inter);
+  overlap_.switching = false;
+  // The new processes wait for the old world's context, guarded where the split can go back
+  // (split_guard.h): the verdict ends them. Elsewhere they wait until the launcher ends them.
+  if (result == PCM_SUCCESS && inter && world_.rank() == 0 && split_can_go_back())
+    OldSideGuard::tell_new_world(inter.get(), false);
+  if (reconfig_.current) abandon(*reconfig_.current, "the job ended before the split's switch");
+  overlap_.bound.reset();
+}
+
+}  // namespace pcm::detail

@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# Benchmark of a split's application-visible cost with the spawn overlapping the loop
+# (PCM_OVERLAP=1, libpcm/overlap.h) against the blocking split, side by side in one run: a job of
+# bench/overlap_cost (BENCH_MB MiB of doubles registered, PCM_Adapt every iteration, each
+# iteration sleeping BENCH_WORK_US and agreeing with one MPI_Allreduce) grows 1 -> 2 and then
+# 2 -> 4 (pcmctl resize), once with PCM_OVERLAP=0 and once with PCM_OVERLAP=1, BENCH_REPS times
+# alternating. The cost of each split is the extra wall time of the iterations around it:
+# from BENCH_WINDOW iterations before the switch to BENCH_WINDOW after, less what those
+# iterations take in steady state (the median iteration before and after, measured in the same
+# job); also shown: the time inside PCM_Adapt over the same iterations, less its steady median
+# (the old world's calls; the new world's first call returns at once).
+# Then what MPI_THREAD_MULTIPLE (which PCM_OVERLAP=1 asks for) costs when nothing is pending,
+# PCM_OVERLAP=0 and 1 alternating: PCM_Adapt and a bare MPI_Bcast per call (bench/status_cost),
+# and heat2d's time per iteration (halo exchanges) on 2 processes at two mesh sizes.
+# Environment: BENCH_MB (64), BENCH_REPS (3), BENCH_WORK_US (2000), BENCH_WINDOW (400 iterations),
+# BENCH_SIZES ("64 256": heat2d meshes), BENCH_SKIP_SPLITS=1 (only the second part).
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/bench_common.sh"
+mb=${BENCH_MB:-64} reps=${BENCH_REPS:-3} work=${BENCH_WORK_US:-2000} win=${BENCH_WINDOW:-400}
+bench_start_pcmd --hosts localhost:16
+gap=$((win * 3))  # iterations between the commands: the window on both sides, and steady ones
+run() {  # run MODE REP: one job, two splits; its output in $tmp/MODE-REP.out
+  local mode=$1 rep=$2 job=bench-overlap-$1-$2 out=$tmp/$1-$2.out it
+  rm -f "$tmp/stop"
+  PCM_JOB=$job PCM_OVERLAP=$mode PCM_LOG_LEVEL=info mpiexec -n 1 "$B/bench/overlap_cost" "$mb" \
+    100000000 "$work" "$tmp/stop" >"$out" 2>&1 &
+  bench_mpi=$!
+  "$B/pcmctl" wait "$job" --iteration "$gap" --timeout 300 >/dev/null
+  "$B/pcmctl" resize "$job" --to 2 >/dev/null
+  "$B/pcmctl" wait "$job" --reconfigurations 1 --timeout 300 >/dev/null
+  it=$(awk '/^overlap_cost: it/ {n = $3} END {print n + 0}' "$out")
+  "$B/pcmctl" wait "$job" --iteration $((it + gap)) --timeout 300 >/dev/null
+  "$B/pcmctl" resize "$job" --to 4 >/dev/null
+  "$B/pcmctl" wait "$job" --reconfigurations 2 --timeout 300 >/dev/null
+  it=$(awk '/^overlap_cost: it/ {n = $3} END {print n + 0}' "$out")
+  "$B/pcmctl" wait "$job" --iteration $((it + gap)) --timeout 300 >/dev/null
+  touch "$tmp/stop"
+  wait "$bench_mpi" || { echo "the job of $mode/$rep failed:"; tail -20 "$out"; exit 1; }
+  bench_mpi=
+  grep -q '^overlap_cost: ok: 4 processes, 0 wrong' "$out" || { echo "wrong data:"; tail "$out"; exit 1; }
+}
+[ "${BENCH_SKIP_SPLITS:-0}" = 1 ] || echo "== split 1 -> 2 and 2 -> 4 of $mb MiB, spawn blocking" \
+  "(PCM_OVERLAP=0) and overlapped (=1), $reps times each; iterations of $work us, window +-$win" \
+  "iterations"
+[ "${BENCH_SKIP_SPLITS:-0}" = 1 ] || for r in $(seq "$reps"); do
+  run 0 "$r"
+  run 1 "$r"
+done
+[ "${BENCH_SKIP_SPLITS:-0}" = 1 ] || python3 - "$tmp" "$reps" "$win" <<'PY'
+import re, statistics, sys
+tmp, reps, win = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+med = statistics.median
+
+def costs(path):
+    """(splits, overlap lines): per split (size before, after, extra wall s, extra adapt s)."""
+    text = open(path).read()
+    rows = [(int(i), float(t), float(a), int(p)) for i, t, a, p in re.findall(
+        r"^overlap_cost: it (\d+) t ([\d.]+) adapt ([\d.]+) procs (\d+)", text, re.M)]
+    rows.sort(key=lambda r: (r[0], r[1]))  # the old and the new world print concurrently
+    out = []
+    for k in range(1, len(rows)):
+        if rows[k][3] == rows[k - 1][3]:
+            continue
+        # rows[k - 1]: the old world's line of the switch's iteration; rows[k]: the new world's.
+        lo, hi = k - 1 - win, k + win
+        if lo < 100 or hi + 100 >= len(rows):
+            sys.exit(f"{path}: too few iterations around the split at row {k}")
+        # Steady iterations: the median on each side, over the window itself and 100 iterations
+        # beyond it (the machine's load drifts; the few slow iterations of a switch do not move
+        # a median).
+        before = [rows[j + 1][1] - rows[j][1] for j in range(lo - 100, k - 1)]
+        after = [rows[j + 1][1] - rows[j][1] for j in range(k, hi + 100)]
+        # rows[lo..k-1]: win old iterations; rows[k-1] -> rows[k]: the switch alone (the new world
+        # computes iteration K); rows[k..hi]: win new iterations.
+        steady = win * med(before) + win * med(after)
+        wall = rows[hi][1] - rows[lo][1] - steady
+        adapt_med = med(r[2] for r in rows[lo - 100:lo])
+        adapt = sum(r[2] for r in rows[lo:hi + 1]) - (hi + 1 - lo) * adapt_med
+        out.append((rows[k - 1][3], rows[k][3], wall, adapt))
+    over = re.findall(r"spawned in the background in ([\d.]+) s while the application made (\d+) "
+                      r"iterations", text)
+    return out, over
+
+res = {}
+for mode in ("0", "1"):
+    for r in range(1, reps + 1):
+        splits, over = costs(f"{tmp}/{mode}-{r}.out")
+        if len(splits) != 2:
+            sys.exit(f"{mode}-{r}: {len(splits)} splits found, not 2")
+        if mode == "1" and len(over) != 2:
+            sys.exit(f"{mode}-{r}: the spawn did not overlap: {over}")
+        if mode == "0" and over:
+            sys.exit(f"{mode}-{r}: the spawn overlapped with PCM_OVERLAP=0")
+        for n, (a, b, wall, adapt) in enumerate(splits):
+            extra = f"; spawn {float(over[n][0]):.3f} s in the background, {over[n][1]} iterations meanwhile" if mode == "1" else ""
+            print(f"rep {r} {'overlapped' if mode == '1' else 'blocking  '} split {a}->{b}: "
+                  f"visible {wall:.3f} s (inside PCM_Adapt {adapt:.3f} s){extra}")
+            res.setdefault((a, b, mode), []).append((wall, adapt))
+for a, b in ((1, 2), (2, 4)):
+    blk, ovl = res[(a, b, "0")], res[(a, b, "1")]
+    wb, wo = med(w for w, _ in blk), med(w for w, _ in ovl)
+    ab, ao = med(x for _, x in blk), med(x for _, x in ovl)
+    print(f"split {a}->{b} (median of {reps}): blocking {wb:.3f} s, overlapped {wo:.3f} s: "
+          f"{wo / wb:.2f} x (inside PCM_Adapt: {ab:.3f} s against {ao:.3f} s, {ao / ab:.2f} x)")
+PY
+
+echo "== nothing pending: PCM_OVERLAP=0 (MPI_Init) against 1 (MPI_THREAD_MULTIPLE), 2 processes," \
+  "$reps alternating runs each"
+: >"$tmp/st0.txt"
+: >"$tmp/st1.txt"
+for r in $(seq "$reps"); do
+  for mode in 0 1; do
+    PCM_JOB=st-$mode-$r PCM_OVERLAP=$mode mpiexec -n 2 "$B/bench/status_cost" 200000 1 >>"$tmp/st$mode.txt"
+  done
+done
+median() { python3 -c 'import statistics,sys; print(f"{statistics.median(float(x) for x in sys.argv[1:]):.4f}")' "$@"; }
+col() { grep -F "$2" "$1" | awk '{print $(NF-1)}'; }
+for what in "PCM_Adapt" "MPI_Bcast 16 B" "MPI_Waitall(0)"; do
+  printf '%-15s PCM_OVERLAP=0: median %s us/call   PCM_OVERLAP=1: median %s us/call\n' "$what" \
+    "$(median $(col "$tmp/st0.txt" "$what"))" "$(median $(col "$tmp/st1.txt" "$what"))"
+done
+ms() { awk '/^heat2d: done/ {print $(NF-1)}'; }
+for n in ${BENCH_SIZES:-64 256}; do
+  iters=$((800000000 / (n * n)))
+  a=() b=()
+  for r in $(seq "$reps"); do
+    a+=("$(PCM_JOB=h0-$n-$r PCM_OVERLAP=0 mpiexec -n 2 "$B/examples/heat2d/heat2d_pcm" --nx "$n" --ny "$n" --iters "$iters" | ms)")
+    b+=("$(PCM_JOB=h1-$n-$r PCM_OVERLAP=1 mpiexec -n 2 "$B/examples/heat2d/heat2d_pcm" --nx "$n" --ny "$n" --iters "$iters" | ms)")
+  done
+  echo "heat2d ${n}x$n, $iters iterations: PCM_OVERLAP=0 ${a[*]} (median $(median "${a[@]}")) ms/iter;" \
+    "PCM_OVERLAP=1 ${b[*]} (median $(median "${b[@]}")) ms/iter"
+done
