@@ -41,6 +41,20 @@ bool link_exists(hid_t loc, const std::string& name) {
   return H5Lexists(loc, name.c_str(), H5P_DEFAULT) > 0;
 }
 
+std::vector<std::string> link_names(hid_t group, const std::string& what) {
+  H5G_info_t info;
+  if (H5Gget_info(group, &info) < 0) fail(PCM_ERR_INTERNAL, "cannot list {}", what);
+  std::vector<std::string> out;
+  for (hsize_t i = 0; i < info.nlinks; ++i) {
+    char name[256];
+    if (H5Lget_name_by_idx(group, ".", H5_INDEX_NAME, H5_ITER_INC, i, name, sizeof name,
+                           H5P_DEFAULT) < 0)
+      fail(PCM_ERR_INTERNAL, "cannot list {}", what);
+    out.emplace_back(name);
+  }
+  return out;
+}
+
 void write_string_attr(hid_t obj, const char* name, const std::string& value) {
   if (H5Aexists(obj, name) > 0) H5Adelete(obj, name);
   H5Id type(H5Tcopy(H5T_C_S1), H5Tclose);

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace pcm::detail::h5 {
 
@@ -51,6 +52,9 @@ hid_t native_type(int type);
 // Turns off HDF5's printing of error stacks (pcmd reports errors itself). Idempotent.
 void quiet_hdf5();
 bool link_exists(hid_t loc, const std::string& name);
+// The names of an open group's links, in name order; throws pcm::Error(PCM_ERR_INTERNAL) naming
+// `what` when HDF5 cannot list them.
+std::vector<std::string> link_names(hid_t group, const std::string& what);
 void write_string_attr(hid_t obj, const char* name, const std::string& value);
 void write_int_attr(hid_t obj, const char* name, std::int64_t value);  // a 64-bit integer
 

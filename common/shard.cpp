@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 
 #include "error.h"
@@ -155,12 +157,9 @@ void check_room(const std::string& dir, const std::vector<ShardItem>& items) {
   if (::getrlimit(RLIMIT_FSIZE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY && bytes > lim.rlim_cur)
     fail(PCM_ERR_INTERNAL, "cannot write a shard of {:.1f} MiB into {}: {} (limit {:.1f} MiB)",
          bytes / 1048576.0, dir, std::strerror(EFBIG), lim.rlim_cur / 1048576.0);
-  struct statvfs sv {};
-  if (::statvfs(dir.c_str(), &sv) == 0 &&
-      static_cast<std::uint64_t>(sv.f_bavail) * sv.f_frsize < bytes)
+  if (const std::uint64_t left = free_bytes(dir); left < bytes)
     fail(PCM_ERR_INTERNAL, "cannot write a shard of {:.1f} MiB into {}: {} ({:.1f} MiB free)",
-         bytes / 1048576.0, dir, std::strerror(ENOSPC),
-         static_cast<double>(sv.f_bavail) * sv.f_frsize / 1048576.0);
+         bytes / 1048576.0, dir, std::strerror(ENOSPC), static_cast<double>(left) / 1048576.0);
 }
 
 bool full_pread(int fd, char* out, std::uint64_t n, std::uint64_t at) {
@@ -208,6 +207,21 @@ std::vector<std::pair<std::string, std::uint64_t>> ShardRecord::files() const {
 }
 
 std::string shard_file_name(int rank) { return fmt::format("r{}.h5", rank); }
+
+std::uint64_t free_bytes(const std::string& path) {
+  std::filesystem::path p = path;
+  std::error_code ec;
+  while (!p.empty() && !std::filesystem::exists(p, ec)) p = p.parent_path();
+  struct statvfs sv {};
+  if (::statvfs(p.empty() ? "." : p.c_str(), &sv) != 0) return UINT64_MAX;
+  return static_cast<std::uint64_t>(sv.f_bavail) * sv.f_frsize;
+}
+
+bool holds_token(const std::string& dir, const std::string& token) {
+  std::ifstream in(dir + "/.pcm-token");
+  std::string got;
+  return in && std::getline(in, got) && got == token;
+}
 
 std::string staged_file_name(int rank, const std::string& key, const std::string& tag) {
   return fmt::format("s{}.{}.{}.h5", rank, key, tag);

@@ -72,6 +72,13 @@ struct ShardHeader {
 };
 
 std::string shard_file_name(int rank);
+
+// Bytes free to this user on the file system holding path (or its nearest existing parent);
+// UINT64_MAX when that cannot be asked.
+std::uint64_t free_bytes(const std::string& path);
+// Whether this process sees pcmd's directory dir (and not one of the same name on another host):
+// its token file holds token.
+bool holds_token(const std::string& dir, const std::string& token);
 // The file of one key that PCM_Store wrote itself: s<rank>.<key>.<16 hex digits>.h5 (tag: the
 // hex digits, new for every store), and whether name is such a file of (rank, key).
 std::string staged_file_name(int rank, const std::string& key, const std::string& tag);

@@ -27,12 +27,6 @@ std::string new_tag() {
   return fmt::format("{:08x}{:08x}", rd(), rd());
 }
 
-std::uint64_t free_bytes(const std::string& dir) {
-  struct statvfs sv {};
-  if (::statvfs(dir.c_str(), &sv) != 0) return UINT64_MAX;
-  return static_cast<std::uint64_t>(sv.f_bavail) * sv.f_frsize;
-}
-
 }  // namespace
 
 bool DirectStore::sees(DaemonLink& link, const Settings& s, const std::string& job) {
@@ -40,9 +34,7 @@ bool DirectStore::sees(DaemonLink& link, const Settings& s, const std::string& j
   if (pid_ == link.pcmd_pid()) return seen_;
   auto r = link.request(ops::request(ops::StageDir{job}), nullptr, 0, s.data_timeout_ms);
   dir_ = r.header.at("dir").get<std::string>();
-  std::ifstream in(dir_ + "/.pcm-token");
-  std::string got;
-  seen_ = in && std::getline(in, got) && got == r.header.at("token").get<std::string>();
+  seen_ = holds_token(dir_, r.header.at("token").get<std::string>());
   pid_ = link.pcmd_pid();
   plog()->debug("stores of job {} {} in {}", job, seen_ ? "are written here" : "go through pcmd",
                 dir_);

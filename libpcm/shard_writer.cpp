@@ -18,16 +18,7 @@
 
 namespace pcm::detail {
 
-namespace {
-
-// Whether this process sees the directory pcmd made (and not one of the same name elsewhere).
-bool sees(const std::string& dir, const std::string& token) {
-  std::ifstream in(dir + "/.pcm-token");
-  std::string got;
-  return in && std::getline(in, got) && got == token;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 void ShardWriter::FreeDeleter::operator()(char* p) const { std::free(p); }
 
@@ -46,7 +37,7 @@ void ShardWriter::write_and_report(const ShardTask& task) {
     if (task.fail_for_test)
       fail(PCM_ERR_INTERNAL, "PCM_TEST_SHARD_FAIL: the shard of rank {} failed on purpose", h.rank);
     ShardRecord rec;
-    if (task.direct && sees(task.dir, task.token)) {
+    if (task.direct && holds_token(task.dir, task.token)) {
       rec = write_shard(task.dir, h, task.items);
     } else {
       std::vector<char> image;

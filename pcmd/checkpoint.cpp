@@ -276,18 +276,12 @@ Manifest Checkpoints::commit(const Store& store, const std::string& job, std::in
       H5Id grp(H5Gopen2(s.get(), g.c_str(), H5P_DEFAULT), H5Gclose);
       H5Id out(H5Gcreate2(d.get(), g.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose);
       if (!grp.valid() || !out.valid()) fail(PCM_ERR_INTERNAL, "cannot copy {} (disk full?)", g);
-      H5G_info_t info;
-      H5Gget_info(grp.get(), &info);
-      for (hsize_t i = 0; i < info.nlinks; ++i) {
-        char name[256];
-        if (H5Lget_name_by_idx(grp.get(), ".", H5_INDEX_NAME, H5_ITER_INC, i, name, sizeof name,
-                               H5P_DEFAULT) < 0)
-          fail(PCM_ERR_INTERNAL, "cannot list {}", g);
+      for (const std::string& name : link_names(grp.get(), g)) {
         std::string path = "/" + g + "/" + name;
         Meta dm = read_dataset(s.get(), path, data);
         hsize_t dims[1] = {dm.count};
         H5Id space(H5Screate_simple(1, dims, nullptr), H5Sclose);
-        H5Id ds(H5Dcreate2(out.get(), name, native_type(dm.type), space.get(), H5P_DEFAULT,
+        H5Id ds(H5Dcreate2(out.get(), name.c_str(), native_type(dm.type), space.get(), H5P_DEFAULT,
                            H5P_DEFAULT, H5P_DEFAULT),
                 H5Dclose);
         if (!ds.valid() || (dm.count > 0 && H5Dwrite(ds.get(), native_type(dm.type), H5S_ALL,
@@ -325,11 +319,9 @@ Manifest Checkpoints::commit(const Store& store, const std::string& job, std::in
     write_atomically(manifest_file(job, iteration), m.to_json().dump(1) + "\n");
   } catch (const Error& e) {
     // Whether the disk was full, asked before the partial file is removed (which frees space).
-    struct statvfs sv {};
     const std::uint64_t source = fs::file_size(src, ec);
     const bool full = e.code() == PCM_ERR_INTERNAL &&
-                      ::statvfs(final_path.parent_path().c_str(), &sv) == 0 &&
-                      static_cast<std::uint64_t>(sv.f_bavail) * sv.f_frsize < source + (1 << 20);
+                      free_bytes(final_path.parent_path().string()) < source + (1 << 20);
     fs::remove(tmp, ec);
     // A data file without a manifest is no version; remove it so it is not mistaken for one.
     if (!fs::exists(manifest_file(job, iteration))) fs::remove(final_path, ec);

@@ -45,16 +45,6 @@ fs::path Store::job_file(const std::string& job) const { return root_ / "jobs" /
 
 namespace {
 
-// Bytes free to this user on the file system holding path (or its nearest existing parent).
-std::uint64_t free_bytes(fs::path path) {
-  std::error_code ec;
-  while (!path.empty() && !fs::exists(path, ec)) path = path.parent_path();
-  struct statvfs sv {};
-  if (::statvfs(path.empty() ? "." : path.c_str(), &sv) != 0)
-    return std::numeric_limits<std::uint64_t>::max();
-  return static_cast<std::uint64_t>(sv.f_bavail) * sv.f_frsize;
-}
-
 // Room HDF5 needs beyond the data (object headers, attributes, the links of a swap).
 constexpr std::uint64_t kMetadataSlack = 64 * 1024;
 

@@ -139,15 +139,7 @@ std::vector<std::string> Store::keys(const std::string& job, int rank) const {
   if (!link_exists(f.get(), g)) return out;
   H5Id grp(H5Gopen2(f.get(), g.c_str(), H5P_DEFAULT), H5Gclose);
   if (!grp.valid()) fail(PCM_ERR_INTERNAL, "cannot open {} in {}", g, file.string());
-  H5G_info_t info;
-  H5Gget_info(grp.get(), &info);
-  for (hsize_t i = 0; i < info.nlinks; ++i) {
-    char name[256];
-    if (H5Lget_name_by_idx(grp.get(), ".", H5_INDEX_NAME, H5_ITER_INC, i, name, sizeof name,
-                           H5P_DEFAULT) < 0)
-      fail(PCM_ERR_INTERNAL, "cannot list {} in {}", g, file.string());
-    out.emplace_back(name);
-  }
+  out = link_names(grp.get(), g + " in " + file.string());
   return out;
 }
 
