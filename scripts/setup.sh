@@ -211,7 +211,10 @@ configure_and_build() {
     gen_args=(-DCMAKE_BUILD_TYPE="$BUILD_TYPE" -DMPI_HOME="$(dirname "$MPI_BIN")"
       -DMPIEXEC_EXECUTABLE="$MPIEXEC" -DMPI_C_COMPILER="$MPICC" -DMPI_CXX_COMPILER="$MPICXX")
   fi
-  cmake -S "$ROOT" -B "$BUILD_DIR" "${gen_args[@]}" >/dev/null
+  # PCM_BUILD_UNIT_TESTS=OFF (scripts/test_openmpi.sh's label run) leaves out the GoogleTest
+  # programs; given on every configure, so that the next run without it builds them again.
+  cmake -S "$ROOT" -B "$BUILD_DIR" "${gen_args[@]}" \
+    -DPCM_BUILD_UNIT_TESTS="${PCM_BUILD_UNIT_TESTS:-ON}" >/dev/null
   cmake --build "$BUILD_DIR" -j"$(nproc)"
 }
 
