@@ -4,8 +4,10 @@
 #include <mpi.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <numeric>
@@ -49,11 +51,34 @@ void zero_halos(const Distribution& d, int rank, std::size_t elem, char* buf) {
   }
 }
 
+// Faults in [p, p + bytes): one madvise where the kernel has MADV_POPULATE_WRITE (5.14), which
+// on this project's VM faults new memory in faster than the writes of a copy do (1 GiB: 0.46 s
+// against 0.8-0.9 s); else a write per page.
+void populate(char* p, std::size_t bytes) {
+  const std::uintptr_t page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+  const std::uintptr_t lo = (reinterpret_cast<std::uintptr_t>(p) + page - 1) & ~(page - 1);
+  const std::uintptr_t hi = (reinterpret_cast<std::uintptr_t>(p) + bytes) & ~(page - 1);
+#ifndef MADV_POPULATE_WRITE
+  constexpr int MADV_POPULATE_WRITE = 23;  // Linux's value; older headers lack it
+#endif
+  if (hi > lo && madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_POPULATE_WRITE) == 0) return;
+  for (std::size_t off = 0; off < bytes; off += page) static_cast<volatile char*>(p)[off] = 0;
+}
+
+}  // namespace
+
 std::size_t buffer_bytes(const Distribution& d, int rank, std::size_t elem) {
   return static_cast<std::size_t>(std::max<std::int64_t>(1, d.local_elements(rank))) * elem;
 }
 
-}  // namespace
+char* prefaulted_buffer(const Distribution& d, int rank, std::size_t elem) {
+  const std::size_t bytes = buffer_bytes(d, rank, elem);
+  char* buf = static_cast<char*>(alloc_for_exchange(bytes));
+  if (!buf) return nullptr;
+  populate(buf, bytes);
+  zero_halos(d, rank, elem, buf);
+  return buf;
+}
 
 // A buffer for map d's rank: owned units are all overwritten by the exchange, so only the halos
 // are zeroed (zeroing all would touch every page twice).

@@ -16,6 +16,14 @@ void* alloc_for_exchange(std::size_t bytes);
 // to fill). Throws PCM_ERR_INTERNAL when memory runs out.
 char* new_buffer(const Distribution& d, int rank, std::size_t elem);
 
+// The bytes new_buffer allocates for map d's rank.
+std::size_t buffer_bytes(const Distribution& d, int rank, std::size_t elem);
+
+// new_buffer with every page faulted in now (MADV_POPULATE_WRITE, or a write per page where the
+// kernel lacks it): a split's new process makes it while the old world still iterates (overlap.h),
+// so that the data later lands in memory already touched. Returns NULL when memory runs out.
+char* prefaulted_buffer(const Distribution& d, int rank, std::size_t elem);
+
 // old (malloc'd) resized with realloc to map d's rank, its ghost units zeroed: for a rank whose
 // old buffer is a prefix of its new one (keeps_in_place). NULL, with old untouched, when memory
 // runs out.

@@ -7,6 +7,8 @@
 #include <cstring>
 
 #include "buffer.h"
+#include "registry.h"
+#include "reshape.h"
 #include "error.h"
 #include "log.h"
 #include "runtime.h"
@@ -61,10 +63,14 @@ BackgroundSpawn::~BackgroundSpawn() {
   if (thread_.joinable()) thread_.join();
 }
 
-void BackgroundSpawn::start(MPI_Comm world, std::unique_ptr<SpawnPlan> plan, Watchdog* stage) {
+void BackgroundSpawn::start(MPI_Comm world, std::unique_ptr<SpawnPlan> plan, Watchdog* stage,
+                            nlohmann::json prefault, int rank, bool guarded) {
   mpi_check(MPI_Comm_dup(world, comm_.out()), "MPI_Comm_dup");
   MPI_Comm_set_errhandler(comm_.get(), MPI_ERRORS_RETURN);
   plan_ = std::move(plan);
+  prefault_ = std::move(prefault);
+  rank_ = rank;
+  guarded_ = guarded;
   done_.store(false, std::memory_order_relaxed);
   started_ = true;
   thread_ = std::thread([this, stage] {
@@ -74,15 +80,64 @@ void BackgroundSpawn::start(MPI_Comm world, std::unique_ptr<SpawnPlan> plan, Wat
       const Watchdog::Stage named(*stage, "MPI_Comm_spawn (in the background)");
       result_ = plan_->run(comm_.get(), &inter_);
     }
+    if (!prefault_.is_null()) {
+      const Watchdog::Stage named(*stage, "the new processes' buffers (in the background)");
+      announce_prefault();
+    }
     seconds_ = MPI_Wtime() - t0;
     done_.store(true, std::memory_order_release);
   });
+}
+
+void BackgroundSpawn::announce_prefault() {
+  // Every helper sends, or none: the spawn's outcome may differ between ranks.
+  int ok = result_ == PCM_SUCCESS && inter_ ? 1 : 0;
+  if (MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm_.get()) != MPI_SUCCESS || !ok)
+    return;
+  MPI_Comm_set_errhandler(inter_.get(), MPI_ERRORS_RETURN);
+  const Waiter wait = [](MPI_Request* r) { mpi_check(MPI_Wait(r, MPI_STATUS_IGNORE), "MPI_Wait"); };
+  try {
+    bcast_inter(nlohmann::json{{"prefault", prefault_}}, true, rank_, inter_.get(),
+                guarded_ ? &wait : nullptr);
+    if (rank_ != 0) return;
+    mpi_check(MPI_Irecv(&prefaulted_word_, 1, MPI_INT, 0, kPrefaultedTag, inter_.get(),
+                        &prefaulted_),
+              "MPI_Irecv");
+    // Polled, not waited: a new process lost meanwhile must not hold the helper; the switch's
+    // guard sees such a loss (split_guard.h).
+    const double until = MPI_Wtime() + kPrefaultWaitS;
+    int flag = 0;
+    while (!flag && MPI_Wtime() < until) {
+      mpi_check(MPI_Test(&prefaulted_, &flag, MPI_STATUS_IGNORE), "MPI_Test");
+      if (!flag) ::usleep(1000);
+    }
+  } catch (const Error& e) {
+    // The switch goes on as without; its own calls meet whatever went wrong.
+    plog()->debug("[rank {}] the new processes' buffers: {}", rank_, e.what());
+  }
+}
+
+void BackgroundSpawn::await_prefaulted(const Waiter* wait) {
+  if (prefaulted_ == MPI_REQUEST_NULL) return;
+  if (wait)
+    (*wait)(&prefaulted_);
+  else
+    mpi_check(MPI_Wait(&prefaulted_, MPI_STATUS_IGNORE), "MPI_Wait");
+  prefaulted_ = MPI_REQUEST_NULL;
+}
+
+void BackgroundSpawn::cancel_prefaulted() {
+  if (prefaulted_ == MPI_REQUEST_NULL) return;
+  MPI_Cancel(&prefaulted_);
+  MPI_Request_free(&prefaulted_);
+  prefaulted_ = MPI_REQUEST_NULL;
 }
 
 int BackgroundSpawn::finish(mpi::Comm* inter) {
   if (thread_.joinable()) thread_.join();
   started_ = false;
   plan_.reset();
+  prefault_ = nullptr;
   comm_.reset();
   *inter = std::move(inter_);
   return result_;
@@ -117,9 +172,72 @@ void Runtime::start_background_split() {
     if (world_.rank() == 0) plog()->warn("[rank 0] {}; continuing in the old world", e.what());
     return;
   }
-  overlap_.spawn.start(world_.comm(), spawn_plan(exe, cmd.hosts), &watchdog_);
+  overlap_.spawn.start(world_.comm(), spawn_plan(exe, cmd.hosts), &watchdog_,
+                       prefault_plan(cmd), world_.rank(), split_can_go_back());
   overlap_.started_at = iteration_;
   overlap_.visible = wtime() - t0;
+}
+
+// The maps and types the split will give the new processes (send_split computes the same from
+// the same registered maps), or null when there is nothing to fault in.
+nlohmann::json Runtime::prefault_plan(const Command& cmd) const {
+  std::vector<Distribution> maps;
+  std::vector<int> types;
+  for (const Item* i : registry_.of(ItemKind::kDist)) {
+    if (!*i->dist) return nullptr;
+    maps.push_back((*i->dist)->d);
+    types.push_back(i->type);
+  }
+  if (maps.empty()) return nullptr;
+  try {
+    const std::vector<Distribution> next = next_maps(cmd, maps, world_.size());
+    nlohmann::json plan = nlohmann::json::array();
+    for (std::size_t i = 0; i < next.size(); ++i)
+      plan.push_back({{"to", next[i].to_json()}, {"type", types[i]}});
+    return plan;
+  } catch (const Error&) {
+    return nullptr;  // the split itself reports what is wrong with the maps
+  }
+}
+
+// A new process of a split spawned in the background, before the split's context: its buffers,
+// faulted in now (overlap.h); the new rank 0 tells the old one once every new process has them.
+void Runtime::prefault_split(const nlohmann::json& plan, int me, MPI_Comm parent,
+                             const Waiter* wait) {
+  const double t0 = wtime();
+  std::uint64_t bytes = 0;
+  world_.joining.drop_prefaulted();
+  for (const nlohmann::json& a : plan) {
+    char* buf = nullptr;
+    try {
+      const Distribution to = Distribution::from_json(a.at("to"));
+      const std::size_t elem = proto::type_size(a.at("type").get<int>());
+      buf = prefaulted_buffer(to, me, elem);
+      if (buf) bytes += buffer_bytes(to, me, elem);
+    } catch (const std::exception&) {
+      buf = nullptr;  // the split allocates it then, as without
+    }
+    world_.joining.prefaulted.add(buf);
+    world_.joining.prefaulted_for.push_back(a);
+  }
+  auto wait_for = [&](MPI_Request* req) {
+    if (wait)
+      (*wait)(req);
+    else
+      mpi_check(MPI_Wait(req, MPI_STATUS_IGNORE), "MPI_Wait");
+  };
+  MPI_Request req;
+  mpi_check(MPI_Ibarrier(MPI_COMM_WORLD, &req), "MPI_Ibarrier");
+  wait_for(&req);
+  if (me == 0) {
+    int word = 1;
+    mpi_check(MPI_Isend(&word, 1, MPI_INT, 0, kPrefaultedTag, parent, &req), "MPI_Isend");
+    wait_for(&req);
+  }
+  // The new rank 0 says it (at info: one line per split).
+  const auto level = me == 0 ? spdlog::level::info : spdlog::level::debug;
+  plog()->log(level, "[new process {}] its buffers ({} bytes) faulted in while the old world iterated ({:.3f} s)",
+              me, bytes, wtime() - t0);
 }
 
 void Runtime::switch_to_split() {
@@ -151,6 +269,7 @@ mpi::Comm Runtime::spawned_for(const Command& cmd, const char* command) {
 
 void Runtime::drop_background_split() {
   if (!overlap_.spawn.pending() && !overlap_.switching) return;
+  overlap_.spawn.cancel_prefaulted();
   mpi::Comm inter;
   int result = overlap_.spawn.pending() ? overlap_.spawn.finish(&inter) : overlap_.result;
   if (overlap_.switching) inter = std::move(overlap_.inter);

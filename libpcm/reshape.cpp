@@ -152,13 +152,18 @@ void Runtime::receive_split(const std::vector<ArrayRef>& arrays, json* extra) {
   };
   Command cmd;
   bool read = true;
+  std::size_t prefaulted = 0;
   try {
     cmd = Command::from_json(ctx.at("command"), ctx.at("old_size").get<int>());
     for (std::size_t i = 0; i < n; ++i) {
       from[i] = Distribution::from_json(sent[i].at("from"));
       to[i] = Distribution::from_json(sent[i].at("to"));
       types[i] = sent[i].at("type").get<int>();
-      bufs[i] = new_buffer(to[i], world_.rank(), proto::type_size(types[i]));
+      bufs[i] = world_.joining.take_prefaulted(i, {{"to", sent[i].at("to")}, {"type", types[i]}});
+      if (bufs[i])
+        ++prefaulted;
+      else
+        bufs[i] = new_buffer(to[i], world_.rank(), proto::type_size(types[i]));
       moves[i] = plan(from[i], to[i]);
     }
     const double t_read = wtime();
@@ -167,6 +172,9 @@ void Runtime::receive_split(const std::vector<ArrayRef>& arrays, json* extra) {
                       proto::type_size(types[i]));
     plog()->debug("[rank {}] split: direct read {:.4f} s ({})", world_.rank(), wtime() - t_read,
                   read ? "done" : "not possible");
+    if (prefaulted > 0 && world_.rank() == 0)
+      plog()->info("[rank 0] split: {} of {} arrays into buffers faulted in during the spawn",
+                   prefaulted, n);
   } catch (...) {
     free_all();
     throw;
@@ -184,6 +192,7 @@ void Runtime::receive_split(const std::vector<ArrayRef>& arrays, json* extra) {
   }
   if (verdict) verdict->await_verdict();
   world_.joining.verdict.reset();
+  world_.joining.drop_prefaulted();
   reconfig_.t_data = wtime() - t0;
   const double t1 = wtime();
   if (ctx.value("leave", false)) {
@@ -261,6 +270,7 @@ void Runtime::send_split(const std::vector<ArrayRef>& arrays, const json& extra,
     gently = lost->waiter(true);
   }
   try {
+    overlap_.spawn.await_prefaulted(lost ? &spin : nullptr);  // spawned in the background
     bcast_inter(ctx, true, world_.rank(), inter.get(), lost ? &spin : nullptr);
     if (!cma_all_read(false, true, inter.get(), MPI_COMM_NULL, lost ? &gently : nullptr)) {
       for (std::size_t i = 0; i < arrays.size(); ++i)

@@ -176,6 +176,9 @@ class Runtime {
   // A split's spawn in the background (overlap.cpp). PCM_Adapt, at the call that adopted a split:
   // starts the spawn (collective); the job goes on in the old world if it cannot start.
   void start_background_split();
+  nlohmann::json prefault_plan(const Command& cmd) const;
+  // A new process: the buffers of a split spawned in the background, faulted in (overlap.h).
+  void prefault_split(const nlohmann::json& plan, int me, MPI_Comm parent, const Waiter* wait);
   // PCM_Status, at an agreement while the spawn is in flight: rank 0's helper has finished
   // (every rank's does now): joins it, and the split can go on.
   void switch_to_split();

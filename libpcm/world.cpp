@@ -240,6 +240,10 @@ void Runtime::join_as_child(MPI_Comm parent_handle) {
     wait = verdict->waiter();
   }
   json ctx = bcast_inter(json{}, false, me, parent.get(), verdict ? &wait : nullptr);
+  if (ctx.contains("prefault")) {  // spawned in the background: the split comes later
+    prefault_split(ctx.at("prefault"), me, parent.get(), verdict ? &wait : nullptr);
+    ctx = bcast_inter(json{}, false, me, parent.get(), verdict ? &wait : nullptr);
+  }
   job_ = ctx.at("job").get<std::string>();
   incarnation_ = ctx.at("incarnation").get<std::int64_t>();
   link_.watch(job_, incarnation_, processor_name(), settings_.connect_timeout_ms);

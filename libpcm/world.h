@@ -6,11 +6,14 @@
 
 #include <mpi.h>
 
+#include <cstdlib>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "buffer.h"
 #include "command.h"
 #include "mpi_util.h"
 #include "split_guard.h"
@@ -58,11 +61,26 @@ class World {
 
   // A process spawned by a split, between PCM_Init and its PCM_Split (or PCM_Resume): the
   // intercommunicator to the old world, what the old world told it, and the guard that waits for
-  // the old world's verdict (split_guard.h).
+  // the old world's verdict (split_guard.h); with a spawn in the background (overlap.h), the
+  // buffers its data will land in, faulted in while the old world iterated.
   struct Joining {
     mpi::Comm inter;
     nlohmann::json ctx;
     std::unique_ptr<NewSideGuard> verdict;
+    NewBuffers prefaulted;  // by array; NULL where there is none (or it was taken)
+    std::vector<nlohmann::json> prefaulted_for;  // {"to": map, "type": type} of each
+    // Array i's prefaulted buffer if it was made for that map and type, else NULL (the caller
+    // allocates).
+    char* take_prefaulted(std::size_t i, const nlohmann::json& what) {
+      if (i >= prefaulted.bufs.size() || !prefaulted.bufs[i] || prefaulted_for[i] != what)
+        return nullptr;
+      return std::exchange(prefaulted.bufs[i], nullptr);
+    }
+    void drop_prefaulted() {
+      for (char*& b : prefaulted.bufs) std::free(std::exchange(b, nullptr));
+      prefaulted.bufs.clear();
+      prefaulted_for.clear();
+    }
   };
   Joining joining;
 

@@ -10,7 +10,8 @@ element after every reconfiguration itself. vecsum (block or cyclic only): every
 elements and the replicated history against a recomputation at the end. Both must exit 0 with the expected number of
 reconfigurations, and every retired process must have used almost no CPU.
 --overlap (heat2d, register: PCM_Adapt programs): PCM_OVERLAP=1, and every growing reconfiguration
-must have spawned in the background while the job made at least 2 iterations (libpcm's log line).
+must have spawned in the background while the job made at least 2 iterations (libpcm's log line),
+and its new processes must have faulted their buffers in meanwhile and received the data there.
 """
 import argparse
 import json
@@ -167,6 +168,12 @@ if args.overlap:
         r"spawned in the background in ([\d.]+) s while the application made (\d+) iterations", text)]
     if len(spawns) < grew or any(n < 2 for _, n in spawns):
         fail(f"{grew} growing reconfigurations, spawns in the background: {spawns}")
+    # The new processes faulted their buffers in during the spawn, and the data landed there.
+    faulted = re.findall(r"\[new process 0\] its buffers \((\d+) bytes\) faulted in while", text)
+    landed = re.findall(r"\[rank 0\] split: (\d+) of \d+ arrays into buffers faulted in", text)
+    if len(faulted) < len(spawns) or len(landed) < len(spawns) or "0" in faulted + landed:
+        fail(f"{len(spawns)} spawns in the background; buffers faulted in beforehand: {faulted} "
+             f"bytes, used for {landed} arrays")
     history.append(f"{len(spawns)} spawns in the background, iterations meanwhile: "
                    + ", ".join(str(n) for _, n in spawns))
 for parked, cpu in re.findall(r"^heat2d: retired parked ([\d.]+) s cpu ([\d.]+) s", text, re.M):
