@@ -278,11 +278,14 @@ int Runtime::adapt(MPI_Comm* comm) {
   }
   if (!resumed_) fail(PCM_ERR_STATE, "call PCM_Resume before PCM_Adapt");
   if (!reconfig_.current) fail(PCM_ERR_INTERNAL, "PCM_Status returned {} with nothing pending", s);
-  // A split where the spawn can overlap the loop (overlap.h): it starts now, and the split goes
-  // on at the agreement after it has finished (PCM_Status switches); meanwhile the application
-  // iterates in the old world.
-  if (s == PCM_SPLIT && overlap_.possible && !overlap_.switching) {
-    start_background_split();
+  // A split whose spawn, or a merge whose new buffers, can be made while the loop goes on
+  // (overlap.h): that starts now, and the reconfiguration goes on at the agreement after it has
+  // finished (PCM_Status switches); meanwhile the application iterates in the old world.
+  if ((s == PCM_SPLIT || s == PCM_MERGE) && overlap_.possible && !overlap_.switching) {
+    if (s == PCM_SPLIT)
+      start_background_split();
+    else
+      start_background_merge();
     return PCM_NONE;
   }
   // A version PCM_Checkpoint started while the spawn ran in the background is committed in this

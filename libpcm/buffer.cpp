@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <numeric>
+#include <utility>
 
 #include "error.h"
 #include "mpi_util.h"
@@ -119,6 +120,17 @@ double wtime() { return MPI_Wtime(); }
 
 NewBuffers::~NewBuffers() {
   for (char* b : bufs) std::free(b);
+}
+
+char* Prefaulted::take(std::size_t i, const nlohmann::json& what) {
+  if (i >= bufs.bufs.size() || !bufs.bufs[i] || made_for[i] != what) return nullptr;
+  return std::exchange(bufs.bufs[i], nullptr);
+}
+
+void Prefaulted::clear() {
+  for (char*& b : bufs.bufs) std::free(std::exchange(b, nullptr));
+  bufs.bufs.clear();
+  made_for.clear();
 }
 
 }  // namespace pcm::detail

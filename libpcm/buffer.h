@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <nlohmann/json.hpp>
 #include <vector>
 
 #include "distribution.h"
@@ -40,6 +41,20 @@ struct NewBuffers {
     bufs.push_back(b);
     return b;
   }
+};
+
+// Buffers faulted in ahead of a reconfiguration (overlap.h), each with what it was made for
+// ({"to": map, "type": type}): the reconfiguration takes one where that is what it needs.
+struct Prefaulted {
+  NewBuffers bufs;  // NULL where there is none (memory ran out, or it was taken)
+  std::vector<nlohmann::json> made_for;
+  void add(char* buf, nlohmann::json what) {
+    bufs.add(buf);
+    made_for.push_back(std::move(what));
+  }
+  // Buffer i if it was made for what (then it is the caller's), else NULL.
+  char* take(std::size_t i, const nlohmann::json& what);
+  void clear();
 };
 
 // 0, 1, ..., n-1.

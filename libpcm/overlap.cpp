@@ -3,14 +3,15 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
 #include "buffer.h"
-#include "registry.h"
-#include "reshape.h"
 #include "error.h"
 #include "log.h"
+#include "registry.h"
+#include "reshape.h"
 #include "runtime.h"
 #include "split_guard.h"
 #include "watchdog.h"
@@ -100,9 +101,9 @@ void BackgroundSpawn::announce_prefault() {
     bcast_inter(nlohmann::json{{"prefault", prefault_}}, true, rank_, inter_.get(),
                 guarded_ ? &wait : nullptr);
     if (rank_ != 0) return;
-    mpi_check(MPI_Irecv(&prefaulted_word_, 1, MPI_INT, 0, kPrefaultedTag, inter_.get(),
-                        &prefaulted_),
-              "MPI_Irecv");
+    mpi_check(
+        MPI_Irecv(&prefaulted_word_, 1, MPI_INT, 0, kPrefaultedTag, inter_.get(), &prefaulted_),
+        "MPI_Irecv");
     // Polled, not waited: a new process lost meanwhile must not hold the helper; the switch's
     // guard sees such a loss (split_guard.h).
     const double until = MPI_Wtime() + kPrefaultWaitS;
@@ -143,13 +144,46 @@ int BackgroundSpawn::finish(mpi::Comm* inter) {
   return result_;
 }
 
+BackgroundPrefault::~BackgroundPrefault() {
+  if (thread_.joinable()) thread_.join();
+  for (char* b : bufs_) std::free(b);
+}
+
+void BackgroundPrefault::start(std::vector<Want> wants) {
+  wants_ = std::move(wants);
+  bufs_.assign(wants_.size(), nullptr);
+  bytes_ = 0;
+  done_.store(false, std::memory_order_relaxed);
+  started_ = true;
+  thread_ = std::thread([this] {
+    const double t0 = MPI_Wtime();
+    for (std::size_t i = 0; i < wants_.size(); ++i) {
+      const Want& w = wants_[i];
+      if (!w.needed) continue;
+      bufs_[i] = prefaulted_buffer(w.map, w.rank, w.elem);  // NULL: the merge allocates then
+      if (bufs_[i]) bytes_ += buffer_bytes(w.map, w.rank, w.elem);
+    }
+    seconds_ = MPI_Wtime() - t0;
+    done_.store(true, std::memory_order_release);
+  });
+}
+
+void BackgroundPrefault::finish(Prefaulted* out) {
+  if (thread_.joinable()) thread_.join();
+  started_ = false;
+  out->clear();
+  for (std::size_t i = 0; i < wants_.size(); ++i)
+    out->add(std::exchange(bufs_[i], nullptr), std::move(wants_[i].made_for));
+  wants_.clear();
+  bufs_.clear();
+}
+
 // ---- in the runtime -------------------------------------------------------------------------
 
-void Runtime::start_background_split() {
-  const double t0 = wtime();
-  const Command& cmd = *reconfig_.current;
-  // From the start of the spawn to the end of the split, as a blocking split is bounded (the
-  // iterations meanwhile count: they are few, one agreement window after the spawn ends).
+// From the start of the work in the background to the end of the reconfiguration, as a blocking
+// one is bounded (the iterations meanwhile count: they are few, one agreement window after the
+// work ends).
+void Runtime::bound_background(const Command& cmd) {
   overlap_.bound.emplace(
       watchdog_, Watchdog::Deadline{fmt::format("the {} (command {})", cmd.describe(), cmd.id),
                                     settings_.reconfig_timeout_s,
@@ -158,6 +192,63 @@ void Runtime::start_background_split() {
                                     world_.rank() == 0,
                                     mpi::is_mpich(),
                                     {}});
+}
+
+void Runtime::start_background_merge() {
+  const double t0 = wtime();
+  const Command& cmd = *reconfig_.current;
+  bound_background(cmd);
+  std::vector<BackgroundPrefault::Want> wants;
+  std::vector<Distribution> maps;
+  std::vector<int> types;
+  for (const Item* i : registry_.of(ItemKind::kDist)) {
+    if (!*i->dist) break;
+    maps.push_back((*i->dist)->d);
+    types.push_back(i->type);
+  }
+  try {
+    std::vector<int> new_of;
+    const std::vector<Distribution> next = merged_maps(cmd, maps, world_.size(), &new_of);
+    const int me = new_of.at(static_cast<std::size_t>(world_.rank()));
+    for (std::size_t i = 0; me >= 0 && i < next.size(); ++i) {
+      // Only a survivor that receives others' units needs a new buffer (one the merge leaves
+      // alone keeps its own).
+      const std::vector<Transfer> moves = plan(maps[i], next[i]);
+      const bool receives = std::any_of(moves.begin(), moves.end(), [&](const Transfer& t) {
+        return t.to == me && t.from != world_.rank();
+      });
+      wants.push_back({next[i],
+                       me,
+                       proto::type_size(types[i]),
+                       {{"to", next[i].to_json()}, {"type", types[i]}},
+                       receives});
+    }
+  } catch (const Error&) {
+    wants.clear();  // the merge itself reports what is wrong with the maps
+  }
+  overlap_.prefault.start(std::move(wants));
+  overlap_.started_at = iteration_;
+  overlap_.visible = wtime() - t0;
+}
+
+void Runtime::switch_to_merge() {
+  const double t0 = wtime();
+  overlap_.prefault.finish(&overlap_.merge_buffers);
+  overlap_.switching = true;
+  overlap_.visible += wtime() - t0;
+  if (world_.rank() == 0)
+    plog()->info(
+        "[rank 0] {} (command {}): its buffers ({} bytes here) faulted in in the background in "
+        "{:.3f} s while the application made {} iterations; switching (PCM_Adapt's own time: "
+        "{:.4f} s)",
+        reconfig_.current->describe(), reconfig_.current->id, overlap_.prefault.bytes(),
+        overlap_.prefault.seconds(), iteration_ - overlap_.started_at, overlap_.visible);
+}
+
+void Runtime::start_background_split() {
+  const double t0 = wtime();
+  const Command& cmd = *reconfig_.current;
+  bound_background(cmd);
   const std::string exe = program_.spawn_command(nullptr);
   try {
     // The program must exist, or hydra aborts the job (spawn_for).
@@ -172,8 +263,8 @@ void Runtime::start_background_split() {
     if (world_.rank() == 0) plog()->warn("[rank 0] {}; continuing in the old world", e.what());
     return;
   }
-  overlap_.spawn.start(world_.comm(), spawn_plan(exe, cmd.hosts), &watchdog_,
-                       prefault_plan(cmd), world_.rank(), split_can_go_back());
+  overlap_.spawn.start(world_.comm(), spawn_plan(exe, cmd.hosts), &watchdog_, prefault_plan(cmd),
+                       world_.rank(), split_can_go_back());
   overlap_.started_at = iteration_;
   overlap_.visible = wtime() - t0;
 }
@@ -206,7 +297,7 @@ void Runtime::prefault_split(const nlohmann::json& plan, int me, MPI_Comm parent
                              const Waiter* wait) {
   const double t0 = wtime();
   std::uint64_t bytes = 0;
-  world_.joining.drop_prefaulted();
+  world_.joining.prefaulted.clear();
   for (const nlohmann::json& a : plan) {
     char* buf = nullptr;
     try {
@@ -217,8 +308,7 @@ void Runtime::prefault_split(const nlohmann::json& plan, int me, MPI_Comm parent
     } catch (const std::exception&) {
       buf = nullptr;  // the split allocates it then, as without
     }
-    world_.joining.prefaulted.add(buf);
-    world_.joining.prefaulted_for.push_back(a);
+    world_.joining.prefaulted.add(buf, a);
   }
   auto wait_for = [&](MPI_Request* req) {
     if (wait)
@@ -236,8 +326,10 @@ void Runtime::prefault_split(const nlohmann::json& plan, int me, MPI_Comm parent
   }
   // The new rank 0 says it (at info: one line per split).
   const auto level = me == 0 ? spdlog::level::info : spdlog::level::debug;
-  plog()->log(level, "[new process {}] its buffers ({} bytes) faulted in while the old world iterated ({:.3f} s)",
-              me, bytes, wtime() - t0);
+  plog()->log(
+      level,
+      "[new process {}] its buffers ({} bytes) faulted in while the old world iterated ({:.3f} s)",
+      me, bytes, wtime() - t0);
 }
 
 void Runtime::switch_to_split() {
@@ -268,6 +360,14 @@ mpi::Comm Runtime::spawned_for(const Command& cmd, const char* command) {
 }
 
 void Runtime::drop_background_split() {
+  if (overlap_.prefault.pending() || !overlap_.merge_buffers.made_for.empty()) {
+    overlap_.prefault.finish(&overlap_.merge_buffers);
+    overlap_.merge_buffers.clear();
+    overlap_.switching = false;
+    if (reconfig_.current) abandon(*reconfig_.current, "the job ended before the merge's switch");
+    overlap_.bound.reset();
+    return;
+  }
   if (!overlap_.spawn.pending() && !overlap_.switching) return;
   overlap_.spawn.cancel_prefaulted();
   mpi::Comm inter;

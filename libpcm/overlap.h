@@ -8,12 +8,15 @@
 #include <mpi.h>
 
 #include <atomic>
-#include <nlohmann/json.hpp>
+#include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "buffer.h"
+#include "distribution.h"
 #include "mpi_util.h"
 
 namespace pcm::detail {
@@ -99,6 +102,42 @@ class BackgroundSpawn {
   bool guarded_ = false;
   int prefaulted_word_ = 0;
   MPI_Request prefaulted_ = MPI_REQUEST_NULL;  // rank 0: the word, while not yet received
+  std::atomic<bool> done_{false};
+  std::thread thread_;
+};
+
+// A merge's new buffers, made and faulted in by a helper thread of each survivor while the loop
+// goes on (PCM_OVERLAP=1; the thread makes no MPI call): the merge then moves every unit into
+// memory already touched, the survivor's own units too, instead of growing its buffer into new
+// pages. PCM_Adapt switches at the first agreement window after rank 0's helper is done.
+class BackgroundPrefault {
+ public:
+  struct Want {
+    Distribution map;
+    int rank = 0;  // in map
+    std::size_t elem = 0;
+    nlohmann::json made_for;  // Prefaulted's {"to", "type"}
+    bool needed = true;       // false: nothing is made (the buffer stays NULL)
+  };
+  BackgroundPrefault() = default;
+  ~BackgroundPrefault();  // joins a helper still running
+  BackgroundPrefault(const BackgroundPrefault&) = delete;
+  BackgroundPrefault& operator=(const BackgroundPrefault&) = delete;
+
+  void start(std::vector<Want> wants);
+  bool pending() const { return started_; }
+  bool done() const { return done_.load(std::memory_order_acquire); }
+  // Joins the helper and hands over the buffers (NULL where memory ran out).
+  void finish(Prefaulted* out);
+  double seconds() const { return seconds_; }
+  std::uint64_t bytes() const { return bytes_; }
+
+ private:
+  std::vector<Want> wants_;
+  std::vector<char*> bufs_;
+  std::uint64_t bytes_ = 0;
+  double seconds_ = 0;
+  bool started_ = false;
   std::atomic<bool> done_{false};
   std::thread thread_;
 };

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <optional>
 #include <random>
+#include <utility>
 
 #include "buffer.h"
 #include "cma.h"
@@ -85,11 +86,14 @@ namespace {
 // A survivor of a merge that keeps all its units at their offsets grows its buffer in place and
 // receives only the others' units: every rank drops those self-transfers from moves (the answer
 // is a pure function of the maps, the same on every rank). Returns which old ranks do.
+// Old ranks whose fresh[r] is set have a new buffer faulted in beforehand (overlap.h): they
+// receive every unit there, their own too.
 std::vector<bool> drop_in_place(std::vector<Transfer>* moves, const Distribution& from,
-                                const Distribution& to, const std::vector<int>& new_of) {
+                                const Distribution& to, const std::vector<int>& new_of,
+                                const std::vector<int>& fresh) {
   std::vector<bool> in_place(static_cast<std::size_t>(from.size()));
   for (int r = 0; r < from.size(); ++r)
-    in_place[r] = keeps_in_place(*moves, from, to, r, new_of[r]);
+    in_place[r] = !fresh[r] && keeps_in_place(*moves, from, to, r, new_of[r]);
   moves->erase(
       std::remove_if(moves->begin(), moves->end(),
                      [&](const Transfer& t) { return in_place[t.from] && t.to == new_of[t.from]; }),
@@ -159,7 +163,7 @@ void Runtime::receive_split(const std::vector<ArrayRef>& arrays, json* extra) {
       from[i] = Distribution::from_json(sent[i].at("from"));
       to[i] = Distribution::from_json(sent[i].at("to"));
       types[i] = sent[i].at("type").get<int>();
-      bufs[i] = world_.joining.take_prefaulted(i, {{"to", sent[i].at("to")}, {"type", types[i]}});
+      bufs[i] = world_.joining.prefaulted.take(i, {{"to", sent[i].at("to")}, {"type", types[i]}});
       if (bufs[i])
         ++prefaulted;
       else
@@ -192,7 +196,7 @@ void Runtime::receive_split(const std::vector<ArrayRef>& arrays, json* extra) {
   }
   if (verdict) verdict->await_verdict();
   world_.joining.verdict.reset();
-  world_.joining.drop_prefaulted();
+  world_.joining.prefaulted.clear();
   reconfig_.t_data = wtime() - t0;
   const double t1 = wtime();
   if (ctx.value("leave", false)) {
@@ -378,6 +382,26 @@ void Runtime::merge_arrays(const std::vector<ArrayRef>& arrays) {
   // (then it is already *arrays[i].buf, and is not freed if the merge fails).
   std::vector<char*> newbufs(arrays.size(), nullptr);
   std::vector<bool> grown(arrays.size(), false);
+  // Merged in the background (overlap.h): the survivors' new buffers, already faulted in, and
+  // fresh[i][r] says whether old rank r has one for array i (everyone must know: it changes
+  // the moves).
+  std::vector<std::vector<int>> fresh(arrays.size(),
+                                      std::vector<int>(static_cast<std::size_t>(world_.size())));
+  if (std::exchange(overlap_.switching, false)) {
+    std::vector<int> mine(arrays.size(), 0);
+    for (std::size_t i = 0; me >= 0 && i < arrays.size(); ++i) {
+      newbufs[i] =
+          overlap_.merge_buffers.take(i, {{"to", next[i].to_json()}, {"type", arrays[i].type}});
+      mine[i] = newbufs[i] != nullptr;
+    }
+    overlap_.merge_buffers.clear();
+    std::vector<int> all(arrays.size() * static_cast<std::size_t>(world_.size()));
+    mpi_check(MPI_Allgather(mine.data(), static_cast<int>(mine.size()), MPI_INT, all.data(),
+                            static_cast<int>(mine.size()), MPI_INT, world_.comm()),
+              "MPI_Allgather");
+    for (std::size_t i = 0; i < arrays.size(); ++i)
+      for (int r = 0; r < world_.size(); ++r) fresh[i][r] = all[r * arrays.size() + i];
+  }
   try {
     // On one host the data moves directly between the processes' buffers (one copy, none
     // through MPI); where any process cannot, everyone falls back to MPI together.
@@ -386,8 +410,10 @@ void Runtime::merge_arrays(const std::vector<ArrayRef>& arrays) {
       const std::size_t elem = proto::type_size(arrays[i].type);
       const Distribution& from = (*arrays[i].dist)->d;
       std::vector<Transfer> moves = plan(from, next[i]);
-      const std::vector<bool> in_place = drop_in_place(&moves, from, next[i], new_of);
-      if (me >= 0 && in_place[world_.rank()]) {
+      const std::vector<bool> in_place = drop_in_place(&moves, from, next[i], new_of, fresh[i]);
+      if (newbufs[i]) {
+        // faulted in beforehand
+      } else if (me >= 0 && in_place[world_.rank()]) {
         newbufs[i] = grow_buffer(*arrays[i].buf, next[i], me, elem);
         if (!newbufs[i]) fail(PCM_ERR_INTERNAL, "out of memory to grow a buffer for a merge");
         *arrays[i].buf = newbufs[i];
@@ -413,9 +439,13 @@ void Runtime::merge_arrays(const std::vector<ArrayRef>& arrays) {
                 "MPI_Allreduce");
       plog()->debug("[rank {}] merge: direct moves {:.4f} s ({}; buffer {})", world_.rank(),
                     wtime() - t0, read ? "done" : "not possible",
-                    me < 0     ? "left"
-                    : grown[i] ? "grown in place"
-                               : "new");
+                    me < 0                    ? "left"
+                    : grown[i]                ? "grown in place"
+                    : fresh[i][world_.rank()] ? "faulted in beforehand"
+                                              : "new");
+      if (fresh[i][world_.rank()])
+        plog()->info("[rank {}] merge: array {} of {} into a buffer faulted in beforehand",
+                     world_.rank(), i + 1, arrays.size());
       if (read) continue;
       // Plan in new ranks; the exchange addresses each new rank through the old rank that keeps
       // it.

@@ -204,9 +204,10 @@ int Runtime::status(MPI_Comm comm) {
     return PCM_NONE;
   }
   ++iteration_;
-  // While a split's spawn runs in the background (overlap.h) the windows go on as if nothing
-  // were pending, their broadcast carrying whether rank 0's helper has finished.
-  const bool spawning = overlap_.spawn.pending();
+  // While a split's spawn or a merge's buffers are made in the background (overlap.h) the
+  // windows go on as if nothing were pending, their broadcast carrying whether rank 0's helper
+  // has finished.
+  const bool spawning = overlap_.spawn.pending() || overlap_.prefault.pending();
   if (!reconfig_.current || spawning) {
     if (window_.inside()) return PCM_NONE;
     Profiler& prof = profiler();
@@ -233,7 +234,8 @@ int Runtime::status(MPI_Comm comm) {
       msg[3] = link_.pcmd_pid();
       msg[4] = prof.due();
       if (spawning) {
-        msg[6] = overlap_.spawn.done();  // no checkpoint of PCM_Adapt's own meanwhile
+        // No checkpoint of PCM_Adapt's own meanwhile.
+        msg[6] = overlap_.spawn.pending() ? overlap_.spawn.done() : overlap_.prefault.done();
       } else if (link_.checkpoint_wanted() > checkpoint_.done) {
         msg[5] = link_.checkpoint_wanted();
       } else if (settings_.checkpoint_mtbf_s > 0 && resumed_ && checkpoint_.scheduled(wtime())) {
@@ -248,7 +250,11 @@ int Runtime::status(MPI_Comm comm) {
       if (world_.rank() == 0) link_.send_profile(p.to_json());
     }
     if (spawning && msg[6]) {
-      switch_to_split();  // every process leaves the window here, as for a new command
+      // Every process leaves the window here, as for a new command.
+      if (overlap_.spawn.pending())
+        switch_to_split();
+      else
+        switch_to_merge();
       return reconfig_.status_of(world_.rank(), world_.size());
     }
     if (msg[0] == 0) {

@@ -176,6 +176,10 @@ class Runtime {
   // A split's spawn in the background (overlap.cpp). PCM_Adapt, at the call that adopted a split:
   // starts the spawn (collective); the job goes on in the old world if it cannot start.
   void start_background_split();
+  void bound_background(const Command& cmd);
+  // A merge's new buffers faulted in the background (overlap.h), and the switch to it.
+  void start_background_merge();
+  void switch_to_merge();
   nlohmann::json prefault_plan(const Command& cmd) const;
   // A new process: the buffers of a split spawned in the background, faulted in (overlap.h).
   void prefault_split(const nlohmann::json& plan, int me, MPI_Comm parent, const Waiter* wait);
@@ -286,6 +290,8 @@ class Runtime {
   struct Overlap {
     bool possible = false;
     BackgroundSpawn spawn;
+    BackgroundPrefault prefault;  // a merge's
+    Prefaulted merge_buffers;     // what it made, from the switch to the merge
     std::optional<Watchdog::Scope> bound;
     bool switching = false;       // joined: the split goes on at this PCM_Adapt call
     int result = PCM_SUCCESS;     // this rank's helper's

@@ -6,11 +6,9 @@
 
 #include <mpi.h>
 
-#include <cstdlib>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "buffer.h"
@@ -67,20 +65,7 @@ class World {
     mpi::Comm inter;
     nlohmann::json ctx;
     std::unique_ptr<NewSideGuard> verdict;
-    NewBuffers prefaulted;  // by array; NULL where there is none (or it was taken)
-    std::vector<nlohmann::json> prefaulted_for;  // {"to": map, "type": type} of each
-    // Array i's prefaulted buffer if it was made for that map and type, else NULL (the caller
-    // allocates).
-    char* take_prefaulted(std::size_t i, const nlohmann::json& what) {
-      if (i >= prefaulted.bufs.size() || !prefaulted.bufs[i] || prefaulted_for[i] != what)
-        return nullptr;
-      return std::exchange(prefaulted.bufs[i], nullptr);
-    }
-    void drop_prefaulted() {
-      for (char*& b : prefaulted.bufs) std::free(std::exchange(b, nullptr));
-      prefaulted.bufs.clear();
-      prefaulted_for.clear();
-    }
+    Prefaulted prefaulted;
   };
   Joining joining;
 

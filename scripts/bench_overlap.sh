@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Benchmark of a split's application-visible cost with the spawn overlapping the loop
-# (PCM_OVERLAP=1, libpcm/overlap.h) against the blocking split, side by side in one run: a job of
-# bench/overlap_cost (BENCH_MB MiB of doubles registered, PCM_Adapt every iteration, each
-# iteration sleeping BENCH_WORK_US and agreeing with one MPI_Allreduce) grows 1 -> 2 and then
-# 2 -> 4 (pcmctl resize), once with PCM_OVERLAP=0 and once with PCM_OVERLAP=1, BENCH_REPS times
-# alternating. The cost of each split is the extra wall time of the iterations around it:
+# Benchmark of the application-visible cost of splits and merges whose slow parts overlap the
+# loop (PCM_OVERLAP=1, libpcm/overlap.h: the spawn, and the new buffers faulted in) against the
+# blocking ones, side by side in one run: a job of bench/overlap_cost (BENCH_MB MiB of doubles
+# registered, PCM_Adapt every iteration, each iteration sleeping BENCH_WORK_US and agreeing with
+# one MPI_Allreduce) grows 1 -> 2 -> 4 and shrinks 4 -> 2 -> 1 (pcmctl resize), once with
+# PCM_OVERLAP=0 and once with PCM_OVERLAP=1, BENCH_REPS times alternating. The cost of each
+# reconfiguration is the extra wall time of the iterations around it:
 # from BENCH_WINDOW iterations before the switch to BENCH_WINDOW after, less what those
 # iterations take in steady state (the median iteration before and after, measured in the same
 # job); also shown: the time inside PCM_Adapt over the same iterations, less its steady median
@@ -30,18 +31,22 @@ run() {  # run MODE REP: one job, two splits; its output in $tmp/MODE-REP.out
   "$B/pcmctl" wait "$job" --reconfigurations 1 --timeout 300 >/dev/null
   it=$(awk '/^overlap_cost: it/ {n = $3} END {print n + 0}' "$out")
   "$B/pcmctl" wait "$job" --iteration $((it + gap)) --timeout 300 >/dev/null
-  "$B/pcmctl" resize "$job" --to 4 >/dev/null
-  "$B/pcmctl" wait "$job" --reconfigurations 2 --timeout 300 >/dev/null
-  it=$(awk '/^overlap_cost: it/ {n = $3} END {print n + 0}' "$out")
-  "$B/pcmctl" wait "$job" --iteration $((it + gap)) --timeout 300 >/dev/null
+  local n=1 to
+  for to in 4 2 1; do
+    n=$((n + 1))
+    "$B/pcmctl" resize "$job" --to "$to" >/dev/null
+    "$B/pcmctl" wait "$job" --reconfigurations "$n" --timeout 300 >/dev/null
+    it=$(awk '/^overlap_cost: it/ {n = $3} END {print n + 0}' "$out")
+    "$B/pcmctl" wait "$job" --iteration $((it + gap)) --timeout 300 >/dev/null
+  done
   touch "$tmp/stop"
   wait "$bench_mpi" || { echo "the job of $mode/$rep failed:"; tail -20 "$out"; exit 1; }
   bench_mpi=
-  grep -q '^overlap_cost: ok: 4 processes, 0 wrong' "$out" || { echo "wrong data:"; tail "$out"; exit 1; }
+  grep -q '^overlap_cost: ok: 1 processes, 0 wrong' "$out" || { echo "wrong data:"; tail "$out"; exit 1; }
 }
-[ "${BENCH_SKIP_SPLITS:-0}" = 1 ] || echo "== split 1 -> 2 and 2 -> 4 of $mb MiB, spawn blocking" \
-  "(PCM_OVERLAP=0) and overlapped (=1), $reps times each; iterations of $work us, window +-$win" \
-  "iterations"
+[ "${BENCH_SKIP_SPLITS:-0}" = 1 ] || echo "== split 1 -> 2 and 2 -> 4, merge 4 -> 2 and 2 -> 1 of" \
+  "$mb MiB, blocking (PCM_OVERLAP=0) and overlapped (=1: spawn, new buffers faulted in), $reps" \
+  "times each; iterations of $work us, window +-$win iterations"
 [ "${BENCH_SKIP_SPLITS:-0}" = 1 ] || for r in $(seq "$reps"); do
   run 0 "$r"
   run 1 "$r"
@@ -77,30 +82,31 @@ def costs(path):
         adapt_med = med(r[2] for r in rows[lo - 100:lo])
         adapt = sum(r[2] for r in rows[lo:hi + 1]) - (hi + 1 - lo) * adapt_med
         out.append((rows[k - 1][3], rows[k][3], wall, adapt))
-    over = re.findall(r"spawned in the background in ([\d.]+) s while the application made (\d+) "
-                      r"iterations", text)
+    over = re.findall(r"(?:spawned|faulted in) in the background in ([\d.]+) s while the "
+                      r"application made (\d+) iterations", text)
     return out, over
 
 res = {}
 for mode in ("0", "1"):
     for r in range(1, reps + 1):
         splits, over = costs(f"{tmp}/{mode}-{r}.out")
-        if len(splits) != 2:
-            sys.exit(f"{mode}-{r}: {len(splits)} splits found, not 2")
-        if mode == "1" and len(over) != 2:
-            sys.exit(f"{mode}-{r}: the spawn did not overlap: {over}")
+        if len(splits) != 4:
+            sys.exit(f"{mode}-{r}: {len(splits)} reconfigurations found, not 4")
+        if mode == "1" and len(over) != 4:
+            sys.exit(f"{mode}-{r}: not every reconfiguration overlapped: {over}")
         if mode == "0" and over:
-            sys.exit(f"{mode}-{r}: the spawn overlapped with PCM_OVERLAP=0")
+            sys.exit(f"{mode}-{r}: a reconfiguration overlapped with PCM_OVERLAP=0")
         for n, (a, b, wall, adapt) in enumerate(splits):
-            extra = f"; spawn {float(over[n][0]):.3f} s in the background, {over[n][1]} iterations meanwhile" if mode == "1" else ""
-            print(f"rep {r} {'overlapped' if mode == '1' else 'blocking  '} split {a}->{b}: "
+            what = "spawn" if b > a else "buffers"
+            extra = f"; {what} {float(over[n][0]):.3f} s in the background, {over[n][1]} iterations meanwhile" if mode == "1" else ""
+            print(f"rep {r} {'overlapped' if mode == '1' else 'blocking  '} {'split' if b > a else 'merge'} {a}->{b}: "
                   f"visible {wall:.3f} s (inside PCM_Adapt {adapt:.3f} s){extra}")
             res.setdefault((a, b, mode), []).append((wall, adapt))
-for a, b in ((1, 2), (2, 4)):
+for a, b in ((1, 2), (2, 4), (4, 2), (2, 1)):
     blk, ovl = res[(a, b, "0")], res[(a, b, "1")]
     wb, wo = med(w for w, _ in blk), med(w for w, _ in ovl)
     ab, ao = med(x for _, x in blk), med(x for _, x in ovl)
-    print(f"split {a}->{b} (median of {reps}): blocking {wb:.3f} s, overlapped {wo:.3f} s: "
+    print(f"{'split' if b > a else 'merge'} {a}->{b} (median of {reps}): blocking {wb:.3f} s, overlapped {wo:.3f} s: "
           f"{wo / wb:.2f} x (inside PCM_Adapt: {ab:.3f} s against {ao:.3f} s, {ao / ab:.2f} x)")
 PY
 

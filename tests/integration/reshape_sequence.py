@@ -11,7 +11,8 @@ elements and the replicated history against a recomputation at the end. Both mus
 reconfigurations, and every retired process must have used almost no CPU.
 --overlap (heat2d, register: PCM_Adapt programs): PCM_OVERLAP=1, and every growing reconfiguration
 must have spawned in the background while the job made at least 2 iterations (libpcm's log line),
-and its new processes must have faulted their buffers in meanwhile and received the data there.
+and its new processes must have faulted their buffers in meanwhile and received the data there;
+every shrinking one must have made its survivors' new buffers in the background (or respawned).
 """
 import argparse
 import json
@@ -89,6 +90,7 @@ proc = subprocess.Popen([mpiexec, "-n", str(np0), *cmd], stdout=out, stderr=subp
 size = np0
 done = 0
 grew = 0
+shrank = 0
 history = []
 ctl("wait", job, "--iteration", "20", "--timeout", "120")
 kinds = ["split", "merge", "resize", "migrate"] + [rng.choice(["split", "merge", "resize", "migrate"])
@@ -115,6 +117,7 @@ for kind in kinds[: args.ops]:
     ctl(*a)
     done += 1
     grew += new > size
+    shrank += new < size
     ctl("wait", job, "--reconfigurations", str(done), "--timeout", "180")
     history.append(f"{' '.join(a[:1] + a[2:])} ({size}->{new})")
     size = new
@@ -174,8 +177,22 @@ if args.overlap:
     if len(faulted) < len(spawns) or len(landed) < len(spawns) or "0" in faulted + landed:
         fail(f"{len(spawns)} spawns in the background; buffers faulted in beforehand: {faulted} "
              f"bytes, used for {landed} arrays")
+    # Merges (and shrinking resizes) make their survivors' new buffers in the background, or
+    # respawn the world (a spawn line): one line or the other per shrinking reconfiguration, and
+    # where buffers were made, some survivor received its data there.
+    merges = [(int(b), int(n)) for b, n in re.findall(
+        r"its buffers \((\d+) bytes here\) faulted in in the background in [\d.]+ s while the "
+        r"application made (\d+) iterations", text)]
+    merged_into = re.findall(r"merge: array (\d+) of \d+ into a buffer faulted in beforehand", text)
+    if len(spawns) + len(merges) < grew + shrank or any(n < 1 for _, n in merges):
+        fail(f"{grew} growing and {shrank} shrinking reconfigurations; spawns in the background: "
+             f"{spawns}, merges' buffers made in the background: {merges}")
+    if any(b > 0 for b, _ in merges) and not merged_into:
+        fail(f"merges' buffers made in the background ({merges}) but no survivor used one")
     history.append(f"{len(spawns)} spawns in the background, iterations meanwhile: "
-                   + ", ".join(str(n) for _, n in spawns))
+                   + ", ".join(str(n) for _, n in spawns)
+                   + f"; {len(merges)} merges' buffers made in the background, iterations "
+                   + "meanwhile: " + ", ".join(str(n) for _, n in merges))
 for parked, cpu in re.findall(r"^heat2d: retired parked ([\d.]+) s cpu ([\d.]+) s", text, re.M):
     if float(parked) > 0.5 and float(cpu) / float(parked) > 0.05:
         fail(f"a retired process used {cpu} s of CPU in {parked} s")
