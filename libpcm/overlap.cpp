@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 #include "buffer.h"
 #include "error.h"
@@ -243,6 +244,29 @@ void Runtime::switch_to_merge() {
         "{:.4f} s)",
         reconfig_.current->describe(), reconfig_.current->id, overlap_.prefault.bytes(),
         overlap_.prefault.seconds(), iteration_ - overlap_.started_at, overlap_.visible);
+}
+
+std::vector<std::vector<int>> Runtime::take_merge_buffers(const std::vector<ArrayRef>& arrays,
+                                                          const std::vector<Distribution>& next,
+                                                          int me, std::vector<char*>* newbufs) {
+  std::vector<std::vector<int>> fresh(arrays.size(),
+                                      std::vector<int>(static_cast<std::size_t>(world_.size())));
+  if (!std::exchange(overlap_.switching, false)) return fresh;  // everyone's the same
+  std::vector<int> mine(arrays.size(), 0);
+  for (std::size_t i = 0; me >= 0 && i < arrays.size(); ++i) {
+    (*newbufs)[i] =
+        overlap_.merge_buffers.take(i, {{"to", next[i].to_json()}, {"type", arrays[i].type}});
+    mine[i] = (*newbufs)[i] != nullptr;
+  }
+  overlap_.merge_buffers.clear();
+  // Everyone must know: it changes the moves (drop_in_place).
+  std::vector<int> all(arrays.size() * static_cast<std::size_t>(world_.size()));
+  mpi_check(MPI_Allgather(mine.data(), static_cast<int>(mine.size()), MPI_INT, all.data(),
+                          static_cast<int>(mine.size()), MPI_INT, world_.comm()),
+            "MPI_Allgather");
+  for (std::size_t i = 0; i < arrays.size(); ++i)
+    for (int r = 0; r < world_.size(); ++r) fresh[i][r] = all[r * arrays.size() + i];
+  return fresh;
 }
 
 void Runtime::start_background_split() {

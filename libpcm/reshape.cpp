@@ -382,26 +382,9 @@ void Runtime::merge_arrays(const std::vector<ArrayRef>& arrays) {
   // (then it is already *arrays[i].buf, and is not freed if the merge fails).
   std::vector<char*> newbufs(arrays.size(), nullptr);
   std::vector<bool> grown(arrays.size(), false);
-  // Merged in the background (overlap.h): the survivors' new buffers, already faulted in, and
-  // fresh[i][r] says whether old rank r has one for array i (everyone must know: it changes
-  // the moves).
-  std::vector<std::vector<int>> fresh(arrays.size(),
-                                      std::vector<int>(static_cast<std::size_t>(world_.size())));
-  if (std::exchange(overlap_.switching, false)) {
-    std::vector<int> mine(arrays.size(), 0);
-    for (std::size_t i = 0; me >= 0 && i < arrays.size(); ++i) {
-      newbufs[i] =
-          overlap_.merge_buffers.take(i, {{"to", next[i].to_json()}, {"type", arrays[i].type}});
-      mine[i] = newbufs[i] != nullptr;
-    }
-    overlap_.merge_buffers.clear();
-    std::vector<int> all(arrays.size() * static_cast<std::size_t>(world_.size()));
-    mpi_check(MPI_Allgather(mine.data(), static_cast<int>(mine.size()), MPI_INT, all.data(),
-                            static_cast<int>(mine.size()), MPI_INT, world_.comm()),
-              "MPI_Allgather");
-    for (std::size_t i = 0; i < arrays.size(); ++i)
-      for (int r = 0; r < world_.size(); ++r) fresh[i][r] = all[r * arrays.size() + i];
-  }
+  // Merged in the background (overlap.h): fresh[i][r] says whether old rank r has a new buffer
+  // for array i faulted in beforehand (this rank's is then in newbufs[i]).
+  const std::vector<std::vector<int>> fresh = take_merge_buffers(arrays, next, me, &newbufs);
   try {
     // On one host the data moves directly between the processes' buffers (one copy, none
     // through MPI); where any process cannot, everyone falls back to MPI together.

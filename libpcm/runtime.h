@@ -180,6 +180,11 @@ class Runtime {
   // A merge's new buffers faulted in the background (overlap.h), and the switch to it.
   void start_background_merge();
   void switch_to_merge();
+  // At the merge: this survivor's buffers made in the background, into newbufs; and for each
+  // array, which old ranks have one (every rank learns it; all zero without a background merge).
+  std::vector<std::vector<int>> take_merge_buffers(const std::vector<ArrayRef>& arrays,
+                                                   const std::vector<Distribution>& next, int me,
+                                                   std::vector<char*>* newbufs);
   nlohmann::json prefault_plan(const Command& cmd) const;
   // A new process: the buffers of a split spawned in the background, faulted in (overlap.h).
   void prefault_split(const nlohmann::json& plan, int me, MPI_Comm parent, const Waiter* wait);
