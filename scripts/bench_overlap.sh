@@ -14,7 +14,9 @@
 # PCM_OVERLAP=0 and 1 alternating: PCM_Adapt and a bare MPI_Bcast per call (bench/status_cost),
 # and heat2d's time per iteration (halo exchanges) on 2 processes at two mesh sizes.
 # Environment: BENCH_MB (64), BENCH_REPS (3), BENCH_WORK_US (2000), BENCH_WINDOW (400 iterations),
-# BENCH_SIZES ("64 256": heat2d meshes), BENCH_SKIP_SPLITS=1 (only the second part).
+# BENCH_SIZES ("64 256": heat2d meshes), BENCH_SKIP_SPLITS=1 (only the second part), BENCH_RAW=0
+# (no raw-file restarts: by default each repetition also moves the same bytes 1->2, 2->4, 4->2
+# and 2->1 by stopping and restarting through raw files, as bench_malleability.sh does).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/bench_common.sh"
 mb=${BENCH_MB:-64} reps=${BENCH_REPS:-3} work=${BENCH_WORK_US:-2000} win=${BENCH_WINDOW:-400}
@@ -47,9 +49,31 @@ run() {  # run MODE REP: one job, two splits; its output in $tmp/MODE-REP.out
 [ "${BENCH_SKIP_SPLITS:-0}" = 1 ] || echo "== split 1 -> 2 and 2 -> 4, merge 4 -> 2 and 2 -> 1 of" \
   "$mb MiB, blocking (PCM_OVERLAP=0) and overlapped (=1: spawn, new buffers faulted in), $reps" \
   "times each; iterations of $work us, window +-$win iterations"
+# raw FROM TO REP — the same bytes moved by stopping and restarting (bench/resize_cost raw, as
+# scripts/bench_malleability.sh does: each rank writes its block with write + fsync, exits, and a
+# job at TO processes preads what it needs; from the start of the writes to the new world holding
+# its data). Appends "FROM TO SECONDS" to $tmp/raw.txt.
+raw() {
+  local dir=$tmp/raw-$1-$2-$3 job=bench-raw-$1-$2-$3
+  mkdir -p "$dir"
+  PCM_JOB=$job mpiexec -n "$1" "$B/bench/resize_cost" "$mb" raw "$dir" >"$dir/before" 2>&1 </dev/null
+  PCM_JOB=$job PCM_RESTART=1 mpiexec -n "$2" "$B/bench/resize_cost" "$mb" raw "$dir" >"$dir/after" 2>&1 </dev/null
+  awk -v from="$1" -v to="$2" '$1 == "resize_cost:" && $2 == "start" { t = $3 }
+       $1 == "resize_cost:" && $2 == "ready" { if ($9 != 0) bad = 1; else printf "%d %d %.6f\n", from, to, $3 - t; n++ }
+       END { exit bad || n != 1 }' "$dir/before" "$dir/after" >>"$tmp/raw.txt" ||
+    { echo "the raw restart $1 -> $2 failed:"; tail "$dir/before" "$dir/after"; exit 1; }
+  rm -rf "$dir"
+}
+: >"$tmp/raw.txt"
 [ "${BENCH_SKIP_SPLITS:-0}" = 1 ] || for r in $(seq "$reps"); do
   run 0 "$r"
   run 1 "$r"
+  if [ "${BENCH_RAW:-1}" = 1 ]; then
+    raw 1 2 "$r"
+    raw 2 4 "$r"
+    raw 4 2 "$r"
+    raw 2 1 "$r"
+  fi
 done
 [ "${BENCH_SKIP_SPLITS:-0}" = 1 ] || python3 - "$tmp" "$reps" "$win" <<'PY'
 import re, statistics, sys
@@ -108,6 +132,20 @@ for a, b in ((1, 2), (2, 4), (4, 2), (2, 1)):
     ab, ao = med(x for _, x in blk), med(x for _, x in ovl)
     print(f"{'split' if b > a else 'merge'} {a}->{b} (median of {reps}): blocking {wb:.3f} s, overlapped {wo:.3f} s: "
           f"{wo / wb:.2f} x (inside PCM_Adapt: {ab:.3f} s against {ao:.3f} s, {ao / ab:.2f} x)")
+raws = {}
+for line in open(f"{tmp}/raw.txt"):
+    a, b, t = line.split()
+    raws.setdefault((int(a), int(b)), []).append(float(t))
+if raws:
+    print("stop and restart through raw files (write + fsync, exit, mpiexec, pread) against live:")
+    for a, b in ((1, 2), (2, 4), (4, 2), (2, 1)):
+        rt = med(raws[(a, b)])
+        blk = med(w for w, _ in res[(a, b, "0")])
+        ovl = med(w for w, _ in res[(a, b, "1")])
+        ao = med(x for _, x in res[(a, b, "1")])
+        print(f"  {a}->{b}: raw-file restart {rt:.3f} s (runs: " + ", ".join(f"{t:.3f}" for t in raws[(a, b)])
+              + f"); blocking live {rt / blk:.1f} x faster, overlapped {rt / ovl:.1f} x (visible), "
+              f"{rt / ao:.1f} x (inside PCM_Adapt)")
 PY
 
 echo "== nothing pending: PCM_OVERLAP=0 (MPI_Init) against 1 (MPI_THREAD_MULTIPLE), 2 processes," \
