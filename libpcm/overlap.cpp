@@ -74,6 +74,7 @@ void BackgroundSpawn::start(MPI_Comm world, std::unique_ptr<SpawnPlan> plan, Wat
   rank_ = rank;
   guarded_ = guarded;
   done_.store(false, std::memory_order_relaxed);
+  stop_.store(false, std::memory_order_relaxed);
   started_ = true;
   thread_ = std::thread([this, stage] {
     const double t0 = MPI_Wtime();
@@ -109,7 +110,7 @@ void BackgroundSpawn::announce_prefault() {
     // guard sees such a loss (split_guard.h).
     const double until = MPI_Wtime() + kPrefaultWaitS;
     int flag = 0;
-    while (!flag && MPI_Wtime() < until) {
+    while (!flag && MPI_Wtime() < until && !stop_.load(std::memory_order_acquire)) {
       mpi_check(MPI_Test(&prefaulted_, &flag, MPI_STATUS_IGNORE), "MPI_Test");
       if (!flag) ::usleep(1000);
     }
@@ -393,9 +394,10 @@ void Runtime::drop_background_split() {
     return;
   }
   if (!overlap_.spawn.pending() && !overlap_.switching) return;
-  overlap_.spawn.cancel_prefaulted();
+  overlap_.spawn.stop_waiting();
   mpi::Comm inter;
   int result = overlap_.spawn.pending() ? overlap_.spawn.finish(&inter) : overlap_.result;
+  overlap_.spawn.cancel_prefaulted();
   if (overlap_.switching) inter = std::move(overlap_.inter);
   overlap_.switching = false;
   // The new processes wait for the old world's context, guarded where the split can go back

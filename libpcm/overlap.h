@@ -67,7 +67,8 @@ class BackgroundSpawn {
   // watchdog, for the "MPI_Comm_spawn" stage a stuck process names.
   // prefault: the maps and types of the new processes' buffers (or null); after the spawn the
   // helpers send them, and rank rank 0's helper is done only once the new processes have faulted
-  // them in (or after kPrefaultWaitS; the switch then waits for the rest: await_prefaulted).
+  // them in (or after kPrefaultWaitS, or stop_waiting(); the switch then waits for the rest:
+  // await_prefaulted).
   // guarded: the new processes receive with nonblocking broadcasts (split_can_go_back()).
   void start(MPI_Comm world, std::unique_ptr<SpawnPlan> plan, Watchdog* stage,
              nlohmann::json prefault, int rank, bool guarded);
@@ -84,8 +85,10 @@ class BackgroundSpawn {
   // for it. Cancels it instead when the split is dropped (cancel).
   void await_prefaulted(const Waiter* wait);
   void cancel_prefaulted();
+  // Makes the helper stop waiting for that word (the job ends before the switch).
+  void stop_waiting() { stop_.store(true, std::memory_order_release); }
 
-  static constexpr double kPrefaultWaitS = 30;
+  static constexpr double kPrefaultWaitS = 10;
 
  private:
   // In the helper, after a successful spawn: sends prefault_ and (rank 0) waits for the word.
@@ -103,6 +106,7 @@ class BackgroundSpawn {
   int prefaulted_word_ = 0;
   MPI_Request prefaulted_ = MPI_REQUEST_NULL;  // rank 0: the word, while not yet received
   std::atomic<bool> done_{false};
+  std::atomic<bool> stop_{false};
   std::thread thread_;
 };
 

@@ -292,6 +292,7 @@ void Runtime::send_split(const std::vector<ArrayRef>& arrays, const json& extra,
   const bool go_on = !lost || lost->agree(&why);
   if (lost && world_.rank() == 0) OldSideGuard::tell_new_world(inter.get(), go_on);
   if (!go_on) {
+    overlap_.spawn.cancel_prefaulted();  // a word that will never come (spawned in the background)
     // Every old process still has its data and its world: the job goes on as it was.
     abandon(cmd, "given up, the job goes on as it was: " + why);
     inter.reset();
