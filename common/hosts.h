@@ -15,7 +15,13 @@ inline constexpr std::size_t kMaxHosts = 65536;  // names one Slurm list may exp
 struct HostSlots {
   std::string name;
   int slots = 0;
+  std::string site;  // "": the default site
 };
+
+// One host of pcmd's --hosts: `host`, `host:slots`, `host@site` or `host:slots@site` (issue 26:
+// the site, an administrative domain reached through its front-end's relay). default_slots when
+// none is given. Throws pcm::Error(PCM_ERR_CONFIG) with the entry and the reason.
+HostSlots parse_host_spec(const std::string& spec, int default_slots);
 
 // An MPICH hostfile: one `host` (1 slot) or `host:slots` a line; `#` starts a comment; blank
 // lines are skipped; a host listed twice adds its slots (at most kMaxSlots in all). Hosts keep the

@@ -23,25 +23,6 @@ namespace {
 
 constexpr double kUnknownLatency = 1e9;  // hosts with no latency known come last
 
-// "host" or "host:slots" (default_slots when none given).
-HostSlots parse_spec(const std::string& spec, int default_slots) {
-  HostSlots h;
-  auto colon = spec.find(':');
-  h.name = spec.substr(0, colon);
-  h.slots = default_slots;
-  if (colon != std::string::npos) {
-    try {
-      std::size_t used = 0;
-      h.slots = std::stoi(spec.substr(colon + 1), &used);
-      if (used != spec.size() - colon - 1 || h.slots < 1) throw std::invalid_argument(spec);
-    } catch (const std::exception&) {
-      fail(PCM_ERR_CONFIG, "inventory entry '{}': slots must be a positive number", spec);
-    }
-  }
-  if (!proto::valid_host(h.name)) fail(PCM_ERR_CONFIG, "inventory entry '{}': bad host name", spec);
-  return h;
-}
-
 }  // namespace
 
 Inventory::Inventory(const ServerOptions& options, const JobTable& jobs, Changes& changes,
@@ -57,15 +38,16 @@ Inventory::Inventory(const ServerOptions& options, const JobTable& jobs, Changes
       specs.push_back(name);
   }
   std::vector<HostSlots> all;  // --hosts first, then --hostfile / --slurm
-  for (const auto& spec : specs) all.push_back(parse_spec(spec, default_slots));
+  for (const auto& spec : specs) all.push_back(parse_host_spec(spec, default_slots));
   all.insert(all.end(), options.more_hosts.begin(), options.more_hosts.end());
   prober_ = std::make_unique<RttProber>(options.probe_port, options.probe_period);
   for (const auto& h : all) {
     if (InventoryHost* known = find(h.name)) {
       known->slots += h.slots;  // named twice: its slots add up, as in a hostfile
+      if (!h.site.empty()) known->site = h.site;
       continue;
     }
-    add(h.name, h.slots, "default", std::nullopt);
+    add(h.name, h.slots, h.site.empty() ? "default" : h.site, std::nullopt);
   }
   for (const auto& [name, job] : options.slurm_jobs)
     if (InventoryHost* h = find(name)) h->slurm_job = job;

@@ -195,7 +195,9 @@ void add_server_options(CLI::App& app, Options& o) {
       ->capture_default_str();
   app.add_option("-d,--data-dir", o.data_dir, "directory for stored data")->capture_default_str();
   app.add_option("--hosts", o.hosts,
-                 "hosts that reconfigurations may use (default: localhost and this host's name)")
+                 "hosts that reconfigurations may use, each NAME[:SLOTS][@SITE] (the site: a domain "
+                 "reached through its front-end's relay, docs/ops/sites.md; default: localhost and "
+                 "this host's name)")
       ->delimiter(',');
   app.add_option("--hostfile", o.hostfile,
                  "more hosts from an MPICH hostfile (lines 'host' or 'host:slots')");

@@ -355,3 +355,26 @@ TEST(Placement, LargeCountsAreCheap) {
   EXPECT_EQ(placed[2], "big");
   EXPECT_EQ(placed.back(), "big");
 }
+
+// pcmd --hosts: NAME[:SLOTS][@SITE] (issue 26: the site of a host reached through a relay).
+TEST(HostSpec, NameSlotsAndSite) {
+  using pcm::detail::parse_host_spec;
+  auto h = parse_host_spec("node1", 8);
+  EXPECT_EQ(h.name, "node1");
+  EXPECT_EQ(h.slots, 8);
+  EXPECT_EQ(h.site, "");
+  h = parse_host_spec("node2:3", 8);
+  EXPECT_EQ(h.slots, 3);
+  EXPECT_EQ(h.site, "");
+  h = parse_host_spec("node3@west", 8);
+  EXPECT_EQ(h.name, "node3");
+  EXPECT_EQ(h.slots, 8);
+  EXPECT_EQ(h.site, "west");
+  h = parse_host_spec("node4:2@east", 8);
+  EXPECT_EQ(h.name, "node4");
+  EXPECT_EQ(h.slots, 2);
+  EXPECT_EQ(h.site, "east");
+  for (const char* bad : {"node:0", "node:x", "node:", "node:2@", "node@a/b", "@west", ":2@west",
+                          "node:2x@west", "node:99999999999"})
+    EXPECT_THROW(parse_host_spec(bad, 1), pcm::Error) << bad;
+}
