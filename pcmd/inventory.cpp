@@ -27,7 +27,11 @@ constexpr double kUnknownLatency = 1e9;  // hosts with no latency known come las
 
 Inventory::Inventory(const ServerOptions& options, const JobTable& jobs, Changes& changes,
                      std::shared_ptr<spdlog::logger> log)
-    : jobs_(jobs), changes_(changes), log_(std::move(log)), placement_(options.placement) {
+    : jobs_(jobs),
+      changes_(changes),
+      log_(std::move(log)),
+      placement_(options.placement),
+      own_site_(options.site) {
   int default_slots = 4 * static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::vector<std::string> specs = options.hosts;
   if (specs.empty() && options.more_hosts.empty()) {
@@ -69,7 +73,11 @@ void Inventory::add(const std::string& name, int slots, const std::string& site,
     added.latency_ms = latency_ms;
     hosts_.push_back(std::move(added));
   }
-  prober_->watch(name);
+  // A host of another site is behind its front-end's relay: pcmd cannot reach it to measure.
+  if (site == own_site_)
+    prober_->watch(name);
+  else
+    prober_->forget(name);
 }
 
 void Inventory::erase(std::size_t i) {
@@ -228,7 +236,8 @@ std::string Inventory::requested_host(const std::optional<std::string>& wanted) 
 
 void Inventory::note_lost_process(const std::string& host) {
   InventoryHost* h = find(host);
-  if (!h || h->silent || !prober_->on()) return;
+  // Another site's host cannot answer pcmd's probe: it would stay silent for good.
+  if (!h || h->silent || !prober_->on() || h->site != own_site_) return;
   h->silent = true;
   prober_->remeasure(host);
   log_->warn("host {}: a process on it was lost; no process goes there until it answers again",

@@ -110,6 +110,7 @@ class Inventory {
   Changes& changes_;
   std::shared_ptr<spdlog::logger> log_;
   Placement placement_;
+  std::string own_site_;  // pcmd's: only its hosts are probed
   std::unique_ptr<RttProber> prober_;
   std::vector<InventoryHost> hosts_;
   // Agent hosts that left the inventory (drained): a report from their agent is refused until

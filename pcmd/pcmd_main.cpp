@@ -20,6 +20,7 @@
 #include "config.h"
 #include "error.h"
 #include "hosts.h"
+#include "protocol.h"
 #include "log.h"
 #include "pcm_types.h"
 #include "server.h"
@@ -45,6 +46,7 @@ struct Options {
   int slurm_grow_timeout = 120;
   std::string placement = "concentrate";
   int probe_port = 9;
+  std::string site = "default";
   bool detach = false;
   std::string pidfile;
   int keep = 3;
@@ -97,6 +99,7 @@ pcm::detail::ServerOptions server_options(const Options& o) {
   }
   so.placement = *pcm::detail::parse_placement(o.placement);
   so.probe_port = o.probe_port;
+  so.site = o.site;
   so.keep_versions = static_cast<std::size_t>(o.keep);
   so.agent_timeout = std::chrono::milliseconds(o.agent_timeout_ms);
   so.policy_auto = o.policy == "auto";
@@ -217,6 +220,13 @@ void add_server_options(CLI::App& app, Options& o) {
                  "where new processes go when a job or command says nothing: spread or "
                  "concentrate")
       ->check(CLI::IsMember({"spread", "concentrate"}))
+      ->capture_default_str();
+  app.add_option("--site", o.site,
+                 "pcmd's own site: hosts of other sites (--hosts NAME@SITE, agents' --agent-site) "
+                 "are reached through their front-end's relay and not probed")
+      ->check([](const std::string& s) {
+        return pcm::proto::valid_name(s) ? std::string() : "not a valid site name: " + s;
+      })
       ->capture_default_str();
   app.add_option("--probe-port", o.probe_port,
                  "TCP port whose answer (accept or refusal) times each host's round trip; 0: "
