@@ -247,3 +247,24 @@ TEST_F(ServerTest, AFailedDrainStepStopsThatJobsDrain) {
   EXPECT_NE(st["jobs"][0]["last_event"].get<std::string>().find("drain stopped"),
             std::string::npos);
 }
+
+// pcmd --hosts NAME[:SLOTS][@SITE] (issue 26): each host's site comes from pcmd's own host list,
+// and shows in host_list and in the topology request.
+class SiteHostsTest : public ServerTest {
+ protected:
+  void SetUp() override {
+    hosts_ = {"localhost:4", "nodeb:2@west", "nodec:3@east"};
+    ServerTest::SetUp();
+  }
+};
+
+TEST_F(SiteHostsTest, HostsCarryTheSiteOfTheHostList) {
+  const json list = client_->request({{"op", "host_list"}}).header;
+  EXPECT_EQ(host_row(list, "localhost").at("site"), "default");
+  EXPECT_EQ(host_row(list, "nodeb").at("site"), "west");
+  EXPECT_EQ(host_row(list, "nodeb").at("slots"), 2);
+  EXPECT_EQ(host_row(list, "nodec").at("site"), "east");
+  EXPECT_EQ(host_row(list, "nodec").at("slots"), 3);
+  auto r = client_->request({{"op", "topology"}, {"hosts", {"nodec", "nodeb", "localhost"}}});
+  EXPECT_EQ(r.header.at("sites"), json({"east", "west", "default"}));
+}
