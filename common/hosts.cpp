@@ -168,6 +168,36 @@ HostSlots parse_host_spec(const std::string& spec, int default_slots) {
   return h;
 }
 
+SiteLink parse_site_link(const std::string& spec) {
+  SiteLink l;
+  const auto c1 = spec.find(':');
+  const auto c2 = c1 == std::string::npos ? c1 : spec.find(':', c1 + 1);
+  if (c2 == std::string::npos)
+    fail(PCM_ERR_CONFIG, "site link '{}': write SITE:SITE:LOW-HIGH (the open MPI port range)",
+         spec);
+  l.a = spec.substr(0, c1);
+  l.b = spec.substr(c1 + 1, c2 - c1 - 1);
+  for (const auto* site : {&l.a, &l.b})
+    if (!proto::valid_name(*site))
+      fail(PCM_ERR_CONFIG, "site link '{}': bad site name '{}'", spec, *site);
+  if (l.a == l.b) fail(PCM_ERR_CONFIG, "site link '{}': a site always reaches itself", spec);
+  const std::string range = spec.substr(c2 + 1);
+  const auto dash = range.find('-');
+  auto number = [&](const std::string& t) {
+    int v = 0;
+    auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+    if (t.empty() || ec != std::errc() || end != t.data() + t.size() || v < 1 || v > 65535)
+      fail(PCM_ERR_CONFIG, "site link '{}': ports are numbers from 1 to 65535", spec);
+    return v;
+  };
+  if (dash == std::string::npos)
+    fail(PCM_ERR_CONFIG, "site link '{}': the port range is LOW-HIGH", spec);
+  l.low = number(range.substr(0, dash));
+  l.high = number(range.substr(dash + 1));
+  if (l.low > l.high) fail(PCM_ERR_CONFIG, "site link '{}': the range is reversed", spec);
+  return l;
+}
+
 std::vector<HostSlots> parse_hostfile(std::string_view text) {
   std::vector<HostSlots> hosts;
   std::unordered_map<std::string, std::size_t> index;

@@ -31,7 +31,8 @@ Inventory::Inventory(const ServerOptions& options, const JobTable& jobs, Changes
       changes_(changes),
       log_(std::move(log)),
       placement_(options.placement),
-      own_site_(options.site) {
+      own_site_(options.site),
+      links_(options.site_links) {
   int default_slots = 4 * static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::vector<std::string> specs = options.hosts;
   if (specs.empty() && options.more_hosts.empty()) {
@@ -141,6 +142,7 @@ std::vector<Host> Inventory::placement_hosts(const Job* except) const {
   std::vector<Host> out;
   for (const auto& h : hosts_) {
     if (h.draining || h.silent) continue;
+    if (except && !fits_sites(*except, h.name)) continue;  // not to a site the job cannot span
     out.push_back(
         Host{h.name, h.slots, std::min(used_slots(h.name, except), h.slots), sort_latency(h)});
   }
@@ -197,12 +199,50 @@ std::vector<std::string> Inventory::place_near(const Job& job,
 // Where a migration of rank goes when the operator names no host: another host with room
 // (never the rank's own, never a draining one). spread: the one holding the fewest of this
 // job's processes; concentrate: the most; ties by latency, then name. Throws when none has room.
+std::string Inventory::site_of(const std::string& host) const {
+  const InventoryHost* h = find(host);
+  return h ? h->site : std::string();
+}
+
+bool Inventory::sites_linked(const std::string& a, const std::string& b) const {
+  if (a == b || a.empty() || b.empty()) return true;
+  for (const auto& l : links_)
+    if ((l.a == a && l.b == b) || (l.a == b && l.b == a)) return true;
+  return false;
+}
+
+bool Inventory::fits_sites(const Job& job, const std::string& host, int except_rank) const {
+  const std::string site = site_of(host);
+  for (std::size_t r = 0; r < job.hosts.size(); ++r)
+    if (static_cast<int>(r) != except_rank && !sites_linked(site, site_of(job.hosts[r])))
+      return false;
+  return true;
+}
+
+std::string Inventory::site_conflict(const std::vector<std::string>& hosts) const {
+  std::vector<std::pair<std::string, std::string>> seen;  // site, a host of it
+  for (const auto& host : hosts) {
+    const std::string site = site_of(host);
+    if (site.empty()) continue;
+    for (const auto& [other, where] : seen)
+      if (!sites_linked(site, other))
+        return fmt::format(
+            "span sites {} ({}) and {} ({}), which have no MPI port range open between them "
+            "(pcmd --site-link {}:{}:LOW-HIGH)",
+            other, where, site, host, other, site);
+    if (std::none_of(seen.begin(), seen.end(), [&](const auto& s) { return s.first == site; }))
+      seen.emplace_back(site, host);
+  }
+  return "";
+}
+
 std::string Inventory::migration_target(const Job& job, int rank, Placement p) const {
   std::string best;
   int best_count = 0;
   double best_latency = 0;
   for (const auto& h : hosts_) {
     if (h.draining || h.name == job.hosts[rank] || free_slots(h.name, nullptr) <= 0) continue;
+    if (!fits_sites(job, h.name, rank)) continue;
     int count = static_cast<int>(std::count(job.hosts.begin(), job.hosts.end(), h.name));
     double latency = sort_latency(h);
     bool better = best.empty() ||

@@ -35,6 +35,8 @@ struct ServerOptions {
   // pcmd's own site (issue 26): hosts of other sites sit behind their front-end's relay, out of
   // reach of pcmd's probe, so they are neither measured nor made silent by a lost process.
   std::string site = "default";
+  // Pairs of sites a job may span (pcmd --site-link): any other spread is refused (issue 26).
+  std::vector<SiteLink> site_links;
   int probe_port = 9;  // the TCP port whose answer times a host's round trip (probe.h); 0: off
   std::chrono::milliseconds probe_period{30000};
   CurveServerKeys curve;  // enabled: every connection is CURVE, with the one client key admitted

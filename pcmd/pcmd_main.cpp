@@ -47,6 +47,7 @@ struct Options {
   std::string placement = "concentrate";
   int probe_port = 9;
   std::string site = "default";
+  std::vector<std::string> site_links;
   bool detach = false;
   std::string pidfile;
   int keep = 3;
@@ -100,6 +101,7 @@ pcm::detail::ServerOptions server_options(const Options& o) {
   so.placement = *pcm::detail::parse_placement(o.placement);
   so.probe_port = o.probe_port;
   so.site = o.site;
+  for (const auto& l : o.site_links) so.site_links.push_back(pcm::detail::parse_site_link(l));
   so.keep_versions = static_cast<std::size_t>(o.keep);
   so.agent_timeout = std::chrono::milliseconds(o.agent_timeout_ms);
   so.policy_auto = o.policy == "auto";
@@ -228,6 +230,10 @@ void add_server_options(CLI::App& app, Options& o) {
         return pcm::proto::valid_name(s) ? std::string() : "not a valid site name: " + s;
       })
       ->capture_default_str();
+  app.add_option("--site-link", o.site_links,
+                 "A:B:LOW-HIGH: jobs may span sites A and B, whose firewalls open TCP ports "
+                 "LOW-HIGH for MPI between them (the jobs keep MPI to that range); a command "
+                 "that would spread a job over sites with no link is refused (repeatable)");
   app.add_option("--probe-port", o.probe_port,
                  "TCP port whose answer (accept or refusal) times each host's round trip; 0: "
                  "measure nothing (no name lookups)")

@@ -12,8 +12,9 @@ file is pcmd's with b's front-end in place of pcmd's address, nothing else. Then
   - pcmctl in site b sees pcmd's inventory through the relay, with each host's site;
   - host b3's agent (pcmd --agent) joins through the relay, into site b;
   - heat2d_pcm runs on b1,b2 (mpiexec inside b1, the job's ranks and pcmctl all with site b's
-    file): a migration to b3, a split and a merge commanded by pcmctl in site b; the final grid
-    is the plain run's, bit for bit;
+    file): a migration to site a's host is refused (no --site-link between a and b); a
+    migration to b3, a split and a merge commanded by pcmctl in site b; the final grid is the
+    plain run's, bit for bit;
   - the relays' logs show the request and watch connections they carried.
 
 Exits 77 (ctest SKIPPED) with the reason where namespaces cannot be made (no root).
@@ -171,6 +172,13 @@ def scenario(c):
     p = c.mpiexec([b1, b2], 2, [os.path.join(c.build, "examples/heat2d/heat2d_pcm"), *args,
                                 "--iters", "2000", *throttle], out, env={"PCM_JOB": job})
     c.pcmctl("wait", job, "--iteration", "20", "--timeout", "120")
+    # The broker's choice: site a's host joins the inventory; moving a process there would
+    # spread the job over sites with no MPI port range open between them: refused, with why.
+    c.pcmctl("host", "add", c.a[1], "--slots", "2", "--site", "a")
+    r = c.pcmctl("migrate", job, "1", "--host", c.a[1], check=False)
+    if r.returncode == 0 or "span sites b" not in r.stderr or "--site-link" not in r.stderr:
+        raise Failure(f"a migration to site a was not refused with the reason: {r.stderr}")
+    log(f"refused: {r.stderr.strip()}")
     steps = [(["migrate", job, "1", "--host", b3], [b1, b3]),
              (["split", job, "0", "--into", "2", "--host", b2], [b2, b2, b3]),
              (["merge", job, "1", "2"], [b2, b2])]
