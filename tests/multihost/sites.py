@@ -132,11 +132,37 @@ def connect_fails_fast(c, host, addr, port):
         f"({float(m.group(1)) * 1000:.1f} ms)")
 
 
+def start_agent(c, h):
+    """`pcmd --agent --agent-site b` on host h with site b's file; waits until h is in pcmd's
+    inventory, in site b, with the agent's figures."""
+    pidfile = os.path.join(c.tmp, f"agent-{h}.pid")
+    logpath = os.path.join(c.tmp, f"agent-{h}.log")
+    a = subprocess.Popen(["bash", LAUNCHER, h, os.path.join(c.build, "pcmd"), "--agent", "-c",
+                          c.site_config, "--agent-site", "b", "--agent-period-ms", "500",
+                          "--pidfile", pidfile], env=c.site_env, stdout=open(logpath, "w"),
+                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                         start_new_session=True)
+    c.jobs.append(a)
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 30:
+        row = multihost.host_table(c).get(h)
+        if row and row.get("agent"):
+            if row["site"] != "b":
+                raise Failure(f"{h} joined through its agent outside site b: {row}")
+            log(f"{h} joined through its agent (and both relays) after "
+                f"{time.monotonic() - t0:.2f} s, site {row['site']}, {row['slots']} slots")
+            return
+        if a.poll() is not None:
+            break
+        time.sleep(0.1)
+    raise Failure(f"{h}'s agent did not join: {open(logpath).read()}")
+
+
 def scenario(c):
     a1 = c.a[0]
     b1, b2, b3 = c.names
     afe, bfe = c.fe["a"], c.fe["b"]
-    c.start_pcmd("--hosts", f"{b1}:2@b,{b2}:2@b")
+    c.start_pcmd("--site", "a", "--hosts", f"{b1}:2@b,{b2}:2@b")
     conf = json.load(open(c.config))
     port = int(conf["endpoint"].rsplit(":", 1)[1])
     watch = int(conf["watch"].rsplit(":", 1)[1])
@@ -157,11 +183,7 @@ def scenario(c):
     rows = multihost.host_table(c)
     if [rows[h]["site"] for h in (b1, b2)] != ["b", "b"]:
         raise Failure(f"pcmctl host list (through the relays) shows {rows}")
-    c.config = c.site_config  # the agent reads site b's file too
-    multihost.start_host_agent(c, b3, "b3")
-    row = multihost.host_table(c)[b3]
-    if row["site"] != "b":
-        raise Failure(f"{b3} joined through its agent outside site b: {row}")
+    start_agent(c, b3)
 
     job = "site-heat"
     args = ["--nx", "61", "--ny", "40"]
