@@ -20,9 +20,9 @@
 #include "config.h"
 #include "error.h"
 #include "hosts.h"
-#include "protocol.h"
 #include "log.h"
 #include "pcm_types.h"
+#include "protocol.h"
 #include "server.h"
 #include "slurm_resources.h"
 
@@ -199,10 +199,11 @@ void add_server_options(CLI::App& app, Options& o) {
       ->check(CLI::Range(0, 65535))
       ->capture_default_str();
   app.add_option("-d,--data-dir", o.data_dir, "directory for stored data")->capture_default_str();
-  app.add_option("--hosts", o.hosts,
-                 "hosts that reconfigurations may use, each NAME[:SLOTS][@SITE] (the site: a domain "
-                 "reached through its front-end's relay, docs/ops/sites.md; default: localhost and "
-                 "this host's name)")
+  app.add_option(
+         "--hosts", o.hosts,
+         "hosts that reconfigurations may use, each NAME[:SLOTS][@SITE] (the site: a domain "
+         "reached through its front-end's relay, docs/ops/sites.md; default: localhost and "
+         "this host's name)")
       ->delimiter(',');
   app.add_option("--hostfile", o.hostfile,
                  "more hosts from an MPICH hostfile (lines 'host' or 'host:slots')");

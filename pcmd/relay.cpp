@@ -151,8 +151,8 @@ RelayRoute parse_relay_port(const std::string& spec, const std::string& listen_h
   r.to_host = to_host;
   auto colon = spec.find(':');
   r.listen_port = parse_port(spec.substr(0, colon), spec, true);
-  r.to_port = colon == std::string::npos ? r.listen_port
-                                         : parse_port(spec.substr(colon + 1), spec, false);
+  r.to_port =
+      colon == std::string::npos ? r.listen_port : parse_port(spec.substr(colon + 1), spec, false);
   if (r.to_port == 0) fail(PCM_ERR_ARG, "relay port '{}': port 0 needs a :TOPORT", spec);
   return r;
 }
@@ -199,9 +199,8 @@ Relay::Relay(RelayOptions options, std::shared_ptr<spdlog::logger> log)
     sockaddr_storage bound{};
     socklen_t blen = sizeof bound;
     ::getsockname(l->fd, reinterpret_cast<sockaddr*>(&bound), &blen);
-    l->port = bound.ss_family == AF_INET
-                  ? ntohs(reinterpret_cast<sockaddr_in&>(bound).sin_port)
-                  : ntohs(reinterpret_cast<sockaddr_in6&>(bound).sin6_port);
+    l->port = bound.ss_family == AF_INET ? ntohs(reinterpret_cast<sockaddr_in&>(bound).sin_port)
+                                         : ntohs(reinterpret_cast<sockaddr_in6&>(bound).sin6_port);
     listeners_.push_back(std::move(l));
   }
   wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -239,8 +238,8 @@ void Relay::accept_from(Listener& l) {
   for (;;) {
     sockaddr_storage from{};
     socklen_t len = sizeof from;
-    int fd = ::accept4(l.fd, reinterpret_cast<sockaddr*>(&from), &len,
-                       SOCK_NONBLOCK | SOCK_CLOEXEC);
+    int fd =
+        ::accept4(l.fd, reinterpret_cast<sockaddr*>(&from), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
       if (errno != EAGAIN && errno != EWOULDBLOCK)
@@ -266,8 +265,8 @@ void Relay::accept_from(Listener& l) {
     ++counters_.open;
     tune(fd, options_);
     p->upstream = ::socket(l.to.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    int rc = p->upstream < 0 ? -1 : ::connect(p->upstream, reinterpret_cast<sockaddr*>(&l.to),
-                                              l.to_len);
+    int rc =
+        p->upstream < 0 ? -1 : ::connect(p->upstream, reinterpret_cast<sockaddr*>(&l.to), l.to_len);
     log_->info("#{} opened: {} -> port {} -> {}", p->id, peer, l.port, address_text(l.to));
     if (p->upstream >= 0) tune(p->upstream, options_);
     if (rc == 0) {
@@ -386,8 +385,9 @@ void Relay::run() {
     }
     for (std::size_t i = 0; i < listeners_.size(); ++i)
       if (fds[1 + i].revents & POLLIN) accept_from(*listeners_[i]);
-    pairs_.erase(std::remove_if(pairs_.begin(), pairs_.end(), [](const auto& p) { return p->dead; }),
-                 pairs_.end());
+    pairs_.erase(
+        std::remove_if(pairs_.begin(), pairs_.end(), [](const auto& p) { return p->dead; }),
+        pairs_.end());
   }
   for (auto& p : pairs_) close_pair(*p, "relay stops", false);
   pairs_.clear();

@@ -32,7 +32,7 @@ RelayRoute parse_relay_port(const std::string& spec, const std::string& listen_h
 
 struct RelayOptions {
   std::vector<RelayRoute> routes;
-  std::size_t max_connections = 512;  // pairs open at once; more are accepted and closed
+  std::size_t max_connections = 512;      // pairs open at once; more are accepted and closed
   std::size_t buffer_bytes = 256 * 1024;  // per direction and connection
   std::chrono::milliseconds connect_timeout{5000};
   std::chrono::seconds stats_every{0};  // the counters in the log this often (0: at the end only)

@@ -60,7 +60,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 600000))
       ->capture_default_str();
   int stats_s = 0;
-  app.add_option("--stats-every-s", stats_s, "log the counters this often when they changed (0: never)")
+  app.add_option("--stats-every-s", stats_s,
+                 "log the counters this often when they changed (0: never)")
       ->check(CLI::Range(0, 86400));
   app.add_option("--pidfile", pidfile, "write the relay's pid here once it listens");
   CLI11_PARSE(app, argc, argv);

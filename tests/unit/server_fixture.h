@@ -125,8 +125,8 @@ class ServerTest : public ::testing::Test {
   bool policy_auto_ = false;
   std::vector<pcm::detail::HostSlots> more_hosts_;  // as from --hostfile or --resources slurm
   std::vector<std::string> hosts_{"localhost:4", "nodeb:2"};  // as from --hosts
-  std::vector<pcm::detail::SiteLink> site_links_;               // as from --site-link
-  std::map<std::string, std::string> slurm_jobs_;   // host -> its Slurm job (--resources slurm)
+  std::vector<pcm::detail::SiteLink> site_links_;             // as from --site-link
+  std::map<std::string, std::string> slurm_jobs_;  // host -> its Slurm job (--resources slurm)
   zmq::context_t ctx_{1};
   TempDir tmp_;
   const fs::path& dir_ = tmp_.path();

@@ -89,8 +89,8 @@ struct RunningRelay {
   std::thread thread;
   explicit RunningRelay(std::vector<int> to_ports, RelayOptions o = {}) {
     for (int p : to_ports)
-      o.routes.push_back(pcm::detail::parse_relay_port("0:" + std::to_string(p), "127.0.0.1",
-                                                       "127.0.0.1"));
+      o.routes.push_back(
+          pcm::detail::parse_relay_port("0:" + std::to_string(p), "127.0.0.1", "127.0.0.1"));
     relay = std::make_unique<Relay>(o, pcm::detail::logger("pcm-relay", spdlog::level::warn));
     thread = std::thread([this] { relay->run(); });
   }
