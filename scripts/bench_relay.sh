@@ -103,7 +103,7 @@ transfer() {  # transfer LABEL SINK-HOST SINK-ADDR SENDER-HOST TARGET-ADDR
   local sinkport=45678
   bash "$L" "$2" "python3 $tmp/sink.py $3 $sinkport" >"$tmp/sink.out" 2>&1 &
   local sp=$!
-  pids+=($sp)
+  pids+=("$sp")
   for _ in $(seq 100); do grep -q ready "$tmp/sink.out" && break; sleep 0.05; done
   echo "-- $1: $(bash "$L" "$4" "python3 $tmp/send.py $5 ${6:-$sinkport} $mb")"
   wait "$sp" || true

@@ -159,7 +159,9 @@ do_up() {
     base=$ob
   fi
   [[ -n $base ]] || base=$(default_base)
-  [[ $base =~ ^[0-9]+$ ]] && ((base >= 1 && base + nsites <= 254)) || die "bad --base '$base'"
+  if ! [[ $base =~ ^[0-9]+$ ]] || ((base < 1 || base + nsites > 254)); then
+    die "bad --base '$base' (1 to $((254 - nsites)))"
+  fi
   if [[ ! -f $state ]]; then
     local k
     for ((k = 0; k <= nsites; k++)); do check_net_free $((base + k)); done
