@@ -15,6 +15,7 @@ file is pcmd's with b's front-end in place of pcmd's address, nothing else. Then
     file): a migration to site a's host is refused (no --site-link between a and b); a
     migration to b3, a split and a merge commanded by pcmctl in site b; the final grid is the
     plain run's, bit for bit;
+  - a process killed in site b is lost to pcmd (its watch connection's end crosses the relays);
   - the relays' logs show the request and watch connections they carried.
 
 Exits 77 (ctest SKIPPED) with the reason where namespaces cannot be made (no root).
@@ -214,6 +215,23 @@ def scenario(c):
     m = re.search(r"^checksum (\w+)", text, re.M)
     if not m or m.group(1) != plain:
         raise Failure(f"checksum {m.group(1) if m else None} differs from the plain run's {plain}")
+    # A process lost in site b is lost to pcmd too: its watch connection ends without "bye" and
+    # the relays pass the end on.
+    out2 = os.path.join(c.tmp, "lost.out")
+    p2 = c.mpiexec([b2], 1, [os.path.join(c.build, "examples/heat2d/heat2d_pcm"), *args,
+                             "--iters", "100000", "--throttle-us", "2000"], out2,
+                   env={"PCM_JOB": "site-lost"}, spawn_hosts=[])
+    c.pcmctl("wait", "site-lost", "--iteration", "5", "--timeout", "120")
+    t0 = time.monotonic()
+    if not multihost.kill_host(b2):
+        raise Failure(f"nothing runs on {b2}")
+    c.pcmctl("wait", "site-lost", "--ended", "--timeout", "60", check=False)
+    st = c.status("site-lost")
+    if st["state"] != "failed" or not any(b2 in x for x in st.get("lost", [])):
+        raise Failure(f"after its process on {b2} was killed pcmd shows {st}")
+    log(f"a process killed on {b2}: pcmd saw it lost through the relays after "
+        f"{time.monotonic() - t0:.2f} s: {st['last_event']}")
+    p2.wait(timeout=60)
     for name, path in (("a", log_a), ("b", log_b)):
         text = open(path).read()
         opened = {int(x) for x in re.findall(r"-> port (\d+) ->", text)}
