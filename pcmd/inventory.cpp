@@ -32,6 +32,7 @@ Inventory::Inventory(const ServerOptions& options, const JobTable& jobs, Changes
       log_(std::move(log)),
       placement_(options.placement),
       own_site_(options.site),
+      closed_sites_(options.closed_sites),
       links_(options.site_links) {
   int default_slots = 4 * static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::vector<std::string> specs = options.hosts;
@@ -74,8 +75,9 @@ void Inventory::add(const std::string& name, int slots, const std::string& site,
     added.latency_ms = latency_ms;
     hosts_.push_back(std::move(added));
   }
-  // A host of another site is behind its front-end's relay: pcmd cannot reach it to measure.
-  if (site == own_site_)
+  // With closed sites, a host of another site is behind its front-end's relay: pcmd cannot
+  // reach it to measure.
+  if (!closed_sites_ || site == own_site_)
     prober_->watch(name);
   else
     prober_->forget(name);
@@ -205,7 +207,7 @@ std::string Inventory::site_of(const std::string& host) const {
 }
 
 bool Inventory::sites_linked(const std::string& a, const std::string& b) const {
-  if (a == b || a.empty() || b.empty()) return true;
+  if (!closed_sites_ || a == b || a.empty() || b.empty()) return true;
   for (const auto& l : links_)
     if ((l.a == a && l.b == b) || (l.a == b && l.b == a)) return true;
   return false;
@@ -276,8 +278,8 @@ std::string Inventory::requested_host(const std::optional<std::string>& wanted) 
 
 void Inventory::note_lost_process(const std::string& host) {
   InventoryHost* h = find(host);
-  // Another site's host cannot answer pcmd's probe: it would stay silent for good.
-  if (!h || h->silent || !prober_->on() || h->site != own_site_) return;
+  // Another closed site's host cannot answer pcmd's probe: it would stay silent for good.
+  if (!h || h->silent || !prober_->on() || (closed_sites_ && h->site != own_site_)) return;
   h->silent = true;
   prober_->remeasure(host);
   log_->warn("host {}: a process on it was lost; no process goes there until it answers again",

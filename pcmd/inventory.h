@@ -77,7 +77,7 @@ class Inventory {
   // ---- sites (issue 26) ----
   // A host's site; "" for a host outside the inventory (no say in site checks).
   std::string site_of(const std::string& host) const;
-  // Whether a job may span sites a and b: the same site, or a --site-link between them.
+  // Whether a job may span sites a and b: open sites, the same site, or a --site-link.
   bool sites_linked(const std::string& a, const std::string& b) const;
   // Whether host's site is linked with the site of every process of job but except_rank's.
   bool fits_sites(const Job& job, const std::string& host, int except_rank = -1) const;
@@ -119,7 +119,8 @@ class Inventory {
   Changes& changes_;
   std::shared_ptr<spdlog::logger> log_;
   Placement placement_;
-  std::string own_site_;  // pcmd's: only its hosts are probed
+  std::string own_site_;  // pcmd's: with closed sites, only its hosts are probed
+  bool closed_sites_ = false;
   std::vector<SiteLink> links_;
   std::unique_ptr<RttProber> prober_;
   std::vector<InventoryHost> hosts_;

@@ -48,6 +48,7 @@ struct Options {
   int probe_port = 9;
   std::string site = "default";
   std::vector<std::string> site_links;
+  bool closed_sites = false;
   bool detach = false;
   std::string pidfile;
   int keep = 3;
@@ -101,6 +102,7 @@ pcm::detail::ServerOptions server_options(const Options& o) {
   so.placement = *pcm::detail::parse_placement(o.placement);
   so.probe_port = o.probe_port;
   so.site = o.site;
+  so.closed_sites = o.closed_sites;
   for (const auto& l : o.site_links) so.site_links.push_back(pcm::detail::parse_site_link(l));
   so.keep_versions = static_cast<std::size_t>(o.keep);
   so.agent_timeout = std::chrono::milliseconds(o.agent_timeout_ms);
@@ -225,12 +227,17 @@ void add_server_options(CLI::App& app, Options& o) {
       ->check(CLI::IsMember({"spread", "concentrate"}))
       ->capture_default_str();
   app.add_option("--site", o.site,
-                 "pcmd's own site: hosts of other sites (--hosts NAME@SITE, agents' --agent-site) "
-                 "are reached through their front-end's relay and not probed")
+                 "pcmd's own site: with --closed-sites, hosts of other sites (--hosts NAME@SITE, "
+                 "agents' --agent-site) are behind their front-end's relay and not probed")
       ->check([](const std::string& s) {
         return pcm::proto::valid_name(s) ? std::string() : "not a valid site name: " + s;
       })
       ->capture_default_str();
+  app.add_flag("--closed-sites", o.closed_sites,
+               "sites are administrative domains closed to one another (docs/ops/sites.md): a "
+               "job spans two sites only where --site-link opens MPI between them, and hosts "
+               "outside --site are not probed; without this flag a site is a topology level "
+               "and jobs span sites freely");
   app.add_option("--site-link", o.site_links,
                  "A:B:LOW-HIGH: jobs may span sites A and B, whose firewalls open TCP ports "
                  "LOW-HIGH for MPI between them (the jobs keep MPI to that range); a command "

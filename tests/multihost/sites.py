@@ -12,7 +12,8 @@ file is pcmd's with b's front-end in place of pcmd's address, nothing else. Then
   - pcmctl in site b sees pcmd's inventory through the relay, with each host's site;
   - host b3's agent (pcmd --agent) joins through the relay, into site b;
   - heat2d_pcm runs on b1,b2 (mpiexec inside b1, the job's ranks and pcmctl all with site b's
-    file): a migration to site a's host is refused (no --site-link between a and b); a
+    file): a migration to site a's host is refused (--closed-sites, no --site-link
+    between a and b); a
     migration to b3, a split and a merge commanded by pcmctl in site b; the final grid is the
     plain run's, bit for bit;
   - a process killed in site b is lost to pcmd (its watch connection's end crosses the relays);
@@ -163,7 +164,7 @@ def scenario(c):
     a1 = c.a[0]
     b1, b2, b3 = c.names
     afe, bfe = c.fe["a"], c.fe["b"]
-    c.start_pcmd("--site", "a", "--hosts", f"{b1}:2@b,{b2}:2@b")
+    c.start_pcmd("--site", "a", "--closed-sites", "--hosts", f"{b1}:2@b,{b2}:2@b")
     conf = json.load(open(c.config))
     port = int(conf["endpoint"].rsplit(":", 1)[1])
     watch = int(conf["watch"].rsplit(":", 1)[1])

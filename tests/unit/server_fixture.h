@@ -50,6 +50,7 @@ class ServerTest : public ::testing::Test {
     o.secret = "right-secret";
     o.hosts = hosts_;
     o.site_links = site_links_;
+    o.closed_sites = closed_sites_;
     o.more_hosts = more_hosts_;
     o.slurm_jobs = slurm_jobs_;
     o.probe_port = 0;  // made-up host names: no lookups (they could leave the machine)
@@ -125,6 +126,7 @@ class ServerTest : public ::testing::Test {
   bool policy_auto_ = false;
   std::vector<pcm::detail::HostSlots> more_hosts_;  // as from --hostfile or --resources slurm
   std::vector<std::string> hosts_{"localhost:4", "nodeb:2"};  // as from --hosts
+  bool closed_sites_ = false;                                 // as from --closed-sites
   std::vector<pcm::detail::SiteLink> site_links_;             // as from --site-link
   std::map<std::string, std::string> slurm_jobs_;  // host -> its Slurm job (--resources slurm)
   zmq::context_t ctx_{1};

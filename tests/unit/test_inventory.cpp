@@ -269,10 +269,25 @@ TEST_F(SiteHostsTest, HostsCarryTheSiteOfTheHostList) {
   EXPECT_EQ(r.header.at("sites"), json({"east", "west", "default"}));
 }
 
-// The broker's choice (issue 26 item 3): a command that would spread a job over sites with no
-// MPI port range open between them is refused with the reason; placement keeps to the job's
-// site by itself; a --site-link between two sites lets a job span them.
-TEST_F(SiteHostsTest, CommandsDoNotSpreadAJobOverUnlinkedSites) {
+// Open sites (the default): a site is a topology level, and a job spans sites freely.
+TEST_F(SiteHostsTest, OpenSitesLetAJobSpanThem) {
+  register_job("a", 2);
+  auto m = client_->request({{"op", "migrate"}, {"job", "a"}, {"rank", 1}, {"host", "nodeb"}});
+  EXPECT_EQ(m.header.at("hosts"), json({"localhost", "nodeb"}));
+}
+
+// The broker's choice (issue 26 item 3), with --closed-sites: a command that would spread a job
+// over sites with no MPI port range open between them is refused with the reason; placement
+// keeps to the job's site by itself; a --site-link between two sites lets a job span them.
+class ClosedSitesTest : public SiteHostsTest {
+ protected:
+  void SetUp() override {
+    closed_sites_ = true;
+    SiteHostsTest::SetUp();
+  }
+};
+
+TEST_F(ClosedSitesTest, CommandsDoNotSpreadAJobOverUnlinkedSites) {
   register_job("a", 2);  // on localhost, site default
   EXPECT_EQ(code({{"op", "migrate"}, {"job", "a"}, {"rank", 1}, {"host", "nodeb"}}),
             PCM_ERR_REFUSED);
@@ -287,11 +302,11 @@ TEST_F(SiteHostsTest, CommandsDoNotSpreadAJobOverUnlinkedSites) {
   EXPECT_EQ(r.header.at("hosts"), json({"localhost", "localhost", "localhost", "localhost"}));
 }
 
-class SiteLinkTest : public SiteHostsTest {
+class SiteLinkTest : public ClosedSitesTest {
  protected:
   void SetUp() override {
     site_links_ = {pcm::detail::parse_site_link("west:default:50000-50100")};
-    SiteHostsTest::SetUp();
+    ClosedSitesTest::SetUp();
   }
 };
 
