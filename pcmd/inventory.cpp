@@ -198,9 +198,8 @@ std::vector<std::string> Inventory::place_near(const Job& job,
   return out;
 }
 
-// Where a migration of rank goes when the operator names no host: another host with room
-// (never the rank's own, never a draining one). spread: the one holding the fewest of this
-// job's processes; concentrate: the most; ties by latency, then name. Throws when none has room.
+// ---- sites (issue 26) ----
+
 std::string Inventory::site_of(const std::string& host) const {
   const InventoryHost* h = find(host);
   return h ? h->site : std::string();
@@ -238,6 +237,9 @@ std::string Inventory::site_conflict(const std::vector<std::string>& hosts) cons
   return "";
 }
 
+// Where a migration of rank goes when the operator names no host: another host with room
+// (never the rank's own, never a draining one). spread: the one holding the fewest of this
+// job's processes; concentrate: the most; ties by latency, then name. Throws when none has room.
 std::string Inventory::migration_target(const Job& job, int rank, Placement p) const {
   std::string best;
   int best_count = 0;
