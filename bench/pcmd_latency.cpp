@@ -30,7 +30,7 @@ int main(int argc, char** argv) {
   const double seconds = std::atof(argv[2]);
   const std::string stop = argc > 3 ? argv[3] : "";
   zmq::context_t ctx(1);
-  pcm::detail::Client client(ctx, config.endpoint, config.secret);
+  pcm::detail::Client client(ctx, config.endpoint, config.secret, config.curve);
   const std::string job = fmt::format("latency-{}", ::getpid());
   client.request({{"op", "register"}, {"job", job}, {"size", 1}, {"hosts", {"localhost"}}});
   std::map<std::string, std::vector<double>> ms;

@@ -43,7 +43,7 @@ void add_slots(std::vector<HostSlots>& hosts, std::unordered_map<std::string, st
   auto [it, added] = index.emplace(std::string(name), hosts.size());
   if (added) {
     if (hosts.size() >= kMaxHosts) fail(PCM_ERR_ARG, "{}more than {} hosts", where, kMaxHosts);
-    hosts.push_back(HostSlots{std::string(name), slots});
+    hosts.push_back(HostSlots{std::string(name), slots, {}});
     return;
   }
   HostSlots& h = hosts[it->second];
@@ -141,6 +141,62 @@ void expand_entry(std::string_view entry, std::vector<std::string>& out) {
 }
 
 }  // namespace
+
+HostSlots parse_host_spec(const std::string& spec, int default_slots) {
+  HostSlots h;
+  const auto at = spec.find('@');
+  const std::string host = spec.substr(0, at);
+  if (at != std::string::npos) {
+    h.site = spec.substr(at + 1);
+    if (!proto::valid_name(h.site))
+      fail(PCM_ERR_CONFIG, "inventory entry '{}': bad site name '{}'", spec, h.site);
+  }
+  auto colon = host.find(':');
+  h.name = host.substr(0, colon);
+  h.slots = default_slots;
+  if (colon != std::string::npos) {
+    int slots = 0;
+    const std::string text = host.substr(colon + 1);
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), slots);
+    if (ec != std::errc() || end != text.data() + text.size() || text.empty() || slots < 1 ||
+        slots > kMaxSlots)
+      fail(PCM_ERR_CONFIG, "inventory entry '{}': slots must be a number from 1 to {}", spec,
+           kMaxSlots);
+    h.slots = slots;
+  }
+  if (!proto::valid_host(h.name)) fail(PCM_ERR_CONFIG, "inventory entry '{}': bad host name", spec);
+  return h;
+}
+
+SiteLink parse_site_link(const std::string& spec) {
+  SiteLink l;
+  const auto c1 = spec.find(':');
+  const auto c2 = c1 == std::string::npos ? c1 : spec.find(':', c1 + 1);
+  if (c2 == std::string::npos)
+    fail(PCM_ERR_CONFIG, "site link '{}': write SITE:SITE:LOW-HIGH (the open MPI port range)",
+         spec);
+  l.a = spec.substr(0, c1);
+  l.b = spec.substr(c1 + 1, c2 - c1 - 1);
+  for (const auto* site : {&l.a, &l.b})
+    if (!proto::valid_name(*site))
+      fail(PCM_ERR_CONFIG, "site link '{}': bad site name '{}'", spec, *site);
+  if (l.a == l.b) fail(PCM_ERR_CONFIG, "site link '{}': a site always reaches itself", spec);
+  const std::string range = spec.substr(c2 + 1);
+  const auto dash = range.find('-');
+  auto number = [&](const std::string& t) {
+    int v = 0;
+    auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+    if (t.empty() || ec != std::errc() || end != t.data() + t.size() || v < 1 || v > 65535)
+      fail(PCM_ERR_CONFIG, "site link '{}': ports are numbers from 1 to 65535", spec);
+    return v;
+  };
+  if (dash == std::string::npos)
+    fail(PCM_ERR_CONFIG, "site link '{}': the port range is LOW-HIGH", spec);
+  l.low = number(range.substr(0, dash));
+  l.high = number(range.substr(dash + 1));
+  if (l.low > l.high) fail(PCM_ERR_CONFIG, "site link '{}': the range is reversed", spec);
+  return l;
+}
 
 std::vector<HostSlots> parse_hostfile(std::string_view text) {
   std::vector<HostSlots> hosts;

@@ -15,7 +15,23 @@ inline constexpr std::size_t kMaxHosts = 65536;  // names one Slurm list may exp
 struct HostSlots {
   std::string name;
   int slots = 0;
+  std::string site;  // "": the default site
 };
+
+// One host of pcmd's --hosts: `host`, `host:slots`, `host@site` or `host:slots@site` (issue 26:
+// the site, an administrative domain reached through its front-end's relay). default_slots when
+// none is given. Throws pcm::Error(PCM_ERR_CONFIG) with the entry and the reason.
+HostSlots parse_host_spec(const std::string& spec, int default_slots);
+
+// Two sites between which a job's processes may talk MPI (issue 26 item 3, QCG-OMPI's broker):
+// pcmd --site-link A:B:LOW-HIGH, the TCP port range both sites' firewalls open for it (the jobs
+// must keep their MPI to those ports, e.g. MPICH's MPIR_CVAR_CH3_PORT_RANGE=LOW:HIGH).
+struct SiteLink {
+  std::string a, b;
+  int low = 0, high = 0;
+};
+// Throws pcm::Error(PCM_ERR_CONFIG) with the spec and the reason.
+SiteLink parse_site_link(const std::string& spec);
 
 // An MPICH hostfile: one `host` (1 slot) or `host:slots` a line; `#` starts a comment; blank
 // lines are skipped; a host listed twice adds its slots (at most kMaxSlots in all). Hosts keep the

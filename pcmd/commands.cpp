@@ -128,6 +128,11 @@ void CommandDesk::fill_world_after(const Job& job, proto::Command& c) const {
 
 json CommandDesk::queue(Job& job, proto::Command c, From from) {
   fill_world_after(job, c);
+  // MPI between sites goes only where their firewalls open a port range (issue 26). A job that
+  // already spans such sites (started so) is not the broker's to refuse.
+  if (const std::string why = inventory_.site_conflict(c.hosts);
+      !why.empty() && inventory_.site_conflict(job.hosts).empty())
+    fail(PCM_ERR_REFUSED, "job '{}': {} would {}", job.name, c.describe(), why);
   if (growth_) growth_->before_queue(job, c);
   // A spawn of a missing program makes MPICH's hydra abort the whole job: refuse it here.
   const bool spawns =

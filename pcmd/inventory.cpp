@@ -23,30 +23,17 @@ namespace {
 
 constexpr double kUnknownLatency = 1e9;  // hosts with no latency known come last
 
-// "host" or "host:slots" (default_slots when none given).
-HostSlots parse_spec(const std::string& spec, int default_slots) {
-  HostSlots h;
-  auto colon = spec.find(':');
-  h.name = spec.substr(0, colon);
-  h.slots = default_slots;
-  if (colon != std::string::npos) {
-    try {
-      std::size_t used = 0;
-      h.slots = std::stoi(spec.substr(colon + 1), &used);
-      if (used != spec.size() - colon - 1 || h.slots < 1) throw std::invalid_argument(spec);
-    } catch (const std::exception&) {
-      fail(PCM_ERR_CONFIG, "inventory entry '{}': slots must be a positive number", spec);
-    }
-  }
-  if (!proto::valid_host(h.name)) fail(PCM_ERR_CONFIG, "inventory entry '{}': bad host name", spec);
-  return h;
-}
-
 }  // namespace
 
 Inventory::Inventory(const ServerOptions& options, const JobTable& jobs, Changes& changes,
                      std::shared_ptr<spdlog::logger> log)
-    : jobs_(jobs), changes_(changes), log_(std::move(log)), placement_(options.placement) {
+    : jobs_(jobs),
+      changes_(changes),
+      log_(std::move(log)),
+      placement_(options.placement),
+      own_site_(options.site),
+      closed_sites_(options.closed_sites),
+      links_(options.site_links) {
   int default_slots = 4 * static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::vector<std::string> specs = options.hosts;
   if (specs.empty() && options.more_hosts.empty()) {
@@ -57,15 +44,16 @@ Inventory::Inventory(const ServerOptions& options, const JobTable& jobs, Changes
       specs.push_back(name);
   }
   std::vector<HostSlots> all;  // --hosts first, then --hostfile / --slurm
-  for (const auto& spec : specs) all.push_back(parse_spec(spec, default_slots));
+  for (const auto& spec : specs) all.push_back(parse_host_spec(spec, default_slots));
   all.insert(all.end(), options.more_hosts.begin(), options.more_hosts.end());
   prober_ = std::make_unique<RttProber>(options.probe_port, options.probe_period);
   for (const auto& h : all) {
     if (InventoryHost* known = find(h.name)) {
       known->slots += h.slots;  // named twice: its slots add up, as in a hostfile
+      if (!h.site.empty()) known->site = h.site;
       continue;
     }
-    add(h.name, h.slots, "default", std::nullopt);
+    add(h.name, h.slots, h.site.empty() ? "default" : h.site, std::nullopt);
   }
   for (const auto& [name, job] : options.slurm_jobs)
     if (InventoryHost* h = find(name)) h->slurm_job = job;
@@ -87,7 +75,12 @@ void Inventory::add(const std::string& name, int slots, const std::string& site,
     added.latency_ms = latency_ms;
     hosts_.push_back(std::move(added));
   }
-  prober_->watch(name);
+  // With closed sites, a host of another site is behind its front-end's relay: pcmd cannot
+  // reach it to measure.
+  if (!closed_sites_ || site == own_site_)
+    prober_->watch(name);
+  else
+    prober_->forget(name);
 }
 
 void Inventory::erase(std::size_t i) {
@@ -151,6 +144,7 @@ std::vector<Host> Inventory::placement_hosts(const Job* except) const {
   std::vector<Host> out;
   for (const auto& h : hosts_) {
     if (h.draining || h.silent) continue;
+    if (except && !fits_sites(*except, h.name)) continue;  // not to a site the job cannot span
     out.push_back(
         Host{h.name, h.slots, std::min(used_slots(h.name, except), h.slots), sort_latency(h)});
   }
@@ -204,6 +198,45 @@ std::vector<std::string> Inventory::place_near(const Job& job,
   return out;
 }
 
+// ---- sites (issue 26) ----
+
+std::string Inventory::site_of(const std::string& host) const {
+  const InventoryHost* h = find(host);
+  return h ? h->site : std::string();
+}
+
+bool Inventory::sites_linked(const std::string& a, const std::string& b) const {
+  if (!closed_sites_ || a == b || a.empty() || b.empty()) return true;
+  for (const auto& l : links_)
+    if ((l.a == a && l.b == b) || (l.a == b && l.b == a)) return true;
+  return false;
+}
+
+bool Inventory::fits_sites(const Job& job, const std::string& host, int except_rank) const {
+  const std::string site = site_of(host);
+  for (std::size_t r = 0; r < job.hosts.size(); ++r)
+    if (static_cast<int>(r) != except_rank && !sites_linked(site, site_of(job.hosts[r])))
+      return false;
+  return true;
+}
+
+std::string Inventory::site_conflict(const std::vector<std::string>& hosts) const {
+  std::vector<std::pair<std::string, std::string>> seen;  // site, a host of it
+  for (const auto& host : hosts) {
+    const std::string site = site_of(host);
+    if (site.empty()) continue;
+    for (const auto& [other, where] : seen)
+      if (!sites_linked(site, other))
+        return fmt::format(
+            "span sites {} ({}) and {} ({}), which have no MPI port range open between them "
+            "(pcmd --site-link {}:{}:LOW-HIGH)",
+            other, where, site, host, other, site);
+    if (std::none_of(seen.begin(), seen.end(), [&](const auto& s) { return s.first == site; }))
+      seen.emplace_back(site, host);
+  }
+  return "";
+}
+
 // Where a migration of rank goes when the operator names no host: another host with room
 // (never the rank's own, never a draining one). spread: the one holding the fewest of this
 // job's processes; concentrate: the most; ties by latency, then name. Throws when none has room.
@@ -213,6 +246,7 @@ std::string Inventory::migration_target(const Job& job, int rank, Placement p) c
   double best_latency = 0;
   for (const auto& h : hosts_) {
     if (h.draining || h.name == job.hosts[rank] || free_slots(h.name, nullptr) <= 0) continue;
+    if (!fits_sites(job, h.name, rank)) continue;
     int count = static_cast<int>(std::count(job.hosts.begin(), job.hosts.end(), h.name));
     double latency = sort_latency(h);
     bool better = best.empty() ||
@@ -246,7 +280,8 @@ std::string Inventory::requested_host(const std::optional<std::string>& wanted) 
 
 void Inventory::note_lost_process(const std::string& host) {
   InventoryHost* h = find(host);
-  if (!h || h->silent || !prober_->on()) return;
+  // Another closed site's host cannot answer pcmd's probe: it would stay silent for good.
+  if (!h || h->silent || !prober_->on() || (closed_sites_ && h->site != own_site_)) return;
   h->silent = true;
   prober_->remeasure(host);
   log_->warn("host {}: a process on it was lost; no process goes there until it answers again",

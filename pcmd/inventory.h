@@ -74,6 +74,15 @@ class Inventory {
   std::vector<std::string> place_near(const Job& job, const std::vector<int>& source_of_new_rank,
                                       int preferred_new, const std::string& preferred_host) const;
   std::string migration_target(const Job& job, int rank, Placement p) const;
+  // ---- sites (issue 26) ----
+  // A host's site; "" for a host outside the inventory (no say in site checks).
+  std::string site_of(const std::string& host) const;
+  // Whether a job may span sites a and b: open sites, the same site, or a --site-link.
+  bool sites_linked(const std::string& a, const std::string& b) const;
+  // Whether host's site is linked with the site of every process of job but except_rank's.
+  bool fits_sites(const Job& job, const std::string& host, int except_rank = -1) const;
+  // Why a world on hosts would span sites with no link between them ("": it would not).
+  std::string site_conflict(const std::vector<std::string>& hosts) const;
   // The host a command names, which must be in the inventory and not draining; "" for none.
   std::string requested_host(const std::optional<std::string>& host) const;
 
@@ -110,6 +119,9 @@ class Inventory {
   Changes& changes_;
   std::shared_ptr<spdlog::logger> log_;
   Placement placement_;
+  std::string own_site_;  // pcmd's: with closed sites, only its hosts are probed
+  bool closed_sites_ = false;
+  std::vector<SiteLink> links_;
   std::unique_ptr<RttProber> prober_;
   std::vector<InventoryHost> hosts_;
   // Agent hosts that left the inventory (drained): a report from their agent is refused until

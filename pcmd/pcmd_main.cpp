@@ -22,6 +22,7 @@
 #include "hosts.h"
 #include "log.h"
 #include "pcm_types.h"
+#include "protocol.h"
 #include "server.h"
 #include "slurm_resources.h"
 
@@ -45,6 +46,9 @@ struct Options {
   int slurm_grow_timeout = 120;
   std::string placement = "concentrate";
   int probe_port = 9;
+  std::string site = "default";
+  std::vector<std::string> site_links;
+  bool closed_sites = false;
   bool detach = false;
   std::string pidfile;
   int keep = 3;
@@ -97,6 +101,9 @@ pcm::detail::ServerOptions server_options(const Options& o) {
   }
   so.placement = *pcm::detail::parse_placement(o.placement);
   so.probe_port = o.probe_port;
+  so.site = o.site;
+  so.closed_sites = o.closed_sites;
+  for (const auto& l : o.site_links) so.site_links.push_back(pcm::detail::parse_site_link(l));
   so.keep_versions = static_cast<std::size_t>(o.keep);
   so.agent_timeout = std::chrono::milliseconds(o.agent_timeout_ms);
   so.policy_auto = o.policy == "auto";
@@ -194,8 +201,11 @@ void add_server_options(CLI::App& app, Options& o) {
       ->check(CLI::Range(0, 65535))
       ->capture_default_str();
   app.add_option("-d,--data-dir", o.data_dir, "directory for stored data")->capture_default_str();
-  app.add_option("--hosts", o.hosts,
-                 "hosts that reconfigurations may use (default: localhost and this host's name)")
+  app.add_option(
+         "--hosts", o.hosts,
+         "hosts that reconfigurations may use, each NAME[:SLOTS][@SITE] (the site: a domain "
+         "reached through its front-end's relay, docs/ops/sites.md; default: localhost and "
+         "this host's name)")
       ->delimiter(',');
   app.add_option("--hostfile", o.hostfile,
                  "more hosts from an MPICH hostfile (lines 'host' or 'host:slots')");
@@ -216,6 +226,22 @@ void add_server_options(CLI::App& app, Options& o) {
                  "concentrate")
       ->check(CLI::IsMember({"spread", "concentrate"}))
       ->capture_default_str();
+  app.add_option("--site", o.site,
+                 "pcmd's own site: with --closed-sites, hosts of other sites (--hosts NAME@SITE, "
+                 "agents' --agent-site) are behind their front-end's relay and not probed")
+      ->check([](const std::string& s) {
+        return pcm::proto::valid_name(s) ? std::string() : "not a valid site name: " + s;
+      })
+      ->capture_default_str();
+  app.add_flag("--closed-sites", o.closed_sites,
+               "sites are administrative domains closed to one another (docs/ops/sites.md): a "
+               "job spans two sites only where --site-link opens MPI between them, and hosts "
+               "outside --site are not probed; without this flag a site is a topology level "
+               "and jobs span sites freely");
+  app.add_option("--site-link", o.site_links,
+                 "A:B:LOW-HIGH: jobs may span sites A and B, whose firewalls open TCP ports "
+                 "LOW-HIGH for MPI between them (the jobs keep MPI to that range); a command "
+                 "that would spread a job over sites with no link is refused (repeatable)");
   app.add_option("--probe-port", o.probe_port,
                  "TCP port whose answer (accept or refusal) times each host's round trip; 0: "
                  "measure nothing (no name lookups)")

@@ -150,7 +150,7 @@ SlurmAllocation parse_scontrol_job(std::string_view record) {
   const int even = static_cast<int>(num_nodes > 0 ? std::max(1L, num_cpus / num_nodes) : 1);
   for (const auto& name : expand_slurm_nodelist(nodelist)) {
     auto it = cpus_of.find(name);
-    a.hosts.push_back(HostSlots{name, it != cpus_of.end() ? it->second : even});
+    a.hosts.push_back(HostSlots{name, it != cpus_of.end() ? it->second : even, {}});
   }
   return a;
 }

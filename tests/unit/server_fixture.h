@@ -48,7 +48,9 @@ class ServerTest : public ::testing::Test {
     o.bind = "tcp://127.0.0.1:*";
     o.data_dir = data_dir.string();
     o.secret = "right-secret";
-    o.hosts = {"localhost:4", "nodeb:2"};
+    o.hosts = hosts_;
+    o.site_links = site_links_;
+    o.closed_sites = closed_sites_;
     o.more_hosts = more_hosts_;
     o.slurm_jobs = slurm_jobs_;
     o.probe_port = 0;  // made-up host names: no lookups (they could leave the machine)
@@ -123,7 +125,10 @@ class ServerTest : public ::testing::Test {
   std::chrono::milliseconds transfer_timeout_{60000};
   bool policy_auto_ = false;
   std::vector<pcm::detail::HostSlots> more_hosts_;  // as from --hostfile or --resources slurm
-  std::map<std::string, std::string> slurm_jobs_;   // host -> its Slurm job (--resources slurm)
+  std::vector<std::string> hosts_{"localhost:4", "nodeb:2"};  // as from --hosts
+  bool closed_sites_ = false;                                 // as from --closed-sites
+  std::vector<pcm::detail::SiteLink> site_links_;             // as from --site-link
+  std::map<std::string, std::string> slurm_jobs_;  // host -> its Slurm job (--resources slurm)
   zmq::context_t ctx_{1};
   TempDir tmp_;
   const fs::path& dir_ = tmp_.path();

@@ -355,3 +355,38 @@ TEST(Placement, LargeCountsAreCheap) {
   EXPECT_EQ(placed[2], "big");
   EXPECT_EQ(placed.back(), "big");
 }
+
+// pcmd --hosts: NAME[:SLOTS][@SITE] (issue 26: the site of a host reached through a relay).
+TEST(HostSpec, NameSlotsAndSite) {
+  using pcm::detail::parse_host_spec;
+  auto h = parse_host_spec("node1", 8);
+  EXPECT_EQ(h.name, "node1");
+  EXPECT_EQ(h.slots, 8);
+  EXPECT_EQ(h.site, "");
+  h = parse_host_spec("node2:3", 8);
+  EXPECT_EQ(h.slots, 3);
+  EXPECT_EQ(h.site, "");
+  h = parse_host_spec("node3@west", 8);
+  EXPECT_EQ(h.name, "node3");
+  EXPECT_EQ(h.slots, 8);
+  EXPECT_EQ(h.site, "west");
+  h = parse_host_spec("node4:2@east", 8);
+  EXPECT_EQ(h.name, "node4");
+  EXPECT_EQ(h.slots, 2);
+  EXPECT_EQ(h.site, "east");
+  for (const char* bad : {"node:0", "node:x", "node:", "node:2@", "node@a/b", "@west", ":2@west",
+                          "node:2x@west", "node:99999999999"})
+    EXPECT_THROW(parse_host_spec(bad, 1), pcm::Error) << bad;
+}
+
+// pcmd --site-link A:B:LOW-HIGH (issue 26 item 3).
+TEST(SiteLink, SitesAndPortRange) {
+  auto l = pcm::detail::parse_site_link("a:b:50000-50100");
+  EXPECT_EQ(l.a, "a");
+  EXPECT_EQ(l.b, "b");
+  EXPECT_EQ(l.low, 50000);
+  EXPECT_EQ(l.high, 50100);
+  for (const char* bad : {"a:b", "a:b:", "a:a:1-2", "a:b:2-1", "a:b:0-5", "a:b:1-70000", "a:b:5",
+                          "a/x:b:1-2", ":b:1-2", "a:b:x-2"})
+    EXPECT_THROW(pcm::detail::parse_site_link(bad), pcm::Error) << bad;
+}

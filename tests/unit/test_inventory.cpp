@@ -247,3 +247,76 @@ TEST_F(ServerTest, AFailedDrainStepStopsThatJobsDrain) {
   EXPECT_NE(st["jobs"][0]["last_event"].get<std::string>().find("drain stopped"),
             std::string::npos);
 }
+
+// pcmd --hosts NAME[:SLOTS][@SITE] (issue 26): each host's site comes from pcmd's own host list,
+// and shows in host_list and in the topology request.
+class SiteHostsTest : public ServerTest {
+ protected:
+  void SetUp() override {
+    hosts_ = {"localhost:4", "nodeb:2@west", "nodec:3@east"};
+    ServerTest::SetUp();
+  }
+};
+
+TEST_F(SiteHostsTest, HostsCarryTheSiteOfTheHostList) {
+  const json list = client_->request({{"op", "host_list"}}).header;
+  EXPECT_EQ(host_row(list, "localhost").at("site"), "default");
+  EXPECT_EQ(host_row(list, "nodeb").at("site"), "west");
+  EXPECT_EQ(host_row(list, "nodeb").at("slots"), 2);
+  EXPECT_EQ(host_row(list, "nodec").at("site"), "east");
+  EXPECT_EQ(host_row(list, "nodec").at("slots"), 3);
+  auto r = client_->request({{"op", "topology"}, {"hosts", {"nodec", "nodeb", "localhost"}}});
+  EXPECT_EQ(r.header.at("sites"), json({"east", "west", "default"}));
+}
+
+// Open sites (the default): a site is a topology level, and a job spans sites freely.
+TEST_F(SiteHostsTest, OpenSitesLetAJobSpanThem) {
+  register_job("a", 2);
+  auto m = client_->request({{"op", "migrate"}, {"job", "a"}, {"rank", 1}, {"host", "nodeb"}});
+  EXPECT_EQ(m.header.at("hosts"), json({"localhost", "nodeb"}));
+}
+
+// The broker's choice (issue 26 item 3), with --closed-sites: a command that would spread a job
+// over sites with no MPI port range open between them is refused with the reason; placement
+// keeps to the job's site by itself; a --site-link between two sites lets a job span them.
+class ClosedSitesTest : public SiteHostsTest {
+ protected:
+  void SetUp() override {
+    closed_sites_ = true;
+    SiteHostsTest::SetUp();
+  }
+};
+
+TEST_F(ClosedSitesTest, CommandsDoNotSpreadAJobOverUnlinkedSites) {
+  register_job("a", 2);  // on localhost, site default
+  EXPECT_EQ(code({{"op", "migrate"}, {"job", "a"}, {"rank", 1}, {"host", "nodeb"}}),
+            PCM_ERR_REFUSED);
+  EXPECT_NE(last_error_.find("span sites default (localhost) and west (nodeb)"), std::string::npos)
+      << last_error_;
+  EXPECT_NE(last_error_.find("--site-link default:west:LOW-HIGH"), std::string::npos)
+      << last_error_;
+  EXPECT_EQ(code({{"op", "split"}, {"job", "a"}, {"rank", 0}, {"into", 2}, {"host", "nodec"}}),
+            PCM_ERR_REFUSED);
+  // Unnamed: the new processes stay in the job's site (localhost's 2 free slots), not refused.
+  auto r = client_->request({{"op", "resize"}, {"job", "a"}, {"size", 4}, {"placement", "spread"}});
+  EXPECT_EQ(r.header.at("hosts"), json({"localhost", "localhost", "localhost", "localhost"}));
+}
+
+class SiteLinkTest : public ClosedSitesTest {
+ protected:
+  void SetUp() override {
+    site_links_ = {pcm::detail::parse_site_link("west:default:50000-50100")};
+    ClosedSitesTest::SetUp();
+  }
+};
+
+TEST_F(SiteLinkTest, LinkedSitesMaySpanAJob) {
+  register_job("a", 2);
+  auto m = client_->request({{"op", "migrate"}, {"job", "a"}, {"rank", 1}, {"host", "nodeb"}});
+  EXPECT_EQ(m.header.at("hosts"), json({"localhost", "nodeb"}));
+  reconfigured("a", m.header.at("command"), {"localhost", "nodeb"});
+  // east is linked with neither.
+  EXPECT_EQ(code({{"op", "migrate"}, {"job", "a"}, {"rank", 0}, {"host", "nodec"}}),
+            PCM_ERR_REFUSED);
+  EXPECT_NE(last_error_.find("(pcmd --site-link"), std::string::npos) << last_error_;
+}

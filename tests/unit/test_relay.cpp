@@ -1,0 +1,241 @@
+// test_relay.cpp — pcm-relay's core (pcmd/relay.h) on loopback: bytes both ways with
+// half-closes, CURVE end to end through it with each client keeping its identity, resets passed
+// on, the connection limit, an unreachable pcmd, and its port specs.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <string>
+#include <thread>
+#include <vector>
+#include <zmq.hpp>
+
+#include "auth.h"
+#include "error.h"
+#include "log.h"
+#include "relay.h"
+
+namespace {
+
+using pcm::detail::Relay;
+using pcm::detail::RelayOptions;
+
+// A listening socket on 127.0.0.1, any port ("pcmd" for the relay).
+struct Upstream {
+  int fd = -1;
+  int port = 0;
+  Upstream() {
+    fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), len), 0);
+    EXPECT_EQ(::listen(fd, 16), 0);
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    port = ntohs(a.sin_port);
+  }
+  ~Upstream() { ::close(fd); }
+  int accept_one() const { return ::accept(fd, nullptr, nullptr); }
+};
+
+int connect_to(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0) << std::strerror(errno);
+  return fd;
+}
+
+void send_all(int fd, const std::string& s) {
+  std::size_t done = 0;
+  while (done < s.size()) {
+    ssize_t n = ::send(fd, s.data() + done, s.size() - done, MSG_NOSIGNAL);
+    ASSERT_GT(n, 0) << std::strerror(errno);
+    done += static_cast<std::size_t>(n);
+  }
+}
+
+// Everything until EOF; errno_out: the error that ended it (0 for EOF).
+std::string read_all(int fd, int* errno_out = nullptr) {
+  std::string s;
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n > 0) {
+      s.append(buf, static_cast<std::size_t>(n));
+      continue;
+    }
+    if (errno_out) *errno_out = n == 0 ? 0 : errno;
+    return s;
+  }
+}
+
+std::string pattern(std::size_t n, unsigned seed) {
+  std::string s(n, '\0');
+  for (std::size_t i = 0; i < n; ++i) s[i] = static_cast<char>((i * 131 + seed) >> 3);
+  return s;
+}
+
+// A relay on 127.0.0.1 (any port) to the given ports there, served by a thread.
+struct RunningRelay {
+  std::unique_ptr<Relay> relay;
+  std::thread thread;
+  explicit RunningRelay(std::vector<int> to_ports, RelayOptions o = {}) {
+    for (int p : to_ports)
+      o.routes.push_back(
+          pcm::detail::parse_relay_port("0:" + std::to_string(p), "127.0.0.1", "127.0.0.1"));
+    relay = std::make_unique<Relay>(o, pcm::detail::logger("pcm-relay", spdlog::level::warn));
+    thread = std::thread([this] { relay->run(); });
+  }
+  ~RunningRelay() {
+    relay->stop();
+    thread.join();
+  }
+  int port(std::size_t i = 0) const { return relay->listen_ports().at(i); }
+};
+
+}  // namespace
+
+TEST(Relay, PortSpecs) {
+  auto r = pcm::detail::parse_relay_port("4000", "10.0.0.254", "10.1.0.1");
+  EXPECT_EQ(r.listen_port, 4000);
+  EXPECT_EQ(r.to_port, 4000);
+  EXPECT_EQ(r.listen_host, "10.0.0.254");
+  EXPECT_EQ(r.to_host, "10.1.0.1");
+  r = pcm::detail::parse_relay_port("0:5000", "a", "b");
+  EXPECT_EQ(r.listen_port, 0);
+  EXPECT_EQ(r.to_port, 5000);
+  for (const char* bad : {"", "x", "0", "70000", "1:0", "1:", ":1", "-1", "1:2:3"})
+    EXPECT_THROW(pcm::detail::parse_relay_port(bad, "a", "b"), pcm::Error) << bad;
+}
+
+// Megabytes each way (more than the buffers: the relay must stop reading while it cannot write),
+// the client's half-close passed on before pcmd answers, pcmd's close passed back.
+TEST(Relay, ForwardsBytesBothWaysWithHalfCloses) {
+  Upstream up;
+  RelayOptions o;
+  o.buffer_bytes = 16 * 1024;
+  RunningRelay relay({up.port}, o);
+  const std::string request = pattern(3 << 20, 1), reply = pattern(5 << 20, 7);
+  int c = connect_to(relay.port());
+  std::thread client([&] {
+    send_all(c, request);
+    ::shutdown(c, SHUT_WR);
+  });
+  int s = up.accept_one();
+  EXPECT_EQ(read_all(s), request);  // EOF came after all of it
+  client.join();
+  std::thread server([&] {
+    send_all(s, reply);
+    ::close(s);
+  });
+  EXPECT_EQ(read_all(c), reply);
+  server.join();
+  ::close(c);
+  const auto& k = relay.relay->counters();
+  for (int i = 0; i < 200 && k.closed.load() < 1; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(k.accepted.load(), 1u);
+  EXPECT_EQ(k.closed.load(), 1u);
+  EXPECT_EQ(k.open.load(), 0u);
+  EXPECT_EQ(k.bytes_up.load(), request.size());
+  EXPECT_EQ(k.bytes_down.load(), reply.size());
+}
+
+// A client that resets its connection (a killed process) resets the one to pcmd: the watch port
+// tells a lost process from a clean leave by that.
+TEST(Relay, PassesResetsOn) {
+  Upstream up;
+  RunningRelay relay({up.port});
+  int c = connect_to(relay.port());
+  int s = up.accept_one();
+  send_all(c, "hello");
+  char buf[5];
+  ASSERT_EQ(::recv(s, buf, sizeof buf, MSG_WAITALL), 5);
+  linger l{1, 0};
+  ::setsockopt(c, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+  ::close(c);
+  int err = -1;
+  EXPECT_EQ(read_all(s, &err), "");
+  EXPECT_EQ(err, ECONNRESET);
+  ::close(s);
+}
+
+// CURVE through the relay: the relay never holds a key, the server authenticates the client's
+// (ZAP is not needed for the handshake itself), and two clients keep their own identities: each
+// gets the reply to its own request.
+TEST(Relay, CurveEndToEndKeepsEachClientsIdentity) {
+  zmq::context_t ctx;
+  const auto server_keys = pcm::detail::curve_keypair();
+  zmq::socket_t router(ctx, zmq::socket_type::router);
+  router.set(zmq::sockopt::curve_server, 1);
+  router.set(zmq::sockopt::curve_secretkey, server_keys.secret_key);
+  router.set(zmq::sockopt::linger, 0);
+  router.bind("tcp://127.0.0.1:*");
+  const std::string ep = router.get(zmq::sockopt::last_endpoint);
+  const int port = std::stoi(ep.substr(ep.rfind(':') + 1));
+  RunningRelay relay({port});
+  std::vector<zmq::socket_t> clients;
+  for (int i = 0; i < 2; ++i) {
+    const auto keys = pcm::detail::curve_keypair();
+    zmq::socket_t req(ctx, zmq::socket_type::req);
+    req.set(zmq::sockopt::curve_serverkey, server_keys.public_key);
+    req.set(zmq::sockopt::curve_publickey, keys.public_key);
+    req.set(zmq::sockopt::curve_secretkey, keys.secret_key);
+    req.set(zmq::sockopt::linger, 0);
+    req.set(zmq::sockopt::rcvtimeo, 10000);
+    req.connect("tcp://127.0.0.1:" + std::to_string(relay.port()));
+    clients.push_back(std::move(req));
+  }
+  for (int i = 0; i < 2; ++i) clients[static_cast<std::size_t>(i)].send(zmq::str_buffer("x"));
+  router.set(zmq::sockopt::rcvtimeo, 10000);
+  for (int i = 0; i < 2; ++i) {
+    std::vector<zmq::message_t> parts(3);  // identity, empty, body
+    for (auto& m : parts) ASSERT_TRUE(router.recv(m));
+    parts[2] = zmq::message_t(std::string("reply to ") + parts[0].to_string());
+    router.send(parts[0], zmq::send_flags::sndmore);
+    router.send(parts[1], zmq::send_flags::sndmore);
+    router.send(parts[2], zmq::send_flags::none);
+  }
+  std::vector<std::string> replies;
+  for (auto& c : clients) {
+    zmq::message_t m;
+    ASSERT_TRUE(c.recv(m));
+    replies.push_back(m.to_string());
+  }
+  EXPECT_NE(replies[0], replies[1]);  // each its own
+  EXPECT_EQ(relay.relay->counters().accepted.load(), 2u);
+}
+
+// Beyond max_connections a connection is closed at once and counted; a pcmd that cannot be
+// reached closes the client's connection with a reset.
+TEST(Relay, RefusesBeyondTheLimitAndWhenPcmdIsAway) {
+  Upstream up;
+  RelayOptions o;
+  o.max_connections = 1;
+  RunningRelay relay({up.port}, o);
+  int c1 = connect_to(relay.port());
+  int s1 = up.accept_one();
+  int c2 = connect_to(relay.port());
+  int err = -1;
+  EXPECT_EQ(read_all(c2, &err), "");  // closed by the relay
+  EXPECT_EQ(relay.relay->counters().refused.load(), 1u);
+  ::close(c2);
+  ::close(c1);
+  ::close(s1);
+
+  int away = Upstream().port;  // closed again: nothing listens there now
+  RunningRelay nowhere({away});
+  int c3 = connect_to(nowhere.port());
+  EXPECT_EQ(read_all(c3, &err), "");
+  EXPECT_EQ(err, ECONNRESET);
+  EXPECT_EQ(nowhere.relay->counters().failed.load(), 1u);
+  ::close(c3);
+}
