@@ -31,7 +31,7 @@ void ShardWriter::open_link(const std::string& config_path, int reconnect_ms) {
 
 void ShardWriter::write_and_report(const ShardTask& task) {
   const ShardHeader& h = task.header;
-  ops::ShardDone done{h.job, h.iteration, h.rank, h.nprocs, std::nullopt, false};
+  ops::ShardDone done{h.job, h.iteration, h.rank, h.nprocs, std::nullopt, false, std::nullopt};
   std::string record;
   const Outcome wrote = attempt([&] {
     if (task.fail_for_test)
