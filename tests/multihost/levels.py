@@ -84,7 +84,8 @@ def run_case(c, partner, plain, base, mount):
         raise mh.Failure(f"{job}: rank 2's shard of version 40 is said to be on {lv2}")
     # Each host sees only its own local directory.
     for k, h in enumerate(c.names):
-        seen = c.on(h, "bash", "-c", f"ls {mount}/{job}/v{40:020d}").stdout.split()
+        seen = subprocess.run(["bash", mh.LAUNCHER, h, f"ls {mount}/{job}/v{40:020d}"],
+                              env=dict(c.env, **env), capture_output=True, text=True).stdout.split()
         want = {f"r{k}.h5"} | ({f"p{(k - 1) % 3}.h5"} if partner else set())
         if set(seen) != want:
             raise mh.Failure(f"{job}: {h} sees {seen} in its local directory, expected {want}")
