@@ -202,28 +202,33 @@ void Runtime::write_version(int iteration, double t0) {
     task.levels = plan_levels(host_map(world_.comm()), world_.rank(),
                               settings_.checkpoint_local_dir, job_, iteration,
                               settings_.checkpoint_partner, where.value("flush", true));
+  const bool flush = !task.levels || task.levels->flush;
+  const bool partner = task.levels && task.levels->partner >= 0;
+  auto start = [&] {
+    if (background) {
+      shard_writer_.start(std::move(task), default_config_path(), settings_.reconnect_ms);
+    } else {
+      const Outcome o =
+          shard_writer_.write_now(std::move(task), default_config_path(), settings_.reconnect_ms);
+      if (!o.ok()) throw Error(o.code, o.msg);
+    }
+  };
   try {
     agreed(world_.comm(), [&] {
       task.items = shard_items(registry_, world_.rank(), world_.size(), &task.maps);
       // Levels: the shard's image is made here, in the caller's thread, so that it can go to the
       // partner over MPI before the call returns (the writer thread makes no MPI call).
-      if (levels)
+      if (!levels)
+        start();
+      else
         shard_writer_.image_record() = image_shard(task.header, task.items, shard_writer_.image());
     });
     if (levels) {
       exchange_images(world_.comm(), *task.levels, shard_writer_.image(), shard_writer_.kept());
       task.items.clear();
       task.maps.clear();
+      agreed(world_.comm(), start);
     }
-    agreed(world_.comm(), [&] {
-      if (background) {
-        shard_writer_.start(std::move(task), default_config_path(), settings_.reconnect_ms);
-      } else {
-        const Outcome o =
-            shard_writer_.write_now(std::move(task), default_config_path(), settings_.reconnect_ms);
-        if (!o.ok()) throw Error(o.code, o.msg);
-      }
-    });
   } catch (const Error&) {
     // Not started everywhere: the ranks that did finish theirs (pcmd never commits the version:
     // a rank did not report), so that every rank has the same nothing in flight.
@@ -235,10 +240,8 @@ void Runtime::write_version(int iteration, double t0) {
   plog()->debug("[rank {}] checkpoint {}: begun in {:.3f} s, shard {} {:.3f} s after{}",
                 world_.rank(), iteration, t_begun - t0,
                 background ? "staged" : "written and committed", wtime() - t_begun,
-                !levels ? ""
-                : task.levels && task.levels->flush
-                    ? " (levels: local, partner, shared)"
-                    : " (levels: local, partner)");
+                !levels ? "" : fmt::format(" (levels: local{}{})", partner ? ", partner" : "",
+                                           flush ? ", shared" : ""));
   note_checkpoint(wtime() - t0);  // the schedule's measured cost (PCM_CHECKPOINT_MTBF)
 }
 
@@ -311,7 +314,7 @@ void Runtime::read_version(const json& info) {
   std::vector<ShardRecord> shards;
   bool direct = false;
   std::vector<std::string> paths;  // per old rank, a copy on this host's local level ("": none)
-  agreed(world_.comm(), [&] {
+  auto prepare = [&] {
     for (const auto& r : m.at("shards")) shards.push_back(ShardRecord::from_json(r));
     if (static_cast<int>(shards.size()) != restart_.nprocs)
       fail(PCM_ERR_CORRUPT, "version {} has {} shards for {} processes", restart_.iteration,
@@ -323,11 +326,16 @@ void Runtime::read_version(const json& info) {
       text << in.rdbuf();
       direct = in && json::parse(text.str(), nullptr, false) == m;
     }
-  });
+  };
   // Checkpoint levels: which level each shard is read from (a copy only a host holds goes into
-  // the version's directory first, when the other hosts need it).
-  agreed(world_.comm(), [&] { paths = locate_levels(m, dir, direct, shards); });
+  // the version's directory first, when the other hosts need it), agreed before anyone reads.
+  const bool levels = m.contains("levels") || !settings_.checkpoint_local_dir.empty();
+  if (levels) {
+    agreed(world_.comm(), prepare);
+    agreed(world_.comm(), [&] { paths = locate_levels(m, dir, direct, shards); });
+  }
   agreed(world_.comm(), [&] {
+    if (!levels) prepare();
     VersionSource src(link_, job_, restart_.iteration, settings_.data_timeout_ms, dir,
                       std::move(shards), direct, paths);
     const Registry& reg = registry_;
