@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "buffer.h"
 #include "checkpoint_levels.h"
 #include "error.h"
 #include "levels.h"
@@ -45,6 +46,7 @@ std::vector<std::string> Runtime::locate_levels(const json& manifest, const std:
       fail(PCM_ERR_CORRUPT, "version {} has levels for {} of {} shards", restart_.iteration,
            levels.size(), n);
   }
+  const double t0 = wtime();
   const HostMap hosts = host_map(world_.comm());
   const int me = world_.rank(), size = world_.size();
   const std::string local =
@@ -60,46 +62,30 @@ std::vector<std::string> Runtime::locate_levels(const json& manifest, const std:
       else if (verify_copy(file_of(local, r, kPartner), shards[s]))
         held[s] = kPartner;
     }
+  const double t_verified = wtime();
   std::vector<int> all(n * static_cast<std::size_t>(size));
   mpi_check(MPI_Allgather(held.data(), static_cast<int>(n), MPI_INT, all.data(),
                           static_cast<int>(n), MPI_INT, world_.comm()),
             "MPI_Allgather");
   auto at = [&](int rank, std::size_t s) { return all[static_cast<std::size_t>(rank) * n + s]; };
-  std::vector<std::string> paths(n), from(n);
-  std::vector<std::string> missing;
+  std::vector<std::string> paths(n), from(n), missing;
+  std::vector<int> holder(n, -1), kind(n, kNone);
+  std::vector<std::vector<bool>> holds(n, std::vector<bool>(hosts.hosts.size(), false));
   for (std::size_t s = 0; s < n; ++s) {
-    int holder = -1, kind = kNone;
-    std::vector<std::string> holding;  // hosts
-    for (int r = 0; r < size; ++r)
-      if (at(r, s) != kNone) {
-        holding.push_back(hosts.of_rank[static_cast<std::size_t>(r)]);
-        if (holder < 0 || (kind == kPartner && at(r, s) == kOwn)) holder = r, kind = at(r, s);
-      }
-    for (int r = 0; r < size; ++r)
-      if (at(r, s) != kNone && hosts.of_rank[static_cast<std::size_t>(r)] == hosts.of_rank[me])
-        paths[s] = file_of(local, static_cast<int>(s), at(r, s));
-    if (holder < 0) {
-      if (!levels[s].shared) missing.push_back(fmt::format("{} ({})", s, describe(levels[s])));
-      from[s] = "shared";
-      continue;
+    for (int r = 0; r < size; ++r) {
+      const int k = at(r, s);
+      if (k == kNone) continue;
+      holds[s][static_cast<std::size_t>(hosts.index_of(hosts.of_rank[r]))] = true;
+      if (holder[s] < 0 || (kind[s] == kPartner && k == kOwn)) holder[s] = r, kind[s] = k;
+      if (hosts.of_rank[r] == hosts.of_rank[me]) paths[s] = file_of(local, static_cast<int>(s), k);
     }
-    from[s] = fmt::format("{} on {}", kind == kOwn ? "local" : "partner",
-                          hosts.of_rank[static_cast<std::size_t>(holder)]);
-    if (levels[s].shared || holding.size() == hosts.hosts.size()) continue;
-    // Only some hosts hold it: its holder puts a verified copy into the version's directory for
-    // the others (it was verified above; the readers verify every chunk again).
-    from[s] += " (copied to shared)";
-    if (holder != me) continue;
-    if (!direct)
-      fail(PCM_ERR_CORRUPT, "version {}: the shard of rank {} is only on {}, whose process cannot "
-           "see the version's directory to share it", restart_.iteration, s, hosts.of_rank[me]);
-    const std::string src = file_of(local, static_cast<int>(s), kind);
-    const std::string part = dir + "/" + shard_file_name(static_cast<int>(s)) + ".part";
-    std::filesystem::copy_file(src, part, std::filesystem::copy_options::overwrite_existing, ec);
-    if (!ec) std::filesystem::rename(part, dir + "/" + shard_file_name(static_cast<int>(s)), ec);
-    if (ec)
-      fail(PCM_ERR_CORRUPT, "version {}: cannot share the shard of rank {} from {}: {}",
-           restart_.iteration, s, src, ec.message());
+    if (holder[s] >= 0)
+      from[s] = fmt::format("{} on {}", kind[s] == kOwn ? "local" : "partner",
+                            hosts.of_rank[static_cast<std::size_t>(holder[s])]);
+    else if (levels[s].shared)
+      from[s] = "shared";
+    else
+      missing.push_back(fmt::format("{} ({})", s, describe(levels[s])));
   }
   if (!missing.empty()) {
     std::string list;
@@ -108,14 +94,73 @@ std::vector<std::string> Runtime::locate_levels(const json& manifest, const std:
          "version {}: shards on no level these processes can read (rank: where they were): {}",
          restart_.iteration, list);
   }
+  // A shard not on the shared level that a host reading it does not hold: its holder puts a
+  // verified copy into the version's directory for the others (the readers verify every chunk
+  // again). needs: per new rank, whether it reads the shard.
+  auto share = [&](std::size_t s, const std::vector<bool>& needs) {
+    if (levels[s].shared) return;
+    bool all = true;
+    for (int r = 0; r < size; ++r)
+      all = all && (!needs[static_cast<std::size_t>(r)] ||
+                    holds[s][static_cast<std::size_t>(hosts.index_of(hosts.of_rank[r]))]);
+    if (all) return;
+    from[s] += " (copied to shared)";
+    if (holder[s] != me) return;
+    if (!direct)
+      fail(PCM_ERR_CORRUPT, "version {}: the shard of rank {} is only on {}, whose process cannot "
+           "see the version's directory to share it", restart_.iteration, s, hosts.of_rank[me]);
+    const std::string src = file_of(local, static_cast<int>(s), kind[s]);
+    const std::string part = dir + "/" + shard_file_name(static_cast<int>(s)) + ".part";
+    std::filesystem::copy_file(src, part, std::filesystem::copy_options::overwrite_existing, ec);
+    if (!ec) std::filesystem::rename(part, dir + "/" + shard_file_name(static_cast<int>(s)), ec);
+    if (ec)
+      fail(PCM_ERR_CORRUPT, "version {}: cannot share the shard of rank {} from {}: {}",
+           restart_.iteration, s, src, ec.message());
+  };
+  // Rank 0's shard (the values and the maps) is read by every process; which of the others each
+  // reads, its maps say.
+  Outcome o = attempt([&] { share(0, std::vector<bool>(static_cast<std::size_t>(size), true)); });
+  agree(world_.comm(), o.code, o.msg);
+  const auto readers =
+      readers_of_shards(paths[0].empty() ? dir + "/" + shards[0].file : paths[0], shards);
+  for (std::size_t s = 1; s < n; ++s) share(s, readers[s]);
   if (me == 0) {
     std::string line;
     for (std::size_t s = 0; s < n; ++s)
       line += fmt::format("{}r{}: {}", s ? ", " : "", s, from[s]);
-    plog()->info("[rank 0] restart from version {}: shards read from {}", restart_.iteration,
-                 line);
+    plog()->info("[rank 0] restart from version {}: shards read from {} (found in {:.3f} s, "
+                 "{:.3f} s of it verifying this host's copies)",
+                 restart_.iteration, line, wtime() - t0, t_verified - t0);
   }
   return paths;
+}
+
+}  // namespace pcm::detail
+
+namespace pcm::detail {
+
+std::vector<std::vector<bool>> Runtime::readers_of_shards(const std::string& shard0,
+                                                          const std::vector<ShardRecord>& shards) {
+  const std::size_t size = static_cast<std::size_t>(world_.size());
+  std::vector<std::vector<bool>> out(shards.size(), std::vector<bool>(size, false));
+  out[0].assign(size, true);
+  if (restart_.nprocs == world_.size())  // the locals, rank by rank
+    for (std::size_t r = 0; r < size; ++r) out[r][r] = true;
+  ShardReader reader(shard0, shards[0]);
+  for (const Item* i : registry_.of(ItemKind::kDist)) {
+    const ShardDataset* d = shards[0].find(Registry::map_key(*i));
+    if (!d) fail(PCM_ERR_NOT_FOUND, "version {} has no map of '{}'", restart_.iteration, i->name);
+    std::string bytes(d->bytes(), '\0');
+    reader.read(*d, 0, d->bytes(), bytes.data());
+    const Distribution from = Distribution::from_json(proto::decode(bytes.data(), bytes.size()));
+    const Distribution to =
+        restart_map(*i, from, restart_.nprocs, world_.size(), PCM_ERR_CORRUPT);
+    for (const Transfer& t : plan(from, to))
+      if (t.from >= 0 && static_cast<std::size_t>(t.from) < shards.size() && t.to >= 0 &&
+          static_cast<std::size_t>(t.to) < size)
+        out[static_cast<std::size_t>(t.from)][static_cast<std::size_t>(t.to)] = true;
+  }
+  return out;
 }
 
 }  // namespace pcm::detail

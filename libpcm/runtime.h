@@ -227,6 +227,10 @@ class Runtime {
   // processes can read. Collective; the same answer everywhere but for the paths.
   std::vector<std::string> locate_levels(const nlohmann::json& manifest, const std::string& dir,
                                          bool direct, const std::vector<ShardRecord>& shards);
+  // Per old rank's shard, which processes read it (by their rank), from the maps in rank 0's
+  // shard (at path shard0): all read rank 0's; the others as the arrays' plans say.
+  std::vector<std::vector<bool>> readers_of_shards(const std::string& shard0,
+                                                   const std::vector<ShardRecord>& shards);
 
   // Lifecycle.
   Phase phase_ = Phase::kUninit;

@@ -88,12 +88,14 @@ def bench(c):
                 if "r0: local" not in t or "r2: local" not in t:
                     raise mh.Failure(f"{job}: the local restart read from elsewhere:\n{t[-2000:]}")
                 times.setdefault(("local", mb), []).append(read_time(t, job))
+                mh.log(re.search(r"restart from version.*", t).group(0))
                 shutil.rmtree(os.path.join(base, h3))  # host 3 lost
                 t = run(c, [h1, h2], [str(mb)], dict(levels, PCM_JOB=job, PCM_RESTART="1"),
                         job + " partner")
                 if f"r2: partner on {h1}" not in t:
                     raise mh.Failure(f"{job}: rank 2 not from its partner:\n{t[-2000:]}")
                 times.setdefault(("partner", mb), []).append(read_time(t, job))
+                mh.log(re.search(r"restart from version.*", t).group(0))
                 sjob = f"ls{mb}-{r}"
                 run(c, [h1, h2, h3], [str(mb), "shards", "2"], dict(hosts_env, PCM_JOB=sjob), sjob)
                 t = run(c, [h1, h2], [str(mb)], dict(hosts_env, PCM_JOB=sjob, PCM_RESTART="1"),
