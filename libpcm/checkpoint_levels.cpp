@@ -86,8 +86,8 @@ namespace {
 constexpr int kTagSize = 7301, kTagData = 7302;
 constexpr std::size_t kPiece = std::size_t{1} << 30;  // MPI counts are ints
 
-void post_pieces(std::vector<MPI_Request>& reqs, char* data, std::size_t size, int peer,
-                 bool send, MPI_Comm comm) {
+void post_pieces(std::vector<MPI_Request>& reqs, char* data, std::size_t size, int peer, bool send,
+                 MPI_Comm comm) {
   for (std::size_t at = 0; at < size; at += kPiece) {
     const int n = static_cast<int>(std::min(kPiece, size - at));
     reqs.emplace_back();
@@ -113,9 +113,9 @@ void exchange_images(MPI_Comm comm, const LevelPlan& plan, const std::vector<cha
   }
   if (plan.partner >= 0) {
     reqs.emplace_back();
-    mpi_check(MPI_Isend(&my_size, 1, MPI_UNSIGNED_LONG_LONG, plan.partner, kTagSize, comm,
-                        &reqs.back()),
-              "MPI_Isend");
+    mpi_check(
+        MPI_Isend(&my_size, 1, MPI_UNSIGNED_LONG_LONG, plan.partner, kTagSize, comm, &reqs.back()),
+        "MPI_Isend");
   }
   mpi_check(MPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE),
             "MPI_Waitall");

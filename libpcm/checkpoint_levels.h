@@ -1,9 +1,9 @@
-// checkpoint_levels.h — checkpoint levels (PCM_CHECKPOINT_LOCAL_DIR): each rank's shard of a version goes to
-// a node-local directory, to the same directory on a partner host (the image sent over MPI by the
-// caller's thread, written by the partner's writer thread) and, on the first version of a run
-// and every PCM_CHECKPOINT_FLUSH_EVERY-th, to the shared level (the version's directory). A
-// restart takes each shard from the fastest level that holds a verified copy (checkpoint_levels.cpp,
-// shards.cpp).
+// checkpoint_levels.h — checkpoint levels (PCM_CHECKPOINT_LOCAL_DIR): each rank's shard of a
+// version goes to a node-local directory, to the same directory on a partner host (the image sent
+// over MPI by the caller's thread, written by the partner's writer thread) and, on the first
+// version of a run and every PCM_CHECKPOINT_FLUSH_EVERY-th, to the shared level (the version's
+// directory). A restart takes each shard from the fastest level that holds a verified copy
+// (checkpoint_levels.cpp, shards.cpp).
 #pragma once
 
 #include <mpi.h>

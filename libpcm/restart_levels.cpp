@@ -107,8 +107,10 @@ std::vector<std::string> Runtime::locate_levels(const json& manifest, const std:
     from[s] += " (copied to shared)";
     if (holder[s] != me) return;
     if (!direct)
-      fail(PCM_ERR_CORRUPT, "version {}: the shard of rank {} is only on {}, whose process cannot "
-           "see the version's directory to share it", restart_.iteration, s, hosts.of_rank[me]);
+      fail(PCM_ERR_CORRUPT,
+           "version {}: the shard of rank {} is only on {}, whose process cannot "
+           "see the version's directory to share it",
+           restart_.iteration, s, hosts.of_rank[me]);
     const std::string src = file_of(local, static_cast<int>(s), kind[s]);
     const std::string part = dir + "/" + shard_file_name(static_cast<int>(s)) + ".part";
     std::filesystem::copy_file(src, part, std::filesystem::copy_options::overwrite_existing, ec);
@@ -126,11 +128,11 @@ std::vector<std::string> Runtime::locate_levels(const json& manifest, const std:
   for (std::size_t s = 1; s < n; ++s) share(s, readers[s]);
   if (me == 0) {
     std::string line;
-    for (std::size_t s = 0; s < n; ++s)
-      line += fmt::format("{}r{}: {}", s ? ", " : "", s, from[s]);
-    plog()->info("[rank 0] restart from version {}: shards read from {} (found in {:.3f} s, "
-                 "{:.3f} s of it verifying this host's copies)",
-                 restart_.iteration, line, wtime() - t0, t_verified - t0);
+    for (std::size_t s = 0; s < n; ++s) line += fmt::format("{}r{}: {}", s ? ", " : "", s, from[s]);
+    plog()->info(
+        "[rank 0] restart from version {}: shards read from {} (found in {:.3f} s, "
+        "{:.3f} s of it verifying this host's copies)",
+        restart_.iteration, line, wtime() - t0, t_verified - t0);
   }
   return paths;
 }
@@ -153,8 +155,7 @@ std::vector<std::vector<bool>> Runtime::readers_of_shards(const std::string& sha
     std::string bytes(d->bytes(), '\0');
     reader.read(*d, 0, d->bytes(), bytes.data());
     const Distribution from = Distribution::from_json(proto::decode(bytes.data(), bytes.size()));
-    const Distribution to =
-        restart_map(*i, from, restart_.nprocs, world_.size(), PCM_ERR_CORRUPT);
+    const Distribution to = restart_map(*i, from, restart_.nprocs, world_.size(), PCM_ERR_CORRUPT);
     for (const Transfer& t : plan(from, to))
       if (t.from >= 0 && static_cast<std::size_t>(t.from) < shards.size() && t.to >= 0 &&
           static_cast<std::size_t>(t.to) < size)

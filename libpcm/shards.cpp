@@ -199,9 +199,9 @@ void Runtime::write_version(int iteration, double t0) {
     task.hold_for_test = settings_.test_hold_file;
   const bool background = settings_.checkpoint_async;
   if (levels)
-    task.levels = plan_levels(host_map(world_.comm()), world_.rank(),
-                              settings_.checkpoint_local_dir, job_, iteration,
-                              settings_.checkpoint_partner, where.value("flush", true));
+    task.levels =
+        plan_levels(host_map(world_.comm()), world_.rank(), settings_.checkpoint_local_dir, job_,
+                    iteration, settings_.checkpoint_partner, where.value("flush", true));
   const bool flush = !task.levels || task.levels->flush;
   const bool partner = task.levels && task.levels->partner >= 0;
   auto start = [&] {
@@ -240,8 +240,9 @@ void Runtime::write_version(int iteration, double t0) {
   plog()->debug("[rank {}] checkpoint {}: begun in {:.3f} s, shard {} {:.3f} s after{}",
                 world_.rank(), iteration, t_begun - t0,
                 background ? "staged" : "written and committed", wtime() - t_begun,
-                !levels ? "" : fmt::format(" (levels: local{}{})", partner ? ", partner" : "",
-                                           flush ? ", shared" : ""));
+                !levels ? ""
+                        : fmt::format(" (levels: local{}{})", partner ? ", partner" : "",
+                                      flush ? ", shared" : ""));
   note_checkpoint(wtime() - t0);  // the schedule's measured cost (PCM_CHECKPOINT_MTBF)
 }
 

@@ -109,14 +109,14 @@ json Manifest::to_json() const {
     json sh = json::array();
     for (const auto& r : shards) sh.push_back(r.to_json());
     json j{{"format", "pcm-checkpoint-2"},
-                {"job", job},
-                {"iteration", iteration},
-                {"nprocs", nprocs},
-                {"layout", layout},
-                {"bytes", file_size},
-                {"chunk", kShardChunk},
-                {"checksum", "xxh3-64"},
-                {"shards", sh}};
+           {"job", job},
+           {"iteration", iteration},
+           {"nprocs", nprocs},
+           {"layout", layout},
+           {"bytes", file_size},
+           {"chunk", kShardChunk},
+           {"checksum", "xxh3-64"},
+           {"shards", sh}};
     if (!levels.empty()) {
       j["levels"] = json::array();
       for (const auto& l : levels) j["levels"].push_back(l.to_json());

@@ -86,7 +86,9 @@ TEST(CheckpointLevels, CommitChecksOnlyTheSharedShards) {
   std::vector<char> image;
   const ShardRecord r0 = image_shard(ShardHeader{"j", 4, 0, 1}, {item}, image);
   // Said to be on the shared level, but not there: no version.
-  EXPECT_EQ(code_of([&] { cp.commit_shards("j", 4, 1, nullptr, {r0}, {ShardLevels{"h1", "", true}}); }),
+  EXPECT_EQ(code_of([&] {
+              cp.commit_shards("j", 4, 1, nullptr, {r0}, {ShardLevels{"h1", "", true}});
+            }),
             PCM_ERR_REFUSED);
   EXPECT_EQ(code_of([&] {
               cp.commit_shards("j", 4, 1, nullptr, {r0},
