@@ -99,8 +99,12 @@ void post_pieces(std::vector<MPI_Request>& reqs, char* data, std::size_t size, i
 }
 }  // namespace
 
-void exchange_images(MPI_Comm comm, const LevelPlan& plan, const std::vector<char>& mine,
+void exchange_images(MPI_Comm world, const LevelPlan& plan, const std::vector<char>& mine,
                      std::vector<std::pair<int, std::vector<char>>>& kept) {
+  // A communicator of its own: no message of the application's can match these.
+  mpi::Comm own;
+  mpi_check(MPI_Comm_dup(world, own.out()), "MPI_Comm_dup");
+  const MPI_Comm comm = own.get();
   kept.resize(plan.keeps.size());
   std::vector<unsigned long long> sizes(plan.keeps.size());
   unsigned long long my_size = mine.size();

@@ -43,8 +43,9 @@ struct LevelPlan {
 LevelPlan plan_levels(const HostMap& hosts, int rank, const std::string& local_dir,
                       const std::string& job, std::int64_t iteration, int use_partner, bool flush);
 
-// Sends this rank's shard image to its partner and receives those it keeps (point to point over
-// comm, completed before returning). Throws pcm::Error on an MPI failure.
+// Sends this rank's shard image to its partner and receives those it keeps (point to point, on a
+// duplicate of comm: collective over comm; completed before returning). Throws pcm::Error on an
+// MPI failure.
 void exchange_images(MPI_Comm comm, const LevelPlan& plan, const std::vector<char>& mine,
                      std::vector<std::pair<int, std::vector<char>>>& kept);
 
