@@ -46,6 +46,14 @@ std::vector<std::string> Runtime::locate_levels(const json& manifest, const std:
       fail(PCM_ERR_CORRUPT, "version {} has levels for {} of {} shards", restart_.iteration,
            levels.size(), n);
   }
+  // Refused, not marked bad: the copies may well be there, for processes that look for them.
+  if (base.empty())
+    for (std::size_t s = 0; s < n; ++s)
+      if (!levels[s].shared)
+        fail(PCM_ERR_ARG,
+             "version {} has shards on the hosts' local levels (rank {}: {}); restart with "
+             "PCM_CHECKPOINT_LOCAL_DIR set as when it was written",
+             restart_.iteration, s, describe(levels[s]));
   const double t0 = wtime();
   const HostMap hosts = host_map(world_.comm());
   const int me = world_.rank(), size = world_.size();
