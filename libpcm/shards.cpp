@@ -203,6 +203,7 @@ void Runtime::write_version(int iteration, double t0) {
         plan_levels(host_map(world_.comm()), world_.rank(), settings_.checkpoint_local_dir, job_,
                     iteration, settings_.checkpoint_partner, where.value("flush", true));
   const bool flush = !task.levels || task.levels->flush;
+  double t_image = 0, t_exchanged = 0;  // levels: the image made, and exchanged with the partner
   const bool partner = task.levels && task.levels->partner >= 0;
   auto start = [&] {
     if (background) {
@@ -224,7 +225,9 @@ void Runtime::write_version(int iteration, double t0) {
         shard_writer_.image_record() = image_shard(task.header, task.items, shard_writer_.image());
     });
     if (levels) {
+      t_image = wtime();
       exchange_images(world_.comm(), *task.levels, shard_writer_.image(), shard_writer_.kept());
+      t_exchanged = wtime();
       task.items.clear();
       task.maps.clear();
       agreed(world_.comm(), start);
@@ -241,8 +244,9 @@ void Runtime::write_version(int iteration, double t0) {
                 world_.rank(), iteration, t_begun - t0,
                 background ? "staged" : "written and committed", wtime() - t_begun,
                 !levels ? ""
-                        : fmt::format(" (levels: local{}{})", partner ? ", partner" : "",
-                                      flush ? ", shared" : ""));
+                        : fmt::format(" (levels: local{}{}; image {:.3f} s, exchange {:.3f} s)",
+                                      partner ? ", partner" : "", flush ? ", shared" : "",
+                                      t_image - t_begun, t_exchanged - t_image));
   note_checkpoint(wtime() - t0);  // the schedule's measured cost (PCM_CHECKPOINT_MTBF)
 }
 
