@@ -24,9 +24,9 @@ ShardLevels ShardLevels::from_json(const json& j) {
   auto name = [&](const char* key) {
     auto it = j.find(key);
     if (it == j.end() || it->is_null()) return std::string();
-    if (!it->is_string() || !proto::valid_name(it->get<std::string>()))
-      fail(PCM_ERR_ARG, "levels: '{}' must be a host name (1-{} of A-Z a-z 0-9 . _ -)", key,
-           proto::kMaxName);
+    if (!it->is_string() || !proto::valid_host(it->get<std::string>()))
+      fail(PCM_ERR_ARG, "levels: '{}' must be a host name (1-{} of A-Z a-z 0-9 . -)", key,
+           proto::kMaxHost);
     return it->get<std::string>();
   };
   l.host = name("host");

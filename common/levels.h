@@ -21,7 +21,7 @@ struct ShardLevels {
     return host == o.host && partner == o.partner && shared == o.shared;
   }
   nlohmann::json to_json() const;
-  // Host names: 1..proto::kMaxName of [A-Za-z0-9._-]; a copy on no level at all is refused.
+  // Host names: as proto::valid_host; a copy on no level at all is refused.
   // Throws pcm::Error(PCM_ERR_ARG).
   static ShardLevels from_json(const nlohmann::json& j);
 };

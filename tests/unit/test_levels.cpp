@@ -122,10 +122,13 @@ TEST(CheckpointLevels, LevelsFromTheWireAreChecked) {
   EXPECT_EQ(ShardLevels::from_json(json{{"host", "a"}, {"shared", false}}),
             (ShardLevels{"a", "", false}));
   EXPECT_EQ(ShardLevels::from_json(json{{"shared", true}}), (ShardLevels{"", "", true}));
+  const std::string fqdn = std::string(90, 'n') + ".cluster.example.org";  // longer than a key
+  EXPECT_EQ(ShardLevels::from_json(json{{"partner", fqdn}, {"shared", false}}).partner, fqdn);
   for (const json& bad :
        {json{{"shared", false}}, json{{"host", "a"}}, json{{"host", "../x"}, {"shared", true}},
         json{{"host", 3}, {"shared", true}}, json{{"partner", ""}, {"shared", false}},
-        json{{"host", std::string(65, 'a')}, {"shared", true}}, json::array()})
+        json{{"host", std::string(256, 'a')}, {"shared", true}},
+        json{{"host", "a_b"}, {"shared", true}}, json::array()})
     EXPECT_EQ(code_of([&] { ShardLevels::from_json(bad); }), PCM_ERR_ARG) << bad.dump();
   // In a shard_done request.
   json req{{"job", "j"},
