@@ -338,12 +338,15 @@ ShardDone ShardDone::from_json(const json& j) {
   r.size = rank_of(j, "size", 1);
   r.error = opt_string(j, "error", 2000);
   r.retry = get_bool(j, "retry", false);
+  if (auto it = j.find("levels"); it != j.end() && !it->is_null())
+    r.levels = detail::ShardLevels::from_json(*it);
   return r;
 }
 json ShardDone::to_json() const {
   json j{{"job", job}, {"iteration", iteration}, {"rank", rank}, {"size", size}};
   put(j, "error", error);
   if (retry) j["retry"] = true;
+  if (levels) j["levels"] = levels->to_json();
   return j;
 }
 

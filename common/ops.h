@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "levels.h"
 #include "protocol.h"
 
 namespace pcm::ops {
@@ -314,6 +315,8 @@ struct ShardDone {
   int size = 0;
   std::optional<std::string> error;  // the rank's shard could not be written
   bool retry = false;
+  // Where the shard's copies are (checkpoint levels); absent: in the version's directory only.
+  std::optional<detail::ShardLevels> levels;
   static ShardDone from_json(const json& j);
   json to_json() const;
 };

@@ -345,14 +345,21 @@ ShardRecord image_shard(const ShardHeader& header, const std::vector<ShardItem>&
   ShardRecord rec;
   rec.rank = header.rank;
   rec.file = shard_file_name(header.rank);
+  // The in-memory file grows by one increment at a time, each a realloc that may copy it: one
+  // increment of the data's size (plus room for the metadata) makes it one allocation.
+  std::uint64_t bytes = 0;
+  for (const ShardItem& it : items)
+    for (const auto& p : it.pieces) bytes += p.bytes;
   H5Id fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
-  H5Pset_fapl_core(fapl.get(), 1 << 20, 0);
+  H5Pset_fapl_core(fapl.get(), static_cast<std::size_t>(bytes + (std::uint64_t{4} << 20)), 0);
   hid_t raw = H5I_INVALID_HID;
   rec.datasets = lay_out(rec.file, fapl.get(), header, items, &raw);
   H5Id file(raw, H5Fclose);
   ssize_t n = H5Fget_file_image(file.get(), nullptr, 0);
   if (n < 0) fail(PCM_ERR_INTERNAL, "cannot size the shard's image");
-  image.assign(static_cast<std::size_t>(n), '\0');
+  // Every byte is written below (by HDF5, then the data): no need to clear the memory, which is
+  // kept from one version to the next by the levels' writer.
+  image.resize(static_cast<std::size_t>(n));
   if (H5Fget_file_image(file.get(), image.data(), image.size()) != n)
     fail(PCM_ERR_INTERNAL, "cannot copy the shard's image");
   copy_in(items, rec.datasets, [&](const char* p, std::uint64_t len, std::uint64_t at) {

@@ -233,6 +233,16 @@ class Runtime {
   void settle_checkpoint();
   void settle_quietly(const char* before);
   void read_version(const nlohmann::json& info);
+  // Checkpoint levels (restart_levels.cpp): per old rank, the verified copy of its shard on this
+  // host's local level ("": read it from the version's directory, dir), a copy only some host
+  // holds first copied into dir; throws PCM_ERR_CORRUPT when a shard is on no level these
+  // processes can read. Collective; the same answer everywhere but for the paths.
+  std::vector<std::string> locate_levels(const nlohmann::json& manifest, const std::string& dir,
+                                         bool direct, const std::vector<ShardRecord>& shards);
+  // Per old rank's shard, which processes read it (by their rank), from the maps in rank 0's
+  // shard (at path shard0): all read rank 0's; the others as the arrays' plans say.
+  std::vector<std::vector<bool>> readers_of_shards(const std::string& shard0,
+                                                   const std::vector<ShardRecord>& shards);
 
   // Lifecycle.
   Phase phase_ = Phase::kUninit;
@@ -282,6 +292,9 @@ class Runtime {
 
   // This process's shard of the version in flight, written in the background.
   ShardWriter shard_writer_;
+  // Checkpoint levels: the versions rank 0 has written in this run (the first and every
+  // PCM_CHECKPOINT_FLUSH_EVERY-th go to the shared level).
+  long level_versions_ = 0;
 
   Retirement retirement_;
   DirectStore direct_store_;  // PCM_Store's keys written here (restart.cpp)

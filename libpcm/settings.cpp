@@ -36,6 +36,15 @@ Settings Settings::from_env() {
   env_long("PCM_OVERLAP", 0, 0, 1);  // used before MPI_Init (overlap_requested); checked here
   s.checkpoint_direct = env_long("PCM_CHECKPOINT_DIRECT", 1, 0, 1) == 1;
   s.checkpoint_async = env_long("PCM_CHECKPOINT_ASYNC", 1, 0, 1) == 1;
+  if (const char* d = std::getenv("PCM_CHECKPOINT_LOCAL_DIR"); d && *d) {
+    s.checkpoint_local_dir = d;
+    if (d[0] != '/' || s.checkpoint_local_dir.size() > 3000)
+      fail(PCM_ERR_ARG, "PCM_CHECKPOINT_LOCAL_DIR={} is not an absolute path", d);
+    while (s.checkpoint_local_dir.size() > 1 && s.checkpoint_local_dir.back() == '/')
+      s.checkpoint_local_dir.pop_back();
+  }
+  s.checkpoint_flush_every = env_long("PCM_CHECKPOINT_FLUSH_EVERY", 4, 1, 1000000);
+  s.checkpoint_partner = static_cast<int>(env_long("PCM_CHECKPOINT_PARTNER", -1, 0, 1));
   if (const char* h = std::getenv("PCM_TEST_SHARD_HOLD")) {
     const std::string text = h;
     const auto colon = text.find(':');

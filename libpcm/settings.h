@@ -21,6 +21,14 @@ struct Settings {
   // PCM_CHECKPOINT_ASYNC: PCM_Checkpoint returns once the registered data is copied, and the
   // shards are written and committed in the background (0: the call waits for the commit).
   bool checkpoint_async = true;
+  // Checkpoint levels (levels.h). PCM_CHECKPOINT_LOCAL_DIR: an absolute directory on each host
+  // (a tmpfs or a local disk) that turns levels on ("": off, every version on the shared level
+  // as without levels). PCM_CHECKPOINT_FLUSH_EVERY=k: the first version of a run and every k-th
+  // also go to the shared level. PCM_CHECKPOINT_PARTNER: 1, each shard is also kept by a rank on
+  // another host; 0, not; unset (-1): 1 when the job's ranks are on more than one host.
+  std::string checkpoint_local_dir;
+  long checkpoint_flush_every = 4;
+  int checkpoint_partner = -1;
   // PCM_TEST_SHARD_FAIL=ITERATION:RANK, for the tests: that rank's shard of that version fails
   // as a write would (-1: none).
   long test_fail_iteration = -1;

@@ -31,13 +31,17 @@ void ShardWriter::open_link(const std::string& config_path, int reconnect_ms) {
 
 void ShardWriter::write_and_report(const ShardTask& task) {
   const ShardHeader& h = task.header;
-  ops::ShardDone done{h.job, h.iteration, h.rank, h.nprocs, std::nullopt, false};
+  ops::ShardDone done{h.job, h.iteration, h.rank, h.nprocs, std::nullopt, false, std::nullopt};
   std::string record;
   const Outcome wrote = attempt([&] {
     if (task.fail_for_test)
       fail(PCM_ERR_INTERNAL, "PCM_TEST_SHARD_FAIL: the shard of rank {} failed on purpose", h.rank);
     ShardRecord rec;
-    if (task.direct && holds_token(task.dir, task.token)) {
+    if (task.levels) {
+      rec = write_levels(task);
+      const LevelPlan& l = *task.levels;
+      done.levels = ShardLevels{l.host, l.partner_host, l.flush};
+    } else if (task.direct && holds_token(task.dir, task.token)) {
       rec = write_shard(task.dir, h, task.items);
     } else {
       std::vector<char> image;
@@ -58,6 +62,24 @@ void ShardWriter::write_and_report(const ShardTask& task) {
   if (!wrote.ok()) throw Error(wrote.code, wrote.msg);
 }
 
+ShardRecord ShardWriter::write_levels(const ShardTask& task) {
+  const LevelPlan& l = *task.levels;
+  const ShardHeader& h = task.header;
+  // Versions older than the two before this one go first: the local level holds few.
+  prune_local(l.job_dir, h.iteration);
+  write_file_synced(l.dir, shard_file_name(h.rank), image_.data(), image_.size());
+  for (const auto& [rank, bytes] : kept_)
+    write_file_synced(l.dir, partner_file_name(rank), bytes.data(), bytes.size());
+  if (l.flush) {
+    if (task.direct && holds_token(task.dir, task.token))
+      write_file_synced(task.dir, shard_file_name(h.rank), image_.data(), image_.size());
+    else
+      link_.request(ops::request(ops::ShardPut{h.job, h.iteration, h.rank}), image_.data(),
+                    image_.size(), task.timeout_ms);
+  }
+  return image_record_;
+}
+
 Outcome ShardWriter::write_now(ShardTask task, const std::string& config_path, int reconnect_ms) {
   if (in_flight_) fail(PCM_ERR_INTERNAL, "a version is in flight");
   return attempt([&] {
@@ -69,6 +91,13 @@ Outcome ShardWriter::write_now(ShardTask task, const std::string& config_path, i
 void ShardWriter::start(ShardTask task, const std::string& config_path, int reconnect_ms) {
   if (in_flight_) fail(PCM_ERR_INTERNAL, "a version is in flight");
   open_link(config_path, reconnect_ms);
+  if (task.levels) {  // the bytes are in image() and kept() already
+    in_flight_ = task.header.iteration;
+    outcome_ = {};
+    thread_ = std::thread(
+        [this, task = std::move(task)] { outcome_ = attempt([&] { write_and_report(task); }); });
+    return;
+  }
   std::uint64_t total = 0;
   for (const ShardItem& it : task.items)
     for (const auto& p : it.pieces) total += p.bytes;
@@ -107,6 +136,8 @@ void ShardWriter::close() {
   if (link_.is_open()) link_.close();
   staging_.reset();
   staging_bytes_ = 0;
+  std::vector<char>().swap(image_);
+  kept_.clear();
 }
 
 }  // namespace pcm::detail

@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "checkpoint_levels.h"
 #include "daemon_link.h"
 #include "mpi_util.h"
 #include "shard.h"
@@ -30,6 +31,9 @@ struct ShardTask {
   std::string hold_for_test;      // PCM_TEST_SHARD_HOLD: report once this file is gone
   std::vector<ShardItem> items;   // pointing into the application's buffers, or into staging
   std::vector<std::string> maps;  // bytes some items point into (reserved: they never move)
+  // Checkpoint levels: where the shard goes (the writer's image() and kept() hold the bytes and
+  // image_record() their record; items are then not used).
+  std::optional<LevelPlan> levels;
 };
 
 class ShardWriter {
@@ -52,11 +56,20 @@ class ShardWriter {
   Outcome finish();
   // Waits for anything in flight, closes the link to pcmd and frees the staging memory.
   void close();
+  // Checkpoint levels: the shard's image and record, and the partner images this process keeps,
+  // filled by the caller while nothing is in flight, then written by the task (kept from one
+  // version to the next, so that only the first fill touches new pages).
+  std::vector<char>& image() { return image_; }
+  ShardRecord& image_record() { return image_record_; }
+  std::vector<std::pair<int, std::vector<char>>>& kept() { return kept_; }
 
  private:
   void open_link(const std::string& config_path, int reconnect_ms);
   // Writes task's shard (into its directory, or through pcmd) and reports it (shard_done).
   void write_and_report(const ShardTask& task);
+  // Checkpoint levels: the image into the local directory, the partner images beside it, and on
+  // a flush also into the version's directory (or through pcmd); returns the record.
+  ShardRecord write_levels(const ShardTask& task);
 
   DaemonLink link_;  // used by one thread at a time: the caller's, or the writer's
   std::thread thread_;
@@ -67,6 +80,9 @@ class ShardWriter {
   };
   std::unique_ptr<char, FreeDeleter> staging_;  // alloc_for_exchange: huge pages
   std::uint64_t staging_bytes_ = 0;
+  std::vector<char> image_;
+  ShardRecord image_record_;
+  std::vector<std::pair<int, std::vector<char>>> kept_;
 };
 
 }  // namespace pcm::detail

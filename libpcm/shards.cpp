@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "buffer.h"
+#include "checkpoint_levels.h"
 #include "error.h"
 #include "ops.h"
 #include "protocol.h"
@@ -27,15 +28,18 @@ namespace {
 // process sees them, else through pcmd.
 class VersionSource {
  public:
+  // paths: per rank, the shard's copy on this host's local level ("": none).
   VersionSource(DaemonLink& link, std::string job, std::int64_t iteration, int timeout_ms,
-                std::string dir, std::vector<ShardRecord> shards, bool direct)
+                std::string dir, std::vector<ShardRecord> shards, bool direct,
+                std::vector<std::string> paths)
       : link_(link),
         job_(std::move(job)),
         iteration_(iteration),
         timeout_ms_(timeout_ms),
         dir_(std::move(dir)),
         shards_(std::move(shards)),
-        direct_(direct) {}
+        direct_(direct),
+        paths_(std::move(paths)) {}
 
   // The dataset (rank, key), checked against what the application registered.
   const ShardDataset& dataset(int rank, const std::string& key) const {
@@ -52,10 +56,13 @@ class VersionSource {
   void read(int rank, const ShardDataset& d, std::uint64_t first, std::uint64_t n, void* out) {
     if (n == 0) return;
     try {
-      if (direct_) {
-        const ShardRecord file = shards_[static_cast<std::size_t>(rank)].holding(d);
-        auto& r = readers_[file.file];
-        if (!r) r = std::make_unique<ShardReader>(dir_ + "/" + file.file, file);
+      const std::size_t k = static_cast<std::size_t>(rank);
+      const bool local = k < paths_.size() && !paths_[k].empty() && d.file.empty();
+      if (direct_ || local) {
+        const ShardRecord file = shards_[k].holding(d);
+        const std::string path = local ? paths_[k] : dir_ + "/" + file.file;
+        auto& r = readers_[path];
+        if (!r) r = std::make_unique<ShardReader>(path, file);
         r->read(d, first, n, out);
         return;
       }
@@ -107,7 +114,8 @@ class VersionSource {
   std::string dir_;
   std::vector<ShardRecord> shards_;
   bool direct_;
-  std::map<std::string, std::unique_ptr<ShardReader>> readers_;  // by file
+  std::vector<std::string> paths_;
+  std::map<std::string, std::unique_ptr<ShardReader>> readers_;  // by path
   std::map<std::pair<int, std::string>, std::vector<char>> fetched_;
 };
 
@@ -160,12 +168,18 @@ std::vector<ShardItem> shard_items(const Registry& registry, int rank, int size,
 
 void Runtime::write_version(int iteration, double t0) {
   json where;
+  const bool levels = !settings_.checkpoint_local_dir.empty();
   agreed(world_.comm(), [&] {
-    if (world_.rank() == 0)
-      where = link_
-                  .request(ops::request(ops::CheckpointBegin{job_, iteration}), nullptr, 0,
-                           settings_.data_timeout_ms)
-                  .header;
+    if (world_.rank() != 0) return;
+    where = link_
+                .request(ops::request(ops::CheckpointBegin{job_, iteration}), nullptr, 0,
+                         settings_.data_timeout_ms)
+                .header;
+    if (levels) {  // rank 0 counts for all: a process spawned later has counted nothing
+      ++level_versions_;
+      where["flush"] =
+          level_versions_ == 1 || level_versions_ % settings_.checkpoint_flush_every == 0;
+    }
   });
   where = bcast_json(where, 0, world_.comm());
   const double t_begun = wtime();
@@ -184,17 +198,40 @@ void Runtime::write_version(int iteration, double t0) {
   if (iteration == settings_.test_hold_iteration && world_.rank() == settings_.test_hold_rank)
     task.hold_for_test = settings_.test_hold_file;
   const bool background = settings_.checkpoint_async;
+  if (levels)
+    task.levels =
+        plan_levels(host_map(world_.comm()), world_.rank(), settings_.checkpoint_local_dir, job_,
+                    iteration, settings_.checkpoint_partner, where.value("flush", true));
+  const bool flush = !task.levels || task.levels->flush;
+  double t_image = 0, t_exchanged = 0;  // levels: the image made, and exchanged with the partner
+  const bool partner = task.levels && task.levels->partner >= 0;
+  auto start = [&] {
+    if (background) {
+      shard_writer_.start(std::move(task), default_config_path(), settings_.reconnect_ms);
+    } else {
+      const Outcome o =
+          shard_writer_.write_now(std::move(task), default_config_path(), settings_.reconnect_ms);
+      if (!o.ok()) throw Error(o.code, o.msg);
+    }
+  };
   try {
     agreed(world_.comm(), [&] {
       task.items = shard_items(registry_, world_.rank(), world_.size(), &task.maps);
-      if (background) {
-        shard_writer_.start(std::move(task), default_config_path(), settings_.reconnect_ms);
-      } else {
-        const Outcome o =
-            shard_writer_.write_now(std::move(task), default_config_path(), settings_.reconnect_ms);
-        if (!o.ok()) throw Error(o.code, o.msg);
-      }
+      // Levels: the shard's image is made here, in the caller's thread, so that it can go to the
+      // partner over MPI before the call returns (the writer thread makes no MPI call).
+      if (!levels)
+        start();
+      else
+        shard_writer_.image_record() = image_shard(task.header, task.items, shard_writer_.image());
     });
+    if (levels) {
+      t_image = wtime();
+      exchange_images(world_.comm(), *task.levels, shard_writer_.image(), shard_writer_.kept());
+      t_exchanged = wtime();
+      task.items.clear();
+      task.maps.clear();
+      agreed(world_.comm(), start);
+    }
   } catch (const Error&) {
     // Not started everywhere: the ranks that did finish theirs (pcmd never commits the version:
     // a rank did not report), so that every rank has the same nothing in flight.
@@ -203,9 +240,13 @@ void Runtime::write_version(int iteration, double t0) {
   }
   // Written now: the last rank's report was answered by the commit, so once the agreement above
   // is over the version exists (or every rank throws the reason why not).
-  plog()->debug("[rank {}] checkpoint {}: begun in {:.3f} s, shard {} {:.3f} s after",
+  plog()->debug("[rank {}] checkpoint {}: begun in {:.3f} s, shard {} {:.3f} s after{}",
                 world_.rank(), iteration, t_begun - t0,
-                background ? "staged" : "written and committed", wtime() - t_begun);
+                background ? "staged" : "written and committed", wtime() - t_begun,
+                !levels ? ""
+                        : fmt::format(" (levels: local{}{}; image {:.3f} s, exchange {:.3f} s)",
+                                      partner ? ", partner" : "", flush ? ", shared" : "",
+                                      t_image - t_begun, t_exchanged - t_image));
   note_checkpoint(wtime() - t0);  // the schedule's measured cost (PCM_CHECKPOINT_MTBF)
 }
 
@@ -273,24 +314,35 @@ void Runtime::resume_restarted() {
 void Runtime::read_version(const json& info) {
   NewBuffers fresh;
   std::vector<Distribution> maps;
-  agreed(world_.comm(), [&] {
-    const json& m = info.at("manifest");
-    const std::string dir = info.at("dir").get<std::string>();
-    std::vector<ShardRecord> shards;
+  const json& m = info.at("manifest");
+  const std::string dir = info.at("dir").get<std::string>();
+  std::vector<ShardRecord> shards;
+  bool direct = false;
+  std::vector<std::string> paths;  // per old rank, a copy on this host's local level ("": none)
+  auto prepare = [&] {
     for (const auto& r : m.at("shards")) shards.push_back(ShardRecord::from_json(r));
     if (static_cast<int>(shards.size()) != restart_.nprocs)
       fail(PCM_ERR_CORRUPT, "version {} has {} shards for {} processes", restart_.iteration,
            shards.size(), restart_.nprocs);
     // This process reads the files itself when it sees the very manifest pcmd holds.
-    bool direct = false;
     if (settings_.checkpoint_direct) {
       std::ifstream in(dir + "/manifest.json");
       std::stringstream text;
       text << in.rdbuf();
       direct = in && json::parse(text.str(), nullptr, false) == m;
     }
+  };
+  // Checkpoint levels: which level each shard is read from (a copy only a host holds goes into
+  // the version's directory first, when the other hosts need it), agreed before anyone reads.
+  const bool levels = m.contains("levels") || !settings_.checkpoint_local_dir.empty();
+  if (levels) {
+    agreed(world_.comm(), prepare);
+    agreed(world_.comm(), [&] { paths = locate_levels(m, dir, direct, shards); });
+  }
+  agreed(world_.comm(), [&] {
+    if (!levels) prepare();
     VersionSource src(link_, job_, restart_.iteration, settings_.data_timeout_ms, dir,
-                      std::move(shards), direct);
+                      std::move(shards), direct, paths);
     const Registry& reg = registry_;
     for (const Item* i : reg.of(ItemKind::kValue))
       src.read_item(0, Registry::key(*i), i->type, static_cast<std::uint64_t>(i->count), i->value);

@@ -108,15 +108,20 @@ json Manifest::to_json() const {
   if (format == 2) {
     json sh = json::array();
     for (const auto& r : shards) sh.push_back(r.to_json());
-    return json{{"format", "pcm-checkpoint-2"},
-                {"job", job},
-                {"iteration", iteration},
-                {"nprocs", nprocs},
-                {"layout", layout},
-                {"bytes", file_size},
-                {"chunk", kShardChunk},
-                {"checksum", "xxh3-64"},
-                {"shards", sh}};
+    json j{{"format", "pcm-checkpoint-2"},
+           {"job", job},
+           {"iteration", iteration},
+           {"nprocs", nprocs},
+           {"layout", layout},
+           {"bytes", file_size},
+           {"chunk", kShardChunk},
+           {"checksum", "xxh3-64"},
+           {"shards", sh}};
+    if (!levels.empty()) {
+      j["levels"] = json::array();
+      for (const auto& l : levels) j["levels"].push_back(l.to_json());
+    }
+    return j;
   }
   json ds = json::array();
   for (const auto& d : datasets)
@@ -148,6 +153,10 @@ Manifest Manifest::from_json(const json& j) {
         fail(PCM_ERR_ARG, "manifest values out of range");
       for (int r = 0; r < m.nprocs; ++r)
         if (m.shards[r].rank != r) fail(PCM_ERR_ARG, "manifest's shards are not ranks 0..n-1");
+      if (j.contains("levels")) {
+        for (const auto& l : j.at("levels")) m.levels.push_back(ShardLevels::from_json(l));
+        if (m.levels.size() != m.shards.size()) fail(PCM_ERR_ARG, "manifest's levels are not n");
+      }
       return m;
     }
     if (j.at("format") != "pcm-checkpoint-1") fail(PCM_ERR_ARG, "unknown manifest format");
@@ -387,6 +396,7 @@ VersionStatus Checkpoints::verify(const std::string& job, std::int64_t iteration
     }
     for (const auto& r : m->shards)
       for (const auto& [file, want] : r.files()) {
+        if (!m->on_shared(static_cast<std::size_t>(r.rank))) break;  // on the hosts' levels
         auto size = fs::file_size(dir / file, ec);
         if (ec) {
           v.why = fmt::format("shard {} missing", file);
@@ -498,6 +508,8 @@ std::vector<std::int64_t> Checkpoints::prune(const std::string& job, std::size_t
                                              std::optional<std::int64_t> known_valid) {
   if (keep < 1) fail(PCM_ERR_ARG, "prune must keep at least one version");
   const std::int64_t newest = newest_valid(job, known_valid).value_or(-1);
+  // With checkpoint levels, the newest version a lost host cannot take away stays too.
+  const std::int64_t shared = newest_shared(job).value_or(-1);
   std::vector<std::int64_t> removed;
   std::error_code ec;
   // A data file without a manifest is no version (a commit that died between its two renames):
@@ -517,7 +529,7 @@ std::vector<std::int64_t> Checkpoints::prune(const std::string& job, std::size_t
   fs::path dir = root_ / "checkpoints" / job;
   remove_matching(dir, tmp_name);
   for (std::size_t i = keep; i < versions.size(); ++i) {
-    if (versions[i] == newest) continue;
+    if (versions[i] == newest || versions[i] == shared) continue;
     // Manifest first: without it the data is no version, even if pcmd dies right here.
     fs::remove(manifest_file(job, versions[i]), ec);
     const fs::path vdir = version_dir(job, versions[i]);

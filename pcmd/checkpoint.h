@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "levels.h"
 #include "shard.h"
 #include "store.h"
 
@@ -47,6 +48,10 @@ struct Manifest {
   std::uint32_t file_crc = 0;
   std::vector<DatasetInfo> datasets;  // format 1
   std::vector<ShardRecord> shards;    // format 2, by rank (file_size: their sum)
+  // Format 2 with checkpoint levels: where each rank's shard has copies (empty: every shard is in
+  // the version's directory, as without levels). A shard not on the shared level is not there.
+  std::vector<ShardLevels> levels;
+  bool on_shared(std::size_t rank) const { return levels.empty() || levels.at(rank).shared; }
 
   nlohmann::json to_json() const;
   static Manifest from_json(const nlohmann::json& j);  // throws pcm::Error(PCM_ERR_ARG)
@@ -91,13 +96,19 @@ class Checkpoints {
   // temporary directory (not synced: it only has to outlive pcmd, not the machine), so that a
   // pcmd that restarts before the last report can still commit the version. kept_records: those
   // kept so far; nullopt when the version is not being made (no temporary directory).
-  void keep_record(const std::string& job, std::int64_t iteration, const ShardRecord& record);
-  std::optional<std::vector<ShardRecord>> kept_records(const std::string& job,
-                                                       std::int64_t iteration) const;
+  // levels: where the shard's copies are, when the rank said (checkpoint levels).
+  using KeptRecord = std::pair<ShardRecord, std::optional<ShardLevels>>;
+  void keep_record(const std::string& job, std::int64_t iteration, const ShardRecord& record,
+                   const std::optional<ShardLevels>& levels = std::nullopt);
+  std::optional<std::vector<KeptRecord>> kept_records(const std::string& job,
+                                                      std::int64_t iteration) const;
   // Makes the version from the shards the ranks wrote (one per rank 0..nprocs-1, each present
   // with its recorded size); the bytes are not read. Throws pcm::Error; on failure nothing counts.
+  // levels: per rank, where its shard's copies are (empty: all in the version's directory); only
+  // the shards on the shared level must be in the directory.
   Manifest commit_shards(const std::string& job, std::int64_t iteration, int nprocs,
-                         const nlohmann::json& layout, std::vector<ShardRecord> shards);
+                         const nlohmann::json& layout, std::vector<ShardRecord> shards,
+                         std::vector<ShardLevels> levels = {});
   // A reader found the version's data damaged: it is never used again (format 2 only; a
   // format-1 version is verified whole before use).
   void mark_bad(const std::string& job, std::int64_t iteration, const std::string& why);
@@ -117,7 +128,8 @@ class Checkpoints {
   // The newest version that verifies.
   std::optional<Manifest> latest_valid(const std::string& job) const;
 
-  // Removes all but the `keep` newest versions (keep >= 1), never the newest valid one; returns
+  // Removes all but the `keep` newest versions (keep >= 1), never the newest valid one nor the
+  // newest valid one whose shards are all on the shared level (checkpoint levels); returns
   // the iterations removed. Manifests go first, so a crash while pruning leaves no half version
   // that could be mistaken for a whole one.
   // known_valid: a version the caller knows is valid (the one it just committed), which is
@@ -139,6 +151,8 @@ class Checkpoints {
   // The newest version that verifies, verifying newest first and stopping there.
   std::optional<std::int64_t> newest_valid(const std::string& job,
                                            std::optional<std::int64_t> known) const;
+  // The newest valid version whose shards are all on the shared level (checkpoint_shards.cpp).
+  std::optional<std::int64_t> newest_shared(const std::string& job) const;
   Manifest commit_staged(const Store& store, const std::string& job, std::int64_t iteration,
                          int nprocs, const nlohmann::json& layout);
   std::optional<Manifest> load_manifest(const std::string& job, std::int64_t iteration,

@@ -71,9 +71,11 @@ const std::regex& record_name() {
 }  // namespace
 
 void Checkpoints::keep_record(const std::string& job, std::int64_t iteration,
-                              const ShardRecord& record) {
+                              const ShardRecord& record, const std::optional<ShardLevels>& levels) {
   const fs::path tmp = tmp_dir_of(version_dir(job, iteration));
-  const std::string bytes = proto::encode(record.to_json());
+  json j = record.to_json();
+  if (levels) j["pcm_levels"] = levels->to_json();
+  const std::string bytes = proto::encode(j);
   const fs::path file = tmp / fmt::format("r{}.record", record.rank);
   std::ofstream out(file.string() + ".part", std::ios::binary | std::ios::trunc);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
@@ -82,19 +84,21 @@ void Checkpoints::keep_record(const std::string& job, std::int64_t iteration,
     fail(PCM_ERR_INTERNAL, "cannot keep the record of rank {} in {}", record.rank, tmp.string());
 }
 
-std::optional<std::vector<ShardRecord>> Checkpoints::kept_records(const std::string& job,
-                                                                  std::int64_t iteration) const {
+std::optional<std::vector<Checkpoints::KeptRecord>> Checkpoints::kept_records(
+    const std::string& job, std::int64_t iteration) const {
   const fs::path tmp = tmp_dir_of(version_dir(job, iteration));
   std::error_code ec;
   if (!fs::is_directory(tmp, ec)) return std::nullopt;
-  std::vector<ShardRecord> out;
+  std::vector<KeptRecord> out;
   for (auto it = fs::directory_iterator(tmp, ec); !ec && it != fs::directory_iterator(); ++it) {
     if (!std::regex_match(it->path().filename().string(), record_name())) continue;
     std::ifstream in(it->path(), std::ios::binary);
     const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     try {
-      out.push_back(
-          ShardRecord::from_json(proto::decode_large(bytes.data(), bytes.size(), bytes.size())));
+      const json j = proto::decode_large(bytes.data(), bytes.size(), bytes.size());
+      std::optional<ShardLevels> levels;
+      if (j.contains("pcm_levels")) levels = ShardLevels::from_json(j.at("pcm_levels"));
+      out.emplace_back(ShardRecord::from_json(j), std::move(levels));
     } catch (const std::exception&) {
       // A record cut short: that rank's report is not counted (the version is not made).
     }
@@ -103,7 +107,8 @@ std::optional<std::vector<ShardRecord>> Checkpoints::kept_records(const std::str
 }
 
 Manifest Checkpoints::commit_shards(const std::string& job, std::int64_t iteration, int nprocs,
-                                    const json& layout, std::vector<ShardRecord> shards) {
+                                    const json& layout, std::vector<ShardRecord> shards,
+                                    std::vector<ShardLevels> levels) {
   if (!proto::valid_name(job)) fail(PCM_ERR_ARG, "invalid job name '{}'", job);
   if (nprocs < 1) fail(PCM_ERR_ARG, "a version needs at least one process");
   const fs::path vdir = version_dir(job, iteration), tmp = tmp_dir_of(vdir);
@@ -115,8 +120,12 @@ Manifest Checkpoints::commit_shards(const std::string& job, std::int64_t iterati
             [](const ShardRecord& a, const ShardRecord& b) { return a.rank < b.rank; });
   if (shards.size() != static_cast<std::size_t>(nprocs))
     fail(PCM_ERR_REFUSED, "{} shards for {} processes; no version made", shards.size(), nprocs);
+  if (!levels.empty() && levels.size() != static_cast<std::size_t>(nprocs))
+    fail(PCM_ERR_REFUSED, "levels of {} shards for {} processes; no version made", levels.size(),
+         nprocs);
   Manifest m;
   m.format = 2;
+  m.levels = std::move(levels);
   m.job = job;
   m.iteration = iteration;
   m.nprocs = nprocs;
@@ -125,6 +134,10 @@ Manifest Checkpoints::commit_shards(const std::string& job, std::int64_t iterati
     const ShardRecord& sh = shards[static_cast<std::size_t>(r)];
     if (sh.rank != r) fail(PCM_ERR_REFUSED, "no shard for rank {}; no version made", r);
     for (const auto& [file, want] : sh.files()) {
+      if (!m.on_shared(static_cast<std::size_t>(r))) {
+        m.file_size += want;  // on the hosts' levels: not here
+        continue;
+      }
       auto size = fs::file_size(tmp / file, ec);
       if (ec) fail(PCM_ERR_REFUSED, "shard {} of rank {} is missing; no version made", file, r);
       if (size != want)
@@ -154,6 +167,18 @@ Manifest Checkpoints::commit_shards(const std::string& job, std::int64_t iterati
     fail(PCM_ERR_INTERNAL, "cannot rename {}: {}", tmp.string(), std::strerror(errno));
   fsync_path(vdir.parent_path(), true);
   return m;
+}
+
+std::optional<std::int64_t> Checkpoints::newest_shared(const std::string& job) const {
+  for (auto it : iterations(job)) {
+    std::string why;
+    auto m = load_manifest(job, it, &why);
+    if (!m) continue;
+    bool all = true;
+    for (std::size_t r = 0; r < m->shards.size() && all; ++r) all = m->on_shared(r);
+    if (all && verify(job, it).valid) return it;
+  }
+  return std::nullopt;
 }
 
 void Checkpoints::mark_bad(const std::string& job, std::int64_t iteration, const std::string& why) {

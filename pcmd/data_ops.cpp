@@ -2,6 +2,7 @@
 // (data_ops.h).
 #include "data_ops.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 
@@ -210,7 +211,7 @@ json DataOps::begin(const ops::CheckpointBegin& r, std::vector<char>& reply_data
   const Job& job = jobs_.find(r.job);
   // The shards of this version are reported from now on (shard_done); an earlier version that
   // never had all of them is no version (its temporary directory goes below).
-  pending_[job.name] = PendingVersion{r.iteration, job.incarnation, 0, {}, ""};
+  pending_[job.name] = PendingVersion{r.iteration, job.incarnation, 0, {}, "", {}};
   return disk_.defer({[this, name = job.name, iteration = r.iteration](std::vector<char>&) {
                         auto d = checkpoints_.begin_shards(name, iteration);
                         return json{{"ok", true}, {"dir", d.dir.string()}, {"token", d.token}};
@@ -257,10 +258,12 @@ json DataOps::shard_done(const ops::ShardDone& r, Payload data, std::vector<char
     // pcmd restarted while the version was being made: the reports it had are kept beside the
     // shards (a few small files, read here, once).
     if (auto kept = checkpoints_.kept_records(job.name, r.iteration)) {
-      PendingVersion p{r.iteration, job.incarnation, 0, {}, ""};
+      PendingVersion p{r.iteration, job.incarnation, 0, {}, "", {}};
       p.shards.resize(static_cast<std::size_t>(r.size));
-      for (auto& rec : *kept)
+      p.levels.resize(static_cast<std::size_t>(r.size));
+      for (auto& [rec, levels] : *kept)
         if (rec.rank >= 0 && rec.rank < r.size && !p.shards[static_cast<std::size_t>(rec.rank)]) {
+          p.levels[static_cast<std::size_t>(rec.rank)] = std::move(levels);
           p.shards[static_cast<std::size_t>(rec.rank)] = std::move(rec);
           ++p.reported;
         }
@@ -285,6 +288,7 @@ json DataOps::shard_done(const ops::ShardDone& r, Payload data, std::vector<char
   }
   PendingVersion& p = it->second;
   if (p.shards.empty()) p.shards.resize(static_cast<std::size_t>(r.size));
+  if (p.levels.empty()) p.levels.resize(static_cast<std::size_t>(r.size));
   if (static_cast<std::size_t>(r.size) != p.shards.size())
     fail(PCM_ERR_ARG, "rank {} reports a version of {} processes, others of {}", r.rank, r.size,
          p.shards.size());
@@ -302,11 +306,12 @@ json DataOps::shard_done(const ops::ShardDone& r, Payload data, std::vector<char
       fail(PCM_ERR_ARG, "rank {} sent the record of rank {}", r.rank, rec.rank);
     if (slot) return proto::ok_reply();  // sent twice (a retry), or kept before a restart
     try {
-      checkpoints_.keep_record(job.name, r.iteration, rec);
+      checkpoints_.keep_record(job.name, r.iteration, rec, r.levels);
     } catch (const Error& e) {
       log_->warn("job {}: {} (a restart of pcmd now would lose this version)", job.name, e.what());
     }
     slot = std::move(rec);
+    p.levels[static_cast<std::size_t>(r.rank)] = r.levels;
   }
   if (++p.reported < r.size) return proto::ok_reply();
   // The last: the version is committed now, and this reply is the commit's.
@@ -319,19 +324,25 @@ json DataOps::shard_done(const ops::ShardDone& r, Payload data, std::vector<char
   }
   std::vector<ShardRecord> shards;
   for (auto& s : done.shards) shards.push_back(std::move(*s));
-  return commit_version(job, r.iteration, r.size, job.layout, std::move(shards), false, reply_data);
+  // Older libpcm sends no levels: its shards are in the version's directory, as before levels.
+  std::vector<ShardLevels> levels;
+  if (std::any_of(done.levels.begin(), done.levels.end(), [](const auto& l) { return !!l; }))
+    for (auto& l : done.levels) levels.push_back(l.value_or(ShardLevels{}));
+  return commit_version(job, r.iteration, r.size, job.layout, std::move(shards), false, reply_data,
+                        std::move(levels));
 }
 
 json DataOps::commit_version(const Job& job, std::int64_t iteration, int size, json layout,
                              std::vector<ShardRecord> shards, bool retry,
-                             std::vector<char>& reply_data) {
+                             std::vector<char>& reply_data, std::vector<ShardLevels> levels) {
   return disk_.defer(
       {[this, name = job.name, iteration, size, layout = std::move(layout),
-        shards = std::move(shards), retry](std::vector<char>&) mutable {
+        shards = std::move(shards), retry, levels = std::move(levels)](std::vector<char>&) mutable {
          if (retry)
            if (auto done = committed_before(name, iteration)) return *done;
          const auto t0 = std::chrono::steady_clock::now();
-         Manifest m = checkpoints_.commit_shards(name, iteration, size, layout, std::move(shards));
+         Manifest m = checkpoints_.commit_shards(name, iteration, size, layout, std::move(shards),
+                                                 std::move(levels));
          const auto t1 = std::chrono::steady_clock::now();
          auto removed = checkpoints_.prune(name, keep_versions_, iteration);
          log_->debug("job {}: commit {:.3f} s, prune {:.3f} s", name,

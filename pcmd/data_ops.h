@@ -71,7 +71,7 @@ class DataOps {
   // shard_done), on the disk thread, then prunes.
   proto::json commit_version(const Job& job, std::int64_t iteration, int size, proto::json layout,
                              std::vector<ShardRecord> shards, bool retry,
-                             std::vector<char>& reply_data);
+                             std::vector<char>& reply_data, std::vector<ShardLevels> levels = {});
   // Notes a commit in the job's history, if the job is still the same run.
   std::function<void(proto::json&)> note_commit(const Job& job, bool shards);
 
@@ -90,6 +90,7 @@ class DataOps {
     int reported = 0;
     std::vector<std::optional<ShardRecord>> shards;
     std::string failed;
+    std::vector<std::optional<ShardLevels>> levels;  // by rank, as reported (checkpoint levels)
   };
   std::map<std::string, PendingVersion> pending_;
 };

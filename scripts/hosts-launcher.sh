@@ -17,6 +17,13 @@
 # Host names: each command runs in a UTS namespace of its own whose hostname is HOST, so that
 # gethostname() and MPI_Get_processor_name() inside a host say which host it is, as on a real
 # cluster (network namespaces alone leave the machine's name everywhere).
+#
+# Private local storage: when PCM_HOSTS_LOCAL_ROOT=BASE and PCM_HOSTS_LOCAL_MOUNT=DIR are set (both
+# absolute), the command also runs in a mount namespace of its own (unshare -m, propagation
+# private) in which BASE/HOST (made if missing) is bind-mounted over DIR (made if missing): every
+# host sees only its own directory at the same path, as a node-local disk or tmpfs of a real
+# node, and every process of one host launched through here sees the same one. Unset: no mount
+# namespace, as before.
 set -euo pipefail
 
 STATE_DIR=/run/pcm-hosts
@@ -53,7 +60,22 @@ if [[ ${PCM_HOSTS_PIN:-1} != 0 && $host =~ ^([a-z][a-z0-9]*[a-z])([0-9]+)$ ]]; t
   fi
 fi
 
+mount_ns=() local_src= local_dst=
+if [[ -n ${PCM_HOSTS_LOCAL_ROOT:-} || -n ${PCM_HOSTS_LOCAL_MOUNT:-} ]]; then
+  local_src=${PCM_HOSTS_LOCAL_ROOT:-} local_dst=${PCM_HOSTS_LOCAL_MOUNT:-}
+  if [[ $local_src != /* || $local_dst != /* ]]; then
+    echo "hosts-launcher.sh: PCM_HOSTS_LOCAL_ROOT and PCM_HOSTS_LOCAL_MOUNT must both be absolute" \
+      "paths (got '$local_src' and '$local_dst')" >&2
+    exit 255
+  fi
+  local_src=$local_src/$host
+  mkdir -p -m 0700 -- "$local_src" "$local_dst"
+  mount_ns=(--mount --propagation private)
+fi
+
 # unshare --uts gives the command its own hostname; written through /proc so that no hostname
 # tool is needed. exec all the way down: the pid of this script is the pid of the command.
-exec ip netns exec "$host" unshare --uts "${pin[@]}" bash -c \
-  'printf %s "$1" >/proc/sys/kernel/hostname && exec bash -c "$2"' hosts-launcher "$host" "$command_line"
+exec ip netns exec "$host" unshare --uts "${mount_ns[@]}" "${pin[@]}" bash -c \
+  'printf %s "$1" >/proc/sys/kernel/hostname &&
+   { [[ -z $3 ]] || mount --bind -- "$3" "$4"; } && exec bash -c "$2"' \
+  hosts-launcher "$host" "$command_line" "$local_src" "$local_dst"

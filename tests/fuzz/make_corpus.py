@@ -106,6 +106,9 @@ def main():
     record = pack({"rank": 0, "file": "shard_0.h5", "size": 4, "datasets": []})
     seeds["shard-done"] = frames(b"", req("shard_done", iteration=2, rank=0, size=1, **job),
                                  record)
+    seeds["shard-done-levels"] = frames(b"", req("shard_done", iteration=2, rank=0, size=1,
+                                                 levels={"host": "h1", "partner": "h2",
+                                                         "shared": False}, **job), record)
     seeds["shard-done-error"] = frames(b"", req("shard_done", iteration=2, rank=0, size=1,
                                                 error="disk full", **job))
     seeds["checkpoint-bad"] = frames(b"", req("checkpoint_bad", iteration=2, why="x", **job))

@@ -65,7 +65,12 @@ json sample(ops::Op op) {
     case ops::Op::kShardPut:
       return {{"job", "j"}, {"iteration", 1}, {"rank", 0}};
     case ops::Op::kShardDone:
-      return {{"job", "j"}, {"iteration", 1}, {"rank", 1}, {"size", 2}, {"error", "disk full"}};
+      return {{"job", "j"},
+              {"iteration", 1},
+              {"rank", 1},
+              {"size", 2},
+              {"error", "disk full"},
+              {"levels", {{"host", "h1"}, {"partner", "h2"}, {"shared", false}}}};
     case ops::Op::kStageDir:
       return job;
     case ops::Op::kStoreStaged:

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# checkpoint_levels.sh MPIEXEC PCMCTL HEAT2D_PCM HEAT2D_PLAIN — run under with_pcmd.sh. Checkpoint
+# levels on one host (no root needed; tests/multihost/levels.py loses a whole host): heat2d_pcm on
+# 2 processes with PCM_CHECKPOINT_LOCAL_DIR, a version every 10 iterations, flush every 3rd, so
+# versions 10 and 30 are also on the shared level and 20 and 40 on the local one only. Rank 0
+# holds its report of version 50 (PCM_TEST_SHARD_HOLD), so 40 stays the newest; the job is killed
+# (its process group). Restarted on 3 processes it reads version 40 from the local level; killed
+# again the same way and restarted with the local directory gone, version 40 is refused (its
+# shards are on no level left) and it restarts from 30, the last shared one. Both finish with
+# the plain run's checksum; a restart without PCM_CHECKPOINT_LOCAL_DIR is refused, naming it.
+set -uo pipefail
+mpiexec=$1 pcmctl=$2 heat=$3 plain=$4
+fail() { echo "checkpoint_levels: FAIL: $*" >&2; exit 1; }
+show() { sed 's/^/  | /' "$1" | tail -40; }
+args=(--nx 64 --ny 48 --iters 90 --commit-every 10)
+want=$("$mpiexec" -n 2 "$plain" "${args[@]}" | sed -n 's/^checksum //p')
+[ -n "$want" ] || fail "the plain run printed no checksum"
+local_dir=$PCM_TEST_DIR/local
+mkdir -p "$local_dir"
+export PCM_CHECKPOINT_LOCAL_DIR=$local_dir PCM_CHECKPOINT_FLUSH_EVERY=3 PCM_LOG_LEVEL=info
+
+# Runs the job until version 40 is its newest, then kills it (its own process group).
+run_until_40() {
+  local job=$1 out=$2 hold=$PCM_TEST_DIR/hold.$1
+  touch "$hold"
+  PCM_JOB=$job PCM_TEST_SHARD_HOLD=$hold:50:0 setsid "$mpiexec" -n 2 "$heat" "${args[@]}" \
+    >"$out" 2>&1 </dev/null &
+  local pid=$!
+  for _ in $(seq 600); do
+    "$pcmctl" checkpoints "$job" --json 2>/dev/null | python3 -c '
+import json, sys
+sys.exit(0 if 40 in [v["iteration"] for v in json.load(sys.stdin) if v["valid"]] else 1)' && break
+    kill -0 "$pid" 2>/dev/null || fail "$job ended before version 40: $(show "$out")"
+    sleep 0.1
+  done
+  kill -KILL -- "-$pid" 2>/dev/null
+  wait "$pid" 2>/dev/null
+  rm -f "$hold"
+  "$pcmctl" checkpoints "$job" --json | python3 -c '
+import json, sys
+vs = sorted(v["iteration"] for v in json.load(sys.stdin) if v["valid"])
+assert vs and vs[-1] == 40, vs' || fail "$job: version 40 is not the newest"
+  "$pcmctl" wait "$job" --ended --timeout 30 >/dev/null || fail "pcmd did not see $job end"
+}
+
+# Restarts job on 3 processes; the run must end with the plain checksum, from version $2.
+restart() {
+  local job=$1 from=$2 out=$PCM_TEST_DIR/$1.restart.out
+  PCM_JOB=$job PCM_RESTART=1 timeout 120 "$mpiexec" -n 3 "$heat" "${args[@]}" >"$out" 2>&1 \
+    </dev/null || fail "$job: the restart exited with $?: $(show "$out")"
+  grep -q "^heat2d: restarted from iteration $from " "$out" ||
+    fail "$job: not restarted from $from: $(show "$out")"
+  [ "$(sed -n 's/^checksum //p' "$out")" = "$want" ] || fail "$job: checksum differs: $(show "$out")"
+  grep -o "restart from version $from: shards read from [^(]*" "$out" | head -1
+}
+
+job=lvl-local-$$
+run_until_40 $job "$PCM_TEST_DIR/a.out"
+ls "$local_dir/$job/v00000000000000000040/r0.h5" "$local_dir/$job/v00000000000000000040/r1.h5" \
+  >/dev/null || fail "no local copies of version 40"
+[ -e "$PCM_TEST_DIR/data/checkpoints/$job/v00000000000000000040/r0.h5" ] &&
+  fail "version 40 is on the shared level, it should not be"
+r=$PCM_TEST_DIR/noenv.out
+PCM_CHECKPOINT_LOCAL_DIR= PCM_JOB=$job PCM_RESTART=1 timeout 120 "$mpiexec" -n 2 "$heat" "${args[@]}" \
+  >"$r" 2>&1 </dev/null && fail "a restart without the local directory went on: $(show "$r")"
+grep -q "restart with PCM_CHECKPOINT_LOCAL_DIR set" "$r" || fail "no word of the setting: $(show "$r")"
+line=$(restart $job 40) || exit 1
+echo "checkpoint_levels: local: $line"
+echo "$line" | grep -q "r0: local on .*, r1: local on " || fail "not read from the local level: $line"
+
+job=lvl-lost-$$
+run_until_40 $job "$PCM_TEST_DIR/b.out"
+rm -rf "${local_dir:?}/$job"
+line=$(restart $job 30) || exit 1
+echo "checkpoint_levels: local level lost: $line"
+grep -q "version 40 is damaged.*on no level" "$PCM_TEST_DIR/$job.restart.out" ||
+  fail "version 40 was not refused for its missing shards: $(show "$PCM_TEST_DIR/$job.restart.out")"
+echo "checkpoint_levels: ok"
