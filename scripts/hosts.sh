@@ -92,8 +92,8 @@ need_root() {
   command -v ip >/dev/null || skip "the ip command (iproute2) is not installed"
 }
 
-ns_exists() { ip netns list 2>/dev/null | awk '{print $1}' | grep -qx -- "$1"; }
-link_exists() { ip link show dev "$1" >/dev/null 2>&1; }
+# shellcheck source=netns_lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/netns_lib.sh"
 
 # Hosts recorded in the state file, or else the namespaces named P<digits> (an interrupted `up`
 # writes the state first, so this fallback only matters if the state file itself was lost).
@@ -193,20 +193,9 @@ do_up() {
 
 do_down() {
   need_root
-  local h pids
+  local h
   for h in $(recorded_hosts); do
-    if ns_exists "$h"; then
-      pids=$(ip netns pids "$h" 2>/dev/null || true)
-      if [[ -n $pids ]]; then
-        # shellcheck disable=SC2086  # one pid per word
-        kill -TERM $pids 2>/dev/null || true
-        sleep 0.5
-        pids=$(ip netns pids "$h" 2>/dev/null || true)
-        # shellcheck disable=SC2086
-        [[ -z $pids ]] || kill -KILL $pids 2>/dev/null || true
-      fi
-      ip netns del "$h" 2>/dev/null || true
-    fi
+    ns_remove "$h" 0.5
     ! link_exists "${h}v" || ip link del "${h}v" 2>/dev/null || true
     rm -f "/etc/netns/$h/hosts" "/etc/netns/$h/hosts.tmp"
     rmdir "/etc/netns/$h" 2>/dev/null || true

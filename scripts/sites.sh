@@ -78,8 +78,8 @@ need_root() {
   [[ $(id -u) -eq 0 ]] || skip "needs root to create network namespaces (uid $(id -u))"
   command -v ip >/dev/null || skip "the ip command (iproute2) is not installed"
 }
-ns_exists() { ip netns list 2>/dev/null | awk '{print $1}' | grep -qx -- "$1"; }
-link_exists() { ip link show dev "$1" >/dev/null 2>&1; }
+# shellcheck source=netns_lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/netns_lib.sh"
 
 default_base() {
   local sum
@@ -201,20 +201,9 @@ do_up() {
 
 do_down() {
   need_root
-  local name pids s rs
+  local name s rs
   for name in $(recorded_names); do
-    if ns_exists "$name"; then
-      pids=$(ip netns pids "$name" 2>/dev/null || true)
-      if [[ -n $pids ]]; then
-        # shellcheck disable=SC2086  # one pid per word
-        kill -TERM $pids 2>/dev/null || true
-        sleep 0.3
-        pids=$(ip netns pids "$name" 2>/dev/null || true)
-        # shellcheck disable=SC2086
-        [[ -z $pids ]] || kill -KILL $pids 2>/dev/null || true
-      fi
-      ip netns del "$name" 2>/dev/null || true
-    fi
+    ns_remove "$name" 0.3
     for v in "${name}v" "${name}w"; do ! link_exists "$v" || ip link del "$v" 2>/dev/null || true; done
     rm -f "/etc/netns/$name/hosts" "/etc/netns/$name/hosts.tmp"
     rmdir "/etc/netns/$name" 2>/dev/null || true
