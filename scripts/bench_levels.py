@@ -129,9 +129,7 @@ def bench(c):
 
 def main():
     build = os.path.abspath(sys.argv[1])
-    family = subprocess.run(
-        ["sh", "-c", f'. "{mh.HERE}/../../scripts/mpi_launcher.sh" && echo "$PCM_MPI_FAMILY"'],
-        capture_output=True, text=True).stdout.strip()
+    family = mh.mpi_family()
     if family != "mpich":
         print(f"SKIPPED: bench_levels.py drives hydra's -hosts (the MPI here is {family})")
         return mh.SKIP

@@ -659,6 +659,13 @@ def run_on_cluster(build, n, fn, label):
     return 0
 
 
+def mpi_family():
+    """scripts/mpi_launcher.sh's answer for MPIEXEC: mpich, openmpi or unknown."""
+    return subprocess.run(
+        ["sh", "-c", f'. "{HERE}/../../scripts/mpi_launcher.sh" && echo "$PCM_MPI_FAMILY"'],
+        capture_output=True, text=True).stdout.strip()
+
+
 def main():
     if len(sys.argv) != 3 or sys.argv[2] not in SCENARIOS:
         print(f"usage: {sys.argv[0]} BUILD {{{'|'.join(SCENARIOS)}}}", file=sys.stderr)
@@ -666,9 +673,7 @@ def main():
     build, name = os.path.abspath(sys.argv[1]), sys.argv[2]
     n, fn = SCENARIOS[name]
     global MPI_FAMILY
-    MPI_FAMILY = subprocess.run(
-        ["sh", "-c", f'. "{HERE}/../../scripts/mpi_launcher.sh" && echo "$PCM_MPI_FAMILY"'],
-        capture_output=True, text=True).stdout.strip()
+    MPI_FAMILY = mpi_family()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     return run_on_cluster(build, n, fn, f"multihost {name}")
 

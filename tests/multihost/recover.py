@@ -249,9 +249,7 @@ def main():
     ap.add_argument("--grow-back", action="store_true",
                     help="instead: one loss under pcmd --policy auto, and growth back")
     a = ap.parse_args()
-    family = subprocess.run(
-        ["sh", "-c", f'. "{mh.HERE}/../../scripts/mpi_launcher.sh" && echo "$PCM_MPI_FAMILY"'],
-        capture_output=True, text=True).stdout.strip()
+    family = mh.mpi_family()
     if family != "mpich":
         print(f"SKIPPED: recover.py drives hydra's -hosts (the MPI here is {family})")
         return mh.SKIP

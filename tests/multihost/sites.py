@@ -250,9 +250,7 @@ def main():
         print(f"usage: {sys.argv[0]} BUILD", file=sys.stderr)
         return 2
     build = os.path.abspath(sys.argv[1])
-    multihost.MPI_FAMILY = subprocess.run(
-        ["sh", "-c", f'. "{HERE}/../../scripts/mpi_launcher.sh" && echo "$PCM_MPI_FAMILY"'],
-        capture_output=True, text=True).stdout.strip()
+    multihost.MPI_FAMILY = multihost.mpi_family()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     with tempfile.TemporaryDirectory(prefix="pcm-sites.") as tmp:
         os.chmod(tmp, 0o755)
