@@ -3,18 +3,13 @@
 // and verified (checkpoint_levels.h).
 #include "checkpoint_levels.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <regex>
 
+#include "durable.h"
 #include "error.h"
 #include "mpi_util.h"
 #include "world.h"
@@ -140,34 +135,7 @@ void write_file_synced(const std::string& dir, const std::string& name, const ch
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) fail(PCM_ERR_INTERNAL, "cannot create {}: {}", dir, ec.message());
-  const std::string path = dir + "/" + name, part = path + ".part";
-  const int fd = ::open(part.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) fail(PCM_ERR_INTERNAL, "cannot create {}: {}", part, std::strerror(errno));
-  std::size_t done = 0;
-  while (done < size) {
-    const ssize_t n = ::write(fd, data + done, std::min<std::size_t>(size - done, 1 << 30));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int err = errno;
-      ::close(fd);
-      ::unlink(part.c_str());
-      fail(PCM_ERR_INTERNAL, "cannot write {}: {}", part, std::strerror(err));
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    ::unlink(part.c_str());
-    fail(PCM_ERR_INTERNAL, "cannot fsync {}: {}", part, std::strerror(errno));
-  }
-  if (::rename(part.c_str(), path.c_str()) != 0) {
-    ::unlink(part.c_str());
-    fail(PCM_ERR_INTERNAL, "cannot rename {}: {}", part, std::strerror(errno));
-  }
-  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
+  write_atomically(fs::path(dir) / name, data, size);
 }
 
 void prune_local(const std::string& job_dir, std::int64_t current, std::size_t keep) {

@@ -49,7 +49,7 @@ LevelPlan plan_levels(const HostMap& hosts, int rank, const std::string& local_d
 void exchange_images(MPI_Comm comm, const LevelPlan& plan, const std::vector<char>& mine,
                      std::vector<std::pair<int, std::vector<char>>>& kept);
 
-// Writes bytes to dir/name (dir made when missing) through dir/name.part, fsync and rename.
+// Writes bytes to dir/name (dir made when missing) as write_atomically does (durable.h).
 void write_file_synced(const std::string& dir, const std::string& name, const char* data,
                        std::size_t size);
 // Removes the local version directories of job_dir older than the newest `keep` other than the

@@ -34,8 +34,8 @@ void Runtime::migrate(const char* command, const MigrationSender& send) {
   ctx["parked"] = world_.parking.parked + 1;  // the mover
   // A spawned process receives this with nonblocking broadcasts where a split can go back (it
   // does not know yet whether it joins a split or a migration): the same kind here.
-  const Waiter wait = [](MPI_Request* r) { mpi_check(MPI_Wait(r, MPI_STATUS_IGNORE), "MPI_Wait"); };
-  bcast_inter(ctx, true, world_.rank(), inter.get(), split_can_go_back() ? &wait : nullptr);
+  bcast_inter(ctx, true, world_.rank(), inter.get(),
+              split_can_go_back() ? &plain_waiter() : nullptr);
   mpi::Comm merged;
   mpi_check(MPI_Intercomm_merge(inter.get(), 0, merged.out()), "MPI_Intercomm_merge");
   inter.reset();

@@ -98,6 +98,18 @@ json bcast_json(const json& value, int root, MPI_Comm comm) {
   return decode_internal(bytes);
 }
 
+void wait_for(MPI_Request* req, const Waiter* wait) {
+  if (wait)
+    (*wait)(req);
+  else
+    mpi_check(MPI_Wait(req, MPI_STATUS_IGNORE), "MPI_Wait");
+}
+
+const Waiter& plain_waiter() {
+  static const Waiter w = [](MPI_Request* r) { wait_for(r, nullptr); };
+  return w;
+}
+
 json bcast_inter(const json& value, bool sender, int my_rank, MPI_Comm inter, const Waiter* wait) {
   int root = sender ? (my_rank == 0 ? MPI_ROOT : MPI_PROC_NULL) : 0;
   std::string bytes = sender && my_rank == 0 ? proto::encode(value) : std::string();

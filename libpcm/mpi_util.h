@@ -148,6 +148,10 @@ nlohmann::json bcast_json(const nlohmann::json& value, int root, MPI_Comm comm);
 // How a reconfiguration waits for one of its nonblocking operations: returns once the request is
 // complete, or throws (a split's guard gives the split up: split_guard.h).
 using Waiter = std::function<void(MPI_Request*)>;
+// Waits for req through wait, or with MPI_Wait where wait is null.
+void wait_for(MPI_Request* req, const Waiter* wait);
+// The Waiter that only waits (MPI_Wait): for a nonblocking operation that nothing guards.
+const Waiter& plain_waiter();
 
 // Broadcasts a header from the sending group's rank 0 to every process of the receiving group of
 // an intercommunicator. Returns what was received (the receivers) or value (the senders). With

@@ -98,10 +98,9 @@ void BackgroundSpawn::announce_prefault() {
   if (MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm_.get()) != MPI_SUCCESS || !ok)
     return;
   MPI_Comm_set_errhandler(inter_.get(), MPI_ERRORS_RETURN);
-  const Waiter wait = [](MPI_Request* r) { mpi_check(MPI_Wait(r, MPI_STATUS_IGNORE), "MPI_Wait"); };
   try {
     bcast_inter(nlohmann::json{{"prefault", prefault_}}, true, rank_, inter_.get(),
-                guarded_ ? &wait : nullptr);
+                guarded_ ? &plain_waiter() : nullptr);
     if (rank_ != 0) return;
     mpi_check(
         MPI_Irecv(&prefaulted_word_, 1, MPI_INT, 0, kPrefaultedTag, inter_.get(), &prefaulted_),
@@ -122,10 +121,7 @@ void BackgroundSpawn::announce_prefault() {
 
 void BackgroundSpawn::await_prefaulted(const Waiter* wait) {
   if (prefaulted_ == MPI_REQUEST_NULL) return;
-  if (wait)
-    (*wait)(&prefaulted_);
-  else
-    mpi_check(MPI_Wait(&prefaulted_, MPI_STATUS_IGNORE), "MPI_Wait");
+  wait_for(&prefaulted_, wait);
   prefaulted_ = MPI_REQUEST_NULL;
 }
 
@@ -182,6 +178,19 @@ void BackgroundPrefault::finish(Prefaulted* out) {
 
 // ---- in the runtime -------------------------------------------------------------------------
 
+namespace {
+// The registered arrays' maps and types, in registration order; false if one has no map.
+bool registered_maps(const Registry& registry, std::vector<Distribution>* maps,
+                     std::vector<int>* types) {
+  for (const Item* i : registry.of(ItemKind::kDist)) {
+    if (!*i->dist) return false;
+    maps->push_back((*i->dist)->d);
+    types->push_back(i->type);
+  }
+  return true;
+}
+}  // namespace
+
 // From the start of the work in the background to the end of the reconfiguration, as a blocking
 // one is bounded (the iterations meanwhile count: they are few, one agreement window after the
 // work ends).
@@ -203,11 +212,7 @@ void Runtime::start_background_merge() {
   std::vector<BackgroundPrefault::Want> wants;
   std::vector<Distribution> maps;
   std::vector<int> types;
-  for (const Item* i : registry_.of(ItemKind::kDist)) {
-    if (!*i->dist) break;
-    maps.push_back((*i->dist)->d);
-    types.push_back(i->type);
-  }
+  if (!registered_maps(registry_, &maps, &types)) maps.clear();  // nothing to make: no maps
   try {
     std::vector<int> new_of;
     const std::vector<Distribution> next = merged_maps(cmd, maps, world_.size(), &new_of);
@@ -299,12 +304,7 @@ void Runtime::start_background_split() {
 nlohmann::json Runtime::prefault_plan(const Command& cmd) const {
   std::vector<Distribution> maps;
   std::vector<int> types;
-  for (const Item* i : registry_.of(ItemKind::kDist)) {
-    if (!*i->dist) return nullptr;
-    maps.push_back((*i->dist)->d);
-    types.push_back(i->type);
-  }
-  if (maps.empty()) return nullptr;
+  if (!registered_maps(registry_, &maps, &types) || maps.empty()) return nullptr;
   try {
     const std::vector<Distribution> next = next_maps(cmd, maps, world_.size());
     nlohmann::json plan = nlohmann::json::array();
@@ -335,19 +335,13 @@ void Runtime::prefault_split(const nlohmann::json& plan, int me, MPI_Comm parent
     }
     world_.joining.prefaulted.add(buf, a);
   }
-  auto wait_for = [&](MPI_Request* req) {
-    if (wait)
-      (*wait)(req);
-    else
-      mpi_check(MPI_Wait(req, MPI_STATUS_IGNORE), "MPI_Wait");
-  };
   MPI_Request req;
   mpi_check(MPI_Ibarrier(MPI_COMM_WORLD, &req), "MPI_Ibarrier");
-  wait_for(&req);
+  wait_for(&req, wait);
   if (me == 0) {
     int word = 1;
     mpi_check(MPI_Isend(&word, 1, MPI_INT, 0, kPrefaultedTag, parent, &req), "MPI_Isend");
-    wait_for(&req);
+    wait_for(&req, wait);
   }
   // The new rank 0 says it (at info: one line per split).
   const auto level = me == 0 ? spdlog::level::info : spdlog::level::debug;

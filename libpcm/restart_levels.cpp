@@ -145,10 +145,6 @@ std::vector<std::string> Runtime::locate_levels(const json& manifest, const std:
   return paths;
 }
 
-}  // namespace pcm::detail
-
-namespace pcm::detail {
-
 std::vector<std::vector<bool>> Runtime::readers_of_shards(const std::string& shard0,
                                                           const std::vector<ShardRecord>& shards) {
   const std::size_t size = static_cast<std::size_t>(world_.size());

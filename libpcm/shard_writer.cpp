@@ -7,7 +7,6 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 
 #include "buffer.h"
 #include "config.h"
@@ -17,8 +16,6 @@
 #include "protocol.h"
 
 namespace pcm::detail {
-
-namespace {}  // namespace
 
 void ShardWriter::FreeDeleter::operator()(char* p) const { std::free(p); }
 

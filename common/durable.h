@@ -16,6 +16,7 @@ void write_synced(const std::filesystem::path& path, const void* data, std::size
 // Temporary file (PATH.tmp), fsync, rename, fsync of the directory: afterwards the file holds
 // either its old content or all of the new one, whatever crashes when. Throws pcm::Error.
 void write_atomically(const std::filesystem::path& final_path, const std::string& content);
+void write_atomically(const std::filesystem::path& final_path, const void* data, std::size_t size);
 
 // Temporary file (PATH.tmp) and rename, without fsync: afterwards the file holds its old content
 // or all of the new one whenever pcmd itself dies (the kernel keeps what was written), but a crash

@@ -1,5 +1,5 @@
-// durable.cpp — files that survive a crash (see durable.h). Moved here from checkpoint.cpp so that
-// pcmd's job table (journal.cpp) writes its file the same way.
+// durable.cpp — files that survive a crash (see durable.h): pcmd's checkpoints and job table
+// (journal.cpp), and libpcm's node-local checkpoint levels (checkpoint_levels.cpp).
 #include "durable.h"
 
 #include <fcntl.h>
@@ -72,11 +72,15 @@ void write_replaced(const fs::path& final_path, const std::string& content) {
 }
 
 // Temporary file, fsync, rename, fsync of the directory.
-void write_atomically(const fs::path& final_path, const std::string& content) {
+void write_atomically(const fs::path& final_path, const void* data, std::size_t size) {
   const fs::path tmp = final_path.string() + ".tmp";
-  write_synced(tmp, content.data(), content.size());
+  write_synced(tmp, data, size);
   rename_into(tmp, final_path);
   fsync_path(final_path.parent_path(), true);
+}
+
+void write_atomically(const fs::path& final_path, const std::string& content) {
+  write_atomically(final_path, content.data(), content.size());
 }
 
 }  // namespace pcm::detail
