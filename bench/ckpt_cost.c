@@ -12,7 +12,8 @@
  *                     themselves where they see pcmd's data directory, every byte goes through
  *                     pcmd with PCM_CHECKPOINT_DIRECT=0;
  *   wait GAP:         what the application waits for: VERSIONS versions, each PCM_Checkpoint call
- *                     timed, with GAP seconds of computing (passes over the array) between them,
+ *                     timed, with GAP seconds of computing (iterations of one pass over the
+ *                     array, each beginning with PCM_Adapt) between them,
  *                     and the last version's PCM_Checkpoint_wait; background or not as
  *                     PCM_CHECKPOINT_ASYNC says. */
 #include <fcntl.h>
@@ -198,10 +199,16 @@ static int run_wait(MPI_Comm *world, long mb, int versions, double gap) {
     if (PCM_Checkpoint(*world, it) != PCM_SUCCESS) return fail("PCM_Checkpoint");
     t1 = MPI_Wtime() - t0;
     MPI_Allreduce(&t1, &waits[v], 1, MPI_DOUBLE, MPI_MAX, *world);
-    /* The application computes: passes over its array, until gap seconds have gone by. */
+    /* The application computes: iterations of one pass over its array each, with PCM_Adapt at
+     * the top of each as an instrumented solver has it, until gap seconds have gone by. */
     t0 = MPI_Wtime();
-    while (MPI_Wtime() - t0 < gap)
+    for (;;) {
+      int go = MPI_Wtime() - t0 < gap; /* rank 0's clock: every rank makes the same iterations */
+      MPI_Bcast(&go, 1, MPI_INT, 0, *world);
+      if (!go) break;
+      if (PCM_Adapt(world) < 0) return fail("PCM_Adapt");
       for (k = 0; k < elements; k++) sum += x[k];
+    }
   }
   MPI_Barrier(*world);
   t0 = MPI_Wtime();

@@ -77,65 +77,19 @@ LevelPlan plan_levels(const HostMap& m, int rank, const std::string& local_dir,
   return p;
 }
 
-namespace {
-constexpr int kTagSize = 7301, kTagData = 7302;
-constexpr std::size_t kPiece = std::size_t{1} << 30;  // MPI counts are ints
-
-void post_pieces(std::vector<MPI_Request>& reqs, char* data, std::size_t size, int peer, bool send,
-                 MPI_Comm comm) {
-  for (std::size_t at = 0; at < size; at += kPiece) {
-    const int n = static_cast<int>(std::min(kPiece, size - at));
-    reqs.emplace_back();
-    if (send)
-      mpi_check(MPI_Isend(data + at, n, MPI_BYTE, peer, kTagData, comm, &reqs.back()), "MPI_Isend");
-    else
-      mpi_check(MPI_Irecv(data + at, n, MPI_BYTE, peer, kTagData, comm, &reqs.back()), "MPI_Irecv");
-  }
-}
-}  // namespace
-
-void exchange_images(MPI_Comm world, const LevelPlan& plan, const std::vector<char>& mine,
-                     std::vector<std::pair<int, std::vector<char>>>& kept) {
-  // A communicator of its own: no message of the application's can match these.
-  mpi::Comm own;
-  mpi_check(MPI_Comm_dup(world, own.out()), "MPI_Comm_dup");
-  const MPI_Comm comm = own.get();
-  kept.resize(plan.keeps.size());
-  std::vector<unsigned long long> sizes(plan.keeps.size());
-  unsigned long long my_size = mine.size();
-  std::vector<MPI_Request> reqs;
-  for (std::size_t i = 0; i < plan.keeps.size(); ++i) {
-    reqs.emplace_back();
-    mpi_check(MPI_Irecv(&sizes[i], 1, MPI_UNSIGNED_LONG_LONG, plan.keeps[i], kTagSize, comm,
-                        &reqs.back()),
-              "MPI_Irecv");
-  }
-  if (plan.partner >= 0) {
-    reqs.emplace_back();
-    mpi_check(
-        MPI_Isend(&my_size, 1, MPI_UNSIGNED_LONG_LONG, plan.partner, kTagSize, comm, &reqs.back()),
-        "MPI_Isend");
-  }
-  mpi_check(MPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE),
-            "MPI_Waitall");
-  reqs.clear();
-  for (std::size_t i = 0; i < plan.keeps.size(); ++i) {
-    kept[i].first = plan.keeps[i];
-    kept[i].second.resize(static_cast<std::size_t>(sizes[i]));
-    post_pieces(reqs, kept[i].second.data(), kept[i].second.size(), plan.keeps[i], false, comm);
-  }
-  if (plan.partner >= 0)
-    post_pieces(reqs, const_cast<char*>(mine.data()), mine.size(), plan.partner, true, comm);
-  mpi_check(MPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE),
-            "MPI_Waitall");
-}
-
-void write_file_synced(const std::string& dir, const std::string& name, const char* data,
-                       std::size_t size) {
+ShardRecord write_shard_replacing(const std::string& dir, const ShardHeader& header,
+                                  const std::vector<ShardItem>& items, const std::string& name) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) fail(PCM_ERR_INTERNAL, "cannot create {}: {}", dir, ec.message());
-  write_atomically(fs::path(dir) / name, data, size);
+  const std::string tmp = name + ".tmp";
+  fs::remove(fs::path(dir) / tmp, ec);  // left by a process that died writing it
+  ShardRecord rec = write_shard(dir, header, items, tmp);
+  fs::rename(fs::path(dir) / tmp, fs::path(dir) / name, ec);
+  if (ec) fail(PCM_ERR_INTERNAL, "cannot rename {} in {}: {}", tmp, dir, ec.message());
+  fsync_path(dir, true);
+  rec.file = name;
+  return rec;
 }
 
 void prune_local(const std::string& job_dir, std::int64_t current, std::size_t keep) {

@@ -1,9 +1,9 @@
 // checkpoint_levels.h — checkpoint levels (PCM_CHECKPOINT_LOCAL_DIR): each rank's shard of a
-// version goes to a node-local directory, to the same directory on a partner host (the image sent
-// over MPI by the caller's thread, written by the partner's writer thread) and, on the first
-// version of a run and every PCM_CHECKPOINT_FLUSH_EVERY-th, to the shared level (the version's
-// directory). A restart takes each shard from the fastest level that holds a verified copy
-// (checkpoint_levels.cpp, shards.cpp).
+// version goes to a node-local directory, to the same directory on a partner host (the staged
+// bytes sent over MPI behind the application, partner_copy.h, written by the partner's writer
+// thread) and, on the first version of a run and every PCM_CHECKPOINT_FLUSH_EVERY-th, to the
+// shared level (the version's directory). A restart takes each shard from the fastest level that
+// holds a verified copy (checkpoint_levels.cpp, shards.cpp).
 #pragma once
 
 #include <mpi.h>
@@ -43,15 +43,10 @@ struct LevelPlan {
 LevelPlan plan_levels(const HostMap& hosts, int rank, const std::string& local_dir,
                       const std::string& job, std::int64_t iteration, int use_partner, bool flush);
 
-// Sends this rank's shard image to its partner and receives those it keeps (point to point, on a
-// duplicate of comm: collective over comm; completed before returning). Throws pcm::Error on an
-// MPI failure.
-void exchange_images(MPI_Comm comm, const LevelPlan& plan, const std::vector<char>& mine,
-                     std::vector<std::pair<int, std::vector<char>>>& kept);
-
-// Writes bytes to dir/name (dir made when missing) as write_atomically does (durable.h).
-void write_file_synced(const std::string& dir, const std::string& name, const char* data,
-                       std::size_t size);
+// Writes the shard of items to dir/name (dir made when missing) through a temporary name,
+// fsynced, then renamed: a file left by an earlier run of the same version is replaced.
+ShardRecord write_shard_replacing(const std::string& dir, const ShardHeader& header,
+                                  const std::vector<ShardItem>& items, const std::string& name);
 // Removes the local version directories of job_dir older than the newest `keep` other than the
 // one of `current` (a version is kept until two newer ones exist).
 void prune_local(const std::string& job_dir, std::int64_t current, std::size_t keep = 2);

@@ -204,6 +204,7 @@ int Runtime::status(MPI_Comm comm) {
     return PCM_NONE;
   }
   ++iteration_;
+  if (partner_copy_.active()) partner_copy_.pump();  // a checkpoint's partner level, behind
   // While a split's spawn or a merge's buffers are made in the background (overlap.h) the
   // windows go on as if nothing were pending, their broadcast carrying whether rank 0's helper
   // has finished.

@@ -11,7 +11,8 @@
 //   reshape.cpp  split and merge (PCM_Split, PCM_Merge, PCM_Merge_datacnts)
 //   restart.cpp  store and load through pcmd, commit, restart reads
 //   shards.cpp   PCM_Checkpoint: shards the ranks write (shard_writer.h: now or in the
-//                background); restarts that read them
+//                background; partner_copy.h: the partner level's exchange); restarts that
+//                read them
 //   adapt.cpp    the register-once layer (PCM_Resume, PCM_Adapt, PCM_Checkpoint)
 #pragma once
 
@@ -292,6 +293,7 @@ class Runtime {
 
   // This process's shard of the version in flight, written in the background.
   ShardWriter shard_writer_;
+  PartnerCopy partner_copy_;  // the partner level's exchange of the version in flight
   // Checkpoint levels: the versions rank 0 has written in this run (the first and every
   // PCM_CHECKPOINT_FLUSH_EVERY-th go to the shared level).
   long level_versions_ = 0;

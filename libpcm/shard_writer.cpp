@@ -64,21 +64,30 @@ ShardRecord ShardWriter::write_levels(const ShardTask& task) {
   const ShardHeader& h = task.header;
   // Versions older than the two before this one go first: the local level holds few.
   prune_local(l.job_dir, h.iteration);
-  write_file_synced(l.dir, shard_file_name(h.rank), image_.data(), image_.size());
-  for (const auto& [rank, bytes] : kept_)
-    write_file_synced(l.dir, partner_file_name(rank), bytes.data(), bytes.size());
+  ShardRecord rec = write_shard_replacing(l.dir, h, task.items, shard_file_name(h.rank));
   if (l.flush) {
-    if (task.direct && holds_token(task.dir, task.token))
-      write_file_synced(task.dir, shard_file_name(h.rank), image_.data(), image_.size());
-    else
-      link_.request(ops::request(ops::ShardPut{h.job, h.iteration, h.rank}), image_.data(),
-                    image_.size(), task.timeout_ms);
+    if (task.direct && holds_token(task.dir, task.token)) {
+      rec = write_shard(task.dir, h, task.items);
+    } else {
+      std::vector<char> image;
+      rec = image_shard(h, task.items, image);
+      link_.request(ops::request(ops::ShardPut{h.job, h.iteration, h.rank}), image.data(),
+                    image.size(), task.timeout_ms);
+    }
   }
-  return image_record_;
+  // The partners' copies, once the application's thread has them (the same layout as their
+  // owners' shards: the same items written the same way).
+  const Outcome in = handoff_.wait();
+  if (!in.ok()) throw Error(in.code, in.msg);
+  for (const KeptCopy& k : kept_)
+    write_shard_replacing(l.dir, ShardHeader{h.job, h.iteration, k.rank, h.nprocs},
+                          items_of(k.desc, k.bytes), partner_file_name(k.rank));
+  return rec;
 }
 
 Outcome ShardWriter::write_now(ShardTask task, const std::string& config_path, int reconnect_ms) {
   if (in_flight_) fail(PCM_ERR_INTERNAL, "a version is in flight");
+  handoff_.expect(false);  // levels go through start()
   return attempt([&] {
     open_link(config_path, reconnect_ms);
     write_and_report(task);
@@ -88,19 +97,13 @@ Outcome ShardWriter::write_now(ShardTask task, const std::string& config_path, i
 void ShardWriter::start(ShardTask task, const std::string& config_path, int reconnect_ms) {
   if (in_flight_) fail(PCM_ERR_INTERNAL, "a version is in flight");
   open_link(config_path, reconnect_ms);
-  if (task.levels) {  // the bytes are in image() and kept() already
-    in_flight_ = task.header.iteration;
-    outcome_ = {};
-    thread_ = std::thread(
-        [this, task = std::move(task)] { outcome_ = attempt([&] { write_and_report(task); }); });
-    return;
-  }
   std::uint64_t total = 0;
   for (const ShardItem& it : task.items)
     for (const auto& p : it.pieces) total += p.bytes;
   if (total > staging_bytes_) {
-    staging_.reset();                 // the old one goes first: never both at once
-    staging_.reset(new char[total]);  // not value-initialised: the copy below touches it
+    staging_.reset();  // the old one goes first: never both at once
+    staging_.reset(static_cast<char*>(alloc_for_exchange(total)));  // the copy below touches it
+    if (!staging_ && total > 0) fail(PCM_ERR_INTERNAL, "out of memory for {} bytes", total);
     staging_bytes_ = total;
   }
   // Every item becomes one piece of staging memory. The maps' bytes are copied too: the task
@@ -114,6 +117,7 @@ void ShardWriter::start(ShardTask task, const std::string& config_path, int reco
     }
     it.pieces = {{first, static_cast<std::uint64_t>(at - first)}};
   }
+  handoff_.expect(task.levels && (task.levels->partner >= 0 || !task.levels->keeps.empty()));
   in_flight_ = task.header.iteration;
   outcome_ = {};
   thread_ = std::thread(
@@ -128,12 +132,13 @@ Outcome ShardWriter::finish() {
 }
 
 void ShardWriter::close() {
+  // Partners' copies that the application's thread can no longer bring in do not come.
+  handoff_.deliver({PCM_ERR_STATE, "the process ended before the partners' copies came"});
   if (thread_.joinable()) thread_.join();
   in_flight_.reset();
   if (link_.is_open()) link_.close();
   staging_.reset();
   staging_bytes_ = 0;
-  std::vector<char>().swap(image_);
   kept_.clear();
 }
 

@@ -17,6 +17,7 @@
 #include "checkpoint_levels.h"
 #include "daemon_link.h"
 #include "mpi_util.h"
+#include "partner_copy.h"
 #include "shard.h"
 
 namespace pcm::detail {
@@ -31,8 +32,8 @@ struct ShardTask {
   std::string hold_for_test;      // PCM_TEST_SHARD_HOLD: report once this file is gone
   std::vector<ShardItem> items;   // pointing into the application's buffers, or into staging
   std::vector<std::string> maps;  // bytes some items point into (reserved: they never move)
-  // Checkpoint levels: where the shard goes (the writer's image() and kept() hold the bytes and
-  // image_record() their record; items are then not used).
+  // Checkpoint levels: where the shard goes; the partners' copies this rank keeps come through
+  // the writer's kept() and handoff() (partner_copy.h).
   std::optional<LevelPlan> levels;
 };
 
@@ -47,8 +48,11 @@ class ShardWriter {
   // Returns how it went; the link to pcmd is opened on first use (config_path).
   Outcome write_now(ShardTask task, const std::string& config_path, int reconnect_ms);
   // Copies what task's items point to into staging memory, then writes and reports the shard in
-  // a thread of its own; returns as soon as the copy is made. Nothing may be in flight.
+  // a thread of its own; returns as soon as the copy is made. Nothing may be in flight. With a
+  // partner level, the thread waits for handoff() before it writes the copies it keeps.
   void start(ShardTask task, const std::string& config_path, int reconnect_ms);
+  // The staged bytes of the version in flight (its items, one after the other).
+  const char* staging() const { return staging_.get(); }
   // The iteration of the version in flight (started, not finish()ed), if any.
   std::optional<std::int64_t> in_flight() const { return in_flight_; }
   // Waits for the version in flight and returns how this process's part of it went (success
@@ -56,19 +60,18 @@ class ShardWriter {
   Outcome finish();
   // Waits for anything in flight, closes the link to pcmd and frees the staging memory.
   void close();
-  // Checkpoint levels: the shard's image and record, and the partner images this process keeps,
-  // filled by the caller while nothing is in flight, then written by the task (kept from one
-  // version to the next, so that only the first fill touches new pages).
-  std::vector<char>& image() { return image_; }
-  ShardRecord& image_record() { return image_record_; }
-  std::vector<std::pair<int, std::vector<char>>>& kept() { return kept_; }
+  // Checkpoint levels: the partners' copies this process keeps, filled by the application's
+  // thread while a version is in flight (kept from one version to the next, so that only the
+  // first fill touches new pages), and the handoff that says they are in.
+  std::vector<KeptCopy>& kept() { return kept_; }
+  PartnerHandoff& handoff() { return handoff_; }
 
  private:
   void open_link(const std::string& config_path, int reconnect_ms);
   // Writes task's shard (into its directory, or through pcmd) and reports it (shard_done).
   void write_and_report(const ShardTask& task);
-  // Checkpoint levels: the image into the local directory, the partner images beside it, and on
-  // a flush also into the version's directory (or through pcmd); returns the record.
+  // Checkpoint levels: the shard into the local directory, on a flush also into the version's
+  // directory (or through pcmd), then the partners' copies beside it; returns the record.
   ShardRecord write_levels(const ShardTask& task);
 
   DaemonLink link_;  // used by one thread at a time: the caller's, or the writer's
@@ -80,9 +83,8 @@ class ShardWriter {
   };
   std::unique_ptr<char, FreeDeleter> staging_;  // alloc_for_exchange: huge pages
   std::uint64_t staging_bytes_ = 0;
-  std::vector<char> image_;
-  ShardRecord image_record_;
-  std::vector<std::pair<int, std::vector<char>>> kept_;
+  std::vector<KeptCopy> kept_;
+  PartnerHandoff handoff_;
 };
 
 }  // namespace pcm::detail

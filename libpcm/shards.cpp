@@ -203,55 +203,60 @@ void Runtime::write_version(int iteration, double t0) {
         plan_levels(host_map(world_.comm()), world_.rank(), settings_.checkpoint_local_dir, job_,
                     iteration, settings_.checkpoint_partner, where.value("flush", true));
   const bool flush = !task.levels || task.levels->flush;
-  double t_image = 0, t_exchanged = 0;  // levels: the image made, and exchanged with the partner
+  // Partner level: every rank has a partner, or none (one host, PCM_CHECKPOINT_PARTNER=0).
   const bool partner = task.levels && task.levels->partner >= 0;
-  auto start = [&] {
-    if (background) {
-      shard_writer_.start(std::move(task), default_config_path(), settings_.reconnect_ms);
-    } else {
-      const Outcome o =
-          shard_writer_.write_now(std::move(task), default_config_path(), settings_.reconnect_ms);
-      if (!o.ok()) throw Error(o.code, o.msg);
-    }
-  };
+  const std::optional<LevelPlan> plan = task.levels;
+  std::string desc;
+  std::uint64_t staged = 0;
   try {
     agreed(world_.comm(), [&] {
       task.items = shard_items(registry_, world_.rank(), world_.size(), &task.maps);
-      // Levels: the shard's image is made here, in the caller's thread, so that it can go to the
-      // partner over MPI before the call returns (the writer thread makes no MPI call).
-      if (!levels)
-        start();
-      else
-        shard_writer_.image_record() = image_shard(task.header, task.items, shard_writer_.image());
+      // Levels always go through the writer thread, even when the version is written at once:
+      // this thread exchanges the partners' copies meanwhile.
+      if (background || levels) {
+        if (partner) {
+          desc = describe_items(task.items);
+          for (const ShardItem& it : task.items)
+            for (const auto& p : it.pieces) staged += p.bytes;
+        }
+        shard_writer_.start(std::move(task), default_config_path(), settings_.reconnect_ms);
+      } else {
+        const Outcome o =
+            shard_writer_.write_now(std::move(task), default_config_path(), settings_.reconnect_ms);
+        if (!o.ok()) throw Error(o.code, o.msg);
+      }
     });
-    if (levels) {
-      t_image = wtime();
-      exchange_images(world_.comm(), *task.levels, shard_writer_.image(), shard_writer_.kept());
-      t_exchanged = wtime();
-      task.items.clear();
-      task.maps.clear();
-      agreed(world_.comm(), start);
-    }
   } catch (const Error&) {
     // Not started everywhere: the ranks that did finish theirs (pcmd never commits the version:
     // a rank did not report), so that every rank has the same nothing in flight.
+    shard_writer_.handoff().deliver({PCM_ERR_STATE, "the version was not started on every rank"});
     shard_writer_.finish();
     throw;
   }
+  if (partner) {
+    // Posted now; this thread completes the exchange at its next calls (PCM_Status tests it, a
+    // settle waits for it) while the writer thread writes this rank's shard.
+    const Outcome o = attempt([&] {
+      partner_copy_.begin(world_.comm(), *plan, shard_writer_.staging(), staged, std::move(desc),
+                          shard_writer_.kept(), shard_writer_.handoff());
+    });
+    if (!o.ok()) shard_writer_.handoff().deliver(o);
+  }
+  if (levels && !background) settle_checkpoint();  // written at once: the same outcome everywhere
   // Written now: the last rank's report was answered by the commit, so once the agreement above
   // is over the version exists (or every rank throws the reason why not).
   plog()->debug("[rank {}] checkpoint {}: begun in {:.3f} s, shard {} {:.3f} s after{}",
                 world_.rank(), iteration, t_begun - t0,
                 background ? "staged" : "written and committed", wtime() - t_begun,
                 !levels ? ""
-                        : fmt::format(" (levels: local{}{}; image {:.3f} s, exchange {:.3f} s)",
-                                      partner ? ", partner" : "", flush ? ", shared" : "",
-                                      t_image - t_begun, t_exchanged - t_image));
+                        : fmt::format(" (levels: local{}{})", partner ? ", partner" : "",
+                                      flush ? ", shared" : ""));
   note_checkpoint(wtime() - t0);  // the schedule's measured cost (PCM_CHECKPOINT_MTBF)
 }
 
 void Runtime::settle_checkpoint() {
   const std::optional<std::int64_t> version = shard_writer_.in_flight();
+  partner_copy_.complete();  // the partners' copies, which the writer waits for
   Outcome o = shard_writer_.finish();
   if (!o.ok() && version)
     o.msg = fmt::format("the checkpoint of iteration {} was not made: {}", *version, o.msg);
