@@ -25,9 +25,10 @@ std::vector<ShardItem> items_of(const std::string& desc, const std::vector<char>
       it.key = e.at(0).get<std::string>();
       it.type = e.at(1).get<int>();
       it.count = e.at(2).get<std::uint64_t>();
-      const std::uint64_t n = it.count * proto::type_size(it.type);
-      if (n > bytes.size() - at)
+      const std::uint64_t size = proto::type_size(it.type);  // 0: not a type
+      if (size == 0 || it.count > (bytes.size() - at) / size)
         fail(PCM_ERR_CORRUPT, "a partner's copy is shorter than its items");
+      const std::uint64_t n = it.count * size;
       it.pieces = {{bytes.data() + at, n}};
       at += n;
       items.push_back(std::move(it));
