@@ -308,10 +308,13 @@ CheckpointBad CheckpointBad::from_json(const json& j) {
   r.job = job_of(j);
   r.iteration = get_int(j, "iteration", 0, INT64_MAX);
   r.why = get_string(j, "why", 2000);
+  r.unreachable = get_bool(j, "unreachable", false);
   return r;
 }
 json CheckpointBad::to_json() const {
-  return json{{"job", job}, {"iteration", iteration}, {"why", why}};
+  json j{{"job", job}, {"iteration", iteration}, {"why", why}};
+  if (unreachable) j["unreachable"] = true;  // absent: damaged, as an older libpcm says it
+  return j;
 }
 
 CheckpointManifest CheckpointManifest::from_json(const json& j) {

@@ -281,6 +281,9 @@ struct CheckpointBad {
   std::string job;
   std::int64_t iteration = 0;
   std::string why;
+  // Not damaged but out of the readers' reach (a shard only on lost hosts): skipped until the
+  // job's next restart rather than for good.
+  bool unreachable = false;
   static CheckpointBad from_json(const json& j);
   json to_json() const;
 };

@@ -96,6 +96,7 @@ std::vector<std::string> Runtime::locate_levels(const json& manifest, const std:
       missing.push_back(fmt::format("{} ({})", s, describe(levels[s])));
   }
   if (!missing.empty()) {
+    restart_.unreachable = true;  // every process found the same: not damaged, out of reach
     std::string list;
     for (const auto& m : missing) list += (list.empty() ? "" : "; ") + m;
     fail(PCM_ERR_CORRUPT,

@@ -14,6 +14,7 @@ struct RestartState {
   std::int64_t iteration = -1;  // the version's iteration (-1: the job was not restarted)
   int nprocs = 0;               // the number of processes that made it
   bool reading = false;         // until the first PCM_Status of a restarted process
+  bool unreachable = false;     // the version's reading failed for a shard on no level in reach
 
   bool restarted() const { return iteration >= 0; }
   // The version a restart resumes from, as pcmd names it and spawned processes receive it:

@@ -256,8 +256,14 @@ void Runtime::write_version(int iteration, double t0) {
 
 void Runtime::settle_checkpoint() {
   const std::optional<std::int64_t> version = shard_writer_.in_flight();
+  const double t0 = wtime();
   partner_copy_.complete();  // the partners' copies, which the writer waits for
+  const double t_exchanged = wtime();
   Outcome o = shard_writer_.finish();
+  if (version && wtime() - t0 > 0.01)
+    plog()->debug(
+        "[rank {}] waited {:.3f} s for version {} ({:.3f} s of it for the partners' copies)",
+        world_.rank(), wtime() - t0, *version, t_exchanged - t0);
   if (!o.ok() && version)
     o.msg = fmt::format("the checkpoint of iteration {} was not made: {}", *version, o.msg);
   agree(world_.comm(), o.code, o.msg);
@@ -289,22 +295,23 @@ void Runtime::resume_restarted() {
       resume_restarted_whole();  // a version made through pcmd (PCM_Store and PCM_Commit)
       return;
     }
+    restart_.unreachable = false;
     try {
       read_version(info);
       return;
     } catch (const Error& e) {
       if (e.code() != PCM_ERR_CORRUPT) throw;
-      // Damaged: pcmd marks the version bad for good and names the one before it, if any.
+      // Damaged: pcmd marks the version bad for good and names the one before it, if any. Out
+      // of reach (a shard only on lost hosts): skipped until the job's next restart.
       Outcome asked;
       json next;
       if (world_.rank() == 0) {
-        plog()->warn("[rank 0] version {} is damaged ({}); trying the one before it",
-                     restart_.iteration, e.what());
+        plog()->warn("[rank 0] version {} is {} ({}); trying the one before it", restart_.iteration,
+                     restart_.unreachable ? "out of reach" : "damaged", e.what());
+        ops::CheckpointBad bad{job_, restart_.iteration, proto::clean_text(e.what(), 1500)};
+        bad.unreachable = restart_.unreachable;
         asked = attempt([&] {
-          next = link_
-                     .request(ops::request(ops::CheckpointBad{job_, restart_.iteration,
-                                                              proto::clean_text(e.what(), 1500)}),
-                              nullptr, 0, settings_.data_timeout_ms)
+          next = link_.request(ops::request(bad), nullptr, 0, settings_.data_timeout_ms)
                      .header.at("restart");
         });
         if (!asked.ok()) asked.msg = fmt::format("{}; {}", e.what(), asked.msg);

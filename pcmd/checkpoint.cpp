@@ -387,13 +387,14 @@ VersionStatus Checkpoints::verify(const std::string& job, std::int64_t iteration
     const fs::path dir = version_dir(job, iteration);
     std::error_code ec;
     v.bytes = m->file_size;
-    if (fs::exists(dir / kBadName, ec)) {
-      std::ifstream b(dir / kBadName);
-      std::string reason;
-      std::getline(b, reason);
-      v.why = "marked bad: " + reason;
-      return v;
-    }
+    for (const bool bad : {true, false})  // mark_bad's marks
+      if (const fs::path mark = dir / (bad ? kBadName : kUnreachableName); fs::exists(mark, ec)) {
+        std::ifstream b(mark);
+        std::string reason;
+        std::getline(b, reason);
+        v.why = (bad ? "marked bad: " : "out of reach of the last restart: ") + reason;
+        return v;
+      }
     for (const auto& r : m->shards)
       for (const auto& [file, want] : r.files()) {
         if (!m->on_shared(static_cast<std::size_t>(r.rank))) break;  // on the hosts' levels

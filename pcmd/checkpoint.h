@@ -110,8 +110,14 @@ class Checkpoints {
                          const nlohmann::json& layout, std::vector<ShardRecord> shards,
                          std::vector<ShardLevels> levels = {});
   // A reader found the version's data damaged: it is never used again (format 2 only; a
-  // format-1 version is verified whole before use).
-  void mark_bad(const std::string& job, std::int64_t iteration, const std::string& why);
+  // format-1 version is verified whole before use). unreachable: the readers could not reach
+  // some of its shards (checkpoint levels: a shard only on lost hosts), so it is skipped only
+  // until forget_unreachable.
+  void mark_bad(const std::string& job, std::int64_t iteration, const std::string& why,
+                bool unreachable = false);
+  // A new restart of the job: its versions out of reach get another look (their hosts may be
+  // back).
+  void forget_unreachable(const std::string& job);
   // Removes temporary directories of commits that never finished, and pruned versions whose
   // removal did not finish (pcmd's start). The jobs in `running` keep their temporary
   // directories: a job that outlived its pcmd may be writing shards into one.

@@ -9,7 +9,10 @@
 namespace pcm::detail::ckpt {
 
 inline constexpr const char* kManifestName = "manifest.json";
-inline constexpr const char* kBadName = "BAD";           // a version marked damaged
+inline constexpr const char* kBadName = "BAD";  // a version marked damaged
+// A version a restart could not read all of (a shard only on hosts that were lost): skipped
+// until the next restart of the job looks again.
+inline constexpr const char* kUnreachableName = "UNREACHABLE";
 inline constexpr const char* kTokenName = ".pcm-token";  // a shard directory's owner
 
 // 128 random bits in hex.

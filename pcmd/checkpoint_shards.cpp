@@ -181,13 +181,23 @@ std::optional<std::int64_t> Checkpoints::newest_shared(const std::string& job) c
   return std::nullopt;
 }
 
-void Checkpoints::mark_bad(const std::string& job, std::int64_t iteration, const std::string& why) {
+void Checkpoints::mark_bad(const std::string& job, std::int64_t iteration, const std::string& why,
+                           bool unreachable) {
   const fs::path vdir = version_dir(job, iteration);
   std::error_code ec;
   if (!fs::exists(vdir / kManifestName, ec)) return;  // format 1, or gone
   const std::string text = why.substr(0, 1000) + "\n";
-  write_synced(vdir / kBadName, text.data(), text.size());
+  const fs::path mark = vdir / (unreachable ? kUnreachableName : kBadName);
+  fs::remove(mark, ec);  // marked before by a restart that failed as this one did
+  write_synced(mark, text.data(), text.size());
   fsync_path(vdir, true);
+}
+
+void Checkpoints::forget_unreachable(const std::string& job) {
+  std::error_code ec;
+  for (auto it : iterations(job))
+    if (fs::remove(version_dir(job, it) / kUnreachableName, ec))
+      fsync_path(version_dir(job, it), true);
 }
 
 }  // namespace pcm::detail

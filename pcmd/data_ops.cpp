@@ -195,6 +195,7 @@ json DataOps::find_restart(const std::string& name,
   // A version made through pcmd is read whole for its checksums: on the data thread.
   auto found = std::make_shared<std::optional<Manifest>>();
   return disk_.defer({[this, name, found](std::vector<char>&) {
+                        checkpoints_.forget_unreachable(name);
                         *found = checkpoints_.latest_valid(name);
                         if (!*found)
                           fail(PCM_ERR_NOT_FOUND,
@@ -366,9 +367,13 @@ json DataOps::bad(const ops::CheckpointBad& r, std::vector<char>& reply_data) {
   auto next = std::make_shared<std::optional<Manifest>>();
   return disk_.defer(
       {[this, name = job.name, r, next](std::vector<char>&) {
-         checkpoints_.mark_bad(name, r.iteration, r.why);
-         log_->warn("job {}: version {} is damaged ({}); it will not be used again", name,
-                    r.iteration, r.why);
+         checkpoints_.mark_bad(name, r.iteration, r.why, r.unreachable);
+         if (r.unreachable)
+           log_->warn("job {}: version {} is out of reach ({}); skipped until the next restart",
+                      name, r.iteration, r.why);
+         else
+           log_->warn("job {}: version {} is damaged ({}); it will not be used again", name,
+                      r.iteration, r.why);
          *next = checkpoints_.latest_valid(name);
          if (!*next)
            fail(PCM_ERR_NOT_FOUND, "job '{}' has no other checkpoint version that verifies", name);
@@ -376,14 +381,14 @@ json DataOps::bad(const ops::CheckpointBad& r, std::vector<char>& reply_data) {
                      {"restart", {{"iteration", (*next)->iteration}, {"nprocs", (*next)->nprocs}}}};
        },
        [this, name = job.name, incarnation = job.incarnation, iteration = r.iteration,
-        next](json&) {
+        unreachable = r.unreachable, next](json&) {
          Job* j = jobs_.get(name);
          if (!j || j->incarnation != incarnation) return;
          j->restarted_from = *next;
          j->layout = (*next)->layout;
-         jobs_.note(
-             *j, fmt::format("version {} is damaged; restarting from iteration {} ({} processes)",
-                             iteration, (*next)->iteration, (*next)->nprocs));
+         jobs_.note(*j, fmt::format("version {} is {}; restarting from iteration {} ({} processes)",
+                                    iteration, unreachable ? "out of reach" : "damaged",
+                                    (*next)->iteration, (*next)->nprocs));
        }},
       reply_data);
 }

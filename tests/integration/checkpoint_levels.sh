@@ -5,9 +5,11 @@
 # versions 10 and 30 are also on the shared level and 20 and 40 on the local one only. Rank 0
 # holds its report of version 50 (PCM_TEST_SHARD_HOLD), so 40 stays the newest; the job is killed
 # (its process group). Restarted on 3 processes it reads version 40 from the local level; killed
-# again the same way and restarted with the local directory gone, version 40 is refused (its
-# shards are on no level left) and it restarts from 30, the last shared one. Both finish with
-# the plain run's checksum; a restart without PCM_CHECKPOINT_LOCAL_DIR is refused, naming it.
+# again the same way and restarted with the local directory away, version 40 is refused as out
+# of reach (its shards are on no level left) and it goes on from 30, the last shared one; with
+# the directory back (a host that returns) the next restart reads version 40 again. With it gone
+# for good the job finishes from 30. Every finished run has the plain run's checksum; a restart
+# without PCM_CHECKPOINT_LOCAL_DIR is refused, naming it.
 set -uo pipefail
 mpiexec=$1 pcmctl=$2 heat=$3 plain=$4
 fail() { echo "checkpoint_levels: FAIL: $*" >&2; exit 1; }
@@ -70,9 +72,38 @@ echo "$line" | grep -q "r0: local on .*, r1: local on " || fail "not read from t
 
 job=lvl-lost-$$
 run_until_40 $job "$PCM_TEST_DIR/b.out"
+mv "${local_dir:?}/$job" "$local_dir/$job.away"
+# Restarted while the local level is away: version 40 is out of reach, the run goes on from 30.
+# Its own version 40 is held (rank 0's report) and the run killed, so the old 40 stays newest.
+hold=$PCM_TEST_DIR/hold.away out=$PCM_TEST_DIR/away.out
+touch "$hold"
+PCM_JOB=$job PCM_RESTART=1 PCM_TEST_SHARD_HOLD=$hold:40:0 setsid "$mpiexec" -n 3 "$heat" \
+  "${args[@]}" >"$out" 2>&1 </dev/null &
+pid=$!
+for _ in $(seq 600); do
+  grep -q "^heat2d: restarted from iteration" "$out" && break
+  kill -0 "$pid" 2>/dev/null || fail "the restart without the local level ended: $(show "$out")"
+  sleep 0.1
+done
+kill -KILL -- "-$pid" 2>/dev/null
+wait "$pid" 2>/dev/null
+rm -f "$hold"
+"$pcmctl" wait "$job" --ended --timeout 30 >/dev/null || fail "pcmd did not see $job end"
+grep -q "^heat2d: restarted from iteration 30 " "$out" || fail "not restarted from 30: $(show "$out")"
+grep -q "version 40 is out of reach.*on no level" "$out" ||
+  fail "version 40 was not refused for its missing shards: $(show "$out")"
+# The local level is back (a host that returns): the next restart looks at version 40 again.
+rm -rf "${local_dir:?}/$job"
+mv "$local_dir/$job.away" "$local_dir/$job"
+line=$(restart $job 40) || exit 1
+echo "checkpoint_levels: local level away, then back: $line"
+echo "$line" | grep -q "r0: local on .*, r1: local on " || fail "not read from the local level: $line"
+# Gone for good: 40 is refused again and the job finishes from 30.
+job=lvl-gone-$$
+run_until_40 $job "$PCM_TEST_DIR/c.out"
 rm -rf "${local_dir:?}/$job"
 line=$(restart $job 30) || exit 1
 echo "checkpoint_levels: local level lost: $line"
-grep -q "version 40 is damaged.*on no level" "$PCM_TEST_DIR/$job.restart.out" ||
+grep -q "version 40 is out of reach.*on no level" "$PCM_TEST_DIR/$job.restart.out" ||
   fail "version 40 was not refused for its missing shards: $(show "$PCM_TEST_DIR/$job.restart.out")"
 echo "checkpoint_levels: ok"

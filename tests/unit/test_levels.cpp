@@ -118,6 +118,35 @@ TEST(CheckpointLevels, PruneKeepsTheNewestSharedVersion) {
   EXPECT_EQ(left, (std::vector<std::int64_t>{8, 7}));
 }
 
+TEST(CheckpointLevels, OutOfReachIsSkippedUntilTheNextRestartAndDamagedForGood) {
+  TempDir tmp;
+  Checkpoints cp(tmp.path());
+  make_version(cp, 1, true, true);
+  make_version(cp, 2, true, false);
+  // A restart could not reach rank 1's shard of version 2 (its hosts were lost).
+  cp.mark_bad("j", 2, "rank 1 on no level in reach", true);
+  EXPECT_FALSE(cp.verify("j", 2).valid);
+  EXPECT_NE(cp.verify("j", 2).why.find("out of reach"), std::string::npos) << cp.verify("j", 2).why;
+  ASSERT_TRUE(cp.latest_valid("j"));
+  EXPECT_EQ(cp.latest_valid("j")->iteration, 1);
+  // Marked again by a second restart that failed the same way: still one mark.
+  cp.mark_bad("j", 2, "again", true);
+  EXPECT_EQ(cp.latest_valid("j")->iteration, 1);
+  // The next restart looks again: the hosts may be back.
+  cp.forget_unreachable("j");
+  EXPECT_TRUE(cp.verify("j", 2).valid) << cp.verify("j", 2).why;
+  EXPECT_EQ(cp.latest_valid("j")->iteration, 2);
+  // A job that went on from version 1 makes version 2 again over one out of reach.
+  cp.mark_bad("j", 2, "out of reach", true);
+  make_version(cp, 2, true, true);
+  EXPECT_TRUE(cp.verify("j", 2).valid) << cp.verify("j", 2).why;
+  // Damaged is for good, whatever the next restart does.
+  cp.mark_bad("j", 2, "chunk 3 of rank 0 does not match its checksum");
+  cp.forget_unreachable("j");
+  EXPECT_FALSE(cp.verify("j", 2).valid);
+  EXPECT_EQ(cp.latest_valid("j")->iteration, 1);
+}
+
 TEST(CheckpointLevels, LevelsFromTheWireAreChecked) {
   EXPECT_EQ(ShardLevels::from_json(json{{"host", "a"}, {"shared", false}}),
             (ShardLevels{"a", "", false}));

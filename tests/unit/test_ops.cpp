@@ -61,7 +61,7 @@ json sample(ops::Op op) {
     case ops::Op::kCheckpointCommit:
       return {{"job", "j"}, {"iteration", 1}, {"size", 2}, {"layout", nullptr}};
     case ops::Op::kCheckpointBad:
-      return {{"job", "j"}, {"iteration", 1}, {"why", "bad"}};
+      return {{"job", "j"}, {"iteration", 1}, {"why", "bad"}, {"unreachable", true}};
     case ops::Op::kShardPut:
       return {{"job", "j"}, {"iteration", 1}, {"rank", 0}};
     case ops::Op::kShardDone:

@@ -83,16 +83,15 @@ TEST(PartnerCopy, PartnersCopyVerifiesAgainstItsOwnersRecord) {
   TempDir owner, partner;
   const Staged s = staged_shard();
   const ShardHeader h{"j", 40, 3, 4};
-  const ShardRecord rec = write_shard_replacing(owner.path().string(), h, s.items, shard_file_name(3));
+  const ShardRecord rec =
+      write_shard_replacing(owner.path().string(), h, s.items, shard_file_name(3));
   // The partner receives the staged bytes and their description, and writes them its own way.
   const std::vector<char> received = s.bytes;
   const std::string dir = (fs::path(partner.path()) / "v40").string();
-  write_shard_replacing(dir, h, items_of(describe_items(s.items), received),
-                        partner_file_name(3));
+  write_shard_replacing(dir, h, items_of(describe_items(s.items), received), partner_file_name(3));
   EXPECT_TRUE(verify_copy((fs::path(dir) / partner_file_name(3)).string(), rec));
   // Written again (a run that restarted before this version): replaced, still verified.
-  write_shard_replacing(dir, h, items_of(describe_items(s.items), received),
-                        partner_file_name(3));
+  write_shard_replacing(dir, h, items_of(describe_items(s.items), received), partner_file_name(3));
   EXPECT_TRUE(verify_copy((fs::path(dir) / partner_file_name(3)).string(), rec));
   EXPECT_FALSE(fs::exists(fs::path(dir) / (partner_file_name(3) + ".tmp")));
   // Other bytes do not verify.
