@@ -88,9 +88,10 @@ void set_site_port_range(Connection& pcmd) {
     ::setenv(name.c_str(), value.c_str(), 1);
     set.push_back(fmt::format("{}={}", name, value));
   }
-  std::cerr << fmt::format("pcmctl run: MPI ports kept to {}-{} (pcmd's site links): {}{}\n",
-                           r->low, r->high, set.empty() ? "none set" : fmt::to_string(fmt::join(set, " ")),
-                           kept.empty() ? "" : fmt::format("; yours kept: {}", fmt::join(kept, " ")));
+  std::cerr << fmt::format(
+      "pcmctl run: MPI ports kept to {}-{} (pcmd's site links): {}{}\n", r->low, r->high,
+      set.empty() ? "none set" : fmt::to_string(fmt::join(set, " ")),
+      kept.empty() ? "" : fmt::format("; yours kept: {}", fmt::join(kept, " ")));
 }
 
 int print_site_env(Connection& pcmd, const std::vector<std::string>& sites) {
