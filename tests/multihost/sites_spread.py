@@ -145,7 +145,7 @@ def spread(c, env, plain):
         c.pcmctl(*cmd)
         c.pcmctl("wait", job, "--reconfigurations", str(done), "--timeout", "120")
         multihost.expect_hosts(c, job, f"{' '.join(cmd)} ({time.monotonic() - t0:.1f} s)", want)
-    check_ports(c)
+        check_ports(c)
     unthrottle()
     rc = p.wait(timeout=120)
     text = open(out).read()
