@@ -176,7 +176,8 @@ do_up() {
   local spec
   for spec in "${opens[@]}"; do check_open "$spec"; done
   if ((${#opens[@]})) && [[ -z $nft ]]; then
-    skip "--open needs nftables (the nft command), which is not installed (scripts/setup.sh installs it)"
+    skip "--open needs nftables (the nft command), which is not installed" \
+      "(scripts/setup.sh installs it)"
   fi
   [[ -n $base ]] || base=$(default_base)
   if ! [[ $base =~ ^[0-9]+$ ]] || ((base < 1 || base + nsites > 254)); then
@@ -214,7 +215,9 @@ do_up() {
       attach "$prefix$letter$k" eth0 "$prefix$letter${k}v" "$prefix${letter}br" "$net.$k"
       names+=("$net.$k $prefix$letter$k")
     done
-    for o in $(opened_to "$letter"); do mapfile -t -O "${#far[@]}" far < <(printf %s "${site_names[$o]}"); done
+    for o in $(opened_to "$letter"); do
+      mapfile -t -O "${#far[@]}" far < <(printf %s "${site_names[$o]}")
+    done
     attach "$fe" eth0 "${fe}v" "$prefix${letter}br" "$net.254"
     attach "$fe" eth1 "${fe}w" "$wan" "10.78.$base.$((s + 1))"
     for ((k = 1; k <= nhosts; k++)); do
@@ -275,7 +278,8 @@ do_status() {
   fw=$(sed -n 's/^firewall=//p' "$state")
   op=$(sed -n 's/^open=//p' "$state")
   if [[ -n $fw ]]; then
-    echo "firewall nftables: front-ends reach one another on TCP $(sed -n 's/^wanports=//p' "$state") only"
+    echo "firewall nftables: front-ends reach one another on TCP" \
+      "$(sed -n 's/^wanports=//p' "$state") only"
   else
     echo "firewall none: front-ends reach one another on every port"
   fi

@@ -14,6 +14,8 @@
 # the two front-ends a route to the other site through the other front-end's wide-area address
 # and forwarding on, and the hosts' /etc/netns/*/hosts the other site's hosts. Without a link a
 # site's hosts still have no route out of their site.
+#
+# shellcheck disable=SC2154  # base, nsites, nhosts, prefix, opens, wan_ports, nft: sites.sh's
 
 # The subnet prefix (10.78.N) of site letter $1.
 site_net() {
@@ -33,7 +35,9 @@ check_open() {
   a=${BASH_REMATCH[1]} b=${BASH_REMATCH[2]} low=${BASH_REMATCH[3]} high=${BASH_REMATCH[4]}
   [[ $a != "$b" ]] || die "--open '$spec': a site always reaches itself"
   local s found=0
-  for ((s = 0; s < nsites; s++)); do [[ ${LETTERS[s]} != "$a" && ${LETTERS[s]} != "$b" ]] || ((++found)); done
+  for ((s = 0; s < nsites; s++)); do
+    [[ ${LETTERS[s]} != "$a" && ${LETTERS[s]} != "$b" ]] || ((++found))
+  done
   ((found == 2)) || die "--open '$spec': sites $a and $b are not both among the $nsites made"
   ((low >= 1 && low <= high && high <= 65535)) || die "--open '$spec': bad port range"
 }
@@ -66,7 +70,7 @@ fw_rules() {
 # After the sites' namespaces exist: routes, forwarding and rules. Without nft: nothing (front-
 # ends then reach one another on every port), and --open was refused before anything was made.
 fw_up() {
-  local s letter fe spec a b other k
+  local s letter fe spec a b other k net
   [[ -n $nft ]] || return 0
   for ((s = 0; s < nsites; s++)); do
     letter=${LETTERS[s]}
@@ -81,9 +85,10 @@ fw_up() {
       [[ $letter != "$a" ]] || other=$b
       fe=$prefix${letter}fe
       ip netns exec "$fe" sysctl -qw net.ipv4.ip_forward=1
-      ip -n "$fe" route replace "$(site_net "$other").0/24" via "10.78.$base.$(($(letter_index "$other") + 1))"
+      net=$(site_net "$other").0/24
+      ip -n "$fe" route replace "$net" via "10.78.$base.$(($(letter_index "$other") + 1))"
       for ((k = 1; k <= nhosts; k++)); do
-        ip -n "$prefix$letter$k" route replace "$(site_net "$other").0/24" via "$(site_net "$letter").254"
+        ip -n "$prefix$letter$k" route replace "$net" via "$(site_net "$letter").254"
       done
     done
   done

@@ -5,8 +5,8 @@ scripts/sites.sh makes two sites of three namespace hosts each (a prefix of this
 site a holds pcmd (on host a1, bound to a1's address, CURVE on); site b is remote: its hosts
 reach only their site and their front-end. pcm-relay runs on both front-ends: b's listens inside
 site b and forwards to a's over the wide-area bridge, on the two ports the front-ends' firewalls
-leave open between them (WAN_PORTS, where nftables is installed); a's forwards to pcmd. Site b's configuration
-file is pcmd's with b's front-end in place of pcmd's address, nothing else. Then:
+leave open between them (WAN_PORTS, where nftables is installed); a's forwards to pcmd. Site b's
+configuration file is pcmd's with b's front-end in place of pcmd's address, nothing else. Then:
 
   - a host of site b (and b's front-end) cannot reach pcmd directly: the connection fails at
     once (no route), so the relay is really what carries everything;

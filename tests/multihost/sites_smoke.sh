@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# tests/multihost/sites_smoke.sh — scripts/sites.sh makes three sites (a prefix of this test's own),
-# again idempotently; a site's hosts reach their own site and their front-end (a connection to a
+# tests/multihost/sites_smoke.sh — scripts/sites.sh makes three sites (a prefix of this test's
+# own), again idempotently; a site's hosts reach their own site and their front-end (a connection to a
 # closed port there is refused: the host answered) and nothing else (a connection to another
 # site or the wide-area bridge fails at once: no route); with nftables, ports 50000-50099 are open
 # between sites a and b (--open a:b:50000-50099): a host of a reaches one of b on a port of the
@@ -39,7 +39,8 @@ set -e
 cat "$out"
 ((rc != 77)) || exit 77
 ((rc == 0)) || fail "sites.sh up exited $rc"
-bash "$sites" up --prefix "$prefix" --sites 3 --hosts 2 "${fw[@]}" >/dev/null || fail "a second up failed"
+bash "$sites" up --prefix "$prefix" --sites 3 --hosts 2 "${fw[@]}" >/dev/null ||
+  fail "a second up failed"
 if ((${#fw[@]})) && bash "$sites" up --prefix "$prefix" --sites 3 --hosts 2 >/dev/null 2>&1; then
   fail "up without the --open of the sites that are up succeeded"
 fi
@@ -95,5 +96,5 @@ left=$( (ip netns list; ip -o link show) | grep -c -- "$prefix" || true)
 ((left == 0)) || fail "$left namespaces or links of $prefix are left"
 [[ ! -e /run/pcm-sites/$prefix ]] || fail "the state file is left"
 if compgen -G "/etc/netns/$prefix*" >/dev/null; then fail "files in /etc/netns are left"; fi
-echo "sites_smoke: ok: sites isolated by routing${fw:+ and nftables, a range open between a and b},"\
-  "made and removed idempotently"
+echo "sites_smoke: ok: sites isolated by routing${fw:+ and nftables, a range open between a" \
+  "and b}, made and removed idempotently"
