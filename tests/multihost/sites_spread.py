@@ -172,16 +172,25 @@ def relay_lost(c, env, plain):
     pidfile = next(pf for pf, lg in c.relays if c.fe["b"] in lg)
     t0 = time.monotonic()
     os.kill(int(open(pidfile).read()), signal.SIGKILL)
-    st = wait_for(c, job, lambda st: st["state"] == "failed", 30, "pcmd to fail the job")
+    while (st := c.status(job))["state"] != "failed":
+        if time.monotonic() - t0 > 30:
+            raise Failure(f"30 s after site b's relay died pcmd shows {st}")
+        time.sleep(0.05)
     seen = time.monotonic() - t0
     if not any(b1 in x for x in st.get("lost", [])):
         raise Failure(f"pcmd lost the job's process elsewhere than {b1}: {st}")
     log(f"site b's relay killed: pcmd saw the process on {b1} lost after {seen:.2f} s: "
         f"{st['last_event']}")
     # pcmctl run ends the run (the job's MPI itself was intact: only pcmd's view of b1 went) and
-    # relaunches it on a1,a2; the job runs on at full speed once it iterates again.
-    wait_for(c, job, lambda st: st["state"] == "running" and st["iteration"] > 0 and
-             b1 not in st["hosts"], 60, "pcmctl run to relaunch the job")
+    # relaunches it on a1,a2; the job runs on at full speed once pcmctl run has seen it iterate.
+    t1 = time.monotonic()
+    while "iterating again" not in c.pcmctl("events", job).stdout:
+        if time.monotonic() - t1 > 60:
+            raise Failure(f"pcmctl run did not relaunch the job: {c.status(job)}")
+        time.sleep(0.1)
+    st = c.status(job)
+    if st["state"] != "running" or b1 in st["hosts"]:
+        raise Failure(f"after the relaunch pcmd shows {st}")
     unthrottle()
     rc = p.wait(timeout=120)
     total = time.monotonic() - t0
@@ -198,17 +207,6 @@ def relay_lost(c, env, plain):
         log(line)
     log(f"ok: relay lost under a job: lost after {seen:.2f} s, relaunched on site a, finished "
         f"{total:.1f} s after the kill, checksum as plain")
-
-
-def wait_for(c, job, ok, timeout, what):
-    """The job's status once ok(status) holds; fails after timeout seconds."""
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < timeout:
-        st = c.status(job)
-        if ok(st):
-            return st
-        time.sleep(0.05)
-    raise Failure(f"{timeout} s waiting for {what}: pcmd shows {c.status(job)}")
 
 
 def scenario(c):
