@@ -330,7 +330,15 @@ json Inventory::list() const {
                          {"slurm_job", h.slurm_job.empty() ? json(nullptr) : json(h.slurm_job)},
                          {"agent", std::move(agent)}});
   }
-  return json{{"ok", true}, {"hosts", hosts}, {"placement", placement_name(placement_)}};
+  // The sites' rules (issue 26), for `pcmctl site-env` and `pcmctl run`: which MPI port range a
+  // job must keep to when it may span sites.
+  json links = json::array();
+  for (const auto& l : links_)
+    links.push_back(json{{"a", l.a}, {"b", l.b}, {"low", l.low}, {"high", l.high}});
+  return json{{"ok", true},
+              {"hosts", hosts},
+              {"placement", placement_name(placement_)},
+              {"sites", json{{"own", own_site_}, {"closed", closed_sites_}, {"links", links}}}};
 }
 
 json Inventory::add(const ops::HostAdd& r) {

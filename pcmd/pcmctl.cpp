@@ -402,6 +402,16 @@ void add_run(CLI::App& app, Cli& cli) {
   });
 }
 
+void add_site_env(CLI::App& app, Cli& cli) {
+  auto sites = std::make_shared<std::vector<std::string>>();
+  auto* sub = app.add_subcommand(
+      "site-env",
+      "print the MPI port-range variables a job needs to span pcmd's linked sites (eval \"$(pcmctl "
+      "site-env)\"); pcmctl run sets them itself");
+  sub->add_option("--site", *sites, "only the links of this site (repeat)");
+  on_run(sub, cli, [sites](Connection& pcmd) { return print_site_env(pcmd, *sites); });
+}
+
 void add_checkpoint(CLI::App& app, Cli& cli) {
   struct Args {
     std::string job;
@@ -545,7 +555,7 @@ int main(int argc, char** argv) {
   // In this order in --help.
   for (auto add : {add_status, add_migrate, add_split, add_merge, add_resize, add_host,
                    add_checkpoints, add_checkpoint, add_verify, add_run, add_prune, add_wait,
-                   add_events, add_profile, add_ping})
+                   add_events, add_profile, add_site_env, add_ping})
     add(app, cli);
   try {
     app.parse(argc, argv);  // runs the subcommand's callback

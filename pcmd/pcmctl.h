@@ -84,6 +84,12 @@ struct RunOptions {
 };
 int run_supervised(Connection& pcmd, const RunOptions& options);
 
+// The MPI port range of pcmd's site links (pcmctl_site_env.cpp): `pcmctl site-env` prints the
+// variables (links touching `sites`, every link when empty); set_site_port_range sets each one
+// the environment does not set already (pcmctl run, before its launches).
+int print_site_env(Connection& pcmd, const std::vector<std::string>& sites);
+void set_site_port_range(Connection& pcmd);
+
 // Printers (pcmctl_print.cpp): the tables and texts pcmctl shows; scripts parse them.
 void print_status_table(const proto::json& reply);
 void print_host_table(const proto::json& hosts);

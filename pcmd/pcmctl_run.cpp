@@ -341,6 +341,7 @@ int run_supervised(Connection& pcmd, const RunOptions& o) {
   sa.sa_handler = on_signal;
   ::sigaction(SIGINT, &sa, nullptr);
   ::sigaction(SIGTERM, &sa, nullptr);
+  set_site_port_range(pcmd);  // MPI inside the sites' open port range (pcmctl_site_env.cpp)
   try {
     return Supervisor(pcmd, o).run();
   } catch (const Interrupted& i) {

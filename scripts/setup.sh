@@ -32,7 +32,7 @@ if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; fi
 PACKAGES=(build-essential cmake pkg-config dpkg-dev python3 clang-format
   libhdf5-dev hdf5-tools libzmq3-dev cppzmq-dev libsodium-dev libxxhash-dev
   libfmt-dev libspdlog-dev libgtest-dev libgmock-dev libcli11-dev nlohmann-json3-dev zlib1g-dev procps gnuplot-nox
-  fonts-dejavu-core clang-14 libclang-rt-14-dev slurm-wlm munge universal-ctags)
+  fonts-dejavu-core clang-14 libclang-rt-14-dev slurm-wlm munge universal-ctags iproute2 nftables)
 if [ "$PCM_MPI" = openmpi ] && [ -z "${PCM_MPI_HOME:-}" ]; then
   PACKAGES+=(openmpi-bin libopenmpi-dev gfortran)
   # The Python package pcm (python/): Debian's mpi4py is built against Debian's Open MPI, so it

@@ -4,6 +4,7 @@
 # site with a second interface, on a shared "wide-area" bridge.
 #
 #   sites.sh up [--prefix P] [--sites S] [--hosts N] [--base X]   make sites a, b, ... of N hosts
+#               [--wan-ports P,Q] [--open A:B:LOW-HIGH]...
 #   sites.sh down [--prefix P]                                    remove exactly what `up` made
 #   sites.sh status [--prefix P]                                  list hosts, sites, addresses
 #
@@ -15,9 +16,12 @@
 # is off in every namespace (the front-ends too), so a site's hosts reach their own site and
 # their front-end, and nothing else (a connection elsewhere fails at once: "Network is
 # unreachable"); front-ends reach their site and one another. Anything between sites goes
-# through a program on the front-ends (scripts/../pcm-relay; docs/ops/sites.md). Front-ends
-# reach one another on every port, not one: nftables is not installed here, and the relay needs
-# no firewall to be the only way through.
+# through a program on the front-ends (scripts/../pcm-relay; docs/ops/sites.md). With nftables
+# (nft) installed, front-ends reach one another only on the TCP ports --wan-ports (default
+# 4701,4702: the relays' request and watch ports), everything else between them dropped; without
+# it, on every port (a note says so). --open A:B:LOW-HIGH (repeatable; needs nft) opens TCP ports
+# LOW-HIGH between the hosts of sites A and B, routed through both front-ends, nothing else
+# (scripts/sites_fw.sh: the rules and routes).
 #
 # /etc/netns/NAME/hosts names, in each namespace, the hosts it can reach: a site's hosts and its
 # front-end (by its site address) inside a site; on a front-end also the other front-ends (by
@@ -35,8 +39,8 @@ SKIP=77
 LETTERS=(a b c d)
 
 usage() {
-  echo "usage: $0 up [--prefix P] [--sites S] [--hosts N] [--base X] | down [--prefix P] |" \
-    "status [--prefix P]" >&2
+  echo "usage: $0 up [--prefix P] [--sites S] [--hosts N] [--base X] [--wan-ports P,Q]" \
+    "[--open A:B:LOW-HIGH]... | down [--prefix P] | status [--prefix P]" >&2
   exit 2
 }
 die() {
@@ -55,6 +59,8 @@ prefix=pcms
 nsites=2
 nhosts=2
 base=
+wan_ports=4701,4702
+opens=()
 while (($#)); do
   (($# >= 2)) || usage
   case $1 in
@@ -62,6 +68,8 @@ while (($#)); do
     --sites) nsites=$2 ;;
     --hosts) nhosts=$2 ;;
     --base) base=$2 ;;
+    --wan-ports) wan_ports=$2 ;;
+    --open) opens+=("$2") ;;
     *) usage ;;
   esac
   shift 2
@@ -71,6 +79,8 @@ done
 [[ $prefix =~ ^[a-z][a-z0-9]{0,8}$ ]] || die "prefix '$prefix' must be 1-9 lowercase letters/digits"
 [[ $nsites =~ ^[1-4]$ ]] || die "--sites takes 1 to 4"
 [[ $nhosts =~ ^[1-9]$ ]] || die "--hosts takes 1 to 9"
+[[ $wan_ports =~ ^[0-9]+(,[0-9]+)*$ ]] || die "--wan-ports takes TCP ports: P[,Q...]"
+nft=$(command -v nft || true)
 state=$STATE_DIR/$prefix
 wan=${prefix}wan
 
@@ -80,6 +90,8 @@ need_root() {
 }
 # shellcheck source=netns_lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/netns_lib.sh"
+# shellcheck source=sites_fw.sh
+source "$(dirname "${BASH_SOURCE[0]}")/sites_fw.sh"
 
 default_base() {
   local sum
@@ -156,7 +168,16 @@ do_up() {
     [[ $os == "$nsites" && $oh == "$nhosts" ]] ||
       die "sites '$prefix' are up with $os sites of $oh hosts; run: $0 down --prefix $prefix"
     [[ -z $base || $base == "$ob" ]] || die "sites '$prefix' are up with --base $ob"
+    [[ $(sed -n 's/^open=//p' "$state") == "${opens[*]}" &&
+      $(sed -n 's/^wanports=//p' "$state") == "$wan_ports" ]] ||
+      die "sites '$prefix' are up with other --open or --wan-ports; run: $0 down --prefix $prefix"
     base=$ob
+  fi
+  local spec
+  for spec in "${opens[@]}"; do check_open "$spec"; done
+  if ((${#opens[@]})) && [[ -z $nft ]]; then
+    skip "--open needs nftables (the nft command), which is not installed" \
+      "(scripts/setup.sh installs it)"
   fi
   [[ -n $base ]] || base=$(default_base)
   if ! [[ $base =~ ^[0-9]+$ ]] || ((base < 1 || base + nsites > 254)); then
@@ -172,30 +193,43 @@ do_up() {
     ip netns del "$probe"
   fi
   mkdir -p "$STATE_DIR"
-  printf 'sites=%s\nhosts=%s\nbase=%s\n' "$nsites" "$nhosts" "$base" >"$state"
+  printf 'sites=%s\nhosts=%s\nbase=%s\nopen=%s\nwanports=%s\nfirewall=%s\n' "$nsites" "$nhosts" \
+    "$base" "${opens[*]}" "$wan_ports" "${nft:+nftables}" >"$state"
 
   bridge_up "$wan"
-  local s k letter net fe others=()
+  local s k letter net fe others=() o
+  declare -A site_names
   for ((s = 0; s < nsites; s++)); do
     others+=("10.78.$base.$((s + 1)) $prefix${LETTERS[s]}fe")
+    for ((k = 1; k <= nhosts; k++)); do
+      site_names[${LETTERS[s]}]+="10.78.$((base + s + 1)).$k $prefix${LETTERS[s]}$k"$'\n'
+    done
   done
   for ((s = 0; s < nsites; s++)); do
     letter=${LETTERS[s]}
     net=10.78.$((base + s + 1))
     fe=$prefix${letter}fe
     bridge_up "$prefix${letter}br"
-    local names=()
+    local names=() far=()
     for ((k = 1; k <= nhosts; k++)); do
       attach "$prefix$letter$k" eth0 "$prefix$letter${k}v" "$prefix${letter}br" "$net.$k"
       names+=("$net.$k $prefix$letter$k")
     done
+    for o in $(opened_to "$letter"); do
+      mapfile -t -O "${#far[@]}" far < <(printf %s "${site_names[$o]}")
+    done
     attach "$fe" eth0 "${fe}v" "$prefix${letter}br" "$net.254"
     attach "$fe" eth1 "${fe}w" "$wan" "10.78.$base.$((s + 1))"
-    for ((k = 1; k <= nhosts; k++)); do hosts_file "$prefix$letter$k" "${names[@]}" "$net.254 $fe"; done
+    for ((k = 1; k <= nhosts; k++)); do
+      hosts_file "$prefix$letter$k" "${names[@]}" "$net.254 $fe" "${far[@]}"
+    done
     local mine=()
     for line in "${others[@]}"; do [[ $line == *" $fe" ]] || mine+=("$line"); done
     hosts_file "$fe" "${names[@]}" "$net.254 $fe" "${mine[@]}"
   done
+  fw_up
+  [[ -n $nft ]] || echo "sites.sh: note: nftables (nft) is not installed: the front-ends reach" \
+    "one another on every port" >&2
   do_status
 }
 
@@ -240,6 +274,16 @@ do_status() {
     w=$(addr_of "$name" eth1)
     echo "$name ${a:-(missing)} site $letter front-end wan ${w:-(missing)}"
   done
+  local fw op
+  fw=$(sed -n 's/^firewall=//p' "$state")
+  op=$(sed -n 's/^open=//p' "$state")
+  if [[ -n $fw ]]; then
+    echo "firewall nftables: front-ends reach one another on TCP" \
+      "$(sed -n 's/^wanports=//p' "$state") only"
+  else
+    echo "firewall none: front-ends reach one another on every port"
+  fi
+  for spec in $op; do echo "open $spec"; done
 }
 
 case $cmd in

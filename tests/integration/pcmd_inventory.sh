@@ -2,8 +2,9 @@
 # pcmd_inventory.sh BUILD — pcmd's inventory from the command line, end to end: --hostfile and
 # --slurm (the alias of --resources slurm, inside a made-up allocation: a stand-in scontrol and
 # srun on PATH), `pcmctl host add/list/remove` and their exit codes (0 done, 1 refused, 2 a
-# mistake on the command line), and clear start-up errors for --resources slurm outside an
-# allocation or without scontrol. Each pcmd runs on loopback and is stopped by its PID.
+# mistake on the command line), clear start-up errors for --resources slurm outside an
+# allocation or without scontrol, and the MPI port range of the site links (`pcmctl site-env`,
+# and what `pcmctl run` gives its launcher). Each pcmd runs on loopback and is stopped by its PID.
 set -uo pipefail
 build=$1
 pcmd=$build/pcmd
@@ -84,4 +85,31 @@ if PATH=$dir/none SLURM_JOB_ID=7 "$pcmd" --detach --pidfile "$dir/pcmd.pid" --da
 fi
 grep -q 'scontrol is not on PATH' "$dir/err.log" ||
   fail "the --slurm error does not say scontrol is missing: $(cat "$dir/err.log")"
+
+# Site links: the range common to the links (or to a site's), printed by site-env and set by
+# pcmctl run in its launcher's environment unless already set; none without --closed-sites; links
+# with no port in common refused with the reason.
+start --closed-sites --site-link a:b:50000-50099 --site-link b:c:50050-50200
+got=$("$pcmctl" site-env | tr '\n' ' ')
+expect "site-env" "$got" "export MPIR_CVAR_CH3_PORT_RANGE=50050:50099 export \
+OMPI_MCA_btl_tcp_port_min_v4=50050 export OMPI_MCA_btl_tcp_port_range_v4=50 export \
+OMPI_MCA_oob_tcp_dynamic_ipv4_ports=50050-50099 "
+got=$("$pcmctl" site-env --site a | head -1)
+expect "site-env --site a" "$got" "export MPIR_CVAR_CH3_PORT_RANGE=50000:50099"
+printf '#!/bin/sh\necho "$MPIR_CVAR_CH3_PORT_RANGE $OMPI_MCA_btl_tcp_port_range_v4"\n' >"$dir/bin/mx"
+chmod +x "$dir/bin/mx"
+got=$("$pcmctl" run -n 1 --mpiexec "$dir/bin/mx" -- true 2>/dev/null)
+expect "pcmctl run's range" "$got" "50050:50099 50"
+got=$(MPIR_CVAR_CH3_PORT_RANGE=7:9 "$pcmctl" run -n 1 --mpiexec "$dir/bin/mx" -- true 2>/dev/null)
+expect "pcmctl run keeps the user's range" "$got" "7:9 50"
+stop
+start --closed-sites --site-link a:b:50000-50010 --site-link b:c:50020-50030
+"$pcmctl" site-env >/dev/null 2>"$dir/err.log"
+expect "site-env with disjoint links" "$?" 1
+grep -q 'no port in common' "$dir/err.log" || fail "site-env's refusal: $(cat "$dir/err.log")"
+stop
+start --site-link a:b:50000-50010
+got=$("$pcmctl" site-env 2>/dev/null)
+expect "site-env without --closed-sites" "$got" ""
+stop
 echo "pcmd_inventory: ok"

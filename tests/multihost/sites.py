@@ -4,8 +4,9 @@
 scripts/sites.sh makes two sites of three namespace hosts each (a prefix of this test's own):
 site a holds pcmd (on host a1, bound to a1's address, CURVE on); site b is remote: its hosts
 reach only their site and their front-end. pcm-relay runs on both front-ends: b's listens inside
-site b and forwards to a's over the wide-area bridge; a's forwards to pcmd. Site b's configuration
-file is pcmd's with b's front-end in place of pcmd's address, nothing else. Then:
+site b and forwards to a's over the wide-area bridge, on the two ports the front-ends' firewalls
+leave open between them (WAN_PORTS, where nftables is installed); a's forwards to pcmd. Site b's
+configuration file is pcmd's with b's front-end in place of pcmd's address, nothing else. Then:
 
   - a host of site b (and b's front-end) cannot reach pcmd directly: the connection fails at
     once (no route), so the relay is really what carries everything;
@@ -38,25 +39,38 @@ from multihost import Failure, log  # noqa: E402
 SITES_SH = os.path.join(HERE, "..", "..", "scripts", "sites.sh")
 LAUNCHER = multihost.LAUNCHER
 SKIP = 77
+# The TCP ports on which the front-ends reach one another (sites.sh --wan-ports): site a's relay
+# listens on them for pcmd's request and watch ports.
+WAN_PORTS = (4701, 4702)
 
 
 class Sites(multihost.Cluster):
-    """Two sites; `names` are site b's hosts (where the job runs); pcmd in a1."""
+    """Sites a, b, ... of nhosts hosts (opens: sites.sh --open specs); `names` are site b's hosts
+    (where the job runs), `a` site a's; pcmd in a1."""
 
-    def __init__(self, build, tmp):
-        super().__init__(build, 3, tmp)
+    def __init__(self, build, tmp, nsites=2, nhosts=3, opens=()):
+        super().__init__(build, nhosts, tmp)
         self.prefix = f"s{os.getpid() % 100000}"
-        self.a = [f"{self.prefix}a{k}" for k in (1, 2, 3)]
-        self.names = [f"{self.prefix}b{k}" for k in (1, 2, 3)]
-        self.fe = {"a": f"{self.prefix}afe", "b": f"{self.prefix}bfe"}
+        self.letters = "abcd"[:nsites]
+        self.opens = list(opens)
+        self.site_hosts = {s: [f"{self.prefix}{s}{k}" for k in range(1, nhosts + 1)]
+                           for s in self.letters}
+        self.a = self.site_hosts["a"]
+        self.names = self.site_hosts["b"]
+        self.fe = {s: f"{self.prefix}{s}fe" for s in self.letters}
         self.wan = {}
+        self.firewall = False  # nftables on the front-ends (sites.sh says)
         self.relays = []  # (pid file, log path)
+        self.ctl_site = "b"  # where pcmctl runs: "b" through the relays, "a" beside pcmd
         self.site_config = os.path.join(tmp, "site-b.conf")
         self.site_env = dict(os.environ, PCM_CONFIG=self.site_config)
 
     def up(self):
-        r = subprocess.run(["bash", SITES_SH, "up", "--prefix", self.prefix, "--sites", "2",
-                            "--hosts", "3"], capture_output=True, text=True)
+        cmd = ["bash", SITES_SH, "up", "--prefix", self.prefix, "--sites", str(len(self.letters)),
+               "--hosts", str(self.n), "--wan-ports", ",".join(map(str, WAN_PORTS))]
+        for spec in self.opens:
+            cmd += ["--open", spec]
+        r = subprocess.run(cmd, capture_output=True, text=True)
         sys.stdout.write(r.stdout)
         sys.stderr.write(r.stderr)
         if r.returncode == SKIP:
@@ -70,7 +84,8 @@ class Sites(multihost.Cluster):
                 self.addr[m.group(1)] = m.group(2)
                 if m.group(4):
                     self.wan[m.group(1)] = m.group(4)
-        want = self.a + self.names + list(self.fe.values())
+            self.firewall = self.firewall or line.startswith("firewall nftables")
+        want = [h for s in self.letters for h in self.site_hosts[s]] + list(self.fe.values())
         if sorted(self.addr) != sorted(want):
             raise Failure(f"sites.sh status lists {self.addr}, wanted {want}")
         self.host_of_addr = {a: h for h, a in self.addr.items()}
@@ -100,12 +115,15 @@ class Sites(multihost.Cluster):
         return logpath
 
     def pcmctl(self, *args, check=True, timeout=200):
-        """pcmctl on host b1 with site b's configuration: through the relays."""
-        r = subprocess.run(["bash", LAUNCHER, self.names[0],
+        """pcmctl on host b1 with site b's configuration (through the relays); on a1 with pcmd's
+        own file once ctl_site is "a"."""
+        host, env = ((self.a[0], self.env) if self.ctl_site == "a"
+                     else (self.names[0], self.site_env))
+        r = subprocess.run(["bash", LAUNCHER, host,
                             " ".join([os.path.join(self.build, "pcmctl"), *args])],
-                           env=self.site_env, capture_output=True, text=True, timeout=timeout)
+                           env=env, capture_output=True, text=True, timeout=timeout)
         if check and r.returncode != 0:
-            raise Failure(f"pcmctl {' '.join(args)} (in site b) exited {r.returncode}: "
+            raise Failure(f"pcmctl {' '.join(args)} (on {host}) exited {r.returncode}: "
                           f"{r.stderr.strip()}")
         return r
 
@@ -160,25 +178,35 @@ def start_agent(c, h):
     raise Failure(f"{h}'s agent did not join: {open(logpath).read()}")
 
 
-def scenario(c):
-    a1 = c.a[0]
-    b1, b2, b3 = c.names
-    afe, bfe = c.fe["a"], c.fe["b"]
-    c.start_pcmd("--site", "a", "--closed-sites", "--hosts", f"{b1}:2@b,{b2}:2@b")
+def relay_site_b(c):
+    """With pcmd started on a1: pcm-relay on a's front-end (from the wide-area ports WAN_PORTS to
+    pcmd's request and watch ports) and on b's (pcmd's ports inside site b, to a's wide-area
+    ports), and site b's configuration file (pcmd's with b's front-end for pcmd's address).
+    Returns pcmd's request port, its watch port and the two relays' logs."""
+    a1, afe, bfe = c.a[0], c.fe["a"], c.fe["b"]
     conf = json.load(open(c.config))
     port = int(conf["endpoint"].rsplit(":", 1)[1])
     watch = int(conf["watch"].rsplit(":", 1)[1])
     if "curve" not in conf:
         raise Failure(f"pcmd bound to {c.addr[a1]} without CURVE: {conf}")
-    # Site a's front-end relays from the wide-area bridge to pcmd; site b's from inside b to a's.
-    log_a = c.start_relay(afe, c.wan[afe], c.addr[a1], [port, watch])
-    log_b = c.start_relay(bfe, c.addr[bfe], c.wan[afe], [port, watch])
+    wp, ww = WAN_PORTS
+    log_a = c.start_relay(afe, c.wan[afe], c.addr[a1], [f"{wp}:{port}", f"{ww}:{watch}"])
+    log_b = c.start_relay(bfe, c.addr[bfe], c.wan[afe], [f"{port}:{wp}", f"{watch}:{ww}"])
     site = dict(conf, endpoint=f"tcp://{c.addr[bfe]}:{port}", watch=f"tcp://{c.addr[bfe]}:{watch}")
     fd = os.open(c.site_config, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w") as f:
         json.dump(site, f, indent=2)
-    log(f"pcmd on {a1} {c.addr[a1]}:{port} (watch {watch}); relays {afe} {c.wan[afe]}, "
-        f"{bfe} {c.addr[bfe]}")
+    log(f"pcmd on {a1} {c.addr[a1]}:{port} (watch {watch}); relays {afe} {c.wan[afe]}:{wp},{ww} "
+        f"(firewall: {'only these ports' if c.firewall else 'none'}), {bfe} {c.addr[bfe]}")
+    return port, watch, log_a, log_b
+
+
+def scenario(c):
+    a1 = c.a[0]
+    b1, b2, b3 = c.names
+    bfe = c.fe["b"]
+    c.start_pcmd("--site", "a", "--closed-sites", "--hosts", f"{b1}:2@b,{b2}:2@b")
+    port, watch, log_a, log_b = relay_site_b(c)
     for h in (b1, bfe):
         connect_fails_fast(c, h, c.addr[a1], port)
 
@@ -233,12 +261,12 @@ def scenario(c):
     log(f"a process killed on {b2}: pcmd saw it lost through the relays after "
         f"{time.monotonic() - t0:.2f} s: {st['last_event']}")
     p2.wait(timeout=60)
-    for name, path in (("a", log_a), ("b", log_b)):
+    for name, path, ports in (("a", log_a, set(WAN_PORTS)), ("b", log_b, {port, watch})):
         text = open(path).read()
         opened = {int(x) for x in re.findall(r"-> port (\d+) ->", text)}
-        if opened != {port, watch}:
+        if opened != ports:
             raise Failure(f"relay {name} carried connections to ports {opened}, expected "
-                          f"{port} and {watch}:\n{text[-2000:]}")
+                          f"{sorted(ports)}:\n{text[-2000:]}")
         log(f"relay {name}: {len(re.findall(r' opened: ', text))} connections opened, "
             f"{len(re.findall(r' closed ', text))} closed")
     log(f"ok: sites: a job in site b migrated, split and merged through the relays; checksum "
