@@ -160,11 +160,13 @@ def start_agent(c, h):
     raise Failure(f"{h}'s agent did not join: {open(logpath).read()}")
 
 
-def scenario(c):
+def start_relayed(c, *pcmd_args):
+    """pcmd on a1 (site a, --closed-sites, CURVE on), the relays on both front-ends and site b's
+    configuration file (pcmd's with b's front-end in both endpoints); returns pcmd's request and
+    watch ports and the relays' logs (a's, b's)."""
     a1 = c.a[0]
-    b1, b2, b3 = c.names
     afe, bfe = c.fe["a"], c.fe["b"]
-    c.start_pcmd("--site", "a", "--closed-sites", "--hosts", f"{b1}:2@b,{b2}:2@b")
+    c.start_pcmd("--site", "a", "--closed-sites", *pcmd_args)
     conf = json.load(open(c.config))
     port = int(conf["endpoint"].rsplit(":", 1)[1])
     watch = int(conf["watch"].rsplit(":", 1)[1])
@@ -179,6 +181,14 @@ def scenario(c):
         json.dump(site, f, indent=2)
     log(f"pcmd on {a1} {c.addr[a1]}:{port} (watch {watch}); relays {afe} {c.wan[afe]}, "
         f"{bfe} {c.addr[bfe]}")
+    return port, watch, log_a, log_b
+
+
+def scenario(c):
+    a1 = c.a[0]
+    b1, b2, b3 = c.names
+    bfe = c.fe["b"]
+    port, watch, log_a, log_b = start_relayed(c, "--hosts", f"{b1}:2@b,{b2}:2@b")
     for h in (b1, bfe):
         connect_fails_fast(c, h, c.addr[a1], port)
 
@@ -245,7 +255,9 @@ def scenario(c):
         f"{plain} as plain")
 
 
-def main():
+def main_with(scenario_fn, label, logs=("job.out",)):
+    """Runs scenario_fn(c) on two fresh sites (removed afterwards); on a failure prints it and
+    the ends of the logs named (in the test's directory), pcmd's and the relays'."""
     if len(sys.argv) != 2:
         print(f"usage: {sys.argv[0]} BUILD", file=sys.stderr)
         return 2
@@ -257,11 +269,10 @@ def main():
         c = Sites(build, tmp)
         try:
             c.up()
-            scenario(c)
+            scenario_fn(c)
         except Failure as e:
-            print(f"multihost sites: FAILED: {e}", file=sys.stderr, flush=True)
-            for path in ["job.out", "pcmd.log", f"relay-{c.fe['a']}.log",
-                         f"relay-{c.fe['b']}.log"]:
+            print(f"multihost {label}: FAILED: {e}", file=sys.stderr, flush=True)
+            for path in [*logs, "pcmd.log", f"relay-{c.fe['a']}.log", f"relay-{c.fe['b']}.log"]:
                 path = os.path.join(tmp, path)
                 if os.path.exists(path):
                     sys.stderr.write(f"--- {os.path.basename(path)} (end):\n")
@@ -270,6 +281,10 @@ def main():
         finally:
             c.stop()
     return 0
+
+
+def main():
+    return main_with(scenario, "sites")
 
 
 if __name__ == "__main__":
