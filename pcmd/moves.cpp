@@ -53,12 +53,12 @@ void check_site(const Job& job, const Inventory& inventory, const std::string& s
 
 json move_json(const Job& job) {
   if (!job.move) return nullptr;
-  return json{{"site", job.move->site},
-              {"state", job.move->state},
-              {"text", job.move->text},
-              {"seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                                        job.move->since)
-                              .count()}};
+  return json{
+      {"site", job.move->site},
+      {"state", job.move->state},
+      {"text", job.move->text},
+      {"seconds",
+       std::chrono::duration<double>(std::chrono::steady_clock::now() - job.move->since).count()}};
 }
 
 json job_move(JobTable& jobs, const Inventory& inventory, const ops::JobMove& r) {
@@ -78,8 +78,8 @@ json job_move(JobTable& jobs, const Inventory& inventory, const ops::JobMove& r)
            "its newest version and restart it in site '{}' by hand",
            job.name, site);
     if (under_way(job))
-      fail(PCM_ERR_REFUSED, "job '{}': a move to site '{}' is {} already", job.name,
-           job.move->site, job.move->state);
+      fail(PCM_ERR_REFUSED, "job '{}': a move to site '{}' is {} already", job.name, job.move->site,
+           job.move->state);
     check_site(job, inventory, site);
     job.move = Job::Move{site, "asked", "", std::chrono::steady_clock::now()};
     text = fmt::format("move to site {} asked", site);

@@ -410,7 +410,8 @@ void add_move(CLI::App& app, Cli& cli) {
       "move", "move a job run by `pcmctl run` to another site: checkpoint, stop, restart there");
   sub->add_option("job", a->job, "job name")->required();
   sub->add_option("--site", a->site, "the site to move it to")->required();
-  sub->add_option("--wait", a->wait_s, "wait this many seconds for the move to end (exit 1: failed)");
+  sub->add_option("--wait", a->wait_s,
+                  "wait this many seconds for the move to end (exit 1: failed)");
   on_run(sub, cli, [a](Connection& pcmd) { return move_job(pcmd, *a); });
 }
 
@@ -556,8 +557,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   // In this order in --help.
   for (auto add : {add_status, add_migrate, add_split, add_merge, add_resize, add_host,
-                   add_checkpoints, add_checkpoint, add_verify, add_run, add_move, add_prune, add_wait,
-                   add_events, add_profile, add_ping})
+                   add_checkpoints, add_checkpoint, add_verify, add_run, add_move, add_prune,
+                   add_wait, add_events, add_profile, add_ping})
     add(app, cli);
   try {
     app.parse(argc, argv);  // runs the subcommand's callback

@@ -29,7 +29,7 @@ void tell(Connection& pcmd, const std::string& job, const std::string& action,
           const std::string& site, const std::string& text) {
   std::cerr << "pcmctl run: " << text << "\n";
   try {
-    ops::JobMove m{job, action, site, text};
+    ops::JobMove m{job, action, site, text.substr(0, 1900)};  // pcmd takes 2000 at most
     pcmd.request(ops::request(m));
   } catch (const std::exception& e) {
     std::cerr << "pcmctl run: pcmd did not take the move's news: " << e.what() << "\n";
@@ -85,8 +85,9 @@ Supervisor::MoveStep Supervisor::move(pid_t pid, const json& j, int* status) {
                                 std::chrono::duration<double>(m.value("seconds", 0.0)));
   moving_ = mv;
   Moving& v = *moving_;
-  tell(pcmd_, o_.job, "begin", v.to,
-       fmt::format("move to site {}: taken by pcmctl run (checkpoint, stop, relaunch there)", v.to));
+  tell(
+      pcmd_, o_.job, "begin", v.to,
+      fmt::format("move to site {}: taken by pcmctl run (checkpoint, stop, relaunch there)", v.to));
   std::int64_t id = 0;
   try {
     id = pcmd_.request(req_checkpoint(o_.job, "move to site " + v.to)).at("id").get<std::int64_t>();
@@ -113,9 +114,10 @@ Supervisor::MoveStep Supervisor::move(pid_t pid, const json& j, int* status) {
     }
     if (s.is_object() && has_event(s, fmt::format("checkpoint {} written", id))) break;
     if (Clock::now() > until) {
-      move_failed(fmt::format("checkpoint {} was not written within {} s (--move-timeout-s); "
-                              "the job goes on in {}",
-                              id, o_.move_timeout_s, v.from.empty() ? "place" : "site " + v.from));
+      move_failed(
+          fmt::format("checkpoint {} was not written within {} s (--move-timeout-s); "
+                      "the job goes on in {}",
+                      id, o_.move_timeout_s, v.from.empty() ? "place" : "site " + v.from));
       return MoveStep::kStayed;
     }
     pause_ms(20);
@@ -129,13 +131,14 @@ Supervisor::MoveStep Supervisor::move(pid_t pid, const json& j, int* status) {
     pause_ms(20);
   }
   v.stopped = Clock::now();
+  detected_.reset();  // the next run is no recovery
   restart_ = true;
   site_ = v.to;
   if (!place()) {
     site_ = v.from;
     const std::string where = v.from.empty() ? "where it was" : "in site " + v.from;
-    move_failed(fmt::format("site {} holds fewer processes than --min {} now: relaunching {}",
-                            v.to, o_.min_np, where));
+    move_failed(fmt::format("site {} holds fewer processes than --min {} now: relaunching {}", v.to,
+                            o_.min_np, where));
     give_up_ = !place();
     return MoveStep::kMoved;
   }
@@ -144,7 +147,6 @@ Supervisor::MoveStep Supervisor::move(pid_t pid, const json& j, int* status) {
                     "the run on {} stopped {:.2f} s later; relaunching on {} processes ({})",
                     v.to, id, seconds_between(v.asked, v.checkpointed), v.from_hosts,
                     seconds_between(v.checkpointed, v.stopped), np_, hosts_));
-  v.relaunched = Clock::now();
   return MoveStep::kMoved;
 }
 
@@ -160,8 +162,8 @@ void Supervisor::move_resumed(const json& j) {
                    "{} processes on {}{} then, {} on {} in site {} now)",
                    v.to, seconds_between(v.asked, now), seconds_between(v.asked, v.checkpointed),
                    seconds_between(v.checkpointed, v.stopped), seconds_between(v.stopped, now),
-                   v.from_np, v.from_hosts, v.from.empty() ? "" : " in site " + v.from, np_,
-                   hosts_, v.to));
+                   v.from_np, v.from_hosts, v.from.empty() ? "" : " in site " + v.from, np_, hosts_,
+                   v.to));
   moving_.reset();
 }
 

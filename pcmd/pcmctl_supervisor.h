@@ -50,8 +50,7 @@ class Supervisor {
     std::string from, to;
     std::string from_hosts;
     int from_np = 0;
-    long iteration = 0;  // of the version it restarts from
-    Clock::time_point asked, checkpointed, stopped, relaunched;
+    Clock::time_point asked, checkpointed, stopped;
   };
 
   // Where the next run goes; false (with an event) when it cannot start anywhere.
