@@ -28,7 +28,8 @@ void check_site(const Job& job, const Inventory& inventory, const std::string& s
   std::set<std::string> in_site;
   std::vector<std::string> why;
   bool room = false;
-  for (const json& h : inventory.list().at("hosts")) {
+  const json list = inventory.list();  // kept: a range over list().at() would dangle
+  for (const json& h : list.at("hosts")) {
     if (h.value("site", "") != site) continue;
     const std::string name = h.value("host", "");
     in_site.insert(name);
