@@ -277,7 +277,8 @@ int Supervisor::follow_run() {
       throw Interrupted{128 + sig};
     }
     if (Clock::now() >= next_look) {
-      next_look = Clock::now() + std::chrono::milliseconds(250);
+      // Every 0.25 s; every 0.05 s while a move waits for its run to iterate (its timings).
+      next_look = Clock::now() + std::chrono::milliseconds(moving_ ? 50 : 250);
       const json j = job_status(pcmd_, o_.job);
       const std::string state = j.is_object() ? j.value("state", "") : "";
       if (state == "running") seen_running = true;

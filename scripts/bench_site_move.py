@@ -74,6 +74,7 @@ def by_pcmctl(c, job, mib):
     out = os.path.join(c.tmp, f"{job}.out")
     run = site_move.supervised(c, job, out, grid(mib))
     c.pcmctl("wait", job, "--iteration", "2", "--timeout", "600")
+    site_move.wait_supervised(c, job)
     r = c.pcmctl("move", job, "--site", "b", "--wait", "600")
     m = re.search(r"iterating again ([\d.]+) s after it was asked \(checkpoint ([\d.]+) s, stop "
                   r"([\d.]+) s, relaunch until iterating ([\d.]+) s", r.stdout)
@@ -97,7 +98,7 @@ def by_hand(c, job, mib):
     c.jobs.append(p)
     c.pcmctl("wait", job, "--iteration", "2", "--timeout", "600")
     t0 = time.monotonic()
-    asked = c.pcmctl("checkpoint", job, "--why", "by hand").stdout
+    asked = c.pcmctl("checkpoint", job, "--why", "by-hand").stdout
     cid = re.search(r"checkpoint (\d+) asked", asked).group(1)
     wait_until("the checkpoint", lambda: any(f"checkpoint {cid} written" in e
                                             for e in status(c, job).get("events", [])))
