@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <map>
 #include <set>
 #include <vector>
 
@@ -51,6 +52,28 @@ void check_site(const Job& job, const Inventory& inventory, const std::string& s
 }
 
 }  // namespace
+
+std::string move_off_drain(JobTable& jobs, const Inventory& inventory, Job& job,
+                           const std::string& why) {
+  if (job.state != JobState::kRunning || !job.supervised || under_way(job)) return "";
+  const json list = inventory.list();
+  std::map<std::string, std::string> site_of;
+  for (const json& h : list.at("hosts")) site_of[h.value("host", "")] = h.value("site", "");
+  std::set<std::string> mine;
+  for (const auto& h : job.hosts) mine.insert(site_of[h]);
+  std::map<std::string, int> room;
+  for (const json& h : list.at("hosts"))
+    if (h.value("state", "") == "up" && mine.count(h.value("site", "")) == 0)
+      room[h.value("site", "")] += h.value("free", 0);
+  std::string best;
+  for (const auto& [site, free] : room)
+    if (free > 0 && (best.empty() || free > room[best])) best = site;
+  if (best.empty()) return "";
+  job.move = Job::Move{best, "asked", "", std::chrono::steady_clock::now()};
+  std::string text = fmt::format("move to site {} asked by the {}", best, why);
+  jobs.note(job, text);
+  return text;
+}
 
 json move_json(const Job& job) {
   if (!job.move) return nullptr;

@@ -13,6 +13,13 @@ namespace pcm::detail {
 // run's "supervise", "begin", "done" and "failed". Reply: move, text.
 proto::json job_move(JobTable& jobs, const Inventory& inventory, const ops::JobMove& r);
 
+// The policy when a drain has nowhere to put a job's processes in the job's own sites (its whole
+// site drained, with --closed-sites): a job under pcmctl run is asked to move whole to the site
+// whose hosts that are up have the most free slots. Returns the event ("": nothing asked: not
+// supervised, a move under way, or no other site with room).
+std::string move_off_drain(JobTable& jobs, const Inventory& inventory, Job& job,
+                           const std::string& why);
+
 // The job's move as status shows it (null: none asked of this run or its predecessors).
 proto::json move_json(const Job& job);
 

@@ -363,3 +363,26 @@ TEST_F(SiteHostsTest, AMoveIsRecordedForPcmctlRunOrRefusedWithWhy) {
   EXPECT_EQ(code({{"op", "job_move"}, {"job", "a"}, {"action", "go"}}), PCM_ERR_ARG);
   EXPECT_EQ(code({{"op", "job_move"}, {"job", "nope"}, {"site", "west"}}), PCM_ERR_REFUSED);
 }
+
+// The policy when a drain leaves a job of a closed site nowhere to go in its own sites: a job
+// under pcmctl run is asked to move whole to the site with the most free slots (pcmctl run then
+// carries it out); one not supervised stays, its drain stalled.
+TEST_F(ClosedSitesTest, ADrainWithNowhereToGoMovesASupervisedJobToAnotherSite) {
+  register_job("a", 2);  // on localhost, site default
+  ASSERT_EQ(code({{"op", "job_move"}, {"job", "a"}, {"action", "supervise"}}), PCM_SUCCESS);
+  register_job("u", 2);
+  ASSERT_EQ(code({{"op", "host_drain"}, {"host", "localhost"}}), PCM_SUCCESS);
+  auto st = client_->request({{"op", "status"}, {"job", "a"}}).header["jobs"][0];
+  ASSERT_TRUE(st["move"].is_object()) << st.dump();
+  EXPECT_EQ(st["move"]["site"], "east");  // 3 free slots against west's 2
+  EXPECT_EQ(st["move"]["state"], "asked");
+  EXPECT_NE(st["last_event"].get<std::string>().find("move to site east asked by the drain of "
+                                                     "localhost"),
+            std::string::npos)
+      << st["last_event"];
+  auto su = client_->request({{"op", "status"}, {"job", "u"}}).header["jobs"][0];
+  EXPECT_TRUE(su["move"].is_null());
+  EXPECT_NE(su["last_event"].get<std::string>().find("drain of localhost stopped"),
+            std::string::npos)
+      << su["last_event"];
+}
