@@ -10,6 +10,8 @@ it, stop it and relaunch it from that version on site b's three hosts (mpiexec i
   - a move to a site pcmd does not know is refused with the reason;
   - the move is done: the job runs on b1, b2, b3 and restarted there from the move's version
     (2 processes then, 3 now);
+  - the policy: b1 drained while site b's hosts are full (and closed to site a), pcmd asks a move
+    to site a, which pcmctl run carries out (3 processes then, 2 now);
   - the job finishes with the plain run's checksum, bit for bit;
   - the events hold the move, asked and done, with its timings (checkpoint, stop, relaunch).
 
@@ -58,6 +60,26 @@ def wait_supervised(c, job):
         time.sleep(0.05)
 
 
+def back_by_drain(c, job, host, want):
+    """The policy: host drained while site b's hosts are full and closed to site a: pcmd asks
+    pcmctl run to move the job whole to the site with room (a), which it does."""
+    wait_supervised(c, job)
+    t0 = time.monotonic()
+    c.pcmctl("host", "drain", host)
+    while True:
+        mv = c.status(job).get("move") or {}
+        if mv.get("site") == "a" and mv.get("state") in ("done", "failed"):
+            break
+        if time.monotonic() - t0 > 120:
+            raise Failure(f"no move to site a within 120 s of the drain of {host}: {mv}")
+        time.sleep(0.1)
+    st = c.status(job)
+    if mv["state"] != "done" or st["hosts"] != want:
+        raise Failure(f"after the drain of {host}: move {mv}, hosts {st['hosts']}, wanted {want}")
+    log(f"drain of {host}: moved back to site a by the policy after "
+        f"{time.monotonic() - t0:.1f} s: {mv['text']}")
+
+
 def scenario(c):
     a1, a2, _ = c.a
     b1, b2, b3 = c.names
@@ -89,6 +111,7 @@ def scenario(c):
                       f"running on {[b1, b2, b3]}")
     if (st.get("move") or {}).get("state") != "done":
         raise Failure(f"the move is not recorded done: {st.get('move')}")
+    back_by_drain(c, job, b1, [a1, a2])
     unthrottle()
     try:
         rc = run.wait(timeout=120)
@@ -100,23 +123,24 @@ def scenario(c):
     m = re.search(r"^checksum (\w+)", text, re.M)
     if not m or m.group(1) != plain:
         raise Failure(f"checksum {m.group(1) if m else None} differs from the plain run's {plain}")
-    r = re.search(r"^heat2d: restarted from iteration (\d+) \((\d+) -> (\d+) processes\)", text,
-                  re.M)
-    if not r or (r.group(2), r.group(3)) != ("2", "3"):
-        raise Failure(f"no restart from 2 to 3 processes in the output:\n{text[-3000:]}")
+    restarts = re.findall(r"^heat2d: restarted from iteration (\d+) \((\d+) -> (\d+) processes\)",
+                          text, re.M)
+    if [(x[1], x[2]) for x in restarts] != [("2", "3"), ("3", "2")]:
+        raise Failure(f"not one restart from 2 to 3 processes, then from 3 to 2:\n{text[-3000:]}")
     events = c.pcmctl("events", job).stdout
     wanted = [r"move to site b asked", r"checkpoint \d+ asked: move to site b",
               r"move to site b: checkpoint \d+ written [\d.]+ s after the move was asked; the "
               rf"run on {a1}:1,{a2}:1 stopped [\d.]+ s later; relaunching on 3 processes",
-              rf"restarted from iteration {r.group(1)} \(2 processes then, 3 now\)",
+              rf"restarted from iteration {restarts[0][0]} \(2 processes then, 3 now\)",
               r"move to site b done: iterating again [\d.]+ s after it was asked \(checkpoint "
-              r"[\d.]+ s, stop [\d.]+ s, relaunch until iterating [\d.]+ s"]
+              r"[\d.]+ s, stop [\d.]+ s, relaunch until iterating [\d.]+ s",
+              rf"move to site a asked by the drain of {b1} \(", r"move to site a done: "]
     for w in wanted:
         if not re.search(w, events):
             raise Failure(f"the events lack /{w}/:\n{events}")
-    log(f"restarted from iteration {r.group(1)} on {b1},{b2},{b3}; the events:\n{events}")
-    log(f"ok: site_move: moved from site a (2 processes) to site b (3) under pcmctl run; "
-        f"checksum {plain} as plain")
+    log(f"the events:\n{events}")
+    log(f"ok: site_move: moved from site a (2 processes) to site b (3) under pcmctl run, and back "
+        f"by a drain; checksum {plain} as plain")
 
 
 if __name__ == "__main__":
