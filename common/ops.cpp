@@ -182,6 +182,24 @@ JobEvent JobEvent::from_json(const json& j) {
 }
 json JobEvent::to_json() const { return json{{"job", job}, {"text", text}}; }
 
+JobMove JobMove::from_json(const json& j) {
+  JobMove r;
+  r.job = job_of(j);
+  r.action = opt_string(j, "action", 16).value_or("ask");
+  if (r.action != "ask" && r.action != "supervise" && r.action != "begin" && r.action != "done" &&
+      r.action != "failed")
+    fail(PCM_ERR_ARG, "field \"action\" must be ask, supervise, begin, done or failed");
+  if (r.action == "ask" || j.contains("site")) r.site = site_of(j);
+  r.text = opt_string(j, "text", 2000);
+  return r;
+}
+json JobMove::to_json() const {
+  json j{{"job", job}, {"action", action}};
+  put(j, "site", site);
+  put(j, "text", text);
+  return j;
+}
+
 Finished Finished::from_json(const json& j) {
   return Finished{job_of(j), opt_int(j, "iteration", 0, INT64_MAX), opt_string(j, "error", 2000)};
 }

@@ -34,6 +34,7 @@ inline constexpr int kMaxRanks = 1 << 20;  // processes of a job, ranks named in
   X(Reconfigured, "reconfigured", false, false, false)             \
   X(Finished, "finished", false, false, false)                     \
   X(JobEvent, "job_event", false, true, false)                     \
+  X(JobMove, "job_move", false, true, false)                       \
   X(Status, "status", false, false, false)                         \
   X(Profile, "profile", false, false, false)                       \
   X(Store, "store", true, false, false)                            \
@@ -165,6 +166,21 @@ struct JobEvent {
   std::string job;
   std::string text;
   static JobEvent from_json(const json& j);
+  json to_json() const;
+};
+
+// A whole job's move to another site (docs/ops/sites.md). "ask": an operator's (pcmctl move);
+// refused unless the job runs under `pcmctl run`, the site is known and has a free host that is
+// up. The rest are pcmctl run's: "supervise" (it runs this run of the job and can move it),
+// "begin" (it took the asked move over), "done" and "failed" (with text). Reply: move (the job's
+// move as status shows it), text.
+struct JobMove {
+  static constexpr Op kOp = Op::kJobMove;
+  std::string job;
+  std::string action = "ask";       // ask, supervise, begin, done, failed
+  std::optional<std::string> site;  // ask: required
+  std::optional<std::string> text;  // done, failed: what happened
+  static JobMove from_json(const json& j);
   json to_json() const;
 };
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "error.h"
+#include "moves.h"
 #include "pcm_types.h"
 
 namespace pcm::detail {
@@ -106,6 +107,10 @@ void Drains::progress() {
         job.drain_stalled = e.what();
         jobs_.note(job, fmt::format("drain of {} stopped for this job: {}", host.name, e.what()));
         log_->warn("job {}: {}", name, job.last_event);
+        // Nowhere in its own sites: a job under pcmctl run may go whole to another site.
+        const std::string moved = move_off_drain(
+            jobs_, inventory_, job, fmt::format("drain of {} ({})", host.name, e.what()));
+        if (!moved.empty()) log_->info("job {}: {}", name, moved);
       }
     }
     if (inventory_.used_slots(host.name, nullptr) == 0) {

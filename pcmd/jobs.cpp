@@ -10,6 +10,7 @@
 
 #include "distribution.h"
 #include "error.h"
+#include "moves.h"
 #include "pcm_types.h"
 #include "profile.h"
 
@@ -258,8 +259,10 @@ json JobTable::register_job(const ops::Register& r, const std::string& name,
   // A restart, or a new run of a job whose last run failed (pcmctl run relaunching from the
   // start), goes on with the history of the run it replaces (its failure, a recovery).
   if (auto old = jobs_.find(name);
-      old != jobs_.end() && (restarted_from || old->second.state == JobState::kFailed))
+      old != jobs_.end() && (restarted_from || old->second.state == JobState::kFailed)) {
     job.events = old->second.events;
+    job.move = old->second.move;
+  }
   forget_ended_jobs();
   note(job, "started");
   job.last_seen = std::chrono::steady_clock::now();
@@ -457,6 +460,8 @@ json JobTable::job_json(const Job& job) const {
          {"checkpoint_wanted", nullptr},
          {"checkpoint_schedule", job.checkpoint_schedule}};
   job.put_events(j);
+  j["supervised"] = job.supervised;
+  j["move"] = move_json(job);
   if (job.allocating)
     j["allocating"] = {
         {"text", job.allocating->text},

@@ -66,6 +66,17 @@ struct Job {
     std::chrono::steady_clock::time_point since;
   };
   std::optional<CheckpointWanted> checkpoint_wanted;
+  // This run of the job is supervised by `pcmctl run` (it said so), which can carry a move out.
+  bool supervised = false;
+  // A whole job's move to another site (moves.h): asked by an operator, carried out by pcmctl
+  // run, kept over the runs that follow (as the events). In memory only.
+  struct Move {
+    std::string site;
+    std::string state;  // asked, under way, done, failed
+    std::string text;   // done, failed: what happened
+    std::chrono::steady_clock::time_point since;
+  };
+  std::optional<Move> move;
   // Checkpoints PCM_Adapt schedules itself (PCM_CHECKPOINT_MTBF), as rank 0's polls report them:
   // {"cost_s", "interval_s", "mtbf_s"} (null: not scheduled).
   nlohmann::json checkpoint_schedule;

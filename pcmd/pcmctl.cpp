@@ -386,8 +386,10 @@ void add_run(CLI::App& app, Cli& cli) {
                   "a launcher still there this long after the job finished is ended (exit 0)")
       ->check(CLI::Range(1, 86400))
       ->capture_default_str();
+  add_run_site_options(sub, *a);
   sub->add_option("command", a->command, "the program and its arguments (after --)")->required();
   on_run(sub, cli, [a](Connection& pcmd) {
+    finish_run_site_options(*a);
     if (a->job.empty()) {
       const char* env = std::getenv("PCM_JOB");
       a->job = env && *env ? env : fmt::format("run-{}", ::getpid());
@@ -410,6 +412,17 @@ void add_site_env(CLI::App& app, Cli& cli) {
       "site-env)\"); pcmctl run sets them itself");
   sub->add_option("--site", *sites, "only the links of this site (repeat)");
   on_run(sub, cli, [sites](Connection& pcmd) { return print_site_env(pcmd, *sites); });
+}
+
+void add_move(CLI::App& app, Cli& cli) {
+  auto a = std::make_shared<MoveOptions>();
+  auto* sub = app.add_subcommand(
+      "move", "move a job run by `pcmctl run` to another site: checkpoint, stop, restart there");
+  sub->add_option("job", a->job, "job name")->required();
+  sub->add_option("--site", a->site, "the site to move it to")->required();
+  sub->add_option("--wait", a->wait_s,
+                  "wait this many seconds for the move to end (exit 1: failed)");
+  on_run(sub, cli, [a](Connection& pcmd) { return move_job(pcmd, *a); });
 }
 
 void add_checkpoint(CLI::App& app, Cli& cli) {
@@ -554,8 +567,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   // In this order in --help.
   for (auto add : {add_status, add_migrate, add_split, add_merge, add_resize, add_host,
-                   add_checkpoints, add_checkpoint, add_verify, add_run, add_prune, add_wait,
-                   add_events, add_profile, add_site_env, add_ping})
+                   add_checkpoints, add_checkpoint, add_verify, add_run, add_move, add_prune,
+                   add_wait, add_events, add_profile, add_site_env, add_ping})
     add(app, cli);
   try {
     app.parse(argc, argv);  // runs the subcommand's callback

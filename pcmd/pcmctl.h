@@ -1,6 +1,7 @@
 // pcmctl.h — pcmctl's pieces: the connection to pcmd, one builder per request, the printers.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 #include <zmq.hpp>
@@ -8,6 +9,10 @@
 #include "client.h"
 #include "config.h"
 #include "protocol.h"
+
+namespace CLI {
+class App;
+}
 
 namespace pcm::detail {
 
@@ -80,9 +85,31 @@ struct RunOptions {
   // A launcher still there this long after pcmd saw the job finish is ended (exit 0): processes
   // stuck in MPI_Finalize with a peer on a host that died after the last reconfiguration.
   int finish_grace_s = 30;
+  // Sites (pcmctl_move.cpp, docs/ops/sites.md): with on_inventory, the site whose hosts the runs
+  // go on ("": every host) until a move (pcmctl move) takes the job to another; how a run is
+  // launched in a site: a prefix before the launcher ("ssh frontend-b", split at spaces: hydra's
+  // proxies must reach their mpiexec, so it runs inside the site) and the PCM_CONFIG of its
+  // processes there (the site's relay). A move gives up when its checkpoint takes longer than
+  // move_timeout_s (the job goes on where it was).
+  std::string site;
+  std::vector<std::string> site_launcher_specs, site_config_specs;  // SITE=VALUE, as given
+  std::map<std::string, std::string> site_launchers, site_configs;  // by site, from the specs
+  int move_timeout_s = 120;
   std::vector<std::string> command;  // the program and its arguments
 };
 int run_supervised(Connection& pcmd, const RunOptions& options);
+// pcmctl run's options for sites and moves (pcmctl_move.cpp); finish: the specs into the maps.
+void add_run_site_options(CLI::App* sub, RunOptions& options);
+void finish_run_site_options(RunOptions& options);
+
+// `pcmctl move JOB --site B`: asks pcmd to have the job moved (pcmctl run carries it out); with
+// wait_s > 0 waits until the move is done (0) or failed (1), printing how it went.
+struct MoveOptions {
+  std::string job;
+  std::string site;
+  double wait_s = 0;
+};
+int move_job(Connection& pcmd, const MoveOptions& options);
 
 // The MPI port range of pcmd's site links (pcmctl_site_env.cpp): `pcmctl site-env` prints the
 // variables (links touching `sites`, every link when empty); set_site_port_range sets each one

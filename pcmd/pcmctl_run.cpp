@@ -3,7 +3,8 @@
 // (the launcher exits non-zero, or pcmd sees the job fail while the launcher is still there) it
 // ends what is left and relaunches the job from its newest valid version (PCM_RESTART=1; from
 // the start when there is none), up to --max-restarts times. Each recovery is a line of the
-// job's events with its timings. Its exit code is the job's.
+// job's events with its timings. Its exit code is the job's. A whole job's move to another site
+// (pcmctl move) is pcmctl_move.cpp's.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <signal.h>
@@ -22,12 +23,13 @@
 #include "ops.h"
 #include "pcm_types.h"
 #include "pcmctl.h"
+#include "pcmctl_supervisor.h"
 #include "probe.h"
 
 namespace pcm::detail {
 
 using proto::json;
-using Clock = std::chrono::steady_clock;
+using Clock = SupervisorClock;
 
 namespace {
 
@@ -38,14 +40,13 @@ struct Interrupted {
 };
 void on_signal(int s) { g_signal = s; }
 
-double seconds(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double>(b - a).count();
-}
+double seconds(Clock::time_point a, Clock::time_point b) { return seconds_between(a, b); }
 
-void pause_ms(long ms) {
-  const timespec t{ms / 1000, (ms % 1000) * 1000000};
-  nanosleep(&t, nullptr);
-}
+}  // namespace
+
+int pending_signal() { return g_signal; }
+
+namespace {
 
 // The hosts a run goes on (on_inventory): "h1:n1,h2:n2", np processes in all; np 0: none.
 struct Placement {
@@ -55,9 +56,18 @@ struct Placement {
 };
 
 // The launcher on np processes (hosts: "" or a Placement's), in a process group of its own;
-// PCM_JOB set, PCM_RESTART as asked.
-pid_t launch(const RunOptions& o, int np, const std::string& hosts, bool restart) {
-  std::vector<std::string> args{o.mpiexec};
+// PCM_JOB set, PCM_RESTART as asked; in a site, after its prefix and with its PCM_CONFIG (given
+// through env(1), which a prefix such as ssh passes on).
+pid_t launch(const RunOptions& o, int np, const std::string& hosts, bool restart,
+             const SiteLaunch& site) {
+  std::vector<std::string> args = site.prefix;
+  if (!site.prefix.empty()) {
+    args.insert(args.end(), {"env", "PCM_JOB=" + o.job});
+    args.push_back(restart ? "PCM_RESTART=1" : "-u");
+    if (!restart) args.push_back("PCM_RESTART");
+    if (!site.config.empty()) args.push_back("PCM_CONFIG=" + site.config);
+  }
+  args.push_back(o.mpiexec);
   bool placed = false;
   for (std::string a : o.mpiexec_args) {
     const auto at = a.find("{hosts}");
@@ -77,6 +87,7 @@ pid_t launch(const RunOptions& o, int np, const std::string& hosts, bool restart
     ::signal(SIGINT, SIG_DFL);
     ::signal(SIGTERM, SIG_DFL);
     ::setenv("PCM_JOB", o.job.c_str(), 1);
+    if (!site.config.empty()) ::setenv("PCM_CONFIG", site.config.c_str(), 1);
     if (restart) {
       ::setenv("PCM_RESTART", "1", 1);
     } else {
@@ -91,6 +102,17 @@ pid_t launch(const RunOptions& o, int np, const std::string& hosts, bool restart
   }
   ::setpgid(pid, pid);  // also here: the group exists before anything signals it
   return pid;
+}
+
+}  // namespace
+
+double seconds_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+void pause_ms(long ms) {
+  const timespec t{ms / 1000, (ms % 1000) * 1000000};
+  nanosleep(&t, nullptr);
 }
 
 // Ends the launcher's whole group: TERM, then KILL after grace_s; returns its wait status.
@@ -110,6 +132,8 @@ int end_group(pid_t pid, double grace_s) {
   return status;
 }
 
+namespace {
+
 std::string describe(int status) {
   if (WIFEXITED(status)) return fmt::format("exited with {}", WEXITSTATUS(status));
   if (WIFSIGNALED(status)) return fmt::format("was killed by signal {}", WTERMSIG(status));
@@ -122,7 +146,8 @@ int exit_code(int status) {
   return 1;
 }
 
-// The job in pcmd's status (null: pcmd does not answer or does not know it).
+}  // namespace
+
 json job_status(Connection& pcmd, const std::string& job) {
   try {
     const json r = pcmd.request(req_status(job));
@@ -156,13 +181,18 @@ void event(Connection& pcmd, const std::string& job, const std::string& text) {
   }
 }
 
-// The inventory's hosts that are up (not lost, not draining; silent ones too: a process there was
-// lost, and this probe tells whether the host is back) and answer a TCP probe, with their free
-// slots, in the inventory's order, filled until o.np processes.
-Placement place_on_inventory(Connection& pcmd, const RunOptions& o) {
+namespace {
+
+// The inventory's hosts (of the site, unless "") that are up (not lost, not draining; silent
+// ones too: a process there was lost, and this probe tells whether the host is back) and answer a
+// TCP probe (unless behind a site launcher: not reachable from here), with their free slots, in
+// the inventory's order, filled until o.np processes.
+Placement place_on_inventory(Connection& pcmd, const RunOptions& o, const std::string& site) {
   Placement p;
+  const bool probe = o.site_launchers.count(site) == 0;
   const json reply = pcmd.request(req_host_list());
   for (const json& h : reply.at("hosts")) {
+    if (!site.empty() && h.value("site", "") != site) continue;
     const std::string name = h.value("host", "");
     const std::string state = h.value("state", "");
     const int free = h.value("free", 0);
@@ -173,7 +203,7 @@ Placement place_on_inventory(Connection& pcmd, const RunOptions& o) {
       why = "no free slot";
     else if (p.np >= o.np)
       why = "not needed";  // not probed: a dead host costs the probe's timeout
-    else if (!tcp_round_trip_ms(name, o.probe_port, 500))
+    else if (probe && !tcp_round_trip_ms(name, o.probe_port, 500))
       why = "does not answer";
     if (!why.empty()) {
       p.left_out.push_back(fmt::format("{} ({})", name, why));
@@ -186,38 +216,14 @@ Placement place_on_inventory(Connection& pcmd, const RunOptions& o) {
   return p;
 }
 
-// One supervised job: its runs one after another until one ends well or the restarts run out.
-class Supervisor {
- public:
-  Supervisor(Connection& pcmd, const RunOptions& o) : pcmd_(pcmd), o_(o) {}
-  int run();
-
- private:
-  // Where the next run goes; false (with an event) when it cannot start anywhere.
-  bool place();
-  // Starts a run and follows it until it ends; its wait status. Sets broken_ when pcmd saw it
-  // fail (or it never registered) while the launcher stayed, detected_/why_ on every failure.
-  int follow_run();
-  void note_resumed(const json& j, Clock::time_point started);
-
-  Connection& pcmd_;
-  const RunOptions& o_;
-  int restarts_ = 0;
-  bool restart_ = false;  // the next run restarts from a version
-  int np_ = 0;
-  std::string hosts_;                          // the next run's hosts ("" without on_inventory)
-  std::optional<Clock::time_point> detected_;  // the last run's failure, while recovering
-  std::string why_;
-  bool broken_ = false;
-  bool resumed_ = false;
-};
+}  // namespace
 
 bool Supervisor::place() {
   np_ = o_.np;
   if (!o_.on_inventory) return true;
   Placement p;
   try {
-    p = place_on_inventory(pcmd_, o_);
+    p = place_on_inventory(pcmd_, o_, site_);
   } catch (const std::exception& e) {
     event(pcmd_, o_.job, fmt::format("cannot read pcmd's inventory: {}", e.what()));
     return false;
@@ -225,8 +231,9 @@ bool Supervisor::place() {
   const std::string left_out = fmt::format("{}", fmt::join(p.left_out, ", "));
   if (p.np < o_.min_np) {
     event(pcmd_, o_.job,
-          fmt::format("cannot start: the hosts that answer hold {} processes ({}), --min is {}{}",
-                      p.np, p.hosts.empty() ? "none" : p.hosts, o_.min_np,
+          fmt::format("cannot start: the hosts that answer{} hold {} processes ({}), --min is {}{}",
+                      site_.empty() ? "" : " in site " + site_, p.np,
+                      p.hosts.empty() ? "none" : p.hosts, o_.min_np,
                       p.left_out.empty() ? "" : "; left out: " + left_out));
     return false;
   }
@@ -252,8 +259,10 @@ void Supervisor::note_resumed(const json& j, Clock::time_point started) {
 
 int Supervisor::follow_run() {
   const auto started = Clock::now();
-  const pid_t pid = launch(o_, np_, hosts_, restart_);
+  const pid_t pid = launch(o_, np_, hosts_, restart_, site_launch(o_, site_));
   bool seen_running = false;
+  bool told = false;  // pcmd knows this run is supervised (it may be moved)
+  moved_ = false;
   std::optional<Clock::time_point> finished_at;  // when pcmd saw the job finish
   resumed_ = false;
   broken_ = false;
@@ -268,11 +277,23 @@ int Supervisor::follow_run() {
       throw Interrupted{128 + sig};
     }
     if (Clock::now() >= next_look) {
-      next_look = Clock::now() + std::chrono::milliseconds(250);
+      // Every 0.25 s; every 0.05 s while a move waits for its run to iterate (its timings).
+      next_look = Clock::now() + std::chrono::milliseconds(moving_ ? 50 : 250);
       const json j = job_status(pcmd_, o_.job);
       const std::string state = j.is_object() ? j.value("state", "") : "";
       if (state == "running") seen_running = true;
+      if (state == "running" && !told) told = supervising();
       if (j.is_object()) note_resumed(j, started);
+      if (j.is_object() && moving_) move_resumed(j);
+      if (state == "running" && moved_asked(j)) {
+        const MoveStep step = move(pid, j, &status);
+        if (step == MoveStep::kMoved) {
+          moved_ = true;
+          return 0;
+        }
+        if (step == MoveStep::kEnded) break;  // status: the launcher's end
+        continue;
+      }
       if (state == "finished" && !finished_at) finished_at = Clock::now();
       if (finished_at && seconds(*finished_at, Clock::now()) > o_.finish_grace_s) {
         // The job ended well, but its launcher stays: processes stuck after the end (in
@@ -306,11 +327,27 @@ int Supervisor::follow_run() {
   return status;
 }
 
+bool Supervisor::supervising() {
+  try {
+    pcmd_.request(ops::request(ops::JobMove{o_.job, "supervise", std::nullopt, std::nullopt}));
+    return true;
+  } catch (const std::exception& e) {
+    std::cerr << "pcmctl run: pcmd did not take the run as supervised: " << e.what() << "\n";
+    return false;  // told again at the next look
+  }
+}
+
 int Supervisor::run() {
   if (!place()) return 1;
   for (;;) {
     const int status = follow_run();
-    if (!broken_ && WIFEXITED(status) && WEXITSTATUS(status) == 0) return 0;
+    if (give_up_) return 1;
+    if (moved_) continue;  // the move placed the next run
+    if (!broken_ && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+      if (moving_) move_resumed(job_status(pcmd_, o_.job));
+      return 0;
+    }
+    if (moving_) move_lost();
     if (restarts_ >= o_.max_restarts) {
       event(pcmd_, o_.job,
             fmt::format("run failed ({}) after {} recoveries: no more (--max-restarts {})", why_,
@@ -333,8 +370,6 @@ int Supervisor::run() {
                       restart_ ? "from the newest valid version" : "from the start (no version)"));
   }
 }
-
-}  // namespace
 
 int run_supervised(Connection& pcmd, const RunOptions& o) {
   struct sigaction sa {};

@@ -11,6 +11,7 @@
 
 #include "error.h"
 #include "log.h"
+#include "moves.h"
 #include "pcm_types.h"
 
 namespace pcm::detail {
@@ -128,6 +129,8 @@ void Server::set_handlers() {
     log_->info("job {}: {}", job.name, proto::printable(r.text));
     return proto::ok_reply();
   });
+  on<ops::JobMove>(
+      [this](const ops::JobMove& r, Payload, Out&) { return job_move(jobs_, inventory_, r); });
   on<ops::Status>([this](const ops::Status& r, Payload, Out&) {
     return json{{"ok", true}, {"jobs", jobs_.status(r.job)}, {"inventory", inventory_.status()}};
   });

@@ -134,6 +134,8 @@ def main():
     seeds["finished-error"] = frames(b"", req("finished", iteration=9,
                                               error="PCM_Adapt: MPI_Bcast failed", **job))
     seeds["job-event"] = frames(b"", req("job_event", text="recovery 1: \u20ac", **job))
+    seeds["job-move"] = frames(b"", req("job_move", action="ask", site="b", **job))
+    seeds["job-move-done"] = frames(b"", req("job_move", action="done", text="moved \u20ac", **job))
     seeds["host-add"] = frames(b"", req("host_add", host="nodec", slots=2, site="b",
                                         latency_ms=1))
     seeds["host-list"] = frames(b"", req("host_list"))

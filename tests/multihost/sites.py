@@ -178,6 +178,12 @@ def start_agent(c, h):
     raise Failure(f"{h}'s agent did not join: {open(logpath).read()}")
 
 
+def start_relayed(c, *pcmd_args):
+    """pcmd on a1 (site a, --closed-sites, CURVE on, pcmd_args added), then relay_site_b."""
+    c.start_pcmd("--site", "a", "--closed-sites", *pcmd_args)
+    return relay_site_b(c)
+
+
 def relay_site_b(c):
     """With pcmd started on a1: pcm-relay on a's front-end (from the wide-area ports WAN_PORTS to
     pcmd's request and watch ports) and on b's (pcmd's ports inside site b, to a's wide-area
@@ -273,7 +279,9 @@ def scenario(c):
         f"{plain} as plain")
 
 
-def main():
+def main_with(scenario_fn, label, logs=("job.out",)):
+    """Runs scenario_fn(c) on two fresh sites (removed afterwards); on a failure prints it and
+    the ends of the logs named (in the test's directory), pcmd's and the relays'."""
     if len(sys.argv) != 2:
         print(f"usage: {sys.argv[0]} BUILD", file=sys.stderr)
         return 2
@@ -285,11 +293,10 @@ def main():
         c = Sites(build, tmp)
         try:
             c.up()
-            scenario(c)
+            scenario_fn(c)
         except Failure as e:
-            print(f"multihost sites: FAILED: {e}", file=sys.stderr, flush=True)
-            for path in ["job.out", "pcmd.log", f"relay-{c.fe['a']}.log",
-                         f"relay-{c.fe['b']}.log"]:
+            print(f"multihost {label}: FAILED: {e}", file=sys.stderr, flush=True)
+            for path in [*logs, "pcmd.log", f"relay-{c.fe['a']}.log", f"relay-{c.fe['b']}.log"]:
                 path = os.path.join(tmp, path)
                 if os.path.exists(path):
                     sys.stderr.write(f"--- {os.path.basename(path)} (end):\n")
@@ -298,6 +305,10 @@ def main():
         finally:
             c.stop()
     return 0
+
+
+def main():
+    return main_with(scenario, "sites")
 
 
 if __name__ == "__main__":

@@ -320,3 +320,69 @@ TEST_F(SiteLinkTest, LinkedSitesMaySpanAJob) {
             PCM_ERR_REFUSED);
   EXPECT_NE(last_error_.find("(pcmd --site-link"), std::string::npos) << last_error_;
 }
+
+// A whole job's move (issue 26 item 4): pcmd records it for pcmctl run, which says it supervises
+// the run; refused, with the reason, for a job not supervised, a site not known or with no free
+// host that is up, a site the job runs in already, and while a move is under way. pcmctl run's
+// news (begin, done) show in the job's status and events.
+TEST_F(SiteHostsTest, AMoveIsRecordedForPcmctlRunOrRefusedWithWhy) {
+  register_job("a", 2);  // on localhost, site default
+  auto ask = [&](const std::string& site) {
+    return code({{"op", "job_move"}, {"job", "a"}, {"action", "ask"}, {"site", site}});
+  };
+  EXPECT_EQ(ask("west"), PCM_ERR_REFUSED);
+  EXPECT_NE(last_error_.find("does not run under `pcmctl run`"), std::string::npos) << last_error_;
+  EXPECT_EQ(code({{"op", "job_move"}, {"job", "a"}, {"action", "supervise"}}), PCM_SUCCESS);
+  EXPECT_EQ(ask("north"), PCM_ERR_REFUSED);
+  EXPECT_NE(last_error_.find("no host of site 'north'"), std::string::npos) << last_error_;
+  EXPECT_EQ(ask("default"), PCM_ERR_REFUSED);
+  EXPECT_NE(last_error_.find("runs in site 'default' already"), std::string::npos) << last_error_;
+  client_->request(
+      {{"op", "register"}, {"job", "e"}, {"size", 3}, {"hosts", {"nodec", "nodec", "nodec"}}});
+  EXPECT_EQ(ask("east"), PCM_ERR_REFUSED);  // nodec's 3 slots are taken
+  EXPECT_NE(last_error_.find("no host that is up with a free slot (nodec has no free slot)"),
+            std::string::npos)
+      << last_error_;
+  EXPECT_EQ(ask("west"), PCM_SUCCESS);
+  EXPECT_EQ(ask("west"), PCM_ERR_REFUSED);
+  EXPECT_NE(last_error_.find("a move to site 'west' is asked already"), std::string::npos)
+      << last_error_;
+  auto st = client_->request({{"op", "status"}, {"job", "a"}}).header["jobs"][0];
+  EXPECT_TRUE(st["supervised"].get<bool>());
+  EXPECT_EQ(st["move"]["site"], "west");
+  EXPECT_EQ(st["move"]["state"], "asked");
+  EXPECT_EQ(st["last_event"], "move to site west asked");
+  EXPECT_EQ(code({{"op", "job_move"}, {"job", "a"}, {"action", "begin"}, {"site", "west"}}),
+            PCM_SUCCESS);
+  EXPECT_EQ(code({{"op", "job_move"}, {"job", "a"}, {"action", "done"}, {"text", "moved"}}),
+            PCM_SUCCESS);
+  st = client_->request({{"op", "status"}, {"job", "a"}}).header["jobs"][0];
+  EXPECT_EQ(st["move"]["state"], "done");
+  EXPECT_EQ(st["move"]["text"], "moved");
+  EXPECT_EQ(st["last_event"], "moved");
+  EXPECT_EQ(code({{"op", "job_move"}, {"job", "a"}, {"action", "go"}}), PCM_ERR_ARG);
+  EXPECT_EQ(code({{"op", "job_move"}, {"job", "nope"}, {"site", "west"}}), PCM_ERR_REFUSED);
+}
+
+// The policy when a drain leaves a job of a closed site nowhere to go in its own sites: a job
+// under pcmctl run is asked to move whole to the site with the most free slots (pcmctl run then
+// carries it out); one not supervised stays, its drain stalled.
+TEST_F(ClosedSitesTest, ADrainWithNowhereToGoMovesASupervisedJobToAnotherSite) {
+  register_job("a", 2);  // on localhost, site default
+  ASSERT_EQ(code({{"op", "job_move"}, {"job", "a"}, {"action", "supervise"}}), PCM_SUCCESS);
+  register_job("u", 2);
+  ASSERT_EQ(code({{"op", "host_drain"}, {"host", "localhost"}}), PCM_SUCCESS);
+  auto st = client_->request({{"op", "status"}, {"job", "a"}}).header["jobs"][0];
+  ASSERT_TRUE(st["move"].is_object()) << st.dump();
+  EXPECT_EQ(st["move"]["site"], "east");  // 3 free slots against west's 2
+  EXPECT_EQ(st["move"]["state"], "asked");
+  EXPECT_NE(st["last_event"].get<std::string>().find("move to site east asked by the drain of "
+                                                     "localhost"),
+            std::string::npos)
+      << st["last_event"];
+  auto su = client_->request({{"op", "status"}, {"job", "u"}}).header["jobs"][0];
+  EXPECT_TRUE(su["move"].is_null());
+  EXPECT_NE(su["last_event"].get<std::string>().find("drain of localhost stopped"),
+            std::string::npos)
+      << su["last_event"];
+}

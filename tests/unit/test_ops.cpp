@@ -56,6 +56,8 @@ json sample(ops::Op op) {
       return {{"job", "j"}, {"keep", 2}};
     case ops::Op::kJobEvent:
       return {{"job", "j"}, {"text", "recovery 1"}};
+    case ops::Op::kJobMove:
+      return {{"job", "j"}, {"action", "ask"}, {"site", "b"}};
     case ops::Op::kCheckpointRequest:
       return {{"job", "j"}, {"why", "w"}};
     case ops::Op::kCheckpointCommit:
