@@ -38,13 +38,8 @@ void ShardWriter::write_and_report(const ShardTask& task) {
       rec = write_levels(task);
       const LevelPlan& l = *task.levels;
       done.levels = ShardLevels{l.host, l.partner_host, l.flush};
-    } else if (task.direct && holds_token(task.dir, task.token)) {
-      rec = write_shard(task.dir, h, task.items);
     } else {
-      std::vector<char> image;
-      rec = image_shard(h, task.items, image);
-      link_.request(ops::request(ops::ShardPut{h.job, h.iteration, h.rank}), image.data(),
-                    image.size(), task.timeout_ms);
+      rec = write_shared(task);
     }
     record = proto::encode(rec.to_json());
   });
@@ -59,22 +54,23 @@ void ShardWriter::write_and_report(const ShardTask& task) {
   if (!wrote.ok()) throw Error(wrote.code, wrote.msg);
 }
 
+ShardRecord ShardWriter::write_shared(const ShardTask& task) {
+  const ShardHeader& h = task.header;
+  if (task.direct && holds_token(task.dir, task.token)) return write_shard(task.dir, h, task.items);
+  std::vector<char> image;
+  ShardRecord rec = image_shard(h, task.items, image);
+  link_.request(ops::request(ops::ShardPut{h.job, h.iteration, h.rank}), image.data(), image.size(),
+                task.timeout_ms);
+  return rec;
+}
+
 ShardRecord ShardWriter::write_levels(const ShardTask& task) {
   const LevelPlan& l = *task.levels;
   const ShardHeader& h = task.header;
   // Versions older than the two before this one go first: the local level holds few.
   prune_local(l.job_dir, h.iteration);
   ShardRecord rec = write_shard_replacing(l.dir, h, task.items, shard_file_name(h.rank));
-  if (l.flush) {
-    if (task.direct && holds_token(task.dir, task.token)) {
-      rec = write_shard(task.dir, h, task.items);
-    } else {
-      std::vector<char> image;
-      rec = image_shard(h, task.items, image);
-      link_.request(ops::request(ops::ShardPut{h.job, h.iteration, h.rank}), image.data(),
-                    image.size(), task.timeout_ms);
-    }
-  }
+  if (l.flush) rec = write_shared(task);
   // The partners' copies, once the application's thread has them (the same layout as their
   // owners' shards: the same items written the same way).
   const Outcome in = handoff_.wait();

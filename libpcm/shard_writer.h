@@ -70,6 +70,9 @@ class ShardWriter {
   void open_link(const std::string& config_path, int reconnect_ms);
   // Writes task's shard (into its directory, or through pcmd) and reports it (shard_done).
   void write_and_report(const ShardTask& task);
+  // The shard into the version's directory where this process sees it, else through pcmd
+  // (ShardPut); returns its record.
+  ShardRecord write_shared(const ShardTask& task);
   // Checkpoint levels: the shard into the local directory, on a flush also into the version's
   // directory (or through pcmd), then the partners' copies beside it; returns the record.
   ShardRecord write_levels(const ShardTask& task);

@@ -279,18 +279,22 @@ def scenario(c):
         f"{plain} as plain")
 
 
-def main_with(scenario_fn, label, logs=("job.out",)):
-    """Runs scenario_fn(c) on two fresh sites (removed afterwards); on a failure prints it and
-    the ends of the logs named (in the test's directory), pcmd's and the relays'."""
+def main_with(scenario_fn, label, logs=("job.out",), mpich_only=False, **sites_args):
+    """Runs scenario_fn(c) on fresh sites (Sites(build, tmp, **sites_args); removed afterwards);
+    on a failure prints it and the ends of the logs named (in the test's directory), pcmd's and
+    the relays'. mpich_only: SKIPPED on another MPI (the scenario drives hydra)."""
     if len(sys.argv) != 2:
         print(f"usage: {sys.argv[0]} BUILD", file=sys.stderr)
         return 2
     build = os.path.abspath(sys.argv[1])
     multihost.MPI_FAMILY = multihost.mpi_family()
+    if mpich_only and multihost.MPI_FAMILY != "mpich":
+        print(f"SKIPPED: {label} drives MPICH's hydra (this build: {multihost.MPI_FAMILY})")
+        return SKIP
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     with tempfile.TemporaryDirectory(prefix="pcm-sites.") as tmp:
         os.chmod(tmp, 0o755)
-        c = Sites(build, tmp)
+        c = Sites(build, tmp, **sites_args)
         try:
             c.up()
             scenario_fn(c)

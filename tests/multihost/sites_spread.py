@@ -30,7 +30,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -229,32 +228,8 @@ def scenario(c):
 
 
 def main():
-    if len(sys.argv) != 2:
-        print(f"usage: {sys.argv[0]} BUILD", file=sys.stderr)
-        return 2
-    build = os.path.abspath(sys.argv[1])
-    multihost.MPI_FAMILY = multihost.mpi_family()
-    if multihost.MPI_FAMILY != "mpich":
-        print(f"SKIPPED: sites_spread drives MPICH's hydra (this build: {multihost.MPI_FAMILY})")
-        return sites.SKIP
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    with tempfile.TemporaryDirectory(prefix="pcm-spread.") as tmp:
-        os.chmod(tmp, 0o755)
-        c = sites.Sites(build, tmp, nsites=3, nhosts=2, opens=[f"a:b:{RANGE}"])
-        try:
-            c.up()
-            scenario(c)
-        except Failure as e:
-            print(f"multihost sites_spread: FAILED: {e}", file=sys.stderr, flush=True)
-            for name in ["job.out", "lost.out", "pcmd.log", f"relay-{c.fe['a']}.log",
-                         f"relay-{c.fe['b']}.log"]:
-                path = os.path.join(tmp, name)
-                if os.path.exists(path):
-                    sys.stderr.write(f"--- {name} (end):\n{open(path).read()[-4000:]}\n")
-            return 1
-        finally:
-            c.stop()
-    return 0
+    return sites.main_with(scenario, "sites_spread", logs=("job.out", "lost.out"), mpich_only=True,
+                           nsites=3, nhosts=2, opens=[f"a:b:{RANGE}"])
 
 
 if __name__ == "__main__":
