@@ -16,7 +16,8 @@
 # Environment: BENCH_MB (64), BENCH_REPS (3), BENCH_WORK_US (2000), BENCH_WINDOW (400 iterations),
 # BENCH_SIZES ("64 256": heat2d meshes), BENCH_SKIP_SPLITS=1 (only the second part), BENCH_RAW=0
 # (no raw-file restarts: by default each repetition also moves the same bytes 1->2, 2->4, 4->2
-# and 2->1 by stopping and restarting through raw files, as bench_malleability.sh does).
+# and 2->1 by stopping and restarting through raw files, as bench_malleability.sh does),
+# BENCH_PNG=FILE (a plot of the splits and merges: scripts/plots/overlap.gp).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/bench_common.sh"
 mb=${BENCH_MB:-64} reps=${BENCH_REPS:-3} work=${BENCH_WORK_US:-2000} win=${BENCH_WINDOW:-400}
@@ -136,6 +137,12 @@ raws = {}
 for line in open(f"{tmp}/raw.txt"):
     a, b, t = line.split()
     raws.setdefault((int(a), int(b)), []).append(float(t))
+with open(f"{tmp}/plot.csv", "w") as f:
+    f.write("step,blocking,overlapped,overlapped: inside PCM_Adapt,raw-file restart\n")
+    for a, b in ((1, 2), (2, 4), (4, 2), (2, 1)):
+        rt = med(raws[(a, b)]) if raws else 0
+        f.write(f"{'split' if b > a else 'merge'} {a}->{b},{med(w for w, _ in res[(a, b, '0')]):.4f},"
+                f"{med(w for w, _ in res[(a, b, '1')]):.4f},{med(x for _, x in res[(a, b, '1')]):.4f},{rt:.4f}\n")
 if raws:
     print("stop and restart through raw files (write + fsync, exit, mpiexec, pread) against live:")
     for a, b in ((1, 2), (2, 4), (4, 2), (2, 1)):
@@ -148,6 +155,10 @@ if raws:
               f"{rt / ao:.1f} x (inside PCM_Adapt)")
 PY
 
+if [ -n "${BENCH_PNG:-}" ] && [ "${BENCH_SKIP_SPLITS:-0}" != 1 ]; then
+  gnuplot -c "$ROOT/scripts/plots/overlap.gp" "$tmp/plot.csv" "$BENCH_PNG" "$mb" "$reps"
+  echo "plot: $BENCH_PNG"
+fi
 echo "== nothing pending: PCM_OVERLAP=0 (MPI_Init) against 1 (MPI_THREAD_MULTIPLE), 2 processes," \
   "$reps alternating runs each"
 : >"$tmp/st0.txt"
