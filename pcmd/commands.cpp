@@ -128,9 +128,13 @@ void CommandDesk::fill_world_after(const Job& job, proto::Command& c) const {
 
 json CommandDesk::queue(Job& job, proto::Command c, From from) {
   fill_world_after(job, c);
-  // MPI between sites goes only where their firewalls open a port range (issue 26). A job that
-  // already spans such sites (started so) is not the broker's to refuse.
-  if (const std::string why = inventory_.site_conflict(c.hosts);
+  // MPI between sites goes only where their firewalls open a port range (issue 26), during the
+  // reconfiguration too: the old processes talk to the new ones (a migration's mover to its
+  // replacement), so the hosts before and after count together. A job that already spans such
+  // sites (started so) is not the broker's to refuse.
+  std::vector<std::string> during = job.hosts;
+  during.insert(during.end(), c.hosts.begin(), c.hosts.end());
+  if (const std::string why = inventory_.site_conflict(during);
       !why.empty() && inventory_.site_conflict(job.hosts).empty())
     fail(PCM_ERR_REFUSED, "job '{}': {} would {}", job.name, c.describe(), why);
   if (growth_) growth_->before_queue(job, c);

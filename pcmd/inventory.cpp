@@ -212,11 +212,10 @@ bool Inventory::sites_linked(const std::string& a, const std::string& b) const {
   return false;
 }
 
-bool Inventory::fits_sites(const Job& job, const std::string& host, int except_rank) const {
+bool Inventory::fits_sites(const Job& job, const std::string& host) const {
   const std::string site = site_of(host);
-  for (std::size_t r = 0; r < job.hosts.size(); ++r)
-    if (static_cast<int>(r) != except_rank && !sites_linked(site, site_of(job.hosts[r])))
-      return false;
+  for (const auto& h : job.hosts)
+    if (!sites_linked(site, site_of(h))) return false;
   return true;
 }
 
@@ -244,9 +243,13 @@ std::string Inventory::migration_target(const Job& job, int rank, Placement p) c
   std::string best;
   int best_count = 0;
   double best_latency = 0;
+  std::vector<std::string> other_sites;  // hosts with room the job's sites are closed to
   for (const auto& h : hosts_) {
     if (h.draining || h.name == job.hosts[rank] || free_slots(h.name, nullptr) <= 0) continue;
-    if (!fits_sites(job, h.name, rank)) continue;
+    if (!fits_sites(job, h.name)) {  // the rank itself too: it sends its data there
+      other_sites.push_back(h.name);
+      continue;
+    }
     int count = static_cast<int>(std::count(job.hosts.begin(), job.hosts.end(), h.name));
     double latency = sort_latency(h);
     bool better = best.empty() ||
@@ -259,6 +262,11 @@ std::string Inventory::migration_target(const Job& job, int rank, Placement p) c
       best_latency = latency;
     }
   }
+  if (best.empty() && !other_sites.empty())
+    fail(PCM_ERR_REFUSED,
+         "no other host of the job's sites has a free slot for rank {}; {} have, in sites with "
+         "no MPI port range open to the job's (pcmd --site-link)",
+         rank, fmt::join(other_sites, ", "));
   if (best.empty())
     fail(PCM_ERR_REFUSED, "no other host of pcmd's inventory has a free slot for rank {} ({})",
          rank, fmt::join(names(), ", "));

@@ -79,8 +79,8 @@ class Inventory {
   std::string site_of(const std::string& host) const;
   // Whether a job may span sites a and b: open sites, the same site, or a --site-link.
   bool sites_linked(const std::string& a, const std::string& b) const;
-  // Whether host's site is linked with the site of every process of job but except_rank's.
-  bool fits_sites(const Job& job, const std::string& host, int except_rank = -1) const;
+  // Whether host's site is linked with the site of every process of job.
+  bool fits_sites(const Job& job, const std::string& host) const;
   // Why a world on hosts would span sites with no link between them ("": it would not).
   std::string site_conflict(const std::vector<std::string>& hosts) const;
   // The host a command names, which must be in the inventory and not draining; "" for none.

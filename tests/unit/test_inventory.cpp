@@ -302,6 +302,20 @@ TEST_F(ClosedSitesTest, CommandsDoNotSpreadAJobOverUnlinkedSites) {
   EXPECT_EQ(r.header.at("hosts"), json({"localhost", "localhost", "localhost", "localhost"}));
 }
 
+// A one-process job is on one site before and after a migration, but its mover sends its data to
+// the replacement over MPI: a migration to an unlinked site is refused too, named or not.
+TEST_F(ClosedSitesTest, AOneProcessJobDoesNotMigrateToAnUnlinkedSite) {
+  register_job("u", 1);  // on localhost, site default
+  EXPECT_EQ(code({{"op", "migrate"}, {"job", "u"}, {"rank", 0}, {"host", "nodeb"}}),
+            PCM_ERR_REFUSED);
+  EXPECT_NE(last_error_.find("span sites default (localhost) and west (nodeb)"), std::string::npos)
+      << last_error_;
+  // Unnamed: no host of its site has room, and the others are named with why.
+  EXPECT_EQ(code({{"op", "migrate"}, {"job", "u"}, {"rank", 0}}), PCM_ERR_REFUSED);
+  EXPECT_NE(last_error_.find("no other host of the job's sites"), std::string::npos) << last_error_;
+  EXPECT_NE(last_error_.find("nodeb, nodec have"), std::string::npos) << last_error_;
+}
+
 class SiteLinkTest : public ClosedSitesTest {
  protected:
   void SetUp() override {
