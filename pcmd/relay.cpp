@@ -19,6 +19,7 @@
 #include "error.h"
 #include "log.h"
 #include "pcm_types.h"
+#include "relay_mux.h"
 
 namespace pcm::detail {
 
@@ -67,6 +68,26 @@ std::string address_text(const sockaddr_storage& sa) {
   const auto& in6 = reinterpret_cast<const sockaddr_in6&>(sa);
   ::inet_ntop(AF_INET6, &in6.sin6_addr, host, sizeof host);
   return fmt::format("[{}]:{}", host, ntohs(in6.sin6_port));
+}
+
+// A listening socket on host:port; port_out: the port bound.
+int listen_on(const std::string& host, int port, int& port_out) {
+  socklen_t len = 0;
+  sockaddr_storage at = resolve(host, port, true, len);
+  int fd = ::socket(at.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  int one = 1;
+  if (fd >= 0) ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&at), len) != 0 || ::listen(fd, 128) != 0) {
+    const int err = errno;
+    if (fd >= 0) ::close(fd);
+    fail(PCM_ERR_CONFIG, "relay: cannot listen on {}:{}: {}", host, port, std::strerror(err));
+  }
+  sockaddr_storage bound{};
+  socklen_t blen = sizeof bound;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &blen);
+  port_out = bound.ss_family == AF_INET ? ntohs(reinterpret_cast<sockaddr_in&>(bound).sin_port)
+                                        : ntohs(reinterpret_cast<sockaddr_in6&>(bound).sin6_port);
+  return fd;
 }
 
 void tune(int fd, const RelayOptions& o) {
@@ -163,15 +184,22 @@ struct Relay::Listener {
   int port = 0;
   sockaddr_storage to{};
   socklen_t to_len = 0;
+  int header_port = 0;  // --mux: the port the header names
+  bool demux = false;   // --demux: the one port; the header picks the target
   ~Listener() { close_fd(fd, false); }
 };
 
 struct Relay::Pair {
   std::uint64_t id = 0;
-  const Listener* via = nullptr;
+  const Listener* via = nullptr;     // accepted on
+  const Listener* target = nullptr;  // connected to (--demux: once the header is read)
   std::string peer;
   int client = -1, upstream = -1;
-  bool connecting = true;
+  bool awaiting_header = false;  // --demux
+  MuxHeader header{};
+  std::size_t header_got = 0;
+  bool connecting = false;
+  Clock::time_point connect_started;
   bool client_eof = false, upstream_eof = false;    // their FIN came
   bool client_shut = false, upstream_shut = false;  // ours went
   bool dead = false;
@@ -183,25 +211,30 @@ struct Relay::Pair {
 Relay::Relay(RelayOptions options, std::shared_ptr<spdlog::logger> log)
     : options_(std::move(options)), log_(std::move(log)) {
   if (options_.routes.empty()) fail(PCM_ERR_ARG, "relay: no port to forward");
+  const bool mux = options_.mux_port > 0, demux = options_.demux_port >= 0;
+  if (mux && demux) fail(PCM_ERR_ARG, "relay: --mux and --demux exclude each other");
   for (const auto& r : options_.routes) {
     auto l = std::make_unique<Listener>();
     l->route = r;
-    l->to = resolve(r.to_host, r.to_port, false, l->to_len);
-    socklen_t len = 0;
-    sockaddr_storage at = resolve(r.listen_host, r.listen_port, true, len);
-    l->fd = ::socket(at.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    int one = 1;
-    if (l->fd >= 0) ::setsockopt(l->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (l->fd < 0 || ::bind(l->fd, reinterpret_cast<sockaddr*>(&at), len) != 0 ||
-        ::listen(l->fd, 128) != 0)
-      fail(PCM_ERR_CONFIG, "relay: cannot listen on {}:{}: {}", r.listen_host, r.listen_port,
-           std::strerror(errno));
-    sockaddr_storage bound{};
-    socklen_t blen = sizeof bound;
-    ::getsockname(l->fd, reinterpret_cast<sockaddr*>(&bound), &blen);
-    l->port = bound.ss_family == AF_INET ? ntohs(reinterpret_cast<sockaddr_in&>(bound).sin_port)
-                                         : ntohs(reinterpret_cast<sockaddr_in6&>(bound).sin6_port);
-    listeners_.push_back(std::move(l));
+    l->to = resolve(r.to_host, mux ? options_.mux_port : r.to_port, false, l->to_len);
+    l->header_port = mux ? r.to_port : 0;
+    if (!demux) {
+      l->fd = listen_on(r.listen_host, r.listen_port, l->port);
+      listeners_.push_back(std::move(l));
+      continue;
+    }
+    for (const auto& t : targets_)
+      if (t->route.listen_port == r.listen_port || r.listen_port == 0)
+        fail(PCM_ERR_ARG, "relay --demux: port {} twice or 0", r.listen_port);
+    l->port = r.listen_port;
+    targets_.push_back(std::move(l));
+  }
+  if (demux) {
+    auto d = std::make_unique<Listener>();
+    d->route = options_.routes.front();
+    d->demux = true;
+    d->fd = listen_on(d->route.listen_host, options_.demux_port, d->port);
+    listeners_.push_back(std::move(d));
   }
   wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (wake_fd_ < 0) fail(PCM_ERR_CONFIG, "relay: eventfd: {}", std::strerror(errno));
@@ -228,10 +261,10 @@ void Relay::stop() {
 std::string Relay::summary() const {
   const auto& c = counters_;
   return fmt::format(
-      "{} connections accepted, {} refused (limit {}), {} could not reach pcmd, {} closed, {} "
-      "open; {} bytes up, {} bytes down",
-      c.accepted.load(), c.refused.load(), options_.max_connections, c.failed.load(),
-      c.closed.load(), c.open.load(), c.bytes_up.load(), c.bytes_down.load());
+      "{} connections accepted, {} refused (limit {}), {} bad headers, {} could not reach pcmd, "
+      "{} closed, {} open; {} bytes up, {} bytes down",
+      c.accepted.load(), c.refused.load(), options_.max_connections, c.bad_headers.load(),
+      c.failed.load(), c.closed.load(), c.open.load(), c.bytes_up.load(), c.bytes_down.load());
 }
 
 void Relay::accept_from(Listener& l) {
@@ -264,19 +297,69 @@ void Relay::accept_from(Listener& l) {
     ++counters_.accepted;
     ++counters_.open;
     tune(fd, options_);
-    p->upstream = ::socket(l.to.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    int rc =
-        p->upstream < 0 ? -1 : ::connect(p->upstream, reinterpret_cast<sockaddr*>(&l.to), l.to_len);
-    log_->info("#{} opened: {} -> port {} -> {}", p->id, peer, l.port, address_text(l.to));
-    if (p->upstream >= 0) tune(p->upstream, options_);
-    if (rc == 0) {
-      p->connecting = false;
-    } else if (errno != EINPROGRESS) {
-      ++counters_.failed;
-      close_pair(*p, fmt::format("cannot reach pcmd: {}", std::strerror(errno)), true);
-    }
+    p->awaiting_header = l.demux;
+    if (!l.demux) connect_upstream(*p, l);
     pairs_.push_back(std::move(p));
   }
+}
+
+// Opens p's connection to t's target; --mux: the header goes first.
+void Relay::connect_upstream(Pair& p, const Listener& t) {
+  p.target = &t;
+  p.connecting = true;
+  p.connect_started = Clock::now();
+  if (t.header_port > 0) {
+    const MuxHeader h = encode_mux_header(t.header_port);
+    std::memcpy(p.up.data.data() + p.up.tail, h.data(), h.size());
+    p.up.tail += h.size();
+  }
+  p.upstream = ::socket(t.to.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  int rc = p.upstream < 0
+               ? -1
+               : ::connect(p.upstream, reinterpret_cast<const sockaddr*>(&t.to), t.to_len);
+  const int err = errno;
+  std::string how;
+  if (t.header_port > 0) how = fmt::format(" (mux: port {})", t.header_port);
+  if (p.via->demux) how = fmt::format(" (demux: port {})", t.port);
+  log_->info("#{} opened: {} -> port {}{} -> {}", p.id, p.peer, p.via->port, how,
+             address_text(t.to));
+  if (p.upstream >= 0) tune(p.upstream, options_);
+  if (rc == 0) {
+    p.connecting = false;
+  } else if (err != EINPROGRESS) {
+    ++counters_.failed;
+    close_pair(p, fmt::format("cannot reach pcmd: {}", std::strerror(err)), true);
+  }
+}
+
+// --demux: reads the header (no byte beyond it), then connects to the port it names.
+void Relay::read_header(Pair& p) {
+  while (p.header_got < p.header.size()) {
+    ssize_t n = ::recv(p.client, p.header.data() + p.header_got, p.header.size() - p.header_got, 0);
+    if (n > 0) {
+      p.header_got += static_cast<std::size_t>(n);
+      continue;
+    }
+    if (n == 0) return refuse_header(p, "closed before its header");
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+    return refuse_header(p, std::strerror(errno));
+  }
+  std::string why;
+  const int port = decode_mux_header(p.header, why);
+  for (const auto& t : targets_)
+    if (port > 0 && t->route.listen_port == port) {
+      p.awaiting_header = false;
+      return connect_upstream(p, *t);
+    }
+  if (why.empty()) why = fmt::format("header names port {}, not one of --port", port);
+  refuse_header(p, why);
+}
+
+void Relay::refuse_header(Pair& p, const std::string& why) {
+  ++counters_.bad_headers;
+  log_->warn("#{} from {} on port {} refused: {}", p.id, p.peer, p.via->port, why);
+  close_pair(p, "bad header", true);
 }
 
 void Relay::close_pair(Pair& p, const std::string& why, bool reset) {
@@ -295,6 +378,10 @@ void Relay::close_pair(Pair& p, const std::string& why, bool reset) {
 // Moves what can be moved between the pair's sockets; closes the pair when both directions are
 // over, or either socket failed.
 void Relay::pump(Pair& p, short cev, short uev) {
+  if (p.awaiting_header) {
+    if (cev & (POLLIN | POLLHUP | POLLERR)) read_header(p);
+    return;
+  }
   int err = 0;
   if (p.connecting) {
     if (!(uev & (POLLOUT | POLLERR | POLLHUP))) return;
@@ -355,9 +442,11 @@ void Relay::run() {
       short c = 0, u = 0;
       if (!p->client_eof && p->up.space() > 0) c |= POLLIN;
       if (p->down.used() > 0) c |= POLLOUT;
-      if (p->connecting) {
+      if (p->awaiting_header) {
+        deadline = std::min(deadline, p->opened + options_.header_timeout);
+      } else if (p->connecting) {
         u = POLLOUT;
-        deadline = std::min(deadline, p->opened + options_.connect_timeout);
+        deadline = std::min(deadline, p->connect_started + options_.connect_timeout);
       } else {
         if (!p->upstream_eof && p->down.space() > 0) u |= POLLIN;
         if (p->up.used() > 0) u |= POLLOUT;
@@ -378,7 +467,9 @@ void Relay::run() {
     for (std::size_t i = 0; i < old_pairs; ++i) {
       Pair& p = *pairs_[i];
       if (!p.dead) pump(p, fds[first + 2 * i].revents, fds[first + 2 * i + 1].revents);
-      if (!p.dead && p.connecting && Clock::now() >= p.opened + options_.connect_timeout) {
+      if (!p.dead && p.awaiting_header && Clock::now() >= p.opened + options_.header_timeout)
+        refuse_header(p, "no header in time");
+      if (!p.dead && p.connecting && Clock::now() >= p.connect_started + options_.connect_timeout) {
         ++counters_.failed;
         close_pair(p, "cannot reach pcmd: connect timed out", true);
       }

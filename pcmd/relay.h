@@ -39,15 +39,25 @@ struct RelayOptions {
   // TCP keepalive on both sides (idle, interval, probes): a client host that vanishes is
   // noticed, and its twin toward pcmd closed, as pcmd's watch port would notice it (watch.cpp).
   int keepalive_idle_s = 4, keepalive_interval_s = 2, keepalive_count = 3;
+  // Relays that reach one another on one port (relay_mux.h). mux_port > 0 (--mux): every
+  // route's connections go to to_host:mux_port, led by a header naming the route's to_port.
+  // demux_port > 0 (--demux; 0 in tests: any free port): listen on that port only, not on the
+  // routes' ports; a connection's header names a route's listen_port, and it goes to that
+  // route's to_port. A header that is not one, names no route, or takes longer than
+  // header_timeout closes the connection (counted as bad_headers); nothing reaches pcmd.
+  int mux_port = 0;
+  int demux_port = -1;
+  std::chrono::milliseconds header_timeout{3000};
 };
 
 struct RelayCounters {
-  std::atomic<std::uint64_t> accepted{0};  // connections taken on
-  std::atomic<std::uint64_t> refused{0};   // closed at once: max_connections reached
-  std::atomic<std::uint64_t> failed{0};    // pcmd could not be reached (or in time)
-  std::atomic<std::uint64_t> closed{0};    // pairs ended
-  std::atomic<std::uint64_t> open{0};      // pairs open now
-  std::atomic<std::uint64_t> bytes_up{0};  // client -> pcmd
+  std::atomic<std::uint64_t> accepted{0};     // connections taken on
+  std::atomic<std::uint64_t> refused{0};      // closed at once: max_connections reached
+  std::atomic<std::uint64_t> failed{0};       // pcmd could not be reached (or in time)
+  std::atomic<std::uint64_t> bad_headers{0};  // --demux: closed, the header malformed or late
+  std::atomic<std::uint64_t> closed{0};       // pairs ended
+  std::atomic<std::uint64_t> open{0};         // pairs open now
+  std::atomic<std::uint64_t> bytes_up{0};     // client -> pcmd
   std::atomic<std::uint64_t> bytes_down{0};
 };
 
@@ -59,7 +69,7 @@ class Relay {
   Relay(const Relay&) = delete;
   Relay& operator=(const Relay&) = delete;
 
-  // The ports bound, in the order of the routes.
+  // The ports bound, in the order of the routes (--demux: the one port).
   std::vector<int> listen_ports() const;
   // Serves until stop() (from any thread or a signal handler): then closes every connection and
   // listener and returns.
@@ -73,12 +83,16 @@ class Relay {
   struct Pair;
   struct Listener;
   void accept_from(Listener& l);
+  void connect_upstream(Pair& p, const Listener& to);
+  void read_header(Pair& p);
+  void refuse_header(Pair& p, const std::string& why);
   void pump(Pair& p, short client_events, short upstream_events);
   void close_pair(Pair& p, const std::string& why, bool reset);
 
   RelayOptions options_;
   std::shared_ptr<spdlog::logger> log_;
   std::vector<std::unique_ptr<Listener>> listeners_;
+  std::vector<std::unique_ptr<Listener>> targets_;  // --demux: the routes, not listened on
   std::vector<std::unique_ptr<Pair>> pairs_;
   RelayCounters counters_;
   std::uint64_t next_id_ = 1;

@@ -33,7 +33,9 @@ int main(int argc, char** argv) {
       "configuration file is pcmd's with the relay's address in place of pcmd's "
       "(docs/ops/sites.md). Logs a line per connection opened and closed, and its counters "
       "every --stats-every-s and at the end; SIGTERM or SIGINT closes every connection and "
-      "ends it.",
+      "ends it. Two relays reach one another on one port with --mux on the one nearer the "
+      "clients and --demux on the one nearer pcmd: each connection then starts with an 8-byte "
+      "header naming its port, and the rest is the client's bytes, unchanged.",
       "pcm-relay"};
   std::string listen, to, pidfile;
   std::vector<std::string> ports;
@@ -48,6 +50,21 @@ int main(int argc, char** argv) {
                  "its watch port (repeat the option or separate with commas)")
       ->required()
       ->delimiter(',');
+  app.add_option("--mux", o.mux_port,
+                 "send every connection to this one port of the next relay (which runs "
+                 "--demux), led by a header naming its --port's TOPORT")
+      ->check(CLI::Range(1, 65535));
+  app.add_option("--demux", o.demux_port,
+                 "listen on this one port only (not on the --port ports), for a relay that runs "
+                 "--mux: a connection's header names a --port PORT, and it goes to its TOPORT; "
+                 "a malformed, late or unknown header closes the connection")
+      ->check(CLI::Range(1, 65535))
+      ->excludes("--mux");
+  int header_timeout_ms = static_cast<int>(o.header_timeout.count());
+  app.add_option("--header-timeout-ms", header_timeout_ms,
+                 "--demux: how long a connection's header may take before it is closed")
+      ->check(CLI::Range(1, 600000))
+      ->capture_default_str();
   app.add_option("--max-connections", o.max_connections,
                  "connections open at once; more are refused (closed at once)")
       ->check(CLI::Range(1, 100000))
@@ -68,6 +85,7 @@ int main(int argc, char** argv) {
   o.buffer_bytes = buffer_kib * 1024;
   o.connect_timeout = std::chrono::milliseconds(connect_timeout_ms);
   o.stats_every = std::chrono::seconds(stats_s);
+  o.header_timeout = std::chrono::milliseconds(header_timeout_ms);
 
   auto log = logger("pcm-relay", spdlog::level::info);
   try {
@@ -83,10 +101,17 @@ int main(int argc, char** argv) {
     usr.sa_handler = SIG_IGN;
     ::sigaction(SIGPIPE, &usr, nullptr);
     const auto bound = relay.listen_ports();
-    for (std::size_t i = 0; i < bound.size(); ++i) {
-      std::cout << "pcm-relay: listening on " << listen << ":" << bound[i] << " -> " << to << ":"
-                << o.routes[i].to_port << std::endl;
-      log->info("listening on {}:{} -> {}:{}", listen, bound[i], to, o.routes[i].to_port);
+    for (std::size_t i = 0; i < o.routes.size(); ++i) {
+      const auto& r = o.routes[i];
+      const std::string line =
+          o.demux_port > 0 ? fmt::format("listening on {}:{} (demux: port {}) -> {}:{}", listen,
+                                         bound[0], r.listen_port, to, r.to_port)
+          : o.mux_port > 0
+              ? fmt::format("listening on {}:{} -> {}:{} (mux: port {})", listen, bound[i], to,
+                            o.mux_port, r.to_port)
+              : fmt::format("listening on {}:{} -> {}:{}", listen, bound[i], to, r.to_port);
+      std::cout << "pcm-relay: " << line << std::endl;
+      log->info("{}", line);
     }
     if (!pidfile.empty()) {
       const std::string tmp = pidfile + ".tmp";

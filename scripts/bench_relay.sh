@@ -52,17 +52,17 @@ bash "$L" ${prefix}a1 "$B/pcmd" --detach --pidfile "$tmp/pcmd.pid" --bind "$a1" 
 read -r port watch < <(python3 -c "
 import json; c = json.load(open('$tmp/pcmd.conf'))
 print(c['endpoint'].rsplit(':', 1)[1], c['watch'].rsplit(':', 1)[1])")
-relay() {  # relay FRONT-END LISTEN TO PORTS
-  bash "$L" "$1" "$B/pcm-relay" --listen "$2" --to "$3" --port "$4" --pidfile "$tmp/relay-$1.pid" \
-    >"$tmp/relay-$1.log" 2>&1 &
+relay() {  # relay FRONT-END LISTEN TO PORTS [OPTIONS...]
+  bash "$L" "$1" "$B/pcm-relay" --listen "$2" --to "$3" --port "$4" "${@:5}" \
+    --pidfile "$tmp/relay-$1.pid" >"$tmp/relay-$1.log" 2>&1 &
   pids+=($!)
   for _ in $(seq 100); do [[ -f $tmp/relay-$1.pid ]] && return 0; sleep 0.05; done
   echo "bench_relay: the relay on $1 did not start" >&2
   cat "$tmp/relay-$1.log" >&2
   exit 1
 }
-relay ${prefix}afe "$afe_wan" "$a1" "$port,$watch"
-relay ${prefix}bfe "$bfe" "$afe_wan" "$port,$watch"
+relay ${prefix}afe "$afe_wan" "$a1" "$port,$watch" --demux 4701 # sites.sh's one wide-area port
+relay ${prefix}bfe "$bfe" "$afe_wan" "$port,$watch" --mux 4701
 python3 -c "
 import json, os; c = json.load(open('$tmp/pcmd.conf'))
 c['endpoint'] = 'tcp://$bfe:$port'; c['watch'] = 'tcp://$bfe:$watch'

@@ -4,7 +4,7 @@
 # site with a second interface, on a shared "wide-area" bridge.
 #
 #   sites.sh up [--prefix P] [--sites S] [--hosts N] [--base X]   make sites a, b, ... of N hosts
-#               [--wan-ports P,Q] [--open A:B:LOW-HIGH]...
+#               [--wan-ports P[,Q...]] [--open A:B:LOW-HIGH]...
 #   sites.sh down [--prefix P]                                    remove exactly what `up` made
 #   sites.sh status [--prefix P]                                  list hosts, sites, addresses
 #
@@ -17,8 +17,9 @@
 # their front-end, and nothing else (a connection elsewhere fails at once: "Network is
 # unreachable"); front-ends reach their site and one another. Anything between sites goes
 # through a program on the front-ends (scripts/../pcm-relay; docs/ops/sites.md). With nftables
-# (nft) installed, front-ends reach one another only on the TCP ports --wan-ports (default
-# 4701,4702: the relays' request and watch ports), everything else between them dropped; without
+# (nft) installed, front-ends reach one another only on the TCP ports --wan-ports (default 4701:
+# the one port of the relays' --mux/--demux, which carries pcmd's request and watch ports),
+# everything else between them dropped; without
 # it, on every port (a note says so). --open A:B:LOW-HIGH (repeatable; needs nft) opens TCP ports
 # LOW-HIGH between the hosts of sites A and B, routed through both front-ends, nothing else
 # (scripts/sites_fw.sh: the rules and routes).
@@ -39,7 +40,7 @@ SKIP=77
 LETTERS=(a b c d)
 
 usage() {
-  echo "usage: $0 up [--prefix P] [--sites S] [--hosts N] [--base X] [--wan-ports P,Q]" \
+  echo "usage: $0 up [--prefix P] [--sites S] [--hosts N] [--base X] [--wan-ports P[,Q...]]" \
     "[--open A:B:LOW-HIGH]... | down [--prefix P] | status [--prefix P]" >&2
   exit 2
 }
@@ -59,7 +60,7 @@ prefix=pcms
 nsites=2
 nhosts=2
 base=
-wan_ports=4701,4702
+wan_ports=4701
 opens=()
 while (($#)); do
   (($# >= 2)) || usage

@@ -4,8 +4,9 @@
 scripts/sites.sh makes two sites of three namespace hosts each (a prefix of this test's own):
 site a holds pcmd (on host a1, bound to a1's address, CURVE on); site b is remote: its hosts
 reach only their site and their front-end. pcm-relay runs on both front-ends: b's listens inside
-site b and forwards to a's over the wide-area bridge, on the two ports the front-ends' firewalls
-leave open between them (WAN_PORTS, where nftables is installed); a's forwards to pcmd. Site b's
+site b and forwards both of pcmd's ports (--mux) to a's over the wide-area bridge, on the one port
+the front-ends' firewalls leave open between them (WAN_PORTS, where nftables is installed); a's
+(--demux) forwards each connection to the pcmd port its header names. Site b's
 configuration file is pcmd's with b's front-end in place of pcmd's address, nothing else. Then:
 
   - a host of site b (and b's front-end) cannot reach pcmd directly: the connection fails at
@@ -41,7 +42,7 @@ LAUNCHER = multihost.LAUNCHER
 SKIP = 77
 # The TCP ports on which the front-ends reach one another (sites.sh --wan-ports): site a's relay
 # listens on them for pcmd's request and watch ports.
-WAN_PORTS = (4701, 4702)
+WAN_PORTS = (4701,)  # the one port between front-ends: the relays' --mux/--demux
 
 
 class Sites(multihost.Cluster):
@@ -97,12 +98,12 @@ class Sites(multihost.Cluster):
         finally:
             self.names = saved
 
-    def start_relay(self, fe, listen, to, ports):
+    def start_relay(self, fe, listen, to, ports, *extra):
         pidfile = os.path.join(self.tmp, f"relay-{fe}.pid")
         logpath = os.path.join(self.tmp, f"relay-{fe}.log")
         p = subprocess.Popen(["bash", LAUNCHER, fe, os.path.join(self.build, "pcm-relay"),
                               "--listen", listen, "--to", to, "--port", ",".join(map(str, ports)),
-                              "--pidfile", pidfile], stdout=open(logpath, "w"),
+                              *extra, "--pidfile", pidfile], stdout=open(logpath, "w"),
                              stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                              start_new_session=True)
         self.jobs.append(p)
@@ -185,9 +186,10 @@ def start_relayed(c, *pcmd_args):
 
 
 def relay_site_b(c):
-    """With pcmd started on a1: pcm-relay on a's front-end (from the wide-area ports WAN_PORTS to
-    pcmd's request and watch ports) and on b's (pcmd's ports inside site b, to a's wide-area
-    ports), and site b's configuration file (pcmd's with b's front-end for pcmd's address).
+    """With pcmd started on a1: pcm-relay on a's front-end (--demux: from the one wide-area port
+    WAN_PORTS[0] to pcmd's request and watch ports) and on b's (pcmd's ports inside site b, --mux
+    to that one port), and site b's configuration file (pcmd's with b's front-end for pcmd's
+    address).
     Returns pcmd's request port, its watch port and the two relays' logs."""
     a1, afe, bfe = c.a[0], c.fe["a"], c.fe["b"]
     conf = json.load(open(c.config))
@@ -195,14 +197,14 @@ def relay_site_b(c):
     watch = int(conf["watch"].rsplit(":", 1)[1])
     if "curve" not in conf:
         raise Failure(f"pcmd bound to {c.addr[a1]} without CURVE: {conf}")
-    wp, ww = WAN_PORTS
-    log_a = c.start_relay(afe, c.wan[afe], c.addr[a1], [f"{wp}:{port}", f"{ww}:{watch}"])
-    log_b = c.start_relay(bfe, c.addr[bfe], c.wan[afe], [f"{port}:{wp}", f"{watch}:{ww}"])
+    (wp,) = WAN_PORTS
+    log_a = c.start_relay(afe, c.wan[afe], c.addr[a1], [port, watch], "--demux", str(wp))
+    log_b = c.start_relay(bfe, c.addr[bfe], c.wan[afe], [port, watch], "--mux", str(wp))
     site = dict(conf, endpoint=f"tcp://{c.addr[bfe]}:{port}", watch=f"tcp://{c.addr[bfe]}:{watch}")
     fd = os.open(c.site_config, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w") as f:
         json.dump(site, f, indent=2)
-    log(f"pcmd on {a1} {c.addr[a1]}:{port} (watch {watch}); relays {afe} {c.wan[afe]}:{wp},{ww} "
+    log(f"pcmd on {a1} {c.addr[a1]}:{port} (watch {watch}); relays {afe} {c.wan[afe]}:{wp} "
         f"(firewall: {'only these ports' if c.firewall else 'none'}), {bfe} {c.addr[bfe]}")
     return port, watch, log_a, log_b
 
@@ -269,10 +271,12 @@ def scenario(c):
     p2.wait(timeout=60)
     for name, path, ports in (("a", log_a, set(WAN_PORTS)), ("b", log_b, {port, watch})):
         text = open(path).read()
-        opened = {int(x) for x in re.findall(r"-> port (\d+) ->", text)}
-        if opened != ports:
-            raise Failure(f"relay {name} carried connections to ports {opened}, expected "
-                          f"{sorted(ports)}:\n{text[-2000:]}")
+        seen = re.findall(r"-> port (\d+) \((?:mux|demux): port (\d+)\) ->", text)
+        opened, named = {int(x) for x, _ in seen}, {int(y) for _, y in seen}
+        if opened != ports or named != {port, watch}:
+            raise Failure(f"relay {name} carried connections from ports {opened} naming "
+                          f"{named}, expected {sorted(ports)} naming {[port, watch]}:\n"
+                          f"{text[-2000:]}")
         log(f"relay {name}: {len(re.findall(r' opened: ', text))} connections opened, "
             f"{len(re.findall(r' closed ', text))} closed")
     log(f"ok: sites: a job in site b migrated, split and merged through the relays; checksum "

@@ -5,10 +5,10 @@
 # site or the wide-area bridge fails at once: no route); with nftables, ports 50000-50099 are open
 # between sites a and b (--open a:b:50000-50099): a host of a reaches one of b on a port of the
 # range (refused: it answered), not outside it (dropped: timed out), and site c not at all (no
-# route); the front-ends reach one another on the wide-area port 4701 and not on another
-# (dropped). Without nft, the firewall's checks are skipped (said so) and the rest runs. `down`,
-# twice, leaves no namespace, link or file of the prefix behind. Exits 77 (ctest SKIPPED) with
-# the reason without root.
+# route); the front-ends reach one another on the one wide-area port 4701 (the relays' --mux and
+# --demux) and not on another, 4702 included (dropped). Without nft, the firewall's checks are
+# skipped (said so) and the rest runs. `down`, twice, leaves no namespace, link or file of the
+# prefix behind. Exits 77 (ctest SKIPPED) with the reason without root.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -73,10 +73,11 @@ expect "${p}b2" "$(wan "${p}afe")" "Network is unreachable"
 expect "${p}c1" "$(addr "${p}a1")" "Network is unreachable"
 expect "${p}afe" "$(addr "${p}c1")" "Network is unreachable" # front-ends forward nothing to c
 if ((${#fw[@]})); then
-  grep -qx "firewall nftables: front-ends reach one another on TCP 4701,4702 only" "$out" ||
+  grep -qx "firewall nftables: front-ends reach one another on TCP 4701 only" "$out" ||
     fail "sites.sh status does not report the firewall"
   expect "${p}afe" "${p}bfe" "Connection refused" 4701 # the wide-area port: reached
-  expect "${p}bfe" "$(wan "${p}afe")" "Connection refused" 4702
+  expect "${p}bfe" "$(wan "${p}afe")" "Connection refused" 4701
+  expect "${p}bfe" "$(wan "${p}afe")" "timed out" 4702 # one port only: the second is dropped
   expect "${p}afe" "${p}bfe" "timed out" 9 # any other port between front-ends: dropped
   expect "${p}cfe" "$(wan "${p}afe")" "timed out" 5000
   expect "${p}a1" "${p}b1" "Connection refused" 50050 # the open range: reached, by name

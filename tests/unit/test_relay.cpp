@@ -1,6 +1,7 @@
 // test_relay.cpp — pcm-relay's core (pcmd/relay.h) on loopback: bytes both ways with
 // half-closes, CURVE end to end through it with each client keeping its identity, resets passed
-// on, the connection limit, an unreachable pcmd, and its port specs.
+// on, the connection limit, an unreachable pcmd, its port specs, and two relays that carry two
+// ports over one (--mux, --demux) and refuse a bad header.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -18,6 +19,7 @@
 #include "error.h"
 #include "log.h"
 #include "relay.h"
+#include "relay_mux.h"
 
 namespace {
 
@@ -91,6 +93,15 @@ struct RunningRelay {
     for (int p : to_ports)
       o.routes.push_back(
           pcm::detail::parse_relay_port("0:" + std::to_string(p), "127.0.0.1", "127.0.0.1"));
+    start(std::move(o));
+  }
+  // Routes as given: PORT or PORT:TOPORT specs on 127.0.0.1.
+  RunningRelay(RelayOptions o, const std::vector<std::string>& specs) {
+    for (const auto& spec : specs)
+      o.routes.push_back(pcm::detail::parse_relay_port(spec, "127.0.0.1", "127.0.0.1"));
+    start(std::move(o));
+  }
+  void start(RelayOptions o) {
     relay = std::make_unique<Relay>(o, pcm::detail::logger("pcm-relay", spdlog::level::warn));
     thread = std::thread([this] { relay->run(); });
   }
@@ -238,4 +249,114 @@ TEST(Relay, RefusesBeyondTheLimitAndWhenPcmdIsAway) {
   EXPECT_EQ(err, ECONNRESET);
   EXPECT_EQ(nowhere.relay->counters().failed.load(), 1u);
   ::close(c3);
+}
+
+namespace {
+
+// Waits for the relay's counter to reach n (or 2 s).
+void wait_for(const std::atomic<std::uint64_t>& c, std::uint64_t n) {
+  for (int i = 0; i < 200 && c.load() < n; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+}
+
+bool pending_connection(int listen_fd) {
+  pollfd p{listen_fd, POLLIN, 0};
+  return ::poll(&p, 1, 0) > 0;
+}
+
+}  // namespace
+
+// Two targets ("pcmd's" request and watch ports) through a --mux relay and a --demux one that
+// reach one another on one port: each client's connection comes out at its own target, bytes
+// both ways and half-closes, and the demux relay listens on that one port only.
+TEST(Relay, MuxDemuxCarryTwoPortsOverOne) {
+  Upstream up1, up2;
+  const std::string p1 = std::to_string(up1.port), p2 = std::to_string(up2.port);
+  RelayOptions d;
+  d.demux_port = 0;
+  RunningRelay demux(d, {p1, p2});
+  ASSERT_EQ(demux.relay->listen_ports().size(), 1u);
+  RelayOptions m;
+  m.mux_port = demux.port();
+  RunningRelay mux(m, {"0:" + p1, "0:" + p2});
+  const std::string req1 = pattern(1 << 20, 3), req2 = "watch hello", rep1 = pattern(2 << 20, 5),
+                    rep2 = "watch ok";
+  int c1 = connect_to(mux.port(0)), c2 = connect_to(mux.port(1));
+  std::thread client([&] {
+    send_all(c2, req2);
+    ::shutdown(c2, SHUT_WR);
+    send_all(c1, req1);
+    ::shutdown(c1, SHUT_WR);
+  });
+  int s1 = up1.accept_one(), s2 = up2.accept_one();
+  EXPECT_EQ(read_all(s2), req2);
+  EXPECT_EQ(read_all(s1), req1);
+  client.join();
+  std::thread server([&] {
+    send_all(s1, rep1);
+    ::close(s1);
+    send_all(s2, rep2);
+    ::close(s2);
+  });
+  EXPECT_EQ(read_all(c1), rep1);
+  EXPECT_EQ(read_all(c2), rep2);
+  server.join();
+  ::close(c1);
+  ::close(c2);
+  wait_for(demux.relay->counters().closed, 2);
+  wait_for(mux.relay->counters().closed, 2);
+  for (const auto* r : {demux.relay.get(), mux.relay.get()}) {
+    EXPECT_EQ(r->counters().accepted.load(), 2u);
+    EXPECT_EQ(r->counters().closed.load(), 2u);
+    EXPECT_EQ(r->counters().bad_headers.load(), 0u);
+    EXPECT_EQ(r->counters().bytes_up.load(), req1.size() + req2.size());  // headers not counted
+    EXPECT_EQ(r->counters().bytes_down.load(), rep1.size() + rep2.size());
+  }
+}
+
+// A --demux relay closes, with a reset and counted, a connection whose header is not one, is of
+// another version, names a port not in its list, or does not come in time: none reaches the
+// target. A good header after them still does.
+TEST(Relay, DemuxRefusesBadHeadersWithoutReachingTheTarget) {
+  Upstream up;
+  const std::string p = std::to_string(up.port);
+  RelayOptions d;
+  d.demux_port = 0;
+  d.header_timeout = std::chrono::milliseconds(200);
+  RunningRelay demux(d, {p});
+  auto other = pcm::detail::encode_mux_header(up.port == 65535 ? 1 : up.port + 1);
+  auto version = pcm::detail::encode_mux_header(up.port);
+  version[4] = 2;
+  for (const std::string& bad :
+       {std::string("GET / HTTP/1.1\r\n\r\n"), std::string(other.data(), other.size()),
+        std::string(version.data(), version.size()), std::string("PCM")}) {
+    int c = connect_to(demux.port());
+    send_all(c, bad);
+    int err = -1;
+    EXPECT_EQ(read_all(c, &err), "");
+    EXPECT_EQ(err, ECONNRESET) << bad;
+    ::close(c);
+  }
+  const auto& k = demux.relay->counters();
+  EXPECT_EQ(k.bad_headers.load(), 4u);
+  EXPECT_EQ(k.failed.load(), 0u);
+  EXPECT_FALSE(pending_connection(up.fd));
+  auto good = pcm::detail::encode_mux_header(up.port);
+  int c = connect_to(demux.port());
+  send_all(c, std::string(good.data(), good.size()) + "hi");
+  int s = up.accept_one();
+  char buf[2];
+  ASSERT_EQ(::recv(s, buf, sizeof buf, MSG_WAITALL), 2);
+  EXPECT_EQ(std::string(buf, 2), "hi");
+  ::close(s);
+  ::close(c);
+  std::string why;
+  EXPECT_EQ(pcm::detail::decode_mux_header(good, why), up.port);
+  EXPECT_EQ(pcm::detail::decode_mux_header(version, why), 0);
+  EXPECT_FALSE(why.empty());
+  RelayOptions both;
+  both.mux_port = 1;
+  both.demux_port = 0;
+  both.routes.push_back(pcm::detail::parse_relay_port(p, "127.0.0.1", "127.0.0.1"));
+  EXPECT_THROW(Relay r(both, pcm::detail::logger("pcm-relay", spdlog::level::warn)), pcm::Error);
 }
