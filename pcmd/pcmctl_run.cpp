@@ -40,8 +40,6 @@ struct Interrupted {
 };
 void on_signal(int s) { g_signal = s; }
 
-double seconds(Clock::time_point a, Clock::time_point b) { return seconds_between(a, b); }
-
 }  // namespace
 
 int pending_signal() { return g_signal; }
@@ -249,12 +247,13 @@ void Supervisor::note_resumed(const json& j, Clock::time_point started) {
   if (!detected_ || resumed_ || j.value("state", "") != "running" || j.value("iteration", 0L) <= 0)
     return;
   resumed_ = true;  // iterating again: the recovery is over
-  event(pcmd_, o_.job,
-        fmt::format("recovery {} of {}: iterating again {:.2f} s after the loss was seen "
-                    "({}; relaunched {:.2f} s after it, {} processes{}, {})",
-                    restarts_, o_.max_restarts, seconds(*detected_, Clock::now()), why_,
-                    seconds(*detected_, started), np_, hosts_.empty() ? "" : " on " + hosts_,
-                    restart_ ? "from the newest version" : "from the start"));
+  event(
+      pcmd_, o_.job,
+      fmt::format("recovery {} of {}: iterating again {:.2f} s after the loss was seen "
+                  "({}; relaunched {:.2f} s after it, {} processes{}, {})",
+                  restarts_, o_.max_restarts, seconds_between(*detected_, Clock::now()), why_,
+                  seconds_between(*detected_, started), np_, hosts_.empty() ? "" : " on " + hosts_,
+                  restart_ ? "from the newest version" : "from the start"));
 }
 
 int Supervisor::follow_run() {
@@ -295,7 +294,7 @@ int Supervisor::follow_run() {
         continue;
       }
       if (state == "finished" && !finished_at) finished_at = Clock::now();
-      if (finished_at && seconds(*finished_at, Clock::now()) > o_.finish_grace_s) {
+      if (finished_at && seconds_between(*finished_at, Clock::now()) > o_.finish_grace_s) {
         // The job ended well, but its launcher stays: processes stuck after the end (in
         // MPI_Finalize, with a peer on a host that died after the last reconfiguration).
         event(pcmd_, o_.job,
@@ -309,7 +308,7 @@ int Supervisor::follow_run() {
       if (seen_running && state == "failed") {
         why_ = fmt::format("pcmd: {}", j.value("last_event", "failed"));
         broken_ = true;
-      } else if (!seen_running && seconds(started, Clock::now()) > o_.start_timeout_s) {
+      } else if (!seen_running && seconds_between(started, Clock::now()) > o_.start_timeout_s) {
         why_ = fmt::format("the run did not register with pcmd within {} s", o_.start_timeout_s);
         broken_ = true;
       }

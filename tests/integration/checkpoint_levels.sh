@@ -21,28 +21,41 @@ local_dir=$PCM_TEST_DIR/local
 mkdir -p "$local_dir"
 export PCM_CHECKPOINT_LOCAL_DIR=$local_dir PCM_CHECKPOINT_FLUSH_EVERY=3 PCM_LOG_LEVEL=info
 
-# Runs the job until version 40 is its newest, then kills it (its own process group).
-run_until_40() {
-  local job=$1 out=$2 hold=$PCM_TEST_DIR/hold.$1
+# Runs job on NP processes (PCM_RESTART=RESTART) with rank 0's report of version HELD held (so
+# that version is never made) until `CHECK...` succeeds, then kills it (its own process group)
+# and waits until pcmd has seen it end. WHAT names the moment in a failure.
+held_run() {
+  local job=$1 out=$2 held=$3 np=$4 restart=$5 what=$6 hold=$PCM_TEST_DIR/hold.$1
+  shift 6
   touch "$hold"
-  PCM_JOB=$job PCM_TEST_SHARD_HOLD=$hold:50:0 setsid "$mpiexec" -n 2 "$heat" "${args[@]}" \
-    >"$out" 2>&1 </dev/null &
+  PCM_JOB=$job PCM_RESTART=$restart PCM_TEST_SHARD_HOLD=$hold:$held:0 setsid "$mpiexec" -n "$np" \
+    "$heat" "${args[@]}" >"$out" 2>&1 </dev/null &
   local pid=$!
   for _ in $(seq 600); do
-    "$pcmctl" checkpoints "$job" --json 2>/dev/null | python3 -c '
-import json, sys
-sys.exit(0 if 40 in [v["iteration"] for v in json.load(sys.stdin) if v["valid"]] else 1)' && break
-    kill -0 "$pid" 2>/dev/null || fail "$job ended before version 40: $(show "$out")"
+    "$@" && break
+    kill -0 "$pid" 2>/dev/null || fail "$job ended before $what: $(show "$out")"
     sleep 0.1
   done
   kill -KILL -- "-$pid" 2>/dev/null
   wait "$pid" 2>/dev/null
   rm -f "$hold"
-  "$pcmctl" checkpoints "$job" --json | python3 -c '
+  "$pcmctl" wait "$job" --ended --timeout 30 >/dev/null || fail "pcmd did not see $job end"
+}
+
+has_version() {  # has_version JOB IT: pcmd lists version IT of JOB as valid
+  "$pcmctl" checkpoints "$1" --json 2>/dev/null | python3 -c '
+import json, sys
+sys.exit(0 if int(sys.argv[1]) in [v["iteration"] for v in json.load(sys.stdin) if v["valid"]]
+         else 1)' "$2"
+}
+
+# Runs the job until version 40 is its newest (50 held), then kills it.
+run_until_40() {
+  held_run "$1" "$2" 50 2 0 "version 40" has_version "$1" 40
+  "$pcmctl" checkpoints "$1" --json | python3 -c '
 import json, sys
 vs = sorted(v["iteration"] for v in json.load(sys.stdin) if v["valid"])
-assert vs and vs[-1] == 40, vs' || fail "$job: version 40 is not the newest"
-  "$pcmctl" wait "$job" --ended --timeout 30 >/dev/null || fail "pcmd did not see $job end"
+assert vs and vs[-1] == 40, vs' || fail "$1: version 40 is not the newest"
 }
 
 # Restarts job on 3 processes; the run must end with the plain checksum, from version $2.
@@ -75,20 +88,8 @@ run_until_40 $job "$PCM_TEST_DIR/b.out"
 mv "${local_dir:?}/$job" "$local_dir/$job.away"
 # Restarted while the local level is away: version 40 is out of reach, the run goes on from 30.
 # Its own version 40 is held (rank 0's report) and the run killed, so the old 40 stays newest.
-hold=$PCM_TEST_DIR/hold.away out=$PCM_TEST_DIR/away.out
-touch "$hold"
-PCM_JOB=$job PCM_RESTART=1 PCM_TEST_SHARD_HOLD=$hold:40:0 setsid "$mpiexec" -n 3 "$heat" \
-  "${args[@]}" >"$out" 2>&1 </dev/null &
-pid=$!
-for _ in $(seq 600); do
-  grep -q "^heat2d: restarted from iteration" "$out" && break
-  kill -0 "$pid" 2>/dev/null || fail "the restart without the local level ended: $(show "$out")"
-  sleep 0.1
-done
-kill -KILL -- "-$pid" 2>/dev/null
-wait "$pid" 2>/dev/null
-rm -f "$hold"
-"$pcmctl" wait "$job" --ended --timeout 30 >/dev/null || fail "pcmd did not see $job end"
+out=$PCM_TEST_DIR/away.out
+held_run $job "$out" 40 3 1 "its restart" grep -q "^heat2d: restarted from iteration" "$out"
 grep -q "^heat2d: restarted from iteration 30 " "$out" || fail "not restarted from 30: $(show "$out")"
 grep -q "version 40 is out of reach.*on no level" "$out" ||
   fail "version 40 was not refused for its missing shards: $(show "$out")"
