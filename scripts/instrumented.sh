@@ -9,6 +9,8 @@ instrumented_configure() {
   [ -f "$dir/CMakeCache.txt" ] && [ -f "$dir/Makefile" ] && return 0
   mpi_bin=$(dirname "$(command -v mpicc)")
   cmake -S "$ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPCM_FUZZ=ON \
+    -DCMAKE_C_COMPILER_LAUNCHER="${PCM_COMPILER_LAUNCHER:-}" \
+    -DCMAKE_CXX_COMPILER_LAUNCHER="${PCM_COMPILER_LAUNCHER:-}" \
     -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
     -DMPI_HOME="$(dirname "$mpi_bin")" -DMPIEXEC_EXECUTABLE="$mpi_bin/mpiexec" \
     -DMPI_C_COMPILER="$mpi_bin/mpicc" -DMPI_CXX_COMPILER="$mpi_bin/mpicxx" >/dev/null

@@ -32,7 +32,7 @@ if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; fi
 PACKAGES=(build-essential cmake pkg-config dpkg-dev python3 clang-format
   libhdf5-dev hdf5-tools libzmq3-dev cppzmq-dev libsodium-dev libxxhash-dev
   libfmt-dev libspdlog-dev libgtest-dev libgmock-dev libcli11-dev nlohmann-json3-dev zlib1g-dev procps gnuplot-nox
-  fonts-dejavu-core clang-14 libclang-rt-14-dev slurm-wlm munge universal-ctags iproute2 nftables)
+  fonts-dejavu-core ccache clang-14 libclang-rt-14-dev slurm-wlm munge universal-ctags iproute2 nftables)
 if [ "$PCM_MPI" = openmpi ] && [ -z "${PCM_MPI_HOME:-}" ]; then
   PACKAGES+=(openmpi-bin libopenmpi-dev gfortran)
   # The Python package pcm (python/): Debian's mpi4py is built against Debian's Open MPI, so it
@@ -205,6 +205,17 @@ choose_mpi() {
   MPI_BIN=$MPICH_PREFIX/bin
 }
 
+# The compiler launcher every PCM build directory uses (this one, the Open MPI, sanitizer and fuzz
+# builds): ccache with its cache beside the MPICH build, outside the checkout, keyed on paths
+# relative to the checkout (CCACHE_BASEDIR, and no working directory in the hash), so that a
+# fresh clone elsewhere, or a second build directory, compiles only what changed. A CMake list:
+# 'env VAR=... ccache' before each compiler command. Empty where ccache is missing.
+compiler_launcher() {
+  command -v ccache >/dev/null || return 0
+  printf 'env;CCACHE_DIR=%s;CCACHE_BASEDIR=%s;CCACHE_NOHASHDIR=1;CCACHE_MAXSIZE=4G;ccache' \
+    "$CACHE/ccache" "$ROOT"
+}
+
 configure_and_build() {
   local gen_args=()
   if [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then
@@ -214,12 +225,15 @@ configure_and_build() {
   # PCM_BUILD_UNIT_TESTS=OFF (scripts/test_openmpi.sh's label run) leaves out the GoogleTest
   # programs; given on every configure, so that the next run without it builds them again.
   cmake -S "$ROOT" -B "$BUILD_DIR" "${gen_args[@]}" \
+    -DCMAKE_C_COMPILER_LAUNCHER="$PCM_COMPILER_LAUNCHER" \
+    -DCMAKE_CXX_COMPILER_LAUNCHER="$PCM_COMPILER_LAUNCHER" \
     -DPCM_BUILD_UNIT_TESTS="${PCM_BUILD_UNIT_TESTS:-ON}" >/dev/null
   cmake --build "$BUILD_DIR" -j"$(nproc)"
 }
 
 main() {
   install_packages
+  PCM_COMPILER_LAUNCHER=$(compiler_launcher)
   # An Open MPI under PCM_MPI_HOME is set up as PCM_MPI=openmpi is.
   if [ "$PCM_MPI" = mpich ] && [ -n "${PCM_MPI_HOME:-}" ] &&
      [ "$(mpi_family "$PCM_MPI_HOME/bin/mpiexec")" = openmpi ]; then
@@ -236,6 +250,7 @@ main() {
 export PATH="$path:\$PATH"
 export PCM_BUILD_DIR="$BUILD_DIR"
 export PCM_MPI_FAMILY=openmpi
+export PCM_COMPILER_LAUNCHER="$PCM_COMPILER_LAUNCHER"
 ENV
   else
     BUILD_DIR=${PCM_BUILD_DIR:-$ROOT/build}
@@ -244,6 +259,7 @@ ENV
     cat >"$ROOT/scripts/.env" <<ENV
 export PATH="$MPI_BIN:\$PATH"
 export PCM_BUILD_DIR="$BUILD_DIR"
+export PCM_COMPILER_LAUNCHER="$PCM_COMPILER_LAUNCHER"
 ENV
   fi
   if [ "${1:-}" != "--no-build" ]; then
