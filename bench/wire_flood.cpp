@@ -1,4 +1,4 @@
-// wire_flood.cpp — benchmark and attack tool for pcmd's request socket (scripts/bench_wire.sh).
+// wire_flood.cpp — benchmark and attack tool for pcmd's request socket (bench/wire.sh).
 //   wire_flood oversize MIB           one message whose data frame is MIB MiB, no secret
 //   wire_flood frames N MIB           one message of N frames of MIB MiB each, no secret
 //   wire_flood refused N              N requests with a wrong secret, one after the other

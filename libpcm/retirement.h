@@ -2,7 +2,7 @@
 // (the process that becomes their waker sends each one message then), or, after a split where
 // the MPI allows it, leave the job at once.
 //
-// What the MPIs allow (bench/retire_probe.c, scripts/bench_retire.sh): a group of processes that
+// What the MPIs allow (bench/retire_probe.c, bench/retire.sh): a group of processes that
 // disconnects from the job can finalize and exit while the job goes on if every process of its
 // MPI_COMM_WORLD finalizes with it and the processes that stay were spawned by it, not the other
 // way round. MPICH 4.0.2 ch3 and Open MPI 4.1.4 both allow that. One process of a group cannot

@@ -80,7 +80,7 @@ std::string read_file(const char* path) {
   return s.str();
 }
 
-// The CPUs this agent may run on: the host's (a namespace host of scripts/hosts.sh is pinned to
+// The CPUs this agent may run on: the host's (a namespace host of testbed/hosts.sh is pinned to
 // its own; a real host has them all).
 std::vector<int> my_cpus() {
   cpu_set_t set;

@@ -47,7 +47,7 @@ using CommandRunner = std::function<CommandResult(const std::vector<std::string>
 
 // The allocation pcmd runs in: SLURM_JOB_ID, `scontrol show job -o -d $SLURM_JOB_ID` (which
 // must succeed and show the job RUNNING), and `srun --version` (reconfigurations start their
-// processes through srun: scripts/slurm-launcher.sh). Throws pcm::Error(PCM_ERR_CONFIG) with a
+// processes through srun: testbed/launcher_slurm.sh). Throws pcm::Error(PCM_ERR_CONFIG) with a
 // message starting "--resources slurm: " that says what is missing and how to fix it. env and
 // run are getenv and run_command (with a bound) in pcmd; tests give their own.
 SlurmAllocation slurm_allocation(const EnvGetter& env, const CommandRunner& run);

@@ -5,7 +5,7 @@
 # DEMO_ITERS (4000), DEMO_DIR (where pcmd's files and the run's output go; build/demo).
 # Leaves in DEMO_DIR the PCM run's trace (trace.csv), the pcmctl commands with their times
 # (events.csv), the final grids of both runs (grid.bin, grid-plain.bin; heat2d --dump) and two
-# plots: timeline.png (scripts/plots/timeline.gp) and heatmap.png (scripts/plots/heatmap.gp).
+# plots: timeline.png (bench/plots/timeline.gp) and heatmap.png (bench/plots/heatmap.gp).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 bash "$ROOT/scripts/setup.sh"
@@ -78,7 +78,7 @@ fi
 cmp "$dir/grid.bin" "$dir/grid-plain.bin" ||
   { echo "verification: the final grids (--dump) differ" >&2; exit 1; }
 echo "verification: the final grids (--dump) are byte-identical"
-gnuplot -c "$ROOT/scripts/plots/timeline.gp" "$dir/trace.csv" "$dir/events.csv" \
+gnuplot -c "$ROOT/bench/plots/timeline.gp" "$dir/trace.csv" "$dir/events.csv" \
   "$dir/timeline.png" "heat2d ${nx}x$ny with PCM, reconfigured live through pcmctl"
-gnuplot -c "$ROOT/scripts/plots/heatmap.gp" "$dir/grid.bin" "$nx" "$ny" "$dir/heatmap.png"
+gnuplot -c "$ROOT/bench/plots/heatmap.gp" "$dir/grid.bin" "$nx" "$ny" "$dir/heatmap.png"
 echo "demo: plots: $dir/timeline.png $dir/heatmap.png"

@@ -54,7 +54,7 @@ install_packages() {
   $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
     "${missing[@]}" >/dev/null
   # Where invoke-rc.d may start services (sysvinit without a denying policy-rc.d), munge's
-  # post-install starts a system munged; scripts/slurm.sh runs one of its own, so stop one that
+  # post-install starts a system munged; testbed/slurm.sh runs one of its own, so stop one that
   # this install started, by its pid file. (slurmctld and slurmd start only with /etc/slurm.)
   local pid
   pid=$(cat /run/munge/munged.pid 2>/dev/null || true)
@@ -65,14 +65,14 @@ install_packages() {
   fi
 }
 
-# mpi_family MPIEXEC: prints mpich (hydra), openmpi or unknown (scripts/mpi_launcher.sh decides).
+# mpi_family MPIEXEC: prints mpich (hydra), openmpi or unknown (testbed/launcher_mpi.sh decides).
 mpi_family() {
   # shellcheck disable=SC2016
-  MPIEXEC=$1 PCM_MPI_FAMILY='' sh -c '. "$0" && echo "$PCM_MPI_FAMILY"' "$ROOT/scripts/mpi_launcher.sh"
+  MPIEXEC=$1 PCM_MPI_FAMILY='' sh -c '. "$0" && echo "$PCM_MPI_FAMILY"' "$ROOT/testbed/launcher_mpi.sh"
 }
 
 # Compile and run a two-process job that spawns one child and merges with it, with the launcher
-# settings of its family (scripts/mpi_launcher.sh: on Open MPI, root and oversubscription).
+# settings of its family (testbed/launcher_mpi.sh: on Open MPI, root and oversubscription).
 # $1: directory holding bin/mpicc and bin/mpiexec (empty: take them from PATH); or $1 and $2:
 # the MPI C compiler and the mpiexec themselves.
 probe_spawn() {
@@ -113,7 +113,7 @@ C
   if "$mpicc" -o "$dir/probe" "$dir/probe.c" >/dev/null 2>&1; then
     # shellcheck disable=SC2016
     MPIEXEC=$mpiexec PCM_MPI_FAMILY='' timeout -k 5 60 sh -c '. "$0" && exec "$MPIEXEC" -n 2 "$1"' \
-      "$ROOT/scripts/mpi_launcher.sh" "$dir/probe" >"$dir/out" 2>&1 </dev/null || rc=$?
+      "$ROOT/testbed/launcher_mpi.sh" "$dir/probe" >"$dir/out" 2>&1 </dev/null || rc=$?
   else
     rc=1
   fi
@@ -242,7 +242,7 @@ main() {
   if [ "$PCM_MPI" = openmpi ]; then
     BUILD_DIR=${PCM_BUILD_DIR:-$ROOT/build-openmpi}
     choose_openmpi
-    # mpi-bin (made by cmake/PCMMpiLauncher.cmake): mpiexec with scripts/mpi_launcher.sh's
+    # mpi-bin (made by cmake/PCMMpiLauncher.cmake): mpiexec with testbed/launcher_mpi.sh's
     # settings, and the MPI's compiler wrappers, under their plain names.
     local path="$BUILD_DIR/mpi-bin"
     [ "$MPI_BIN" = /usr/bin ] || path="$path:$MPI_BIN"

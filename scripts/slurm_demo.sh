@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/slurm_demo.sh — PCM inside a real Slurm cluster, shown step by step (as root, on a fresh
 # Debian 12 machine: scripts/setup.sh installs Slurm and munge with the rest). It makes a cluster
-# of two network-namespace nodes (scripts/slurm.sh), runs heat2d under sbatch on node 1 with pcmd
+# of two network-namespace nodes (testbed/slurm.sh), runs heat2d under sbatch on node 1 with pcmd
 # as a step of the job (--resources slurm), and prints Slurm's queue and pcmd's view as:
 #   - a split waits for a second allocation while another job holds node 2, and is refused when
 #     none comes (--slurm-grow-timeout 5), the job unchanged and nothing left allocated;

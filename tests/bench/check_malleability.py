@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""check_malleability.py SCRIPT — runs scripts/bench_malleability.sh (its quick variant: the
+"""check_malleability.py SCRIPT — runs bench/malleability.sh (its quick variant: the
 caller sets BENCH_SIZES and BENCH_REPS) with BENCH_CSV and BENCH_PNG in a scratch directory, and
 checks what it made: it exits 0 having verified every move, its CSV passes check_bench's checks
 and holds, for every size, every method (live, ckpt, raw) in both directions (1->2, 2->1) with

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""check_timeline.py SCRIPT — runs scripts/bench_timeline.sh's quick variant (BENCH_QUICK=1) with
+"""check_timeline.py SCRIPT — runs bench/timeline.sh's quick variant (BENCH_QUICK=1) with
 BENCH_OUT in a scratch directory and checks what it made: it exits 0 and its checksum check
 passed; trace.csv is heat2d's trace (numbers, increasing times) whose reconfigurations are
 split 1->2, merge 2->1, split 1->2 with the process count following them; events.csv holds the

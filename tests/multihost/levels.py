@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """levels.py BUILD — checkpoint levels on namespace hosts with private local storage.
 
-Three namespace hosts (scripts/hosts.sh, prefix pcmlv), each with a local directory of its own
-(scripts/hosts-launcher.sh with PCM_HOSTS_LOCAL_ROOT: BASE/<host> bind-mounted over the same
+Three namespace hosts (testbed/hosts.sh, prefix pcmlv), each with a local directory of its own
+(testbed/launcher_hosts.sh with PCM_HOSTS_LOCAL_ROOT: BASE/<host> bind-mounted over the same
 path in every host's mount namespace). heat2d_pcm runs on one process per host with
 PCM_CHECKPOINT_LOCAL_DIR set, a version every 10 iterations, PCM_CHECKPOINT_FLUSH_EVERY=3: the
 versions of iterations 10 and 30 are on the shared level, 20 and 40 on the local and partner
@@ -28,8 +28,8 @@ import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import multihost as mh  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "testbed"))
+import cluster as mh  # noqa: E402
 
 ARGS = ["--nx", "64", "--ny", "48", "--iters", "90", "--commit-every", "10"]
 

@@ -1,5 +1,5 @@
 /* tests/multihost/multihost_probe.c — which "host" does each process run on? A plain MPI program
- * (no PCM) for the cluster on one machine made by scripts/hosts.sh
+ * (no PCM) for the cluster on one machine made by testbed/hosts.sh
  * (tests/multihost/multihost_smoke.sh runs it).
  *
  *   multihost_probe SPAWN_HOST SPAWN_ADDR

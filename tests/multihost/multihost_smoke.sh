@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# tests/multihost/multihost_smoke.sh BUILD — the cluster on one machine works: scripts/hosts.sh makes two
+# tests/multihost/multihost_smoke.sh BUILD — the cluster on one machine works: testbed/hosts.sh makes two
 # namespace hosts (a prefix of this test's own), mpiexec run inside host 1 starts one rank on each
-# host through scripts/hosts-launcher.sh, each rank reports its own host's address, and
+# host through testbed/launcher_hosts.sh, each rank reports its own host's address, and
 # MPI_Comm_spawn with the "host" info key starts the child on host 2 (tests/multihost/multihost_probe.c).
 # Exits 77 (ctest SKIPPED) with the reason when namespaces cannot be made here. Removes only the
 # hosts it made; traffic goes only to their addresses.
@@ -9,12 +9,12 @@ set -euo pipefail
 
 build=${1:?usage: $0 BUILD}
 here=$(cd "$(dirname "$0")" && pwd)
-hosts=$here/../../scripts/hosts.sh
-launcher=$here/../../scripts/hosts-launcher.sh
+hosts=$here/../../testbed/hosts.sh
+launcher=$here/../../testbed/launcher_hosts.sh
 probe=$build/tests/multihost_probe
 mpiexec=${MPIEXEC:-mpiexec}
-# shellcheck source=../../scripts/mpi_launcher.sh
-MPIEXEC=$mpiexec . "$here/../../scripts/mpi_launcher.sh"
+# shellcheck source=../../testbed/launcher_mpi.sh
+MPIEXEC=$mpiexec . "$here/../../testbed/launcher_mpi.sh"
 [[ -x $probe ]] || {
   echo "multihost_smoke: $probe not built" >&2
   exit 1

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """recover.py BUILD [--kills K] [--seed S] — a job that loses a whole host finishes by itself.
 
-On three namespace hosts (scripts/hosts.sh; host 3 with two slots), `pcmctl run --on-inventory`
+On three namespace hosts (testbed/hosts.sh; host 3 with two slots), `pcmctl run --on-inventory`
 supervises heat2d_pcm (a version every 100 iterations) from host 1. K times, on a fresh job each
 time, host 3 is killed at a moment the seed picks: all its processes (SIGSTOP, then SIGKILL, its
 MPI proxy last), then its link goes down. The moments:
@@ -20,7 +20,6 @@ computed twice and the recovery's timings; a summary at the end. Between kills h
 the hosts as hydra's -hosts here).
 """
 import argparse
-import json
 import os
 import random
 import re
@@ -29,8 +28,9 @@ import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import multihost as mh  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "testbed"))
+import cluster as mh  # noqa: E402
+from cluster import iteration, revive_host, supervised  # noqa: E402
 
 MOMENTS = ["between", "split", "early", "merge", "checkpoint"]
 ARGS = ["--nx", "97", "--ny", "64", "--iters", "1500"]
@@ -38,23 +38,6 @@ ARGS = ["--nx", "97", "--ny", "64", "--iters", "1500"]
 
 def log(msg):
     print(f"recover: {msg}", flush=True)
-
-
-def revive_host(c, h):
-    subprocess.run(["ip", "link", "set", f"{h}v", "up"], check=True)
-    t0 = time.monotonic()
-    # A refused connection to port 9 from host 1: h answers again.
-    probe = f"timeout 2 bash -c 'exec 3<>/dev/tcp/{h}/9' 2>&1"
-    while "refused" not in c.on(c.names[0], probe).stdout:
-        if time.monotonic() - t0 > 30:
-            raise mh.Failure(f"{h} does not answer after its link came back")
-
-
-def iteration(c, job):
-    try:
-        return c.status(job)["iteration"]
-    except (mh.Failure, KeyError, IndexError, json.JSONDecodeError):
-        return -1
 
 
 def strike(c, job, moment, rng):
@@ -78,21 +61,6 @@ def strike(c, job, moment, rng):
     n = mh.kill_host(h3, link_down=True)
     log(f"{job}: killed {n} processes on {h3} ({moment}) at about iteration {at}; link down")
     return at
-
-
-def supervised(c, job, np, out, options, heat_args):
-    """Starts heat2d_pcm under `pcmctl run -n np --on-inventory` from host 1 (hydra through the
-    hosts' launcher), its output in out; returns the Popen (ended with the cluster)."""
-    run = subprocess.Popen(
-        ["bash", mh.LAUNCHER, c.names[0], os.path.join(c.build, "pcmctl"), "run", "-n", str(np),
-         "--on-inventory", "--job", job, *options,
-         "--mpiexec", os.environ.get("MPIEXEC", "mpiexec"), "--mpiexec-arg=-launcher",
-         "--mpiexec-arg=ssh", "--mpiexec-arg=-launcher-exec", f"--mpiexec-arg={mh.LAUNCHER}",
-         "--", os.path.join(c.build, "examples/heat2d/heat2d_pcm"), *heat_args],
-        env=c.env, stdout=open(out, "w"), stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-        start_new_session=True)
-    c.jobs.append(run)
-    return run
 
 
 def one_kill(c, k, moment, rng, plain):

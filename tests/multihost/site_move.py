@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """site_move.py BUILD — a whole job moved between sites (issue 26, item 4).
 
-Two sites of three namespace hosts (scripts/sites.sh, a prefix of this test's own), pcmd on a1
+Two sites of three namespace hosts (testbed/sites.sh, a prefix of this test's own), pcmd on a1
 and the front-ends' relays as in sites.py. heat2d_pcm runs under `pcmctl run --on-inventory
 --site a` (pcmctl run on a1) on a1 and a2; `pcmctl move JOB --site b` has pcmctl run checkpoint
 it, stop it and relaunch it from that version on site b's three hosts (mpiexec inside b1 through
@@ -19,45 +19,18 @@ Exits 77 (ctest SKIPPED) with the reason where namespaces cannot be made (no roo
 """
 import os
 import re
-import shlex
 import subprocess
 import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-import multihost  # noqa: E402
-import sites  # noqa: E402  (Sites, start_relayed, main_with)
-from multihost import Failure, log  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "testbed"))
+import cluster  # noqa: E402
+import site_cluster  # noqa: E402  (Sites, start_relayed, relay_site_b, main_with)
+from cluster import Failure, log  # noqa: E402
+from site_cluster import supervised, wait_supervised  # noqa: E402
 
 ARGS = ["--nx", "61", "--ny", "40", "--iters", "2000"]
-
-
-def supervised(c, job, out, heat_args):
-    """heat2d_pcm under `pcmctl run` on a1 (pcmd's own file): first on site a's hosts; site b's
-    runs start their mpiexec inside b1 with b's file."""
-    launcher = os.path.abspath(multihost.LAUNCHER)
-    cmd = [os.path.join(c.build, "pcmctl"), "run", "-n", "3", "--min", "2", "--on-inventory",
-           "--site", "a", "--job", job, "--max-restarts", "1", "--start-timeout-s", "60",
-           "--finish-grace-s", "5", f"--site-launcher=b=bash {launcher} {c.names[0]}",
-           f"--site-config=b={c.site_config}",
-           "--mpiexec", os.environ.get("MPIEXEC", "mpiexec"), "--mpiexec-arg=-launcher",
-           "--mpiexec-arg=ssh", "--mpiexec-arg=-launcher-exec", f"--mpiexec-arg={launcher}",
-           "--", os.path.join(c.build, "examples/heat2d/heat2d_pcm"), *heat_args]
-    run = subprocess.Popen(["bash", multihost.LAUNCHER, c.a[0], shlex.join(cmd)], env=c.env,
-                           stdout=open(out, "w"), stderr=subprocess.STDOUT,
-                           stdin=subprocess.DEVNULL, start_new_session=True)
-    c.jobs.append(run)
-    return run
-
-
-def wait_supervised(c, job):
-    """Until pcmd knows the run is pcmctl run's (told within 0.25 s of its registration)."""
-    t0 = time.monotonic()
-    while not c.status(job).get("supervised"):
-        if time.monotonic() - t0 > 30:
-            raise Failure(f"pcmctl run did not tell pcmd that it supervises {job} within 30 s")
-        time.sleep(0.05)
 
 
 def back_by_drain(c, job, host, want):
@@ -83,11 +56,11 @@ def back_by_drain(c, job, host, want):
 def scenario(c):
     a1, a2, _ = c.a
     b1, b2, b3 = c.names
-    sites.start_relayed(c, "--hosts", f"{a1}:1@a,{a2}:1@a,{b1}:1@b,{b2}:1@b,{b3}:1@b")
-    plain = multihost.heat2d_plain(c.build, ARGS)
+    site_cluster.start_relayed(c, "--hosts", f"{a1}:1@a,{a2}:1@a,{b1}:1@b,{b2}:1@b,{b3}:1@b")
+    plain = cluster.heat2d_plain(c.build, ARGS)
     job = "move-heat"
     out = os.path.join(c.tmp, "job.out")
-    throttle, unthrottle = multihost.stretched(c)
+    throttle, unthrottle = cluster.stretched(c)
     run = supervised(c, job, out, [*ARGS, *throttle])
     c.pcmctl("wait", job, "--iteration", "20", "--timeout", "120")
     wait_supervised(c, job)
@@ -144,4 +117,4 @@ def scenario(c):
 
 
 if __name__ == "__main__":
-    sys.exit(sites.main_with(scenario, "site_move"))
+    sys.exit(site_cluster.main_with(scenario, "site_move"))

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/multihost/sites_smoke.sh — scripts/sites.sh makes three sites (a prefix of this test's
+# tests/multihost/sites_smoke.sh — testbed/sites.sh makes three sites (a prefix of this test's
 # own), again idempotently; a site's hosts reach their own site and their front-end (a connection to a
 # closed port there is refused: the host answered) and nothing else (a connection to another
 # site or the wide-area bridge fails at once: no route); with nftables, ports 50000-50099 are open
@@ -12,8 +12,8 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-sites=$here/../../scripts/sites.sh
-launcher=$here/../../scripts/hosts-launcher.sh
+sites=$here/../../testbed/sites.sh
+launcher=$here/../../testbed/launcher_hosts.sh
 prefix=z$(($$ % 100000))
 out=$(mktemp)
 cleanup() {

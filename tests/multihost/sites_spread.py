@@ -2,11 +2,11 @@
 """sites_spread.py BUILD — a job spread across two sites through an open MPI port range, and a
 relay lost under a job (issue 26 items 3-5).
 
-scripts/sites.sh makes sites a, b and c of two hosts each, with TCP ports RANGE open between the
+testbed/sites.sh makes sites a, b and c of two hosts each, with TCP ports RANGE open between the
 hosts of a and b (--open a:b:RANGE: routed through both front-ends, nftables accepting new
 connections to those ports only) and nothing open to c. pcmd runs on a1 with --closed-sites
 --site-link a:b:RANGE; site b reaches it through the front-ends' relays (sites.py). Each host has
-its own configuration file at one path (hosts-launcher.sh's private directory): pcmd's on site a,
+its own configuration file at one path (launcher_hosts.sh's private directory): pcmd's on site a,
 site b's (the relay's address) on site b. Then:
 
   - `pcmctl site-env` prints the range's variables;
@@ -33,10 +33,10 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-import multihost  # noqa: E402
-import sites  # noqa: E402  (Sites, relay_site_b)
-from multihost import Failure, log  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "testbed"))
+import cluster  # noqa: E402
+import site_cluster  # noqa: E402  (Sites, start_relayed, relay_site_b, main_with)
+from cluster import Failure, log  # noqa: E402
 
 LOW, HIGH = 50000, 50099
 RANGE = f"{LOW}-{HIGH}"
@@ -58,12 +58,12 @@ def local_configs(c):
 def run_job(c, env, job, extra, out):
     """`pcmctl run -n 2` on a1, mpiexec over a1,a2 through the hosts' launcher."""
     mpiexec = os.environ.get("MPIEXEC", "mpiexec")
-    launch = ["-launcher", "ssh", "-launcher-exec", multihost.LAUNCHER, "-hosts",
+    launch = ["-launcher", "ssh", "-launcher-exec", cluster.LAUNCHER, "-hosts",
               f"{c.a[0]},{c.a[1]}"]
     cmd = [os.path.join(c.build, "pcmctl"), "run", "-n", "2", "--job", job, "--max-restarts",
            "1", "--mpiexec", mpiexec, *[f"--mpiexec-arg={a}" for a in launch], "--",
            os.path.join(c.build, "examples/heat2d/heat2d_pcm"), *ARGS, *extra]
-    p = subprocess.Popen(["bash", multihost.LAUNCHER, c.a[0], " ".join(cmd)], env=env,
+    p = subprocess.Popen(["bash", cluster.LAUNCHER, c.a[0], " ".join(cmd)], env=env,
                          stdout=open(out, "w"), stderr=subprocess.STDOUT,
                          stdin=subprocess.DEVNULL, start_new_session=True)
     c.jobs.append(p)
@@ -126,7 +126,7 @@ def spread(c, env, plain):
     b1, b2 = c.names
     job = "spread-heat"
     out = os.path.join(c.tmp, "job.out")
-    throttle, unthrottle = multihost.stretched(c)
+    throttle, unthrottle = cluster.stretched(c)
     p = run_job(c, env, job, throttle, out)
     c.pcmctl("wait", job, "--iteration", "20", "--timeout", "120")
     text = open(out).read()
@@ -143,7 +143,7 @@ def spread(c, env, plain):
         t0 = time.monotonic()
         c.pcmctl(*cmd)
         c.pcmctl("wait", job, "--reconfigurations", str(done), "--timeout", "120")
-        multihost.expect_hosts(c, job, f"{' '.join(cmd)} ({time.monotonic() - t0:.1f} s)", want)
+        cluster.expect_hosts(c, job, f"{' '.join(cmd)} ({time.monotonic() - t0:.1f} s)", want)
         check_ports(c)
     unthrottle()
     rc = p.wait(timeout=120)
@@ -162,12 +162,12 @@ def relay_lost(c, env, plain):
     b1 = c.names[0]
     job = "relay-lost"
     out = os.path.join(c.tmp, "lost.out")
-    throttle, unthrottle = multihost.stretched(c)
+    throttle, unthrottle = cluster.stretched(c)
     p = run_job(c, env, job, throttle, out)
     c.pcmctl("wait", job, "--iteration", "20", "--timeout", "120")
     c.pcmctl("migrate", job, "1", "--host", b1)
     c.pcmctl("wait", job, "--reconfigurations", "1", "--timeout", "120")
-    multihost.expect_hosts(c, job, f"migrate {job} 1 --host {b1}", [c.a[0], b1])
+    cluster.expect_hosts(c, job, f"migrate {job} 1 --host {b1}", [c.a[0], b1])
     pidfile = next(pf for pf, lg in c.relays if c.fe["b"] in lg)
     t0 = time.monotonic()
     os.kill(int(open(pidfile).read()), signal.SIGKILL)
@@ -214,7 +214,7 @@ def scenario(c):
     c1 = c.site_hosts["c"][0]
     c.start_pcmd("--site", "a", "--closed-sites", "--site-link", f"a:b:{RANGE}", "--hosts",
                  f"{a1}:2@a,{a2}:2@a,{b1}:2@b,{b2}:2@b,{c1}:2@c")
-    sites.relay_site_b(c)
+    site_cluster.relay_site_b(c)
     env = local_configs(c)
     c.ctl_site = "a"
     r = c.pcmctl("site-env")
@@ -222,13 +222,13 @@ def scenario(c):
             f"export OMPI_MCA_btl_tcp_port_min_v4={LOW}\n" not in r.stdout:
         raise Failure(f"pcmctl site-env printed {r.stdout!r}")
     log(f"pcmctl site-env: {' '.join(r.stdout.split())}")
-    plain = multihost.heat2d_plain(c.build, ARGS)
+    plain = cluster.heat2d_plain(c.build, ARGS)
     spread(c, env, plain)
     relay_lost(c, env, plain)
 
 
 def main():
-    return sites.main_with(scenario, "sites_spread", logs=("job.out", "lost.out"), mpich_only=True,
+    return site_cluster.main_with(scenario, "sites_spread", logs=("job.out", "lost.out"), mpich_only=True,
                            nsites=3, nhosts=2, opens=[f"a:b:{RANGE}"])
 
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/multihost/slurm_cluster.sh — scripts/slurm.sh makes a real Slurm cluster on two namespace hosts (a
+# tests/multihost/slurm_cluster.sh — testbed/slurm.sh makes a real Slurm cluster on two namespace hosts (a
 # prefix of this test's own) and removes all of it again:
 #   - sinfo shows 2 idle nodes;
 #   - srun -N 2 hostname prints exactly the two host names; a job on host 1 resolves host 2;
@@ -13,7 +13,7 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-slurm=$here/../../scripts/slurm.sh
+slurm=$here/../../testbed/slurm.sh
 PATH=$PATH:/usr/sbin:/sbin
 
 # A prefix unique to this run, ending with a letter: hosts s<pid>c1, s<pid>c2.

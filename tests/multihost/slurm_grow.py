@@ -2,9 +2,9 @@
 """slurm_grow.py BUILD [--show] — a PCM job grows through a second Slurm allocation and gives it back (the
 slurm.grow test).
 
-scripts/slurm.sh makes a Slurm cluster of two namespace hosts (2 CPUs each). An sbatch job on
+testbed/slurm.sh makes a Slurm cluster of two namespace hosts (2 CPUs each). An sbatch job on
 node 1 only (tests/multihost/slurm_heat2d_job.sh) runs pcmd as a step (--resources slurm,
---slurm-grow-timeout 5) and heat2d_pcm on 2 processes, with scripts/slurm-launcher.sh as the
+--slurm-grow-timeout 5) and heat2d_pcm on 2 processes, with testbed/launcher_slurm.sh as the
 launcher of what the MPI starts on another node (hydra's proxies, Open MPI's daemon). Then:
 
 1. another job holds node 2: `pcmctl split` waits in state allocating (pcmctl status), its
@@ -37,8 +37,8 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-from multihost import Failure, heat2d_plain  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "testbed"))
+from cluster import Failure, heat2d_plain  # noqa: E402
 from slurm_heat2d import (ENDED, FAMILIES, JOB_SCRIPT, LAUNCHER, SKIP,  # noqa: E402
                           SlurmCluster, mpi_family, nothing_left, pcmd_says, poll, steps_on)
 

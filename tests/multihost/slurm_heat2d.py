@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """slurm_heat2d.py BUILD — PCM inside a real Slurm allocation (the slurm.heat2d test).
 
-scripts/slurm.sh makes a Slurm cluster of two namespace hosts (a prefix of this run's own). An
+testbed/slurm.sh makes a Slurm cluster of two namespace hosts (a prefix of this run's own). An
 sbatch job (-N2, so both nodes are in the allocation; tests/multihost/slurm_heat2d_job.sh) runs
 pcmd as a step on node 1, bound to node 1's address, with --resources slurm, then heat2d_pcm
-through mpiexec with scripts/slurm-launcher.sh as the launcher of what the MPI starts on another
+through mpiexec with testbed/launcher_slurm.sh as the launcher of what the MPI starts on another
 node (hydra's -launcher-exec; Open MPI's plm_rsh_agent, see the job script). From outside, with
 SLURM_CONF and pcmd's configuration file in a shared directory: `pcmctl host list` shows both
 nodes tagged with the job's id; rank 0 migrates to node 2, splits there, the two merge, and rank 0
@@ -28,12 +28,12 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-from multihost import Failure, heat2d_plain  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "testbed"))
+from cluster import Failure, heat2d_plain  # noqa: E402
 
 ROOT = os.path.join(HERE, "..", "..")
 SLURM_SH = os.path.join(ROOT, "scripts", "slurm.sh")
-LAUNCHER = os.path.abspath(os.path.join(ROOT, "scripts", "slurm-launcher.sh"))
+LAUNCHER = os.path.abspath(os.path.join(ROOT, "scripts", "launcher_slurm.sh"))
 JOB_SCRIPT = os.path.join(HERE, "slurm_heat2d_job.sh")
 SKIP = 77
 FAMILIES = ("mpich", "openmpi")  # the launch syntaxes slurm_heat2d_job.sh knows
@@ -133,9 +133,9 @@ class SlurmCluster:
 
 
 def mpi_family():
-    """scripts/mpi_launcher.sh's answer for MPIEXEC: mpich, openmpi or unknown."""
+    """testbed/launcher_mpi.sh's answer for MPIEXEC: mpich, openmpi or unknown."""
     return subprocess.run(
-        ["sh", "-c", f'. "{ROOT}/scripts/mpi_launcher.sh" && echo "$PCM_MPI_FAMILY"'],
+        ["sh", "-c", f'. "{ROOT}/testbed/launcher_mpi.sh" && echo "$PCM_MPI_FAMILY"'],
         capture_output=True, text=True).stdout.strip()
 
 

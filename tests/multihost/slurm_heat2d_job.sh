@@ -2,7 +2,7 @@
 # tests/multihost/slurm_heat2d_job.sh — the sbatch script of slurm.heat2d and slurm.grow
 # (slurm_heat2d.py, slurm_grow.py), run on the allocation's first node: pcmd as a step there
 # (--resources slurm, bound to the node's address, its configuration in the shared DIR), then
-# NP processes of PROGRAM on this node through mpiexec, with scripts/slurm-launcher.sh starting
+# NP processes of PROGRAM on this node through mpiexec, with testbed/launcher_slurm.sh starting
 # whatever the MPI starts on another node, as a step of the allocation holding that node:
 #   - MPICH's hydra: -launcher ssh -launcher-exec LAUNCHER -hosts NODE (a proxy per spawn);
 #   - Open MPI's mpirun: --mca plm rsh --mca plm_rsh_agent LAUNCHER --mca ras ^slurm
@@ -19,7 +19,7 @@
 #   sbatch -N2 ... slurm_heat2d_job.sh BUILD DIR LAUNCHER NP PROGRAM ARGS...
 #
 # MPIEXEC (the MPI's mpiexec; on Open MPI the build's mpi-bin/mpiexec, which sets what
-# scripts/mpi_launcher.sh sets), PCM_MPI_FAMILY (mpich or openmpi; else exit 77, SKIPPED), PCM_JOB
+# testbed/launcher_mpi.sh sets), PCM_MPI_FAMILY (mpich or openmpi; else exit 77, SKIPPED), PCM_JOB
 # and PCMD_ARGS (more pcmd options, split on spaces) come from the submitter's environment (sbatch
 # passes it).
 # pcmd's step is ended (TERM, through srun) once mpiexec has, whatever its exit status, and the

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """slurm_policy.py BUILD — pcmd's policy reads Slurm's queue (the slurm.policy test).
 
-scripts/slurm.sh makes a Slurm cluster of two namespace hosts (2 CPUs each). An sbatch job on
+testbed/slurm.sh makes a Slurm cluster of two namespace hosts (2 CPUs each). An sbatch job on
 node 1 only runs pcmd as a step (--resources slurm --policy auto, short intervals, a growth must
 bring a 1000 % gain to be kept) and heat2d_pcm on 2 processes (throttled: more processes do not
 make it faster). Then:
@@ -30,8 +30,8 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-from multihost import Failure, heat2d_plain  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "testbed"))
+from cluster import Failure, heat2d_plain  # noqa: E402
 from slurm_heat2d import (ENDED, JOB_SCRIPT, LAUNCHER, SKIP, mpi_family, nothing_left,  # noqa: E402
                           poll)
 from slurm_grow import Cluster  # noqa: E402

@@ -38,7 +38,7 @@ using pcm::detail::SlurmAllocation;
 namespace {
 
 // `scontrol show job -o -d 1` of a 2-node sbatch job (-N2 --ntasks-per-node=2) on the test
-// cluster of scripts/slurm.sh (Slurm 22.05), shortened in the middle.
+// cluster of testbed/slurm.sh (Slurm 22.05), shortened in the middle.
 const char* kRecord =
     "JobId=1 JobName=probe.sh UserId=root(0) GroupId=root(0) MCS_label=N/A Priority=4294901759 "
     "Nice=0 Account=(null) QOS=(null) JobState=RUNNING Reason=None Dependency=(null) Requeue=1 "

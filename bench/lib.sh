@@ -1,0 +1,57 @@
+# lib.sh — sourced by the bench_*.sh scripts: set-up as the README commands do, a
+# scratch directory, and a private pcmd on a free loopback port, stopped by its PID on exit.
+# After sourcing: ROOT, B (the build directory), tmp (scratch, removed on exit), PCM_CONFIG.
+# Call bench_start_pcmd [PCMD OPTIONS...]; set bench_mpi to a background job's PID to have it
+# killed on exit too.
+# PCM_BENCH_BUILD_DIR=DIR skips the set-up and uses that build (mpiexec must be on PATH): ctest
+# runs the benchmarks' quick variants that way, from inside the build.
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+if [ -n "${PCM_BENCH_BUILD_DIR:-}" ]; then
+  B=$PCM_BENCH_BUILD_DIR
+else
+  bash "$ROOT/scripts/setup.sh" >/dev/null
+  # shellcheck source=/dev/null
+  source "$ROOT/scripts/.env"
+  B=$PCM_BUILD_DIR
+fi
+mkdir -p "${BENCH_DIR:-${TMPDIR:-/tmp}}"
+tmp=$(mktemp -d "${BENCH_DIR:-${TMPDIR:-/tmp}}/pcm-bench.XXXXXX")
+export PCM_CONFIG=$tmp/pcmd.conf
+bench_mpi=
+# bench_kill [PID]: ends PID if one is given. Clean-up runs under set -e, where a kill of a
+# process that has already ended must not stop it early (that left pcmd running).
+bench_kill() { if [ -n "${1:-}" ]; then kill "$1" 2>/dev/null || true; fi; }
+bench_cleanup() {
+  bench_kill "$bench_mpi"
+  if [ -f "$tmp/pcmd.pid" ]; then bench_kill "$(cat "$tmp/pcmd.pid")"; fi
+  rm -rf "$tmp"
+}
+trap bench_cleanup EXIT
+# BENCH_PCMD_ARGS: more pcmd options for every benchmark (e.g. --curve, to measure encryption).
+bench_start_pcmd() {
+  # shellcheck disable=SC2086
+  "$B/pcmd" --detach --pidfile "$tmp/pcmd.pid" --data-dir "$tmp/data" --config "$PCM_CONFIG" \
+    "$@" ${BENCH_PCMD_ARGS:-} 2>"$tmp/pcmd.log"
+}
+# bench_build_rev REV TARGET...: builds those targets of an earlier revision once, exported with
+# git archive into $PCM_CACHE_DIR/compare-SHA (with this checkout's MPI); sets sha and base (the
+# revision's short hash and that directory; its build is $base/build).
+bench_build_rev() {
+  local rev=$1 cache=${PCM_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/pcm} t missing=0
+  shift
+  sha=$(git -C "$ROOT" rev-parse --short "$rev^{commit}")
+  base=$cache/compare-$sha
+  for t in "$@"; do [ -n "$(find "$base/build" -name "$t" -type f -perm -u+x 2>/dev/null | head -n 1)" ] || missing=1; done
+  [ "$missing" -eq 0 ] && return 0
+  echo "building $* of $sha in $base (once) ..." >&2
+  if [ ! -f "$base/build/CMakeCache.txt" ]; then
+    rm -rf "$base"
+    mkdir -p "$base/src"
+    git -C "$ROOT" archive "$sha" | tar -x -C "$base/src"
+    local mpicc
+    mpicc=$(command -v mpicc)
+    cmake -S "$base/src" -B "$base/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPCM_BUILD_TESTS=OFF \
+      -DMPI_C_COMPILER="$mpicc" -DMPI_CXX_COMPILER="$(dirname "$mpicc")/mpicxx" >/dev/null
+  fi
+  cmake --build "$base/build" -j"$(nproc)" --target "$@" >/dev/null
+}

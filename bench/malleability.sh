@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# Benchmark of the PCM paper's claim that live malleability beats stop-and-restart: the same data
+# (MiB of doubles, block layout) moves from 1 process to 2 and from 2 to 1 in three ways, each
+# timed end to end by wall-clock epochs that the processes print (bench/resize_cost.c):
+#   live  `pcmctl resize` of a running job: PCM_Split / PCM_Merge. From the moment PCM_Status
+#         returns the command (old rank 0) to every rank of the new world holding its data.
+#   ckpt  PCM's checkpoints: the job stores its data, commits and exits, and is relaunched with
+#         PCM_RESTART=1 at the new size, which loads with PCM_Load_redistribute. From the start of
+#         the store to every rank of the new world holding its data: commit, exit, mpiexec, MPI
+#         and PCM set-up and load included.
+#   raw   the cheapest stop-and-restart: no PCM, no HDF5; each rank writes its block to a file
+#         (write + fsync), exits, and the relaunched world preads what it needs. Timed the same.
+# Every move is followed by a check of every element (not timed); any wrong element fails the run.
+# Restarts read files just written, so from the page cache (a restart on the same host).
+# Prints the medians per size and direction and the ratios restart / live.
+# Environment: BENCH_SIZES (MiB: "16 64 256 1024"), BENCH_REPS (3), BENCH_CSV=FILE (every
+# measurement: size_mib,direction,method,rep,seconds), BENCH_PNG=FILE (the plot).
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+sizes=${BENCH_SIZES:-16 64 256 1024} reps=${BENCH_REPS:-3}
+prog=$B/bench/resize_cost
+limit=600 # seconds any one run may take
+bench_start_pcmd --hosts localhost:16
+echo "size_mib,direction,method,rep,seconds" >"$tmp/all.csv"
+log=
+# On failure, show what the failing run printed.
+on_exit() {
+  local rc=$?
+  if [ "$rc" -ne 0 ] && [ -n "$log" ]; then
+    echo "bench_malleability: FAILED (exit $rc); the last run printed:" >&2
+    tail -n 30 "$log" >&2
+  fi
+  bench_cleanup
+  exit "$rc"
+}
+trap on_exit EXIT
+progress() { echo "[$(date +%T)] $*" >&2; }
+
+# moves FILE... — "PROCS SECONDS" for each move in the programs' output: from its start line to
+# its ready line (matched by iteration). Fails unless every move verified all its elements.
+moves() {
+  awk '$1 == "resize_cost:" && $2 == "start" { t[$5] = $3 }
+       $1 == "resize_cost:" && $2 == "ready" {
+         n++
+         if ($9 != 0 || !($5 in t)) bad = 1
+         else printf "%d %.6f\n", $7, $3 - t[$5] }
+       END { exit bad || n == 0 }' "$@"
+}
+# record SIZE METHOD [REP] < "PROCS SECONDS [REP]" lines — appends them to the CSV; the
+# direction follows from the new size.
+record() {
+  local procs seconds r dir
+  while read -r procs seconds r; do
+    dir=$([ "$procs" = 2 ] && echo "1->2" || echo "2->1")
+    echo "$1,$dir,$2,${r:-$3},$seconds" >>"$tmp/all.csv"
+    progress "$1 MiB $2 $dir (rep ${r:-$3}): $seconds s"
+  done
+}
+
+# live SIZE — one job at 1 process, resized to 2 and back to 1, BENCH_REPS times.
+live() {
+  local mb=$1 job=bench-live-$1 dir=$tmp/live-$1 n=0 r to
+  mkdir -p "$dir"
+  log=$dir/out
+  PCM_JOB=$job timeout "$limit" mpiexec -n 1 "$prog" "$mb" live "$dir" >"$log" 2>&1 </dev/null &
+  bench_mpi=$!
+  for r in $(seq "$reps"); do
+    for to in 2 1; do
+      "$B/pcmctl" wait "$job" --iteration $(((n + 1) * 20)) --timeout "$limit" >/dev/null
+      "$B/pcmctl" resize "$job" --to "$to" >/dev/null
+      n=$((n + 1))
+      "$B/pcmctl" wait "$job" --reconfigurations "$n" --timeout "$limit" >/dev/null
+    done
+  done
+  touch "$dir/stop"
+  wait "$bench_mpi"
+  bench_mpi=
+  # The k-th split and the k-th merge are repetition k.
+  moves "$log" | awk '{ print $1, $2, ++k[$1] }' | record "$mb" live
+  rm -rf "$dir"
+}
+
+# restart SIZE METHOD FROM TO REP — a job at FROM processes saves and exits; one at TO loads.
+restart() {
+  local mb=$1 method=$2 from=$3 to=$4 rep=$5
+  local job=bench-$2-$1-$3-$4-$5 dir=$tmp/$2-$1-$3-$4-$5
+  mkdir -p "$dir"
+  log=$dir/before
+  PCM_JOB=$job timeout "$limit" mpiexec -n "$from" "$prog" "$mb" "$method" "$dir" >"$log" 2>&1 </dev/null
+  log=$dir/after
+  PCM_JOB=$job PCM_RESTART=1 timeout "$limit" mpiexec -n "$to" "$prog" "$mb" "$method" "$dir" >"$log" 2>&1 </dev/null
+  moves "$dir/before" "$dir/after" | record "$mb" "$method" "$rep"
+  rm -rf "$dir" "$tmp/data/jobs/$job" "$tmp/data/checkpoints/$job"
+}
+
+for mb in $sizes; do
+  progress "$mb MiB: live split 1->2 and merge 2->1, $reps times"
+  live "$mb"
+  for r in $(seq "$reps"); do
+    for method in ckpt raw; do
+      restart "$mb" "$method" 1 2 "$r"
+      restart "$mb" "$method" 2 1 "$r"
+    done
+  done
+done
+log=
+
+python3 - "$tmp/all.csv" "$tmp/plot.csv" "$reps" <<'PY'
+import csv, statistics, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+sizes = list(dict.fromkeys(int(r["size_mib"]) for r in rows))
+series = [("live", "1->2", "live split 1→2"), ("live", "2->1", "live merge 2→1"),
+          ("ckpt", "1->2", "PCM checkpoint restart 1→2"), ("ckpt", "2->1", "PCM checkpoint restart 2→1"),
+          ("raw", "1->2", "raw-file restart 1→2"), ("raw", "2->1", "raw-file restart 2→1")]
+med = {}
+for s in sizes:
+    for m, d, _ in series:
+        times = [float(r["seconds"]) for r in rows if int(r["size_mib"]) == s and r["method"] == m and r["direction"] == d]
+        assert times, f"no {m} {d} measurement at {s} MiB"
+        med[s, m, d] = statistics.median(times)
+print(f"live reconfiguration against stop-and-restart: seconds end to end, medians of {sys.argv[3]}")
+print(f"{'size':>9} {'direction':>9} {'live':>8} {'PCM ckpt':>9} {'raw file':>9} {'ckpt/live':>10} {'raw/live':>9}")
+for s in sizes:
+    for d in ("1->2", "2->1"):
+        live, ck, raw = (med[s, m, d] for m in ("live", "ckpt", "raw"))
+        print(f"{s:>5} MiB {d:>9} {live:>8.3f} {ck:>9.3f} {raw:>9.3f} {ck / live:>9.1f}x {raw / live:>8.1f}x")
+print("live: from PCM_Status returning the command to the new world holding its data; restarts: from the")
+print("start of the save to the new world holding its data (exit, mpiexec, MPI/PCM set-up and load included)")
+print("every move checked every element: all correct")
+with open(sys.argv[2], "w") as f:
+    w = csv.writer(f)
+    w.writerow(["size_mib"] + [label for _, _, label in series])
+    for s in sizes:
+        w.writerow([s] + [f"{med[s, m, d]:.6f}" for m, d, _ in series])
+PY
+if [ -n "${BENCH_CSV:-}" ]; then cp "$tmp/all.csv" "$BENCH_CSV"; echo "CSV: $BENCH_CSV"; fi
+if [ -n "${BENCH_PNG:-}" ]; then
+  gnuplot -c "$ROOT/bench/plots/malleability.gp" "$tmp/plot.csv" "$BENCH_PNG" "$reps"
+  echo "plot: $BENCH_PNG"
+fi
