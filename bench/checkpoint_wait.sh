@@ -37,38 +37,4 @@ for r in $(seq "$repeat"); do
     echo "$mode $((($(date +%s%N) - t0) / 1000000))" | tee -a "$tmp/heat.txt"
   done
 done
-python3 - "$tmp" "$sizes" <<'PY'
-import os, re, statistics, sys
-d, sizes = sys.argv[1], [int(x) for x in sys.argv[2].split()]
-med = statistics.median
-def text(name):
-    p = os.path.join(d, name)
-    return open(p).read() if os.path.exists(p) else ""
-print("\n| size | PCM_Checkpoint at once (median wait) | in the background (median wait; last "
-      "PCM_Checkpoint_wait) | background/at once (<= 0.1 is the target) | dd conv=fsync |")
-print("| --- | --- | --- | --- | --- |")
-for mb in sizes:
-    t = text(f"w{mb}.txt")
-    s = re.search(r"\(sync\):.*median ([\d.]+) s", t)
-    a = re.search(r"\(async\):.*median ([\d.]+) s; last wait ([\d.]+) s", t)
-    dd = [float(x) for x in re.findall(r"copied, ([\d.]+) s", text(f"dd{mb}.txt"))]
-    if s and a and dd:
-        sy, asy, last = float(s[1]), float(a[1]), float(a[2])
-        print(f"| {mb} MiB | {sy:.3f} s | {asy:.4f} s; {last:.3f} s | {asy / sy:.3f} | "
-              f"{med(dd):.3f} s |")
-runs = {}
-for line in text("heat.txt").split("\n"):
-    if line.strip():
-        mode, ms = line.split()
-        runs.setdefault(mode, []).append(int(ms) / 1000)
-if runs.get("none"):
-    base = med(runs["none"])
-    print("\n| heat2d whole run | seconds (median) | against no checkpoints |")
-    print("| --- | --- | --- |")
-    for mode, label in (("none", "no checkpoints"), ("sync", "a version every k iterations, at once"),
-                        ("async", "a version every k iterations, in the background")):
-        if runs.get(mode):
-            m = med(runs[mode])
-            print(f"| {label} | {m:.2f} ({', '.join(f'{x:.2f}' for x in runs[mode])}) | "
-                  f"{(m / base - 1) * 100:+.1f} % |")
-PY
+bench_table checkpoint_wait "$tmp" "$sizes"

@@ -14,7 +14,6 @@ np=${BENCH_NP:-2} reps=${BENCH_REPS:-5} sizes=${BENCH_SIZES:-64 128 256 512 1024
 calls=${BENCH_CALLS:-200000}
 bench_build_rev "$rev" status_cost heat2d_pcm heat2d_plain
 bench_start_pcmd
-median() { python3 -c 'import statistics,sys; v=[float(x) for x in sys.argv[1:]]; print(f"{statistics.median(v):.4f}")' "$@"; }
 
 echo "== PCM_Status per call, $np processes, $reps alternating runs of $calls calls: $sha against this checkout"
 : >"$tmp/old.txt"
@@ -26,37 +25,25 @@ done
 col() { grep -F "$2" "$1" | awk '{print $(NF-1)}'; }
 for what in "empty loop" "MPI_Bcast 16 B" "PCM_Status"; do
   printf '%-15s %s: median %s us/call   this checkout: median %s us/call\n' "$what" "$sha" \
-    "$(median $(col "$tmp/old.txt" "$what"))" "$(median $(col "$tmp/new.txt" "$what"))"
+    "$(bench_median $(col "$tmp/old.txt" "$what"))" "$(bench_median $(col "$tmp/new.txt" "$what"))"
 done
 old_adapt=$(col "$tmp/old.txt" "PCM_Adapt")  # revisions before the register-once layer have none
-old_adapt=${old_adapt:+median $(median $old_adapt) us/call}
+old_adapt=${old_adapt:+median $(bench_median $old_adapt) us/call}
 printf '%-15s %s: %-19s this checkout: median %s us/call\n' "PCM_Adapt" "$sha" "${old_adapt:--}" \
-  "$(median $(col "$tmp/new.txt" "PCM_Adapt"))"
+  "$(bench_median $(col "$tmp/new.txt" "PCM_Adapt"))"
 
 echo "== heat2d PCM/plain, $np processes, $reps alternating pairs per build and mesh (no reconfiguration)"
-ms() { awk '/^heat2d: done/ {print $(NF-1)}'; }
 echo "size,rep,old_plain,old_pcm,new_plain,new_pcm" >"$tmp/h.csv"
 for n in $sizes; do
   iters=$((3200000000 / (n * n)))
   [ "$iters" -gt 400000 ] && iters=400000
   a=(--nx "$n" --ny "$n" --iters "$iters")
   for r in $(seq "$reps"); do
-    op=$(mpiexec -n "$np" "$base/build/examples/heat2d/heat2d_plain" "${a[@]}" | ms)
-    oq=$(PCM_JOB=oh-$n-$r mpiexec -n "$np" "$base/build/examples/heat2d/heat2d_pcm" "${a[@]}" | ms)
-    np_=$(mpiexec -n "$np" "$B/examples/heat2d/heat2d_plain" "${a[@]}" | ms)
-    nq=$(PCM_JOB=nh-$n-$r mpiexec -n "$np" "$B/examples/heat2d/heat2d_pcm" "${a[@]}" | ms)
+    op=$(mpiexec -n "$np" "$base/build/examples/heat2d/heat2d_plain" "${a[@]}" | bench_heat2d_ms)
+    oq=$(PCM_JOB=oh-$n-$r mpiexec -n "$np" "$base/build/examples/heat2d/heat2d_pcm" "${a[@]}" | bench_heat2d_ms)
+    np_=$(mpiexec -n "$np" "$B/examples/heat2d/heat2d_plain" "${a[@]}" | bench_heat2d_ms)
+    nq=$(PCM_JOB=nh-$n-$r mpiexec -n "$np" "$B/examples/heat2d/heat2d_pcm" "${a[@]}" | bench_heat2d_ms)
     echo "$n,$r,$op,$oq,$np_,$nq" >>"$tmp/h.csv"
   done
 done
-python3 - "$tmp/h.csv" "$sha" <<'PY'
-import csv, statistics, sys
-rows = list(csv.DictReader(open(sys.argv[1])))
-med = statistics.median
-print(f"{'mesh':>6} {sys.argv[2] + ' pcm/plain':>20} {'(range)':>13} {'now pcm/plain':>14} {'(range)':>13}")
-for n in dict.fromkeys(r["size"] for r in rows):
-    rs = [r for r in rows if r["size"] == n]
-    o = [float(r["old_pcm"]) / float(r["old_plain"]) for r in rs]
-    q = [float(r["new_pcm"]) / float(r["new_plain"]) for r in rs]
-    print(f"{n:>6} {med(o):>20.4f} {f'({min(o):.3f}-{max(o):.3f})':>13} {med(q):>14.4f}"
-          f" {f'({min(q):.3f}-{max(q):.3f})':>13}")
-PY
+bench_table compare "$tmp/h.csv" "$sha"

@@ -27,36 +27,10 @@ for n in $sizes; do
     for r in $(seq "$reps"); do
       ms=$(mpiexec -n "$np" "$B/examples/heat2d/heat2d_plain" --nx "$n" --ny "$n" --iters "$iters" |
            awk '/^heat2d: done/ {print $(NF-1)}')
-      echo "$n,$np,$iters,$r,$ms,$(python3 -c "print(f'{$n * $n / ($ms * 1e3):.2f}')")" >>"$tmp/all.csv"
+      echo "$n,$np,$iters,$r,$ms,$(bench_py rate $((n * n)) "$ms")" >>"$tmp/all.csv"
     done
   done
 done
-python3 - "$tmp/all.csv" "$tmp/plot.csv" "$cores" <<'PY'
-import csv, statistics, sys
-rows = list(csv.DictReader(open(sys.argv[1])))
-sizes = list(dict.fromkeys(r["mesh"] for r in rows))
-procs = list(dict.fromkeys(int(r["procs"]) for r in rows))
-med = {(s, p): statistics.median(float(r["mcells_per_s"]) for r in rows
-                                 if r["mesh"] == s and int(r["procs"]) == p) for s in sizes for p in procs}
-print(f"heat2d throughput, Mcell-updates/s (median); speed-up over 1 process in brackets; {sys.argv[3]} cores")
-print(f"{'procs':>5} " + " ".join(f"{s + 'x' + s:>20}" for s in sizes))
-for p in procs:
-    cells = []
-    for s in sizes:
-        base = med.get((s, procs[0]))
-        cells.append(f"{med[s, p]:>10.1f} ({med[s, p] / base:>5.2f}x)")
-    print(f"{p:>5} " + " ".join(f"{c:>20}" for c in cells))
-for s in sizes:
-    best = max(procs, key=lambda p: med[s, p])
-    print(f"mesh {s}x{s}: best on {best} processes ({med[s, best]:.1f} Mcell/s)")
-with open(sys.argv[2], "w") as f:
-    w = csv.writer(f)
-    w.writerow(["procs"] + [f"{s}x{s}" for s in sizes])
-    for p in procs:
-        w.writerow([p] + [f"{med[s, p]:.3f}" for s in sizes])
-PY
-if [ -n "${BENCH_CSV:-}" ]; then cp "$tmp/all.csv" "$BENCH_CSV"; echo "CSV: $BENCH_CSV"; fi
-if [ -n "${BENCH_PNG:-}" ]; then
-  gnuplot -c "$ROOT/bench/plots/granularity.gp" "$tmp/plot.csv" "$BENCH_PNG" "$cores"
-  echo "plot: $BENCH_PNG"
-fi
+bench_table granularity "$tmp/all.csv" "$tmp/plot.csv" "$cores"
+bench_keep_csv "$tmp/all.csv"
+bench_plot granularity "$tmp/plot.csv" "$cores"

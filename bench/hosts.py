@@ -18,10 +18,10 @@ checksum must equal plain heat2d's. Exits 77 (SKIPPED) where namespaces cannot b
 import csv
 import os
 import re
-import statistics
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "testbed"))
+import benchlib  # noqa: E402  (bench/, this file's directory)
 import cluster  # noqa: E402
 
 REPS = int(os.environ.get("BENCH_REPS", "3"))
@@ -100,7 +100,7 @@ def run(c):
         ms = [m for it, n, m in prog if n == 2 and a < it <= b]
         if not ms:
             raise cluster.Failure(f"no trace rows for iterations {a}..{b}")
-        return statistics.median(ms)
+        return benchlib.median(ms)
 
     for pair in marks:
         (_, hs, a1, b1), (_, hc, a2, b2) = pair
@@ -111,16 +111,16 @@ def run(c):
     for same, other in rows["migrate"]:
         print(f"   {same:.3f} | {other:.3f} | {other / same:.2f}")
     print(f"   median ratio other/same: "
-          f"{statistics.median(o / s for s, o in rows['migrate']):.2f}")
+          f"{benchlib.median(o / s for s, o in rows['migrate']):.2f}")
     print("2. growth 2 -> 4 (s): new processes on host 1 | on host 2 | ratio")
     for one, two in rows["grow"]:
         print(f"   {one:.3f} | {two:.3f} | {two / one:.2f}")
-    print(f"   median ratio host2/host1: {statistics.median(t / o for o, t in rows['grow']):.2f}")
+    print(f"   median ratio host2/host1: {benchlib.median(t / o for o, t in rows['grow']):.2f}")
     print("3. heat2d ms/iteration on 2 processes: concentrate | spread | ratio")
     for conc, spread, hs, hc in rows["place"]:
         print(f"   {conc:.3f} {hc} | {spread:.3f} {hs} | {spread / conc:.2f}")
     print(f"   median ratio spread/concentrate: "
-          f"{statistics.median(s / c_ for c_, s, _, _ in rows['place']):.2f}")
+          f"{benchlib.median(s / c_ for c_, s, _, _ in rows['place']):.2f}")
 
 
 def main():

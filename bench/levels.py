@@ -30,12 +30,12 @@ Prints a table. Exits 77 (SKIPPED) where namespaces cannot be made.
 import os
 import re
 import shutil
-import statistics
 import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "testbed"))
+import benchlib  # noqa: E402  (bench/, this file's directory)
 import cluster as mh  # noqa: E402
 
 SIZES = [int(x) for x in os.environ.get("BENCH_SIZES", "64 256").split()]
@@ -114,7 +114,7 @@ def bench(c):
                        f"{float(m.group(1)):.4f} s ({t.strip().splitlines()[-1]})")
     finally:
         shutil.rmtree(base, ignore_errors=True)
-    med = statistics.median
+    med = benchlib.median
     print("\n| size | restart, local level | partner level (host 3 lost) | shared level (host 3 "
           "lost) | PCM_Checkpoint without levels | with levels (partner on) |")
     print("| --- | --- | --- | --- | --- | --- |")

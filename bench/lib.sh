@@ -1,8 +1,11 @@
-# lib.sh — sourced by the bench_*.sh scripts: set-up as the README commands do, a
-# scratch directory, and a private pcmd on a free loopback port, stopped by its PID on exit.
+# bench/lib.sh — sourced by the shell benchmark drivers (bench/*.sh; bench/run.sh for the Python
+# ones): set-up as the README commands do, a scratch directory, a private pcmd on a free loopback
+# port, stopped by its PID on exit, and the helpers every driver uses for its figures.
 # After sourcing: ROOT, B (the build directory), tmp (scratch, removed on exit), PCM_CONFIG.
 # Call bench_start_pcmd [PCMD OPTIONS...]; set bench_mpi to a background job's PID to have it
-# killed on exit too.
+# killed on exit too. Figures: bench_median, bench_py (bench/benchlib.py's subcommands),
+# bench_table NAME ARG... (the driver's table, bench/tables.py), bench_heat2d_ms (heat2d's ms per
+# iteration from its output), bench_keep_csv and bench_plot (BENCH_CSV and BENCH_PNG).
 # PCM_BENCH_BUILD_DIR=DIR skips the set-up and uses that build (mpiexec must be on PATH): ctest
 # runs the benchmarks' quick variants that way, from inside the build.
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -54,4 +57,24 @@ bench_build_rev() {
       -DMPI_C_COMPILER="$mpicc" -DMPI_CXX_COMPILER="$(dirname "$mpicc")/mpicxx" >/dev/null
   fi
   cmake --build "$base/build" -j"$(nproc)" --target "$@" >/dev/null
+}
+
+# bench_py SUBCOMMAND ARG...: bench/benchlib.py (median, ratio, diff, rate, json-field, table, plot).
+bench_py() { python3 "$ROOT/bench/benchlib.py" "$@"; }
+# bench_median [--digits N] VALUE...: the median (4 digits after the point unless told).
+bench_median() { bench_py median "$@"; }
+# bench_table NAME ARG...: the table of driver NAME from its runs (bench/tables.py).
+bench_table() { bench_py table "$@"; }
+# bench_heat2d_ms: heat2d's time per iteration (ms) from its output on stdin.
+bench_heat2d_ms() { awk '/^heat2d: done/ {print $(NF-1)}'; }
+# bench_keep_csv FILE: a copy of the driver's CSV at BENCH_CSV, when that is set.
+bench_keep_csv() { if [ -n "${BENCH_CSV:-}" ]; then cp "$1" "$BENCH_CSV" && echo "CSV: $BENCH_CSV"; fi; }
+# bench_plot NAME ARG...: bench/plots/NAME.gp drawn into BENCH_PNG, when that is set; ARG... are
+# the script's arguments after its input and the PNG (bench_plot NAME CSV ARG... runs
+# gnuplot -c NAME.gp CSV $BENCH_PNG ARG...).
+bench_plot() {
+  [ -n "${BENCH_PNG:-}" ] || return 0
+  local name=$1 csv=$2
+  shift 2
+  bench_py plot "$name" "$BENCH_PNG" "$csv" "$BENCH_PNG" "$@"
 }

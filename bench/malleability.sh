@@ -105,36 +105,6 @@ for mb in $sizes; do
 done
 log=
 
-python3 - "$tmp/all.csv" "$tmp/plot.csv" "$reps" <<'PY'
-import csv, statistics, sys
-rows = list(csv.DictReader(open(sys.argv[1])))
-sizes = list(dict.fromkeys(int(r["size_mib"]) for r in rows))
-series = [("live", "1->2", "live split 1→2"), ("live", "2->1", "live merge 2→1"),
-          ("ckpt", "1->2", "PCM checkpoint restart 1→2"), ("ckpt", "2->1", "PCM checkpoint restart 2→1"),
-          ("raw", "1->2", "raw-file restart 1→2"), ("raw", "2->1", "raw-file restart 2→1")]
-med = {}
-for s in sizes:
-    for m, d, _ in series:
-        times = [float(r["seconds"]) for r in rows if int(r["size_mib"]) == s and r["method"] == m and r["direction"] == d]
-        assert times, f"no {m} {d} measurement at {s} MiB"
-        med[s, m, d] = statistics.median(times)
-print(f"live reconfiguration against stop-and-restart: seconds end to end, medians of {sys.argv[3]}")
-print(f"{'size':>9} {'direction':>9} {'live':>8} {'PCM ckpt':>9} {'raw file':>9} {'ckpt/live':>10} {'raw/live':>9}")
-for s in sizes:
-    for d in ("1->2", "2->1"):
-        live, ck, raw = (med[s, m, d] for m in ("live", "ckpt", "raw"))
-        print(f"{s:>5} MiB {d:>9} {live:>8.3f} {ck:>9.3f} {raw:>9.3f} {ck / live:>9.1f}x {raw / live:>8.1f}x")
-print("live: from PCM_Status returning the command to the new world holding its data; restarts: from the")
-print("start of the save to the new world holding its data (exit, mpiexec, MPI/PCM set-up and load included)")
-print("every move checked every element: all correct")
-with open(sys.argv[2], "w") as f:
-    w = csv.writer(f)
-    w.writerow(["size_mib"] + [label for _, _, label in series])
-    for s in sizes:
-        w.writerow([s] + [f"{med[s, m, d]:.6f}" for m, d, _ in series])
-PY
-if [ -n "${BENCH_CSV:-}" ]; then cp "$tmp/all.csv" "$BENCH_CSV"; echo "CSV: $BENCH_CSV"; fi
-if [ -n "${BENCH_PNG:-}" ]; then
-  gnuplot -c "$ROOT/bench/plots/malleability.gp" "$tmp/plot.csv" "$BENCH_PNG" "$reps"
-  echo "plot: $BENCH_PNG"
-fi
+bench_table malleability "$tmp/all.csv" "$tmp/plot.csv" "$reps"
+bench_keep_csv "$tmp/all.csv"
+bench_plot malleability "$tmp/plot.csv" "$reps"

@@ -33,30 +33,4 @@ for r in $(seq "$rounds"); do
     run "$mpi" "$r"
   done
 done
-python3 - "$out" "$rounds" <<'PY'
-import re, statistics, sys
-out, rounds = sys.argv[1], int(sys.argv[2])
-pat = {
-    "spawn + merge (split's spawn phase), s": r"^split 1->2 .*?= spawn ([\d.]+) s",
-    "split 1->2 total, s": r"^split 1->2 .*?: total ([\d.]+) s",
-    "split 1->2 data phase, s": r"^split 1->2 .*?\+ data ([\d.]+) s",
-    "merge 2->1 total, s": r"^merge 2->1 .*?: total ([\d.]+) s",
-    "migration (median in one heat2d run), s": r"^migration time: median ([\d.]+) s",
-    "heat2d launched on 2, ms/iteration": r"launched on 2: ([\d.]+) ms/iter",
-    "heat2d after split 1->2, ms/iteration": r"after split 1->2: ([\d.]+) ms/iter",
-}
-vals = {m: {k: [] for k in pat} for m in ("mpich", "openmpi")}
-for m in vals:
-    for r in range(1, rounds + 1):
-        text = open(f"{out}/{m}-{r}.txt").read()
-        for k, p in pat.items():
-            for v in re.findall(p, text, re.M):
-                vals[m][k].append(float(v))
-fmt = lambda v: f"{statistics.median(v):.4f} ({min(v):.4f}-{max(v):.4f})" if v else "-"
-print(f"{'':44} {'MPICH 4.0.2 ch3':>28} {'Open MPI 4.1':>28} {'Open MPI/MPICH':>15}")
-for k in pat:
-    a, b = vals["mpich"][k], vals["openmpi"][k]
-    ratio = f"{statistics.median(b) / statistics.median(a):.2f}" if a and b and statistics.median(a) > 0 else "-"
-    print(f"{k:44} {fmt(a):>28} {fmt(b):>28} {ratio:>15}")
-print(f"(medians over {rounds} rounds, range in brackets; the MPIs alternate round by round)")
-PY
+bench_table mpis "$out" "$rounds"

@@ -76,88 +76,10 @@ raw() {
     raw 2 1 "$r"
   fi
 done
-[ "${BENCH_SKIP_SPLITS:-0}" = 1 ] || python3 - "$tmp" "$reps" "$win" <<'PY'
-import re, statistics, sys
-tmp, reps, win = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-med = statistics.median
+[ "${BENCH_SKIP_SPLITS:-0}" = 1 ] || bench_table overlap "$tmp" "$reps" "$win"
 
-def costs(path):
-    """(splits, overlap lines): per split (size before, after, extra wall s, extra adapt s)."""
-    text = open(path).read()
-    rows = [(int(i), float(t), float(a), int(p)) for i, t, a, p in re.findall(
-        r"^overlap_cost: it (\d+) t ([\d.]+) adapt ([\d.]+) procs (\d+)", text, re.M)]
-    rows.sort(key=lambda r: (r[0], r[1]))  # the old and the new world print concurrently
-    out = []
-    for k in range(1, len(rows)):
-        if rows[k][3] == rows[k - 1][3]:
-            continue
-        # rows[k - 1]: the old world's line of the switch's iteration; rows[k]: the new world's.
-        lo, hi = k - 1 - win, k + win
-        if lo < 100 or hi + 100 >= len(rows):
-            sys.exit(f"{path}: too few iterations around the split at row {k}")
-        # Steady iterations: the median on each side, over the window itself and 100 iterations
-        # beyond it (the machine's load drifts; the few slow iterations of a switch do not move
-        # a median).
-        before = [rows[j + 1][1] - rows[j][1] for j in range(lo - 100, k - 1)]
-        after = [rows[j + 1][1] - rows[j][1] for j in range(k, hi + 100)]
-        # rows[lo..k-1]: win old iterations; rows[k-1] -> rows[k]: the switch alone (the new world
-        # computes iteration K); rows[k..hi]: win new iterations.
-        steady = win * med(before) + win * med(after)
-        wall = rows[hi][1] - rows[lo][1] - steady
-        adapt_med = med(r[2] for r in rows[lo - 100:lo])
-        adapt = sum(r[2] for r in rows[lo:hi + 1]) - (hi + 1 - lo) * adapt_med
-        out.append((rows[k - 1][3], rows[k][3], wall, adapt))
-    over = re.findall(r"(?:spawned|faulted in) in the background in ([\d.]+) s while the "
-                      r"application made (\d+) iterations", text)
-    return out, over
-
-res = {}
-for mode in ("0", "1"):
-    for r in range(1, reps + 1):
-        splits, over = costs(f"{tmp}/{mode}-{r}.out")
-        if len(splits) != 4:
-            sys.exit(f"{mode}-{r}: {len(splits)} reconfigurations found, not 4")
-        if mode == "1" and len(over) != 4:
-            sys.exit(f"{mode}-{r}: not every reconfiguration overlapped: {over}")
-        if mode == "0" and over:
-            sys.exit(f"{mode}-{r}: a reconfiguration overlapped with PCM_OVERLAP=0")
-        for n, (a, b, wall, adapt) in enumerate(splits):
-            what = "spawn" if b > a else "buffers"
-            extra = f"; {what} {float(over[n][0]):.3f} s in the background, {over[n][1]} iterations meanwhile" if mode == "1" else ""
-            print(f"rep {r} {'overlapped' if mode == '1' else 'blocking  '} {'split' if b > a else 'merge'} {a}->{b}: "
-                  f"visible {wall:.3f} s (inside PCM_Adapt {adapt:.3f} s){extra}")
-            res.setdefault((a, b, mode), []).append((wall, adapt))
-for a, b in ((1, 2), (2, 4), (4, 2), (2, 1)):
-    blk, ovl = res[(a, b, "0")], res[(a, b, "1")]
-    wb, wo = med(w for w, _ in blk), med(w for w, _ in ovl)
-    ab, ao = med(x for _, x in blk), med(x for _, x in ovl)
-    print(f"{'split' if b > a else 'merge'} {a}->{b} (median of {reps}): blocking {wb:.3f} s, overlapped {wo:.3f} s: "
-          f"{wo / wb:.2f} x (inside PCM_Adapt: {ab:.3f} s against {ao:.3f} s, {ao / ab:.2f} x)")
-raws = {}
-for line in open(f"{tmp}/raw.txt"):
-    a, b, t = line.split()
-    raws.setdefault((int(a), int(b)), []).append(float(t))
-with open(f"{tmp}/plot.csv", "w") as f:
-    f.write("step,blocking,overlapped,overlapped: inside PCM_Adapt,raw-file restart\n")
-    for a, b in ((1, 2), (2, 4), (4, 2), (2, 1)):
-        rt = med(raws[(a, b)]) if raws else 0
-        f.write(f"{'split' if b > a else 'merge'} {a}->{b},{med(w for w, _ in res[(a, b, '0')]):.4f},"
-                f"{med(w for w, _ in res[(a, b, '1')]):.4f},{med(x for _, x in res[(a, b, '1')]):.4f},{rt:.4f}\n")
-if raws:
-    print("stop and restart through raw files (write + fsync, exit, mpiexec, pread) against live:")
-    for a, b in ((1, 2), (2, 4), (4, 2), (2, 1)):
-        rt = med(raws[(a, b)])
-        blk = med(w for w, _ in res[(a, b, "0")])
-        ovl = med(w for w, _ in res[(a, b, "1")])
-        ao = med(x for _, x in res[(a, b, "1")])
-        print(f"  {a}->{b}: raw-file restart {rt:.3f} s (runs: " + ", ".join(f"{t:.3f}" for t in raws[(a, b)])
-              + f"); blocking live {rt / blk:.1f} x faster, overlapped {rt / ovl:.1f} x (visible), "
-              f"{rt / ao:.1f} x (inside PCM_Adapt)")
-PY
-
-if [ -n "${BENCH_PNG:-}" ] && [ "${BENCH_SKIP_SPLITS:-0}" != 1 ]; then
-  gnuplot -c "$ROOT/bench/plots/overlap.gp" "$tmp/plot.csv" "$BENCH_PNG" "$mb" "$reps"
-  echo "plot: $BENCH_PNG"
+if [ "${BENCH_SKIP_SPLITS:-0}" != 1 ]; then
+  bench_plot overlap "$tmp/plot.csv" "$mb" "$reps"
 fi
 echo "== nothing pending: PCM_OVERLAP=0 (MPI_Init) against 1 (MPI_THREAD_MULTIPLE), 2 processes," \
   "$reps alternating runs each"
@@ -168,20 +90,18 @@ for r in $(seq "$reps"); do
     PCM_JOB=st-$mode-$r PCM_OVERLAP=$mode mpiexec -n 2 "$B/bench/status_cost" 200000 1 >>"$tmp/st$mode.txt"
   done
 done
-median() { python3 -c 'import statistics,sys; print(f"{statistics.median(float(x) for x in sys.argv[1:]):.4f}")' "$@"; }
 col() { grep -F "$2" "$1" | awk '{print $(NF-1)}'; }
 for what in "PCM_Adapt" "MPI_Bcast 16 B" "MPI_Waitall(0)"; do
   printf '%-15s PCM_OVERLAP=0: median %s us/call   PCM_OVERLAP=1: median %s us/call\n' "$what" \
-    "$(median $(col "$tmp/st0.txt" "$what"))" "$(median $(col "$tmp/st1.txt" "$what"))"
+    "$(bench_median $(col "$tmp/st0.txt" "$what"))" "$(bench_median $(col "$tmp/st1.txt" "$what"))"
 done
-ms() { awk '/^heat2d: done/ {print $(NF-1)}'; }
 for n in ${BENCH_SIZES:-64 256}; do
   iters=$((800000000 / (n * n)))
   a=() b=()
   for r in $(seq "$reps"); do
-    a+=("$(PCM_JOB=h0-$n-$r PCM_OVERLAP=0 mpiexec -n 2 "$B/examples/heat2d/heat2d_pcm" --nx "$n" --ny "$n" --iters "$iters" | ms)")
-    b+=("$(PCM_JOB=h1-$n-$r PCM_OVERLAP=1 mpiexec -n 2 "$B/examples/heat2d/heat2d_pcm" --nx "$n" --ny "$n" --iters "$iters" | ms)")
+    a+=("$(PCM_JOB=h0-$n-$r PCM_OVERLAP=0 mpiexec -n 2 "$B/examples/heat2d/heat2d_pcm" --nx "$n" --ny "$n" --iters "$iters" | bench_heat2d_ms)")
+    b+=("$(PCM_JOB=h1-$n-$r PCM_OVERLAP=1 mpiexec -n 2 "$B/examples/heat2d/heat2d_pcm" --nx "$n" --ny "$n" --iters "$iters" | bench_heat2d_ms)")
   done
-  echo "heat2d ${n}x$n, $iters iterations: PCM_OVERLAP=0 ${a[*]} (median $(median "${a[@]}")) ms/iter;" \
-    "PCM_OVERLAP=1 ${b[*]} (median $(median "${b[@]}")) ms/iter"
+  echo "heat2d ${n}x$n, $iters iterations: PCM_OVERLAP=0 ${a[*]} (median $(bench_median "${a[@]}")) ms/iter;" \
+    "PCM_OVERLAP=1 ${b[*]} (median $(bench_median "${b[@]}")) ms/iter"
 done

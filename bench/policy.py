@@ -32,13 +32,13 @@ import os
 import re
 import shutil
 import signal
-import statistics
 import subprocess
 import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "testbed"))
+import benchlib  # noqa: E402  (bench/, this file's directory)
 import cluster  # noqa: E402
 from cluster import Failure, LAUNCHER  # noqa: E402
 
@@ -107,7 +107,7 @@ def run(c):
         r = rates(read_trace(path), np)
         if len(r) < 3:
             raise Failure(f"{tag}: too few trace rows ({len(r)}) to measure")
-        return statistics.median(r)
+        return benchlib.median(r)
 
     # Baselines, and the iterations of a few seconds for sizing.
     probe = launched("probe1", [h1], 1, 300)
@@ -238,8 +238,8 @@ def run(c):
     for t, e in decisions:
         print(f"   {t - t0:7.1f}  {e}")
     steady = rates(rows, 2, steady_from, steady_to)
-    after_growth = statistics.median(steady)
-    base = statistics.median([rate2, rate2b])
+    after_growth = benchlib.median(steady)
+    base = benchlib.median([rate2, rate2b])
     print(f"3. throughput on 2 processes: after the policy's growth {after_growth:.0f} it/s "
           f"(median of {len(steady)} intervals of the steady stretch); launched at 2: "
           f"{rate2:.0f} before, {rate2b:.0f} after; ratio {after_growth / base:.2f}; "
@@ -252,9 +252,9 @@ def run(c):
     print(f"5. {total} iterations, {final['reconfigurations']} reconfigurations; checksum "
           f"{m.group(1) if m else None} {'equals' if same else 'DIFFERS FROM'} plain heat2d's")
     png = os.path.join(out_dir, "timeline.png")
-    subprocess.run(["gnuplot", "-c", os.path.join(HERE, "plots", "timeline.gp"), plotted, events_csv,
-                    png, f"heat2d {NX}x{NY} under pcmd --policy auto: {h2} joins, is loaded, "
-                    f"is freed, leaves"], check=True)
+    benchlib.plot("timeline", plotted, events_csv, png,
+                  f"heat2d {NX}x{NY} under pcmd --policy auto: {h2} joins, is loaded, is freed, "
+                  "leaves")
     if os.environ.get("BENCH_PNG"):
         shutil.copyfile(png, os.environ["BENCH_PNG"])
     print(f"   plot {png}")
@@ -268,9 +268,7 @@ def main():
     if len(sys.argv) != 2:
         print(f"usage: {sys.argv[0]} BUILD", file=sys.stderr)
         return 2
-    cluster.MPI_FAMILY = subprocess.run(
-        ["sh", "-c", f'. "{HERE}/../testbed/launcher_mpi.sh" && echo "$PCM_MPI_FAMILY"'],
-        capture_output=True, text=True).stdout.strip()
+    cluster.MPI_FAMILY = cluster.mpi_family()
     return cluster.run_on_cluster(os.path.abspath(sys.argv[1]), 2, run, "bench_policy")
 
 

@@ -29,6 +29,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "testbed"))
+import benchlib  # noqa: E402  (bench/, this file's directory)
 import cluster as mh  # noqa: E402
 
 
@@ -104,9 +105,9 @@ def one(c, size_mib, n, out_dir, plot):
         tr = os.path.join(out_dir, f"recovery-{n}-{size_mib}-trace.csv")
         subprocess.run(["cp", trace, tr], check=True)
         png = os.path.join(out_dir, f"recovery-{n}-{size_mib}.png")
-        subprocess.run(["gnuplot", "-c", os.path.join(HERE, "plots", "timeline.gp"), tr, ev, png,
-                        f"heat2d, {size_mib} MiB on {n} hosts: host {n} lost, recovered on "
-                        f"{n - 1}"], check=True, capture_output=True)
+        benchlib.plot("timeline", tr, ev, png,
+                      f"heat2d, {size_mib} MiB on {n} hosts: host {n} lost, recovered on {n - 1}",
+                      capture_output=True)
         r["png"] = png
     return r
 

@@ -41,26 +41,7 @@ for _ in $(seq 100); do
 done
 bench_kill "$mpi"; wait "$mpi" 2>/dev/null || true; mpi= bench_mpi=
 grep -E '^reshape: (split|merge)' "$tmp/reshape.out"
-python3 - "$tmp/reshape.out" "$tmp/memcpy.txt" "$bytes" <<'PY'
-import re, statistics, sys
-out, memcpy, nbytes = open(sys.argv[1]).read(), open(sys.argv[2]).read(), int(sys.argv[3])
-mem = float(re.search(r"^memcpy: .*? ([\d.]+) GB/s", memcpy, re.M).group(1))
-fresh = float(re.search(r"^memcpy into new memory: .*? ([\d.]+) GB/s", memcpy, re.M).group(1))
-splits = [(float(t), float(s), float(d)) for t, s, d in re.findall(
-    r"^reshape: split .*?: ([\d.]+) s \(old rank 0: spawn ([\d.]+) data ([\d.]+)\)", out, re.M)]
-merges = [(float(t), float(d), float(b)) for t, d, b in re.findall(
-    r"^reshape: merge .*?: ([\d.]+) s \(rank 0: spawn [\d.]+ data ([\d.]+) rebuild ([\d.]+)\)", out, re.M)]
-med = statistics.median
-if splits:
-    t, s, d = (med(x) for x in zip(*splits))
-    print(f"split 1->2 (median of {len(splits)}): total {t:.3f} s = spawn {s:.3f} s + data {d:.3f} s "
-          f"(+ rebuild in the new world); data {nbytes / d / 1e9:.2f} GB/s = {nbytes / d / 1e9 / mem:.3f} x memcpy ({mem:.2f} GB/s), "
-          f"{nbytes / d / 1e9 / fresh:.2f} x memcpy into new memory ({fresh:.2f} GB/s)")
-if merges:
-    t, d, b = (med(x) for x in zip(*merges))
-    print(f"merge 2->1 (median of {len(merges)}): total {t:.3f} s = data {d:.3f} s + rebuild {b:.3f} s; "
-          f"data {nbytes / d / 1e9:.2f} GB/s = {nbytes / d / 1e9 / mem:.3f} x memcpy, {nbytes / d / 1e9 / fresh:.2f} x memcpy into new memory")
-PY
+bench_table reshape "$tmp/reshape.out" "$tmp/memcpy.txt" "$bytes"
 
 echo "== 2. heat2d after a split 1 -> 2 against heat2d launched on 2 processes (768x768), $reps pairs"
 h=(--nx 768 --ny 768 --report 500 --iters 6000)
@@ -79,8 +60,8 @@ for r in $(seq "$reps"); do
   mpi= bench_mpi=
   grep -q '^heat2d: split' "$tmp/split.out" || { echo "the split did not happen"; exit 1; }
   fresh=$(late "$tmp/fresh.out") after=$(late "$tmp/split.out")
-  ratio=$(python3 -c "print(f'{$after / $fresh:.3f}')")
+  ratio=$(bench_py ratio --digits 3 "$after" "$fresh")
   ratios+=("$ratio")
   echo "pair $r: launched on 2: $fresh ms/iter; after split 1->2: $after ms/iter; ratio $ratio"
 done
-echo "after split / launched at that size: median ratio $(python3 -c 'import statistics,sys; print(f"{statistics.median(map(float, sys.argv[1:])):.3f}")' "${ratios[@]}")"
+echo "after split / launched at that size: median ratio $(bench_median --digits 3 "${ratios[@]}")"

@@ -12,8 +12,6 @@ np=${BENCH_NP:-2} reps=${BENCH_REPS:-5} iters=${BENCH_ITERS:-10000}
 mesh=(--nx "${BENCH_NX:-512}" --ny "${BENCH_NY:-512}")
 bench_start_pcmd
 
-median() { python3 -c 'import statistics,sys; v=[float(x) for x in sys.argv[1:]]; print(f"{statistics.median(v):.4f}")' "$@"; }
-
 parts=" ${BENCH_PARTS:-1 2 3} "
 if [[ $parts == *" 1 "* ]]; then
 echo "== 1. PCM_Status per call ($np processes, $reps repetitions of 200000 calls): agreeing at every call (PCM_STATUS_WINDOW_US=0, as before the windows) and with the default window"
@@ -22,7 +20,7 @@ for w in 0 default; do
   mpiexec -n "$np" "$B/bench/status_cost" 200000 "$reps" >"$tmp/status-$w.txt"
   for what in "empty loop" "MPI_Bcast 16 B" "PCM_Status"; do
     printf 'window %-8s %-15s median %s us/call\n' "$w" "$what" \
-      "$(median $(grep -F "$what" "$tmp/status-$w.txt" | awk '{print $(NF-1)}'))"
+      "$(bench_median $(grep -F "$what" "$tmp/status-$w.txt" | awk '{print $(NF-1)}'))"
   done
 done
 unset PCM_STATUS_WINDOW_US
@@ -34,11 +32,11 @@ ratios=() plains=() pcms=()
 for r in $(seq "$reps"); do
   p=$(mpiexec -n "$np" "$B/examples/heat2d/heat2d_plain" "${mesh[@]}" --iters "$iters" | awk '/done/ {print $(NF-1)}')
   q=$(PCM_JOB=bench-$r mpiexec -n "$np" "$B/examples/heat2d/heat2d_pcm" "${mesh[@]}" --iters "$iters" | awk '/done/ {print $(NF-1)}')
-  ratio=$(python3 -c "print(f'{$q / $p:.4f}')")
+  ratio=$(bench_py ratio "$q" "$p")
   echo "pair $r: plain $p ms/iter, pcm $q ms/iter, pcm/plain $ratio"
   ratios+=("$ratio") plains+=("$p") pcms+=("$q")
 done
-echo "median: plain $(median "${plains[@]}") ms/iter, pcm $(median "${pcms[@]}") ms/iter, pcm/plain $(median "${ratios[@]}")"
+echo "median: plain $(bench_median "${plains[@]}") ms/iter, pcm $(bench_median "${pcms[@]}") ms/iter, pcm/plain $(bench_median "${ratios[@]}")"
 fi
 
 [[ $parts == *" 3 "* ]] || exit 0
@@ -59,4 +57,4 @@ bench_kill "$mpi"
 wait "$mpi" 2>/dev/null || true
 grep '^heat2d: migration' "$tmp/mig.out"
 times=$(grep '^heat2d: migration' "$tmp/mig.out" | sed -E 's/.* ([0-9.]+) s.*/\1/')
-echo "migration time: median $(median $times) s over $(echo "$times" | wc -l) migrations"
+echo "migration time: median $(bench_median $times) s over $(echo "$times" | wc -l) migrations"

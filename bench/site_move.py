@@ -25,12 +25,12 @@ import json
 import re
 import shutil
 import signal
-import statistics
 import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "testbed"))
+import benchlib  # noqa: E402  (bench/, this file's directory)
 import cluster as mh  # noqa: E402
 import site_cluster  # noqa: E402  (Sites, main_with, start_relayed, supervised)
 
@@ -145,7 +145,7 @@ def scenario(c):
     print("| size | way | checkpoint | stop | copy | restart, first iteration | total |")
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
     for mib, got in rows:
-        med = {w: {x: statistics.median(r[x] for r in got[w]) for x in got[w][0]} for w in got}
+        med = {w: {x: benchlib.median(r[x] for r in got[w]) for x in got[w][0]} for w in got}
         for w in got:
             m = med[w]
             print(f"| {mib} MiB | {w} | {m['checkpoint']:.2f} | {m['stop']:.2f} | "

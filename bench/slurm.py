@@ -64,11 +64,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "testbed"))
 from cluster import heat2d_plain  # noqa: E402
+import benchlib  # noqa: E402  (bench/, this file's directory)
 
 SLURM_SH = os.path.join(ROOT, "testbed", "slurm.sh")
 JOB_SCRIPT = os.path.join(HERE, "slurm_job.sh")
 LAUNCHER = os.path.join(ROOT, "testbed", "launcher_slurm.sh")
-PLOT = os.path.join(HERE, "plots", "slurm_nodes.gp")
 SKIP = 77
 NODES, CPUS, PPN = 3, 2, 2
 NX, NY, THROTTLE_US, REPORT = 1024, 512, 5000, 50
@@ -679,12 +679,11 @@ def report(runs, jobs, out, seed, quick):
     png = os.path.join(out, "nodes.png")
     title = (f"{len(jobs)} heat2d jobs on a 3-node Slurm test cluster (seed {seed}): nodes over "
              "time")
-    subprocess.run(["gnuplot", "-c", PLOT, os.path.join(out, "nodes-rigid.csv"),
-                    os.path.join(out, "nodes-malleable.csv"),
-                    os.path.join(out, "events-malleable.csv"), png, title,
-                    f"rigid: makespan {r['makespan']:.0f} s, mean wait {r['wait']:.1f} s",
-                    f"malleable: makespan {m['makespan']:.0f} s, mean wait {m['wait']:.1f} s"],
-                   check=True)
+    benchlib.plot("slurm_nodes", os.path.join(out, "nodes-rigid.csv"),
+                  os.path.join(out, "nodes-malleable.csv"),
+                  os.path.join(out, "events-malleable.csv"), png, title,
+                  f"rigid: makespan {r['makespan']:.0f} s, mean wait {r['wait']:.1f} s",
+                  f"malleable: makespan {m['makespan']:.0f} s, mean wait {m['wait']:.1f} s")
     print(f"  written to {out}: summary.csv jobs.csv nodes-rigid.csv nodes-malleable.csv "
           f"events-malleable.csv nodes.png polls-rigid.json polls-malleable.json logs/")
 

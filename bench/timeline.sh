@@ -53,7 +53,7 @@ trap 'bench_kill "$load"; bench_cleanup' EXIT
 grid=(--nx "$nx" --ny "$ny")
 job=bench-timeline-$$
 pcmctl() { "$B/pcmctl" "$@"; }
-iteration() { pcmctl status "$job" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["jobs"][0]["iteration"])'; }
+iteration() { pcmctl status "$job" --json | bench_py json-field jobs 0 iteration; }
 reached() { pcmctl wait "$job" --iteration "$1" --timeout 600 >/dev/null; }
 reconfigured() { pcmctl wait "$job" --reconfigurations "$1" --timeout 600 >/dev/null; }
 
@@ -65,7 +65,7 @@ ms1=$(mpiexec -n 1 "$B/examples/heat2d/heat2d_plain" "${grid[@]}" --iters "$cal"
       awk '/^heat2d: done/ {print $(NF-1)}')
 # A phase on 1 process: L iterations (24 progress intervals); on 2, twice as many (they are
 # about twice as fast when each has its core).
-report=$(python3 -c "print(max(1, round($phase_s * 1000 / $ms1 / 24)))")
+report=$(awk -v s="$phase_s" -v m="$ms1" 'BEGIN { r = int(s * 1000 / m / 24 + 0.5); print (r < 1 ? 1 : r) }')
 L=$((report * 24))
 iters=$((7 * L))
 echo "heat2d ${nx}x$ny: calibration $ms1 ms/iteration on 1 process beside the load;"
@@ -110,39 +110,7 @@ wait "$bench_mpi" || { cat "$tmp/job.out"; echo "bench_timeline: heat2d_pcm fail
 bench_mpi=
 say "done"
 
-python3 - "$trace" "$events" "$nx" "$ny" <<'PY'
-import csv, statistics, sys
-rows = list(csv.DictReader(open(sys.argv[1])))
-events = [(float(r["time_s"]), r["label"]) for r in csv.DictReader(open(sys.argv[2]))]
-cells = int(sys.argv[3]) * int(sys.argv[4])
-t0 = float(rows[0]["time_s"])
-# Progress intervals: (start, end, procs, it/s); an interval starts at the previous row.
-intervals, prev = [], None
-for r in rows:
-    if r["ms_per_iter"] and prev is not None:
-        n, ms = int(r["iteration"]) - int(prev["iteration"]), float(r["ms_per_iter"])
-        end = float(r["time_s"])
-        intervals.append((end - n * ms / 1000, end, int(r["procs"]), 1000 / ms))
-    prev = r
-reconf = [(float(r["time_s"]), r["event"]) for r in rows if r["event"] and not r["event"].startswith("start")]
-bounds = sorted({t0, float(rows[-1]["time_s"])} | {t for t, _ in events if t > t0} | {t for t, _ in reconf})
-print("reconfigurations: " + "; ".join(f"{e} at {t - t0:.2f} s" for t, e in reconf))
-print(f"{'phase':>5} {'from s':>7} {'to s':>7} {'procs':>5} {'load':>5} {'intervals':>9} "
-      f"{'median it/s':>11} {'Mcell/s':>8} {'vs phase 1':>10}")
-base, k = None, 0
-for a, b in zip(bounds, bounds[1:]):
-    inside = [iv for iv in intervals if iv[0] >= a - 1e-3 and iv[1] <= b + 1e-3]
-    if not inside:
-        continue  # a transition: the reaction to an outside event, or a reconfiguration
-    k += 1
-    before = [l for t, l in events if t <= a + 1e-6]
-    load = "yes" if before and before[-1].endswith("starts") else "no"
-    procs = statistics.mode(iv[2] for iv in inside)
-    med = statistics.median(iv[3] for iv in inside)
-    base = base or med
-    print(f"{k:>5} {a - t0:>7.2f} {b - t0:>7.2f} {procs:>5} {load:>5} {len(inside):>9} "
-          f"{med:>11.1f} {med * cells / 1e6:>8.1f} {med / base:>9.2f}x")
-PY
+bench_table timeline "$trace" "$events" "$nx" "$ny"
 
 plain=$(mpiexec -n 2 "$B/examples/heat2d/heat2d_plain" "${grid[@]}" --iters "$iters" |
         awk '/^checksum/ {print $2}')
@@ -152,8 +120,8 @@ if [ -z "$got" ] || [ "$got" != "$plain" ]; then
   exit 1
 fi
 echo "checksum: PCM run $got = plain run on 2 processes: match ($(awk '/^reconfigurations/ {print $2}' "$tmp/job.out") reconfigurations)"
-gnuplot -c "$ROOT/bench/plots/timeline.gp" "$trace" "$events" "$png" \
-  "heat2d ${nx}x$ny with PCM on a 2-core machine as a competing load comes and goes"
-if [ -n "${BENCH_CSV:-}" ]; then cp "$trace" "$BENCH_CSV"; echo "CSV: $BENCH_CSV"; fi
+bench_py plot timeline "$png" "$trace" "$events" "$png" \
+  "heat2d ${nx}x$ny with PCM on a 2-core machine as a competing load comes and goes" >/dev/null
+bench_keep_csv "$trace"
 if [ -n "${BENCH_PNG:-}" ]; then cp "$png" "$BENCH_PNG"; echo "plot: $BENCH_PNG"; fi
 echo "files: $trace $events $png"

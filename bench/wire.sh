@@ -30,14 +30,5 @@ sleep 1.5  # the last second's "suppressed" line
 after=$(stat -c %s "$tmp/pcmd.log")
 echo "log: $((after - before)) bytes for $refused refused requests ($(wc -l <"$tmp/pcmd.log") lines in all)"
 "$flood" storeload "$mib" "$reps" | tee "$tmp/sl.txt" | sed 's/^/  /'
-python3 - "$tmp/sl.txt" "$mib" <<'PY'
-import re, statistics, sys
-runs = [(float(a), float(b)) for a, b in
-        re.findall(r"store ([\d.]+) s .*load ([\d.]+) s", open(sys.argv[1]).read())]
-runs = runs[1:] or runs
-gb = int(sys.argv[2]) * 2**20 / 1e9
-s, l = statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
-print(f"store/load {sys.argv[2]} MiB through pcmd: store median {s:.3f} s ({gb / s:.2f} GB/s), "
-      f"load median {l:.3f} s ({gb / l:.2f} GB/s), {len(runs)} runs")
-PY
+bench_table wire "$tmp/sl.txt" "$mib"
 echo "after the stores and loads: $(mem)"

@@ -36,7 +36,7 @@ run() {
   local sum
   sum=$(awk '/^checksum/ {print $2}' "$out")
   [ "$sum" = "$plain" ] || { echo "bench_young_daly: $job: checksum $sum, plain $plain" >&2; exit 1; }
-  echo "$variant $(python3 -c "print(f'{$t1 - $t0:.3f}')")"
+  echo "$variant $(bench_py diff --digits 3 "$t1" "$t0")"
 }
 
 echo "heat2d_pcm ${n}x${n}, $iters iterations on $np processes; MTBF $mtbf s; fixed: every $every iterations"
@@ -50,26 +50,4 @@ for ((k = 1; k <= repeats; k++)); do
   done
 done
 # Versions written: pcmd keeps only the newest few, so the count comes from the logs.
-python3 - "$results" "$tmp" "$iters" "$every" <<'PY'
-import glob, re, statistics, sys
-rows = [l.split() for l in open(sys.argv[1])]
-tmp, iters, every = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-med = {v: statistics.median(float(r[1]) for r in rows if r[0] == v) for v in ("none", "mtbf", "fixed")}
-def written(v):
-    if v == "none":
-        return []
-    if v == "fixed":
-        return [iters // every]
-    return [len(re.findall(r"scheduled checkpoint .* written in", open(f).read()))
-            for f in glob.glob(f"{tmp}/{v}-*.out")]
-print(f"\n| variant | median s | overhead | versions per run | mean spacing s | expected loss per failure s |")
-print("| --- | --- | --- | --- | --- | --- |")
-for v in ("none", "mtbf", "fixed"):
-    w = written(v)
-    n = statistics.median(w) if w else None
-    spacing = med[v] / n if n else None
-    ov = (med[v] / med["none"] - 1) * 100
-    print(f"| {v} | {med[v]:.2f} | {ov:+.1f} % | {n if n is not None else '-'} | "
-          f"{'-' if spacing is None else f'{spacing:.2f}'} | "
-          f"{'half the run' if spacing is None else f'{spacing / 2:.2f}'} |")
-PY
+bench_table young_daly "$results" "$tmp" "$iters" "$every"

@@ -1,0 +1,392 @@
+"""tables.py — the table each benchmark driver prints from its runs (and the CSV its plot reads),
+one function per driver, named after it: bench/NAME.sh calls `bench_table NAME ARG...` (bench/lib.sh),
+which runs benchlib.py table NAME ARG...; argv is [NAME, ARG...], as the driver passes them.
+Medians come from benchlib.median."""
+import csv
+import glob
+import os
+import re
+import statistics
+import sys
+
+from benchlib import median
+
+
+def checkpoint(argv):
+    d, sizes, can_drop = argv[1], [int(x) for x in argv[2].split()], argv[3] == "1"
+    store_sizes = [int(x) for x in argv[4].split()]
+    med = median
+    def text(name):
+        p = os.path.join(d, name)
+        return open(p).read() if os.path.exists(p) else ""
+    print("\n| what | PCM | baseline, same bytes | baseline/PCM time (>= 0.8 is the target) |")
+    print("| --- | --- | --- | --- |")
+    for mb in sizes:
+        gb = mb * 1024 * 1024 / 1e9
+        pairs = [(float(a), float(b)) for a, b in
+                 re.findall(r"wrote .*?: ([\d.]+) s, .*?raw write\(\)\+fsync ([\d.]+) s", text(f"w{mb}.txt"))]
+        steady = pairs[2:] or pairs
+        dd = [float(x) for x in re.findall(r"copied, ([\d.]+) s", text(f"dd{mb}.txt"))]
+        dd = dd[2:] or dd
+        w = med([p[0] for p in steady])
+        ratios = [b / a for a, b in steady]
+        print(f"| write {mb} MiB: PCM_Checkpoint (fsync included) vs write()+fsync by the same "
+              f"processes | {w:.3f} s ({gb / w:.2f} GB/s) | {med([p[1] for p in steady]):.3f} s | "
+              f"{med(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f}, {len(steady)} pairs) |")
+        print(f"| write {mb} MiB: PCM_Checkpoint vs dd conv=fsync | {w:.3f} s | {med(dd):.3f} s "
+              f"({gb / med(dd):.2f} GB/s) | {med(dd) / w:.2f} |")
+        for kind, name in (("warm", f"rw{mb}.txt"), ("cold", f"rc{mb}.txt")):
+            runs = [(float(a), float(b)) for a, b in
+                    re.findall(r"read .*?: ([\d.]+) s, .*?raw read\(\) ([\d.]+) s", text(name))]
+            if runs:
+                a, b = med([r[0] for r in runs]), med([r[1] for r in runs])
+                print(f"| restart read {mb} MiB, page cache {kind}: PCM_Resume (chunks verified) vs "
+                      f"read() into new memory by the same processes | {a:.3f} s ({gb / a:.2f} GB/s) | "
+                      f"{b:.3f} s | {b / a:.2f} ({len(runs)} run{'s' if len(runs) > 1 else ''}) |")
+            elif kind == "cold" and not can_drop:
+                print(f"| restart read {mb} MiB, page cache cold | not measured: the page cache was not "
+                      f"dropped (not root, or BENCH_COLD=0) | | |")
+    for mb in store_sizes:
+        gb = mb * 1024 * 1024 / 1e9
+        def times(name):
+            return [float(x) for x in re.findall(r"(?:wrote .*?: |copied, )([\d.]+) s", text(name))]
+        direct, dd, old = times(f"sw{mb}.txt"), times(f"sdd{mb}.txt"), times(f"so{mb}.txt")
+        direct, dd = direct[2:] or direct, dd[2:] or dd
+        if not (direct and dd and old):
+            continue
+        a, b, o = med(direct), med(dd), med(old)
+        print(f"| write {mb} MiB: PCM_Store + PCM_Commit, the ranks write (fsync included) vs dd "
+              f"conv=fsync | {a:.3f} s ({gb / a:.2f} GB/s; {min(direct):.3f}-{max(direct):.3f}, "
+              f"{len(direct)} versions) | {b:.3f} s ({gb / b:.2f} GB/s) | {b / a:.2f} |")
+        print(f"| write {mb} MiB: PCM_Store + PCM_Commit through pcmd (PCM_CHECKPOINT_DIRECT=0) vs dd "
+              f"conv=fsync | {o:.3f} s ({gb / o:.2f} GB/s; {len(old)} versions) | {b:.3f} s | "
+              f"{b / o:.2f} (direct is {o / a:.1f}x faster) |")
+        r1 = re.search(r"read .*?: ([\d.]+) s", text(f"sr{mb}.txt"))
+        r2 = re.search(r"read .*?: ([\d.]+) s", text(f"sro{mb}.txt"))
+        if r1 and r2:
+            a, b = float(r1.group(1)), float(r2.group(1))
+            print(f"| restart read {mb} MiB: PCM_Load of that version, the ranks read the shards "
+                  f"(chunks verified) vs through pcmd | {a:.3f} s ({gb / a:.2f} GB/s) | {b:.3f} s | "
+                  f"{b / a:.2f} |")
+    ow, orr = text("ow.txt"), text("or.txt")
+    m1, m2 = re.search(r"wrote .*?: ([\d.]+) s", ow), re.search(r"read .*?: ([\d.]+) s", orr)
+    idle = [int(x) / 1000 for x in text("idle-status.txt").split()]
+    busy = [int(x) / 1000 for x in text("busy-status.txt").split()]
+    if idle and busy:
+        print(f"\n`pcmctl status` (a new process each time): idle median {med(idle):.1f} ms; while a "
+              f"job stores and commits {sizes[0]} MiB through pcmd: median {med(busy):.1f} ms, max "
+              f"{max(busy):.1f} ms ({len(busy)} answers)")
+    if m1 and m2:
+        print(f"\nthe paper's path through pcmd at {sizes[0]} MiB (PCM_Store + PCM_Commit, PCM_Load): "
+              f"write {float(m1.group(1)):.3f} s, read {float(m2.group(1)):.3f} s")
+
+
+def checkpoint_wait(argv):
+    d, sizes = argv[1], [int(x) for x in argv[2].split()]
+    med = median
+    def text(name):
+        p = os.path.join(d, name)
+        return open(p).read() if os.path.exists(p) else ""
+    print("\n| size | PCM_Checkpoint at once (median wait) | in the background (median wait; last "
+          "PCM_Checkpoint_wait) | background/at once (<= 0.1 is the target) | dd conv=fsync |")
+    print("| --- | --- | --- | --- | --- |")
+    for mb in sizes:
+        t = text(f"w{mb}.txt")
+        s = re.search(r"\(sync\):.*median ([\d.]+) s", t)
+        a = re.search(r"\(async\):.*median ([\d.]+) s; last wait ([\d.]+) s", t)
+        dd = [float(x) for x in re.findall(r"copied, ([\d.]+) s", text(f"dd{mb}.txt"))]
+        if s and a and dd:
+            sy, asy, last = float(s[1]), float(a[1]), float(a[2])
+            print(f"| {mb} MiB | {sy:.3f} s | {asy:.4f} s; {last:.3f} s | {asy / sy:.3f} | "
+                  f"{med(dd):.3f} s |")
+    runs = {}
+    for line in text("heat.txt").split("\n"):
+        if line.strip():
+            mode, ms = line.split()
+            runs.setdefault(mode, []).append(int(ms) / 1000)
+    if runs.get("none"):
+        base = med(runs["none"])
+        print("\n| heat2d whole run | seconds (median) | against no checkpoints |")
+        print("| --- | --- | --- |")
+        for mode, label in (("none", "no checkpoints"), ("sync", "a version every k iterations, at once"),
+                            ("async", "a version every k iterations, in the background")):
+            if runs.get(mode):
+                m = med(runs[mode])
+                print(f"| {label} | {m:.2f} ({', '.join(f'{x:.2f}' for x in runs[mode])}) | "
+                      f"{(m / base - 1) * 100:+.1f} % |")
+
+
+def compare(argv):
+    rows = list(csv.DictReader(open(argv[1])))
+    med = median
+    print(f"{'mesh':>6} {argv[2] + ' pcm/plain':>20} {'(range)':>13} {'now pcm/plain':>14} {'(range)':>13}")
+    for n in dict.fromkeys(r["size"] for r in rows):
+        rs = [r for r in rows if r["size"] == n]
+        o = [float(r["old_pcm"]) / float(r["old_plain"]) for r in rs]
+        q = [float(r["new_pcm"]) / float(r["new_plain"]) for r in rs]
+        print(f"{n:>6} {med(o):>20.4f} {f'({min(o):.3f}-{max(o):.3f})':>13} {med(q):>14.4f}"
+              f" {f'({min(q):.3f}-{max(q):.3f})':>13}")
+
+
+def granularity(argv):
+    rows = list(csv.DictReader(open(argv[1])))
+    sizes = list(dict.fromkeys(r["mesh"] for r in rows))
+    procs = list(dict.fromkeys(int(r["procs"]) for r in rows))
+    med = {(s, p): median(float(r["mcells_per_s"]) for r in rows
+                                     if r["mesh"] == s and int(r["procs"]) == p) for s in sizes for p in procs}
+    print(f"heat2d throughput, Mcell-updates/s (median); speed-up over 1 process in brackets; {argv[3]} cores")
+    print(f"{'procs':>5} " + " ".join(f"{s + 'x' + s:>20}" for s in sizes))
+    for p in procs:
+        cells = []
+        for s in sizes:
+            base = med.get((s, procs[0]))
+            cells.append(f"{med[s, p]:>10.1f} ({med[s, p] / base:>5.2f}x)")
+        print(f"{p:>5} " + " ".join(f"{c:>20}" for c in cells))
+    for s in sizes:
+        best = max(procs, key=lambda p: med[s, p])
+        print(f"mesh {s}x{s}: best on {best} processes ({med[s, best]:.1f} Mcell/s)")
+    with open(argv[2], "w") as f:
+        w = csv.writer(f)
+        w.writerow(["procs"] + [f"{s}x{s}" for s in sizes])
+        for p in procs:
+            w.writerow([p] + [f"{med[s, p]:.3f}" for s in sizes])
+
+
+def malleability(argv):
+    rows = list(csv.DictReader(open(argv[1])))
+    sizes = list(dict.fromkeys(int(r["size_mib"]) for r in rows))
+    series = [("live", "1->2", "live split 1→2"), ("live", "2->1", "live merge 2→1"),
+              ("ckpt", "1->2", "PCM checkpoint restart 1→2"), ("ckpt", "2->1", "PCM checkpoint restart 2→1"),
+              ("raw", "1->2", "raw-file restart 1→2"), ("raw", "2->1", "raw-file restart 2→1")]
+    med = {}
+    for s in sizes:
+        for m, d, _ in series:
+            times = [float(r["seconds"]) for r in rows if int(r["size_mib"]) == s and r["method"] == m and r["direction"] == d]
+            assert times, f"no {m} {d} measurement at {s} MiB"
+            med[s, m, d] = median(times)
+    print(f"live reconfiguration against stop-and-restart: seconds end to end, medians of {argv[3]}")
+    print(f"{'size':>9} {'direction':>9} {'live':>8} {'PCM ckpt':>9} {'raw file':>9} {'ckpt/live':>10} {'raw/live':>9}")
+    for s in sizes:
+        for d in ("1->2", "2->1"):
+            live, ck, raw = (med[s, m, d] for m in ("live", "ckpt", "raw"))
+            print(f"{s:>5} MiB {d:>9} {live:>8.3f} {ck:>9.3f} {raw:>9.3f} {ck / live:>9.1f}x {raw / live:>8.1f}x")
+    print("live: from PCM_Status returning the command to the new world holding its data; restarts: from the")
+    print("start of the save to the new world holding its data (exit, mpiexec, MPI/PCM set-up and load included)")
+    print("every move checked every element: all correct")
+    with open(argv[2], "w") as f:
+        w = csv.writer(f)
+        w.writerow(["size_mib"] + [label for _, _, label in series])
+        for s in sizes:
+            w.writerow([s] + [f"{med[s, m, d]:.6f}" for m, d, _ in series])
+
+
+def mpis(argv):
+    out, rounds = argv[1], int(argv[2])
+    pat = {
+        "spawn + merge (split's spawn phase), s": r"^split 1->2 .*?= spawn ([\d.]+) s",
+        "split 1->2 total, s": r"^split 1->2 .*?: total ([\d.]+) s",
+        "split 1->2 data phase, s": r"^split 1->2 .*?\+ data ([\d.]+) s",
+        "merge 2->1 total, s": r"^merge 2->1 .*?: total ([\d.]+) s",
+        "migration (median in one heat2d run), s": r"^migration time: median ([\d.]+) s",
+        "heat2d launched on 2, ms/iteration": r"launched on 2: ([\d.]+) ms/iter",
+        "heat2d after split 1->2, ms/iteration": r"after split 1->2: ([\d.]+) ms/iter",
+    }
+    vals = {m: {k: [] for k in pat} for m in ("mpich", "openmpi")}
+    for m in vals:
+        for r in range(1, rounds + 1):
+            text = open(f"{out}/{m}-{r}.txt").read()
+            for k, p in pat.items():
+                for v in re.findall(p, text, re.M):
+                    vals[m][k].append(float(v))
+    fmt = lambda v: f"{median(v):.4f} ({min(v):.4f}-{max(v):.4f})" if v else "-"
+    print(f"{'':44} {'MPICH 4.0.2 ch3':>28} {'Open MPI 4.1':>28} {'Open MPI/MPICH':>15}")
+    for k in pat:
+        a, b = vals["mpich"][k], vals["openmpi"][k]
+        ratio = f"{median(b) / median(a):.2f}" if a and b and median(a) > 0 else "-"
+        print(f"{k:44} {fmt(a):>28} {fmt(b):>28} {ratio:>15}")
+    print(f"(medians over {rounds} rounds, range in brackets; the MPIs alternate round by round)")
+
+
+def overhead(argv):
+    rows = list(csv.DictReader(open(argv[1])))
+    med = median
+    print(f"{'mesh':>6} {'iters':>7} {'plain ms/it':>12} {'pcm/plain':>10} {'overhead':>9} {'(range)':>13}"
+          f" {'window 0':>9} {'overhead':>9} {'profiling':>10} {'(range)':>13}   (medians of per-repetition ratios;"
+          f" profiling: pcm against pcm with PCM_PROFILE_MS=0)")
+    out = csv.writer(open(argv[2], "w"))
+    out.writerow(["mesh", "overhead_pct", "low_pct", "high_pct", "overhead_w0_pct", "low_w0_pct", "high_w0_pct"])
+    for n in dict.fromkeys(r["size"] for r in rows):
+        rs = [r for r in rows if r["size"] == n]
+        plain = [float(r["plain_ms_per_iter"]) for r in rs]
+        q = [float(r["pcm_ms_per_iter"]) / p for r, p in zip(rs, plain)]
+        z = [float(r["pcm_w0_ms_per_iter"]) / p for r, p in zip(rs, plain)]
+        u = [float(r["pcm_ms_per_iter"]) / float(r["pcm_noprof_ms_per_iter"]) for r in rs]
+        print(f"{n:>6} {rs[0]['iterations']:>7} {med(plain):>12.4f} {med(q):>10.4f} {(med(q) - 1) * 100:>+8.2f}%"
+              f" {f'({min(q):.3f}-{max(q):.3f})':>13} {med(z):>9.4f} {(med(z) - 1) * 100:>+8.2f}%"
+              f" {(med(u) - 1) * 100:>+9.2f}% {f'({min(u):.3f}-{max(u):.3f})':>13}")
+        pct = lambda v: f"{(v - 1) * 100:.3f}"
+        out.writerow([n, pct(med(q)), pct(min(q)), pct(max(q)), pct(med(z)), pct(min(z)), pct(max(z))])
+
+
+def overlap(argv):
+    tmp, reps, win = argv[1], int(argv[2]), int(argv[3])
+    med = median
+
+    def costs(path):
+        """(splits, overlap lines): per split (size before, after, extra wall s, extra adapt s)."""
+        text = open(path).read()
+        rows = [(int(i), float(t), float(a), int(p)) for i, t, a, p in re.findall(
+            r"^overlap_cost: it (\d+) t ([\d.]+) adapt ([\d.]+) procs (\d+)", text, re.M)]
+        rows.sort(key=lambda r: (r[0], r[1]))  # the old and the new world print concurrently
+        out = []
+        for k in range(1, len(rows)):
+            if rows[k][3] == rows[k - 1][3]:
+                continue
+            # rows[k - 1]: the old world's line of the switch's iteration; rows[k]: the new world's.
+            lo, hi = k - 1 - win, k + win
+            if lo < 100 or hi + 100 >= len(rows):
+                sys.exit(f"{path}: too few iterations around the split at row {k}")
+            # Steady iterations: the median on each side, over the window itself and 100 iterations
+            # beyond it (the machine's load drifts; the few slow iterations of a switch do not move
+            # a median).
+            before = [rows[j + 1][1] - rows[j][1] for j in range(lo - 100, k - 1)]
+            after = [rows[j + 1][1] - rows[j][1] for j in range(k, hi + 100)]
+            # rows[lo..k-1]: win old iterations; rows[k-1] -> rows[k]: the switch alone (the new world
+            # computes iteration K); rows[k..hi]: win new iterations.
+            steady = win * med(before) + win * med(after)
+            wall = rows[hi][1] - rows[lo][1] - steady
+            adapt_med = med(r[2] for r in rows[lo - 100:lo])
+            adapt = sum(r[2] for r in rows[lo:hi + 1]) - (hi + 1 - lo) * adapt_med
+            out.append((rows[k - 1][3], rows[k][3], wall, adapt))
+        over = re.findall(r"(?:spawned|faulted in) in the background in ([\d.]+) s while the "
+                          r"application made (\d+) iterations", text)
+        return out, over
+
+    res = {}
+    for mode in ("0", "1"):
+        for r in range(1, reps + 1):
+            splits, over = costs(f"{tmp}/{mode}-{r}.out")
+            if len(splits) != 4:
+                sys.exit(f"{mode}-{r}: {len(splits)} reconfigurations found, not 4")
+            if mode == "1" and len(over) != 4:
+                sys.exit(f"{mode}-{r}: not every reconfiguration overlapped: {over}")
+            if mode == "0" and over:
+                sys.exit(f"{mode}-{r}: a reconfiguration overlapped with PCM_OVERLAP=0")
+            for n, (a, b, wall, adapt) in enumerate(splits):
+                what = "spawn" if b > a else "buffers"
+                extra = f"; {what} {float(over[n][0]):.3f} s in the background, {over[n][1]} iterations meanwhile" if mode == "1" else ""
+                print(f"rep {r} {'overlapped' if mode == '1' else 'blocking  '} {'split' if b > a else 'merge'} {a}->{b}: "
+                      f"visible {wall:.3f} s (inside PCM_Adapt {adapt:.3f} s){extra}")
+                res.setdefault((a, b, mode), []).append((wall, adapt))
+    for a, b in ((1, 2), (2, 4), (4, 2), (2, 1)):
+        blk, ovl = res[(a, b, "0")], res[(a, b, "1")]
+        wb, wo = med(w for w, _ in blk), med(w for w, _ in ovl)
+        ab, ao = med(x for _, x in blk), med(x for _, x in ovl)
+        print(f"{'split' if b > a else 'merge'} {a}->{b} (median of {reps}): blocking {wb:.3f} s, overlapped {wo:.3f} s: "
+              f"{wo / wb:.2f} x (inside PCM_Adapt: {ab:.3f} s against {ao:.3f} s, {ao / ab:.2f} x)")
+    raws = {}
+    for line in open(f"{tmp}/raw.txt"):
+        a, b, t = line.split()
+        raws.setdefault((int(a), int(b)), []).append(float(t))
+    with open(f"{tmp}/plot.csv", "w") as f:
+        f.write("step,blocking,overlapped,overlapped: inside PCM_Adapt,raw-file restart\n")
+        for a, b in ((1, 2), (2, 4), (4, 2), (2, 1)):
+            rt = med(raws[(a, b)]) if raws else 0
+            f.write(f"{'split' if b > a else 'merge'} {a}->{b},{med(w for w, _ in res[(a, b, '0')]):.4f},"
+                    f"{med(w for w, _ in res[(a, b, '1')]):.4f},{med(x for _, x in res[(a, b, '1')]):.4f},{rt:.4f}\n")
+    if raws:
+        print("stop and restart through raw files (write + fsync, exit, mpiexec, pread) against live:")
+        for a, b in ((1, 2), (2, 4), (4, 2), (2, 1)):
+            rt = med(raws[(a, b)])
+            blk = med(w for w, _ in res[(a, b, "0")])
+            ovl = med(w for w, _ in res[(a, b, "1")])
+            ao = med(x for _, x in res[(a, b, "1")])
+            print(f"  {a}->{b}: raw-file restart {rt:.3f} s (runs: " + ", ".join(f"{t:.3f}" for t in raws[(a, b)])
+                  + f"); blocking live {rt / blk:.1f} x faster, overlapped {rt / ovl:.1f} x (visible), "
+                  f"{rt / ao:.1f} x (inside PCM_Adapt)")
+
+
+def reshape(argv):
+    out, memcpy, nbytes = open(argv[1]).read(), open(argv[2]).read(), int(argv[3])
+    mem = float(re.search(r"^memcpy: .*? ([\d.]+) GB/s", memcpy, re.M).group(1))
+    fresh = float(re.search(r"^memcpy into new memory: .*? ([\d.]+) GB/s", memcpy, re.M).group(1))
+    splits = [(float(t), float(s), float(d)) for t, s, d in re.findall(
+        r"^reshape: split .*?: ([\d.]+) s \(old rank 0: spawn ([\d.]+) data ([\d.]+)\)", out, re.M)]
+    merges = [(float(t), float(d), float(b)) for t, d, b in re.findall(
+        r"^reshape: merge .*?: ([\d.]+) s \(rank 0: spawn [\d.]+ data ([\d.]+) rebuild ([\d.]+)\)", out, re.M)]
+    med = median
+    if splits:
+        t, s, d = (med(x) for x in zip(*splits))
+        print(f"split 1->2 (median of {len(splits)}): total {t:.3f} s = spawn {s:.3f} s + data {d:.3f} s "
+              f"(+ rebuild in the new world); data {nbytes / d / 1e9:.2f} GB/s = {nbytes / d / 1e9 / mem:.3f} x memcpy ({mem:.2f} GB/s), "
+              f"{nbytes / d / 1e9 / fresh:.2f} x memcpy into new memory ({fresh:.2f} GB/s)")
+    if merges:
+        t, d, b = (med(x) for x in zip(*merges))
+        print(f"merge 2->1 (median of {len(merges)}): total {t:.3f} s = data {d:.3f} s + rebuild {b:.3f} s; "
+              f"data {nbytes / d / 1e9:.2f} GB/s = {nbytes / d / 1e9 / mem:.3f} x memcpy, {nbytes / d / 1e9 / fresh:.2f} x memcpy into new memory")
+
+
+def timeline(argv):
+    rows = list(csv.DictReader(open(argv[1])))
+    events = [(float(r["time_s"]), r["label"]) for r in csv.DictReader(open(argv[2]))]
+    cells = int(argv[3]) * int(argv[4])
+    t0 = float(rows[0]["time_s"])
+    # Progress intervals: (start, end, procs, it/s); an interval starts at the previous row.
+    intervals, prev = [], None
+    for r in rows:
+        if r["ms_per_iter"] and prev is not None:
+            n, ms = int(r["iteration"]) - int(prev["iteration"]), float(r["ms_per_iter"])
+            end = float(r["time_s"])
+            intervals.append((end - n * ms / 1000, end, int(r["procs"]), 1000 / ms))
+        prev = r
+    reconf = [(float(r["time_s"]), r["event"]) for r in rows if r["event"] and not r["event"].startswith("start")]
+    bounds = sorted({t0, float(rows[-1]["time_s"])} | {t for t, _ in events if t > t0} | {t for t, _ in reconf})
+    print("reconfigurations: " + "; ".join(f"{e} at {t - t0:.2f} s" for t, e in reconf))
+    print(f"{'phase':>5} {'from s':>7} {'to s':>7} {'procs':>5} {'load':>5} {'intervals':>9} "
+          f"{'median it/s':>11} {'Mcell/s':>8} {'vs phase 1':>10}")
+    base, k = None, 0
+    for a, b in zip(bounds, bounds[1:]):
+        inside = [iv for iv in intervals if iv[0] >= a - 1e-3 and iv[1] <= b + 1e-3]
+        if not inside:
+            continue  # a transition: the reaction to an outside event, or a reconfiguration
+        k += 1
+        before = [l for t, l in events if t <= a + 1e-6]
+        load = "yes" if before and before[-1].endswith("starts") else "no"
+        procs = statistics.mode(iv[2] for iv in inside)
+        med = median(iv[3] for iv in inside)
+        base = base or med
+        print(f"{k:>5} {a - t0:>7.2f} {b - t0:>7.2f} {procs:>5} {load:>5} {len(inside):>9} "
+              f"{med:>11.1f} {med * cells / 1e6:>8.1f} {med / base:>9.2f}x")
+
+
+def wire(argv):
+    runs = [(float(a), float(b)) for a, b in
+            re.findall(r"store ([\d.]+) s .*load ([\d.]+) s", open(argv[1]).read())]
+    runs = runs[1:] or runs
+    gb = int(argv[2]) * 2**20 / 1e9
+    s, l = median(r[0] for r in runs), median(r[1] for r in runs)
+    print(f"store/load {argv[2]} MiB through pcmd: store median {s:.3f} s ({gb / s:.2f} GB/s), "
+          f"load median {l:.3f} s ({gb / l:.2f} GB/s), {len(runs)} runs")
+
+
+def young_daly(argv):
+    rows = [l.split() for l in open(argv[1])]
+    tmp, iters, every = argv[2], int(argv[3]), int(argv[4])
+    med = {v: median(float(r[1]) for r in rows if r[0] == v) for v in ("none", "mtbf", "fixed")}
+    def written(v):
+        if v == "none":
+            return []
+        if v == "fixed":
+            return [iters // every]
+        return [len(re.findall(r"scheduled checkpoint .* written in", open(f).read()))
+                for f in glob.glob(f"{tmp}/{v}-*.out")]
+    print("\n| variant | median s | overhead | versions per run | mean spacing s | expected loss per failure s |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for v in ("none", "mtbf", "fixed"):
+        w = written(v)
+        n = median(w) if w else None
+        spacing = med[v] / n if n else None
+        ov = (med[v] / med["none"] - 1) * 100
+        print(f"| {v} | {med[v]:.2f} | {ov:+.1f} % | {n if n is not None else '-'} | "
+              f"{'-' if spacing is None else f'{spacing:.2f}'} | "
+              f"{'half the run' if spacing is None else f'{spacing / 2:.2f}'} |")
