@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """hosts.py BUILD — reconfigurations across hosts against the same on one host, side by side.
 
-Runs on a cluster of two network-namespace hosts (tests/multihost/multihost.py's Cluster: testbed/hosts.sh,
+Runs on a cluster of two network-namespace hosts (testbed/cluster.py's Cluster: testbed/hosts.sh,
 pcmd inside host 1, heat2d started there through testbed/launcher_hosts.sh; each host pinned to a
 CPU of its own where the machine has two). One heat2d_pcm job (BENCH_NX x BENCH_NY, 2 processes on
 host 1) is driven through pcmctl, alternating the two cases of each pair so that drift in the

@@ -2,7 +2,7 @@
 """levels.py BUILD — restart time from each checkpoint level after a host is lost, and what
 PCM_Checkpoint costs the application with levels against without.
 
-Three network-namespace hosts (tests/multihost/multihost.py's Cluster, prefix pcmlb), each with
+Three network-namespace hosts (testbed/cluster.py's Cluster, prefix pcmlb), each with
 a private local directory (testbed/launcher_hosts.sh: BASE/<host> bind-mounted over the same
 path; BASE under /dev/shm when it exists, as a node-local tmpfs), pcmd in host 1 with its data
 directory under /tmp (the shared level). bench/ckpt_cost, one process per host, for each size

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """policy.py BUILD — the paper's Figures 9 and 10 with pcmd's own policy (pcmd --policy auto).
 
-Runs on two network-namespace hosts (tests/multihost/multihost.py's Cluster; each host pinned to a CPU of
+Runs on two network-namespace hosts (testbed/cluster.py's Cluster; each host pinned to a CPU of
 its own where the machine has two). pcmd runs in host 1 with --policy auto and knows host 1 only
 (one slot). Timeline, each phase a fixed span of wall-clock time:
   warm     heat2d_pcm starts on 1 process on host 1;

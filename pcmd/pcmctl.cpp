@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "error.h"
+#include "launchers.h"
 #include "pcm_types.h"
 #include "profile.h"
 
@@ -366,7 +367,8 @@ void add_run(CLI::App& app, Cli& cli) {
       ->capture_default_str();
   sub->add_option("--mpiexec", a->mpiexec, "the MPI's launcher (default: $MPIEXEC, else mpiexec)");
   sub->add_option("--mpiexec-arg", a->mpiexec_args,
-                  "an argument of the launcher, before -n (repeat; {hosts}: the run's hosts)")
+                  "an argument of the launcher, before -n (repeat; {hosts}: the run's hosts; "
+                  "{launcher:NAME}: the path of PCM's launcher_NAME.sh, e.g. slurm, hosts)")
       ->allow_extra_args(false);  // one value each: "--" still starts the program
   sub->add_flag("--on-inventory", a->on_inventory,
                 "each run goes on pcmd's hosts that are up and answer, at as many processes as "
@@ -389,6 +391,8 @@ void add_run(CLI::App& app, Cli& cli) {
   add_run_site_options(sub, *a);
   sub->add_option("command", a->command, "the program and its arguments (after --)")->required();
   on_run(sub, cli, [a](Connection& pcmd) {
+    for (auto& arg : a->mpiexec_args) arg = expand_launchers(std::move(arg));
+    for (auto& spec : a->site_launcher_specs) spec = expand_launchers(std::move(spec));
     finish_run_site_options(*a);
     if (a->job.empty()) {
       const char* env = std::getenv("PCM_JOB");

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # run.sh — installs a PCM build tree into a temporary prefix and builds and runs a consumer
-# against it twice: with CMake (find_package(PCM)) and with pkg-config plus the MPI C wrapper.
+# against it twice: with CMake (find_package(PCM)) and with pkg-config plus the MPI C wrapper;
+# then runs a small job (consumer_job, built with find_package(PCM)) under the installed pcmd,
+# started by the installed `pcmctl run` with the installed Slurm launcher put in by
+# {launcher:slurm}, in a directory outside the source and build trees.
 # Where the build has the Fortran module pcm (MPI_FORTRAN_COMPILER set), a Fortran consumer too,
 # the same two ways (find_package(PCM COMPONENTS Fortran), and pkg-config pcm-fortran + mpifort).
 # Usage: run.sh BUILD_DIR LIBDIR MPI_C_COMPILER MPIEXEC [TMP_PARENT]
@@ -21,7 +24,11 @@ CMAKE=${CMAKE:-cmake}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 mkdir -p "${5:-${TMPDIR:-/tmp}}"
 TMP=$(mktemp -d "${5:-${TMPDIR:-/tmp}}/pcm-consumer.XXXXXX")
-trap 'rm -rf "$TMP"' EXIT
+cleanup() {
+  if [ -f "$TMP/job/pcmd.pid" ]; then kill "$(cat "$TMP/job/pcmd.pid")" 2>/dev/null || true; fi
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
 PREFIX=$TMP/prefix
 
 echo "== cmake --install $BUILD --prefix $PREFIX"
@@ -65,6 +72,66 @@ pcm_libdir=$(pkg-config --variable=libdir pcm)
 "$MPICC" -std=c99 -Wall -Wextra -pedantic -o "$TMP/consumer-pc" "$HERE/consumer.c" \
   $(pkg-config --cflags --libs pcm) -Wl,-rpath,"$pcm_libdir"
 run "$TMP/consumer-pc"
+
+echo "== (e) consumer_job under the installed pcmd, by the installed pcmctl run and launcher"
+for f in bin/pcmd bin/pcmctl libexec/pcm/launcher_slurm.sh libexec/pcm/launcher_hosts.sh \
+    libexec/pcm/ssh_args.sh; do
+  [ -f "$PREFIX/$f" ] || { echo "not installed: $f" >&2; exit 1; }
+done
+for f in launcher_slurm.sh launcher_hosts.sh; do
+  [ -x "$PREFIX/libexec/pcm/$f" ] || { echo "installed, not executable: libexec/pcm/$f" >&2; exit 1; }
+done
+J=$TMP/job
+mkdir -p "$J"
+cd "$J"  # nothing from the source or the build tree from here on
+unset PCM_LIBEXEC_DIR PCM_JOB PCM_RESTART
+export PCM_CONFIG=$J/pcmd.conf
+# The MPI's launcher is given the installed launcher; on one host it starts the processes itself.
+case $("$MPIEXEC" --version 2>&1 </dev/null || true) in
+  *"Open MPI"* | *OpenRTE*) via=(--mca plm_rsh_agent) ;;
+  *) via=(-launcher ssh -launcher-exec) ;;
+esac
+launch=()
+for a in "${via[@]}" "{launcher:slurm}"; do launch+=("--mpiexec-arg=$a"); done
+# The MPI's launcher through a recorder of its arguments: which launcher pcmctl run put in.
+cat >"$J/mpiexec" <<EOF
+#!/bin/sh
+printf '%s\n' "\$@" >'$J/mpiexec.args'
+exec '$MPIEXEC' "\$@"
+EOF
+chmod +x "$J/mpiexec"
+"$PREFIX/bin/pcmd" --detach --pidfile "$J/pcmd.pid" --data-dir "$J/data" --config "$PCM_CONFIG" \
+  2>"$J/pcmd.log" || { cat "$J/pcmd.log"; exit 1; }
+rc=0
+"$PREFIX/bin/pcmctl" run -n 2 --job consumer-job --mpiexec "$J/mpiexec" "${launch[@]}" \
+  -- "$TMP/cmake-build/consumer_job" >"$J/run.out" 2>&1 </dev/null || rc=$?
+cat "$J/run.out"
+if [ "$rc" -ne 0 ] || ! grep -qx 'consumer_job: ok on 2 processes' "$J/run.out"; then
+  echo "pcmctl run: exit status $rc, 'consumer_job: ok on 2 processes' expected" >&2
+  cat "$J/pcmd.log" >&2
+  exit 1
+fi
+given=$(grep -x '.*/launcher_slurm\.sh' "$J/mpiexec.args" || true)
+if [ -z "$given" ] || [ "$(realpath "$given")" != "$(realpath "$PREFIX/libexec/pcm/launcher_slurm.sh")" ]; then
+  echo "pcmctl run gave the MPI launcher '$given', not the installed launcher_slurm.sh:" >&2
+  cat "$J/mpiexec.args" >&2
+  exit 1
+fi
+echo "pcmctl run put in $given"
+status=$("$PREFIX/bin/pcmctl" status consumer-job)
+printf '%s\n' "$status"
+grep -Eq '^consumer-job +finished ' <<<"$status" ||
+  { echo "installed pcmd does not show consumer-job finished" >&2; exit 1; }
+# A launcher that is not there: refused before anything starts, naming where it looked.
+rc=0
+"$PREFIX/bin/pcmctl" run -n 1 --job consumer-none --mpiexec "$J/mpiexec" \
+  "--mpiexec-arg={launcher:nosuch}" -- /bin/true >"$J/none.out" 2>&1 </dev/null || rc=$?
+if [ "$rc" -eq 0 ] || ! grep -q "no launcher 'nosuch'.*libexec/pcm" "$J/none.out"; then
+  echo "pcmctl run with {launcher:nosuch}: exit status $rc:" >&2
+  cat "$J/none.out" >&2
+  exit 1
+fi
+cd - >/dev/null
 
 if [ -n "${MPI_FORTRAN_COMPILER:-}" ]; then
   for f in include/pcm_fortran/pcm.mod "$LIBDIR/pkgconfig/pcm-fortran.pc" \
