@@ -52,7 +52,8 @@ TEST(Launchers, FoundInLibexecDirFirst) {
   EXPECT_EQ(pcm::find_launcher("site"), path);
   EXPECT_EQ(pcm::expand_launchers("-launcher-exec={launcher:site}"), "-launcher-exec=" + path);
   EXPECT_EQ(pcm::expand_launchers("{launcher:site} {launcher:site}"), path + " " + path);
-  EXPECT_EQ(pcm::expand_launchers("no placeholder, {hosts} stays"), "no placeholder, {hosts} stays");
+  EXPECT_EQ(pcm::expand_launchers("no placeholder, {hosts} stays"),
+            "no placeholder, {hosts} stays");
 }
 
 TEST(Launchers, BesideTheExecutableAfterwards) {
