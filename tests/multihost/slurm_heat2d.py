@@ -32,8 +32,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from cluster import Failure, heat2d_plain  # noqa: E402
 
 ROOT = os.path.join(HERE, "..", "..")
-SLURM_SH = os.path.join(ROOT, "scripts", "slurm.sh")
-LAUNCHER = os.path.abspath(os.path.join(ROOT, "scripts", "launcher_slurm.sh"))
+SLURM_SH = os.path.join(ROOT, "testbed", "slurm.sh")
+LAUNCHER = os.path.abspath(os.path.join(ROOT, "testbed", "launcher_slurm.sh"))
 JOB_SCRIPT = os.path.join(HERE, "slurm_heat2d_job.sh")
 SKIP = 77
 FAMILIES = ("mpich", "openmpi")  # the launch syntaxes slurm_heat2d_job.sh knows
