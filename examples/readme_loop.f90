@@ -1,4 +1,4 @@
-! readme_loop.f90 — readme_loop.c through the module pcm (in README.md; built and run as a test).
+! readme_loop.f90 — readme_loop.c through the module pcm (in docs/user/fortran.md; built and run as a test).
 program readme_loop
   use, intrinsic :: iso_c_binding
   use, intrinsic :: iso_fortran_env, only: error_unit

@@ -1,4 +1,4 @@
-"""readme_loop.py — readme_loop.c through the package pcm (in README.md; run as a test)."""
+"""readme_loop.py — readme_loop.c through the package pcm (in docs/user/python.md; run as a test)."""
 import sys
 
 import numpy as np

@@ -1,4 +1,4 @@
-/* readme_paper.c — the paper's calls (Table 1) shown in README.md (built and run as a test). */
+/* readme_paper.c — the paper's calls (Table 1), in docs/user/paper-calls.md (run as a test). */
 #include <stdio.h>
 
 #include "pcm.h"

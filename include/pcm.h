@@ -12,6 +12,40 @@ extern "C" {
 #endif
 
 /*
+ * The loop (examples/readme_loop.c, shown whole in README.md): register the data once, then call
+ * PCM_Adapt at the top of every iteration (see "Register once, adapt anywhere" below).
+ *   MPI_Comm world = MPI_COMM_WORLD;
+ *   MPI_PCM_Init(&argc, &argv);
+ *   PCM_Init(&world);
+ *   if (PCM_Process_Status() == PCM_STARTED) {  // spawned processes receive theirs
+ *     PCM_Dist_create(PCM_BLOCK, 1000, 4, 0, 0, size, &dist);
+ *     ... x = malloc(this rank's part: PCM_Dist_local), fill it ...
+ *   }
+ *   PCM_Register_dist("x", (void **)&x, PCM_DOUBLE, &dist);  // moved by every reconfiguration
+ *   PCM_Register_value("it", &it, PCM_INT, 1);              // the same on every process
+ *   PCM_Resume(&world);              // a process of any origin now holds the registered state
+ *   for (; it < 100; it++) {
+ *     int s = PCM_Adapt(&world);     // collective; cheap when nothing is pending
+ *     if (s == PCM_RETIRED) return PCM_Exit();
+ *     if (s < 0) break;              // an agreed error: the same on every process
+ *     if (s == PCM_RESHAPED) ... a new world: rank, x and dist changed, derive again ...
+ *     if (it % k == 0) PCM_Checkpoint(world, it);   // optional: a durable version
+ *     ... compute, exchange on world ...
+ *   }
+ *   PCM_Finalize(world);
+ *
+ * Underneath are the paper's calls (Table 1; examples/readme_paper.c, docs/user/paper-calls.md),
+ * with which the application moves its own data: PCM_Status at the top of every iteration,
+ * PCM_Store by the process that migrates and PCM_Load by its replacement, PCM_Reconfigure,
+ * PCM_Split/PCM_Merge, PCM_Commit. Code written against the paper:
+ *   if (PCM_Process_Status() != PCM_STARTED) { PCM_Comm_rank(world, &rank); PCM_Load(...); }
+ *   for (...) {
+ *     int s = PCM_Status(world);
+ *     if (s == PCM_MIGRATE) PCM_Store(...);
+ *     if (s == PCM_MIGRATE || s == PCM_RECONFIGURE) PCM_Reconfigure(&world, argv[0]);
+ *     ... PCM_SPLIT, PCM_MERGE: PCM_Split, PCM_Merge; world == MPI_COMM_NULL: retired ...
+ *   }
+ *
  * Conventions
  * - Every call returns PCM_SUCCESS (0) or a negative PCM_ERR_* code, except PCM_Status and
  *   PCM_Process_Status, which return a state (see below) and report failure as PCM_ERROR.
@@ -23,23 +57,6 @@ extern "C" {
  * - The library never aborts the job, never calls exit(), and prints nothing to stdout. Its log
  *   goes to stderr; the level comes from PCM_LOG_LEVEL (trace, debug, info, warn, error, off;
  *   default warn).
- *
- * Typical loop (see README.md):
- *   MPI_PCM_Init(&argc, &argv);
- *   MPI_Comm world = MPI_COMM_WORLD;
- *   PCM_Init(&world);
- *   if (PCM_Process_Status() != PCM_STARTED) { PCM_Comm_rank(world, &rank); PCM_Load(...); }
- *   for (...) {
- *     int s = PCM_Status(world);
- *     if (s == PCM_MIGRATE) { PCM_Store(...); }
- *     if (s == PCM_MIGRATE || s == PCM_RECONFIGURE) {
- *       PCM_Reconfigure(&world, argv[0]);
- *       if (world == MPI_COMM_NULL) break;   // this process has retired
- *       PCM_Comm_rank(world, &rank);
- *     }
- *     ... compute, exchange ...
- *   }
- *   PCM_Finalize(world);
  */
 
 /*
@@ -329,24 +346,10 @@ int PCM_Reconfig_times(double *spawn, double *data, double *rebuild);
  * Register once, adapt anywhere
  * -----------------------------
  * The calls below sit on top of the ones above and are what most applications need alone:
- * declare the data once, then call PCM_Adapt at the top of every iteration.
- *
- *   MPI_PCM_Init(&argc, &argv);
- *   MPI_Comm world = MPI_COMM_WORLD;
- *   PCM_Init(&world);
- *   ... if (PCM_Process_Status() == PCM_STARTED) create dist and buf, set it = 0 ...
- *   PCM_Register_dist("grid", (void **)&buf, PCM_DOUBLE, &dist);
- *   PCM_Register_value("it", &it, PCM_INT, 1);
- *   PCM_Resume(&world);               // a process of any origin now holds the registered state
- *   for (; it < n; it++) {
- *     int s = PCM_Adapt(&world);      // PCM_Status plus whatever is pending, for all the data
- *     if (s == PCM_RETIRED) return PCM_Exit();
- *     if (s == PCM_RESHAPED) ... rebuild what the application derived from dist or the rank ...
- *     if (s < 0) ... an agreed error: every rank got it; PCM_Finalize(world) ...
- *     if (it % k == 0) PCM_Checkpoint(world, it);
- *     ... compute, exchange ...
- *   }
- *   PCM_Finalize(world);
+ * declare the data once, then call PCM_Adapt at the top of every iteration (the loop at the top
+ * of this file). PCM_Adapt is PCM_Status plus whatever is pending, carried out for all the
+ * registered data; after PCM_RESHAPED the application rebuilds what it derived from a map or
+ * the rank.
  *
  * Every process registers the same names, in the same order, with the same types and counts
  * (PCM_Resume checks it). The library keeps the addresses given (of the application's variables,

@@ -1,20 +1,25 @@
 #!/usr/bin/env bash
-# The README's demo command: heat2d under pcmd, reconfigured live through pcmctl — it migrates,
-# grows and shrinks (2 -> 4 -> 3 -> 1 -> 2 processes) — then a bitwise check against the plain MPI
-# run. Options (environment): DEMO_LAYOUT (block, cyclic, block-cyclic), DEMO_NX/DEMO_NY (768),
-# DEMO_ITERS (4000), DEMO_DIR (where pcmd's files and the run's output go; build/demo).
+# The README's demo command: heat2d under pcmd, reconfigured live through pcmctl. It starts on one
+# process, grows onto the machine's free cores (never past them: on 2 cores 1 -> 2), migrates a
+# process, shrinks back to one (freeing its core), grows and shrinks again — 6 reconfigurations —
+# then checks the result bit for bit against the plain MPI run and prints the throughput at each
+# process count. Options (environment): DEMO_LAYOUT (block, cyclic, block-cyclic), DEMO_NX/DEMO_NY
+# (1024), DEMO_ITERS (8000), DEMO_PROCS (the most processes; default the number of cores, at least
+# 2), DEMO_DIR (where pcmd's files and the run's output go; build/demo).
+# Builds only the programs it runs (pcmd, pcmctl, heat2d_plain, heat2d_pcm), not the tests.
 # Leaves in DEMO_DIR the PCM run's trace (trace.csv), the pcmctl commands with their times
 # (events.csv), the final grids of both runs (grid.bin, grid-plain.bin; heat2d --dump) and two
 # plots: timeline.png (bench/plots/timeline.gp) and heatmap.png (bench/plots/heatmap.gp).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-bash "$ROOT/scripts/setup.sh"
+PCM_BUILD_TARGETS="pcmd pcmctl heat2d_plain heat2d_pcm" bash "$ROOT/scripts/setup.sh"
 # shellcheck source=/dev/null
 source "$ROOT/scripts/.env"
 B=$PCM_BUILD_DIR
-np=2
-iters=${DEMO_ITERS:-4000}
-nx=${DEMO_NX:-768} ny=${DEMO_NY:-768}
+cores=$(nproc)
+most=${DEMO_PROCS:-$((cores > 2 ? cores : 2))}
+iters=${DEMO_ITERS:-8000}
+nx=${DEMO_NX:-1024} ny=${DEMO_NY:-1024}
 args=(--nx "$nx" --ny "$ny" --iters "$iters" --report $((iters / 40)))
 layout=(--layout "${DEMO_LAYOUT:-block}")
 dir=${DEMO_DIR:-$B/demo}
@@ -36,8 +41,8 @@ trap 'echo "demo: interrupted" >&2; exit 130' INT TERM
 
 say() { printf '\n== %s\n' "$*"; }
 
-say "plain MPI heat2d on $np processes (${args[*]})"
-plain=$(mpiexec -n "$np" "$B/examples/heat2d/heat2d_plain" "${args[@]}" --dump "$dir/grid-plain.bin" |
+say "plain MPI heat2d on $most processes (${args[*]})"
+plain=$(mpiexec -n "$most" "$B/examples/heat2d/heat2d_plain" "${args[@]}" --dump "$dir/grid-plain.bin" |
         tee /dev/stderr |
         awk '/^checksum/ {print $2}')
 
@@ -46,14 +51,17 @@ say "starting pcmd (log: $dir/pcmd.log)"
   --hosts localhost:8 2>"$dir/pcmd.log"
 "$B/pcmctl" ping
 
-say "heat2d with PCM on $np processes (${layout[*]}), job $job; reconfigured through pcmctl as it runs"
-PCM_JOB=$job mpiexec -n "$np" "$B/examples/heat2d/heat2d_pcm" "${args[@]}" "${layout[@]}" \
+say "heat2d with PCM, job $job (${layout[*]}): starts on 1 process, grows to $most on $cores cores"
+PCM_JOB=$job mpiexec -n 1 "$B/examples/heat2d/heat2d_pcm" "${args[@]}" "${layout[@]}" \
   --trace "$dir/trace.csv" --dump "$dir/grid.bin" > >(tee "$dir/heat2d.out") 2>&1 </dev/null &
 mpi_pid=$!
 n=0
 step=$((iters / 7))
-for cmd in "migrate $job 1" "split $job 0 --into 3" "merge $job 1 2" "resize $job --to 1" \
-           "resize $job --to 2" "migrate $job 0"; do
+# Grow onto the free cores (split), move one process, shrink to one (merge: a core is free again),
+# grow (resize), move rank 0, and shrink (resize).
+merge_ranks=$(seq -s ' ' 0 $((most - 1)))
+for cmd in "split $job 0 --into $most" "migrate $job 1" "merge $job $merge_ranks" \
+           "resize $job --to $most" "migrate $job 0" "resize $job --to 1"; do
   "$B/pcmctl" wait "$job" --iteration $(((n + 1) * step)) --timeout 300
   printf 'demo: pcmctl %s: ' "$cmd"
   echo "$(date +%s.%6N),pcmctl ${cmd/ $job/}" >>"$dir/events.csv"
@@ -78,6 +86,16 @@ fi
 cmp "$dir/grid.bin" "$dir/grid-plain.bin" ||
   { echo "verification: the final grids (--dump) differ" >&2; exit 1; }
 echo "verification: the final grids (--dump) are byte-identical"
+# Throughput at each process count: the median of the trace's progress intervals.
+awk -F, 'NR > 1 && $4 != "" { ms[$3] = ms[$3] " " $4 }
+  END { for (p in ms) print p, ms[p] }' "$dir/trace.csv" | sort -n |
+  while read -r p rest; do
+    med=$(tr ' ' '\n' <<<"$rest" | grep . | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
+    echo "$p $med"
+  done | awk -v cores="$cores" '
+    NR == 1 { base = $2 }
+    { printf "throughput: %d process%s on %d cores: %.2f ms per iteration, %.0f iterations/s (%.2fx one process)\n",
+        $1, ($1 > 1 ? "es" : ""), cores, $2, 1000 / $2, base / $2 }'
 gnuplot -c "$ROOT/bench/plots/timeline.gp" "$dir/trace.csv" "$dir/events.csv" \
   "$dir/timeline.png" "heat2d ${nx}x$ny with PCM, reconfigured live through pcmctl"
 gnuplot -c "$ROOT/bench/plots/heatmap.gp" "$dir/grid.bin" "$nx" "$ny" "$dir/heatmap.png"

@@ -4,6 +4,7 @@
 # (tests/fuzz/corpus) and prints executions, executions per second and the peak RSS.
 #   bash scripts/fuzz.sh                 # soak: FUZZ_RUNS (1000000) executions
 #   bash scripts/fuzz.sh --time 60       # bounded by time (what CI runs)
+#   bash scripts/fuzz.sh --build-only    # build the target, run nothing
 # Inputs the fuzzer finds interesting stay in the build directory's corpus/ (not committed); an
 # input that crashes pcmd lands in its crashes/ and fails the run: copy it into
 # tests/fuzz/regressions/ to make it a test (ctest fuzz.replay), then fix pcmd.
@@ -21,6 +22,7 @@ B=${PCM_FUZZ_BUILD_DIR:-${PCM_ASAN_BUILD_DIR:-$ROOT/build-asan}}
 source "$ROOT/scripts/instrumented.sh"
 instrumented_configure "$B"
 cmake --build "$B" --target pcmd_fuzz -j"$(nproc)"
+if [ "${1:-}" = --build-only ]; then exit 0; fi
 mkdir -p "$B/corpus" "$B/crashes"
 args=(-max_len=16384 -timeout=20 -rss_limit_mb=2048 -print_final_stats=1
   -artifact_prefix="$B/crashes/")

@@ -2,7 +2,8 @@
 # The unit tests, the fuzz corpus replay and the daemon tests that need no MPI job, built with
 # AddressSanitizer and UndefinedBehaviorSanitizer (-fno-sanitize-recover: the first report fails
 # the test) in the instrumented build directory (shared with scripts/fuzz.sh), and run by
-# ctest. scripts/test.sh runs it after the main suite. Extra arguments go to ctest.
+# ctest. scripts/test.sh runs it after the main suite. Extra arguments go to ctest; --build-only
+# alone builds the targets and runs nothing.
 # Environment: PCM_ASAN_BUILD_DIR (default <checkout>/build-asan).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -17,6 +18,8 @@ source "$ROOT/scripts/instrumented.sh"
 instrumented_configure "$B"
 cmake --build "$B" -j"$(nproc)" --target pcm_unit_tests pcm_runtime_tests pcmd_fuzz_replay pcmd \
   pcmctl
+# --build-only: build and stop (scripts/test.sh builds while the main suite runs).
+if [ "${1:-}" = --build-only ]; then exit 0; fi
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 cd "$B"

@@ -8,6 +8,7 @@
 #   PCM_MPI_HOME    use the MPI installed under this prefix (must be able to spawn)
 #   PCM_BUILD_DIR   CMake build directory (default <checkout>/build; on Open MPI build-openmpi)
 #   PCM_BUILD_TYPE  CMake build type (default RelWithDebInfo)
+#   PCM_BUILD_TARGETS  build only these targets (space-separated; scripts/demo.sh's programs)
 # Prints `export` lines for the chosen MPI to scripts/.env (sourced by the other scripts); an
 # Open MPI (PCM_MPI=openmpi, or found under PCM_MPI_HOME) gets scripts/.env.openmpi instead, and
 # its own build directory, so that the MPICH set-up stays as it is beside it.
@@ -228,7 +229,20 @@ configure_and_build() {
     -DCMAKE_C_COMPILER_LAUNCHER="$PCM_COMPILER_LAUNCHER" \
     -DCMAKE_CXX_COMPILER_LAUNCHER="$PCM_COMPILER_LAUNCHER" \
     -DPCM_BUILD_UNIT_TESTS="${PCM_BUILD_UNIT_TESTS:-ON}" >/dev/null
-  cmake --build "$BUILD_DIR" -j"$(nproc)"
+  # PCM_BUILD_TARGETS (the demo's: the programs it runs) builds those alone; empty builds all.
+  local targets=()
+  read -r -a targets <<<"${PCM_BUILD_TARGETS:-}"
+  cmake --build "$BUILD_DIR" -j"$(nproc)" ${targets[@]:+--target "${targets[@]}"}
+}
+
+# write_env FILE: standard input into FILE, replaced in one rename and only when it changed (a
+# set-up running beside tests, as scripts/test.sh's background builds do, never leaves a reader
+# of scripts/.env a half-written file).
+write_env() {
+  local tmp
+  tmp=$(mktemp "$1.XXXXXX")
+  cat >"$tmp"
+  if cmp -s "$tmp" "$1"; then rm -f "$tmp"; else mv -f "$tmp" "$1"; fi
 }
 
 main() {
@@ -246,7 +260,7 @@ main() {
     # settings, and the MPI's compiler wrappers, under their plain names.
     local path="$BUILD_DIR/mpi-bin"
     [ "$MPI_BIN" = /usr/bin ] || path="$path:$MPI_BIN"
-    cat >"$ROOT/scripts/.env.openmpi" <<ENV
+    write_env "$ROOT/scripts/.env.openmpi" <<ENV
 export PATH="$path:\$PATH"
 export PCM_BUILD_DIR="$BUILD_DIR"
 export PCM_MPI_FAMILY=openmpi
@@ -256,7 +270,7 @@ ENV
     BUILD_DIR=${PCM_BUILD_DIR:-$ROOT/build}
     choose_mpi
     MPICC=$MPI_BIN/mpicc MPICXX=$MPI_BIN/mpicxx MPIEXEC=$MPI_BIN/mpiexec
-    cat >"$ROOT/scripts/.env" <<ENV
+    write_env "$ROOT/scripts/.env" <<ENV
 export PATH="$MPI_BIN:\$PATH"
 export PCM_BUILD_DIR="$BUILD_DIR"
 export PCM_COMPILER_LAUNCHER="$PCM_COMPILER_LAUNCHER"

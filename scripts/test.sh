@@ -2,22 +2,83 @@
 # The README's test command: set up (packages, MPI, build) and run the whole test suite, then the
 # tests of the second MPI (scripts/test_openmpi.sh: Debian's Open MPI, ctest -L second-mpi), the
 # sanitizer build's tests (scripts/sanitize.sh) and 60 s of fuzzing (scripts/fuzz.sh --time 60).
+# The builds those three need (the Open MPI build, the instrumented build) run in the background
+# at the lowest CPU priority while the main suite runs, so that they take the time its tests leave
+# idle; their logs go to <build>/background-*.log. At the end a table gives each part's time.
 # Extra arguments go to ctest (for example -L unit, or -R heat2d), and then only ctest runs;
 # without them the label soak is left out (ctest -L soak in the build directory runs it).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+t_start=$(date +%s)
 bash "$ROOT/scripts/setup.sh"
 # shellcheck source=/dev/null
 source "$ROOT/scripts/.env"
-cd "$PCM_BUILD_DIR"
-if [ $# -eq 0 ]; then
-  # The whole run leaves out the label soak (sequences that repeat other tests' settings).
-  ctest --output-on-failure --timeout 900 -LE soak
-else
-  ctest --output-on-failure --timeout 900 "$@"
+if [ $# -gt 0 ]; then
+  cd "$PCM_BUILD_DIR"
+  exec ctest --output-on-failure --timeout 900 "$@"
 fi
-if [ $# -eq 0 ]; then
-  bash "$ROOT/scripts/test_openmpi.sh"
-  bash "$ROOT/scripts/sanitize.sh"
-  bash "$ROOT/scripts/fuzz.sh" --time "${PCM_FUZZ_SECONDS:-60}"
+
+times=()
+t_last=$(date +%s)
+# took PART: records the seconds since the previous part ended.
+took() {
+  local now
+  now=$(date +%s)
+  times+=("$1|$((now - t_last))")
+  t_last=$now
+}
+took "set-up and main build"
+
+# The other builds, in the background at the lowest priority: each a process group of its own,
+# ended by its pid if this script stops first.
+bg_pids=()
+# shellcheck disable=SC2317  # called by the EXIT trap
+stop_background() {
+  local pid
+  for pid in "${bg_pids[@]}"; do kill -- "-$pid" 2>/dev/null || true; done
+}
+trap stop_background EXIT
+bg_build() {
+  local log=$PCM_BUILD_DIR/background-$1.log
+  shift
+  setsid nice -n 19 bash -c "$*" >"$log" 2>&1 </dev/null &
+  bg_pids+=($!)
+}
+bg_build openmpi "bash '$ROOT/scripts/test_openmpi.sh' --build-only"
+bg_build instrumented \
+  "bash '$ROOT/scripts/sanitize.sh' --build-only && bash '$ROOT/scripts/fuzz.sh' --build-only"
+# wait_background NAME PID: the build's exit status, with its log's end when it failed.
+wait_background() {
+  local rc=0
+  wait "$2" || rc=$?
+  if [ $rc -ne 0 ]; then
+    echo "test: the $1 build failed (exit $rc); the end of $PCM_BUILD_DIR/background-$1.log:" >&2
+    tail -40 "$PCM_BUILD_DIR/background-$1.log" >&2
+    exit $rc
+  fi
+}
+
+rc=0
+(cd "$PCM_BUILD_DIR" && ctest --output-on-failure --timeout 900 -LE soak) || rc=$?
+took "main suite"
+wait_background openmpi "${bg_pids[0]}"
+wait_background instrumented "${bg_pids[1]}"
+bg_pids=()
+took "the other builds, after the suite"
+if [ $rc -eq 0 ]; then
+  bash "$ROOT/scripts/test_openmpi.sh" || rc=$?
+  took "Open MPI subset"
 fi
+if [ $rc -eq 0 ]; then
+  bash "$ROOT/scripts/sanitize.sh" || rc=$?
+  took "sanitizer build's tests"
+fi
+if [ $rc -eq 0 ]; then
+  bash "$ROOT/scripts/fuzz.sh" --time "${PCM_FUZZ_SECONDS:-60}" || rc=$?
+  took "fuzzing"
+fi
+echo
+echo "test: time per part (seconds)"
+for t in "${times[@]}"; do printf '  %-36s %6d\n' "${t%%|*}" "${t##*|}"; done
+printf '  %-36s %6d\n' "whole run" $(($(date +%s) - t_start))
+exit $rc
