@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # bench/lib.sh — sourced by the shell benchmark drivers (bench/*.sh; bench/run.sh for the Python
 # ones): set-up as the README commands do, a scratch directory, a private pcmd on a free loopback
 # port, stopped by its PID on exit, and the helpers every driver uses for its figures.
@@ -59,7 +60,8 @@ bench_build_rev() {
   cmake --build "$base/build" -j"$(nproc)" --target "$@" >/dev/null
 }
 
-# bench_py SUBCOMMAND ARG...: bench/benchlib.py (median, ratio, diff, rate, json-field, table, plot).
+# bench_py SUBCOMMAND ARG...: bench/benchlib.py (median, ratio, diff, rate, json-field, table,
+# plot).
 bench_py() { python3 "$ROOT/bench/benchlib.py" "$@"; }
 # bench_median [--digits N] VALUE...: the median (4 digits after the point unless told).
 bench_median() { bench_py median "$@"; }
@@ -68,7 +70,9 @@ bench_table() { bench_py table "$@"; }
 # bench_heat2d_ms: heat2d's time per iteration (ms) from its output on stdin.
 bench_heat2d_ms() { awk '/^heat2d: done/ {print $(NF-1)}'; }
 # bench_keep_csv FILE: a copy of the driver's CSV at BENCH_CSV, when that is set.
-bench_keep_csv() { if [ -n "${BENCH_CSV:-}" ]; then cp "$1" "$BENCH_CSV" && echo "CSV: $BENCH_CSV"; fi; }
+bench_keep_csv() {
+  if [ -n "${BENCH_CSV:-}" ]; then cp "$1" "$BENCH_CSV" && echo "CSV: $BENCH_CSV"; fi
+}
 # bench_plot NAME ARG...: bench/plots/NAME.gp drawn into BENCH_PNG, when that is set; ARG... are
 # the script's arguments after its input and the PNG (bench_plot NAME CSV ARG... runs
 # gnuplot -c NAME.gp CSV $BENCH_PNG ARG...).

@@ -9,7 +9,9 @@ if [ $# -eq 0 ]; then
   echo "usage: bash bench/run.sh NAME [ARG...]; NAME one of:"
   for f in "$here"/*.sh "$here"/*.py; do
     n=$(basename "$f")
-    case $n in lib.sh | run.sh | benchlib.py | tables.py | adapt_cost.py | slurm_job.sh) continue ;; esac
+    case $n in  # the library, this entry, and the programs or job scripts drivers run
+      lib.sh | run.sh | benchlib.py | tables.py | adapt_cost.py | slurm_job.sh) continue ;;
+    esac
     printf '  %-16s %s\n' "${n%.*}" "$(sed -n '2s/^# *//; 2s/^"""//; 2p' "$f" | cut -c1-90)"
   done
   exit 2

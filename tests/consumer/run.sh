@@ -79,7 +79,8 @@ for f in bin/pcmd bin/pcmctl libexec/pcm/launcher_slurm.sh libexec/pcm/launcher_
   [ -f "$PREFIX/$f" ] || { echo "not installed: $f" >&2; exit 1; }
 done
 for f in launcher_slurm.sh launcher_hosts.sh; do
-  [ -x "$PREFIX/libexec/pcm/$f" ] || { echo "installed, not executable: libexec/pcm/$f" >&2; exit 1; }
+  [ -x "$PREFIX/libexec/pcm/$f" ] ||
+    { echo "installed, not executable: libexec/pcm/$f" >&2; exit 1; }
 done
 J=$TMP/job
 mkdir -p "$J"
@@ -112,7 +113,8 @@ if [ "$rc" -ne 0 ] || ! grep -qx 'consumer_job: ok on 2 processes' "$J/run.out";
   exit 1
 fi
 given=$(grep -x '.*/launcher_slurm\.sh' "$J/mpiexec.args" || true)
-if [ -z "$given" ] || [ "$(realpath "$given")" != "$(realpath "$PREFIX/libexec/pcm/launcher_slurm.sh")" ]; then
+want=$(realpath "$PREFIX/libexec/pcm/launcher_slurm.sh")
+if [ -z "$given" ] || [ "$(realpath "$given")" != "$want" ]; then
   echo "pcmctl run gave the MPI launcher '$given', not the installed launcher_slurm.sh:" >&2
   cat "$J/mpiexec.args" >&2
   exit 1
