@@ -26,7 +26,7 @@ HostSlots parse_host_spec(const std::string& spec, int default_slots);
 // Two sites between which a job's processes may talk MPI (issue 26 item 3, QCG-OMPI's broker):
 // pcmd --site-link A:B:LOW-HIGH, the TCP port range both sites' firewalls open for it (the jobs
 // must keep their MPI to those ports, e.g. MPICH's MPIR_CVAR_CH3_PORT_RANGE=LOW:HIGH; pcmctl run
-// sets it, pcmctl site-env prints it: pcmd/pcmctl_site_env.cpp).
+// sets it, pcmctl site-env prints it: pcmctl/site_env.cpp).
 struct SiteLink {
   std::string a, b;
   int low = 0, high = 0;

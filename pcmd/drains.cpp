@@ -4,8 +4,8 @@
 #include <algorithm>
 
 #include "error.h"
-#include "moves.h"
 #include "pcm_types.h"
+#include "site_moves.h"
 
 namespace pcm::detail {
 

@@ -12,8 +12,8 @@
 #include <vector>
 #include <zmq.hpp>
 
-#include "journal.h"
 #include "protocol.h"
+#include "storage/journal.h"
 
 namespace pcm::detail {
 

@@ -107,7 +107,7 @@ class Inventory {
   // Notes that name's agent host left the inventory (left) or that an agent joins for it again.
   void left_agent(const std::string& name, bool left);
 
-  // ---- the table on disk (job_table.cpp) ----
+  // ---- the table on disk (table_snapshot.cpp) ----
   proto::json to_json() const;
   static std::vector<InventoryHost> parse(const proto::json& t);
   void take_over(std::vector<InventoryHost> hosts);

@@ -1,5 +1,5 @@
 // jobs.cpp — pcmd's table of jobs: registration, history, the requests of a job's rank 0, and
-// liveness (jobs.h). Its form on disk is in job_table.cpp.
+// liveness (jobs.h). Its form on disk is in table_snapshot.cpp.
 #include "jobs.h"
 
 #include <signal.h>
@@ -10,7 +10,6 @@
 
 #include "distribution.h"
 #include "error.h"
-#include "moves.h"
 #include "pcm_types.h"
 #include "profile.h"
 
@@ -22,6 +21,16 @@ namespace {
 // How long a report of a command in flight may follow the end of the old rank 0 (check_alive).
 constexpr auto kRank0Grace = std::chrono::seconds(5);
 }  // namespace
+
+json move_json(const Job& job) {
+  if (!job.move) return nullptr;
+  return json{
+      {"site", job.move->site},
+      {"state", job.move->state},
+      {"text", job.move->text},
+      {"seconds",
+       std::chrono::duration<double>(std::chrono::steady_clock::now() - job.move->since).count()}};
+}
 
 const char* state_name(JobState state) {
   switch (state) {

@@ -16,13 +16,13 @@
 #include <utility>
 #include <vector>
 
-#include "checkpoint.h"
 #include "command.h"
 #include "durability.h"
 #include "hosts.h"
 #include "log.h"
 #include "ops.h"
 #include "protocol.h"
+#include "storage/checkpoint.h"
 #include "watch.h"
 
 namespace pcm::detail {
@@ -68,7 +68,7 @@ struct Job {
   std::optional<CheckpointWanted> checkpoint_wanted;
   // This run of the job is supervised by `pcmctl run` (it said so), which can carry a move out.
   bool supervised = false;
-  // A whole job's move to another site (moves.h): asked by an operator, carried out by pcmctl
+  // A whole job's move to another site (site_moves.h): asked by an operator, carried out by pcmctl
   // run, kept over the runs that follow (as the events). In memory only.
   struct Move {
     std::string site;
@@ -120,6 +120,10 @@ struct Job {
   void put_events(nlohmann::json& j) const;
 };
 
+// The job's move to another site as status shows it (null: none asked of this run or its
+// predecessors); the move itself is site_moves.h's, on top of this table.
+proto::json move_json(const Job& job);
+
 class JobTable {
  public:
   // my_host: this host's name (rank 0 running here is watched by its pid).
@@ -169,7 +173,7 @@ class JobTable {
   // Status of one job (named) or all.
   proto::json status(const std::optional<std::string>& name);
 
-  // The table on disk (job_table.cpp): the jobs and the counters, and back.
+  // The table on disk (table_snapshot.cpp): the jobs and the counters, and back.
   proto::json jobs_json() const;
   void put_counters(proto::json& t) const;
   static std::map<std::string, Job> parse_jobs(const proto::json& t);

@@ -11,7 +11,7 @@
 
 #include "hosts.h"
 #include "policy.h"
-#include "slurm_resources.h"
+#include "slurm/slurm_resources.h"
 #include "zap.h"
 
 namespace pcm::detail {

@@ -24,7 +24,7 @@
 #include "pcm_types.h"
 #include "protocol.h"
 #include "server.h"
-#include "slurm_resources.h"
+#include "slurm/slurm_resources.h"
 
 namespace {
 

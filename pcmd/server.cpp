@@ -11,8 +11,8 @@
 
 #include "error.h"
 #include "log.h"
-#include "moves.h"
 #include "pcm_types.h"
+#include "site_moves.h"
 
 namespace pcm::detail {
 

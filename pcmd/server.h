@@ -15,10 +15,7 @@
 #include <vector>
 #include <zmq.hpp>
 
-#include "checkpoint.h"
 #include "commands.h"
-#include "data_ops.h"
-#include "data_thread.h"
 #include "drains.h"
 #include "durability.h"
 #include "inventory.h"
@@ -28,8 +25,11 @@
 #include "options.h"
 #include "policy.h"
 #include "protocol.h"
-#include "slurm_growth.h"
-#include "store.h"
+#include "slurm/slurm_growth.h"
+#include "storage/checkpoint.h"
+#include "storage/data_ops.h"
+#include "storage/data_thread.h"
+#include "storage/store.h"
 #include "transfers.h"
 #include "watch.h"
 #include "zap.h"
@@ -106,7 +106,7 @@ class Server {
   proto::json do_register(const ops::Register& r, std::vector<char>& reply_data);
   proto::json do_reconfigured(const ops::Reconfigured& r);
 
-  // The job table on disk (job_table.cpp, journal.h).
+  // The job table on disk (table_snapshot.cpp, journal.h).
   std::filesystem::path table_file() const;
   proto::json snapshot() const;
   void restore(const proto::json& table);

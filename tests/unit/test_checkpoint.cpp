@@ -24,10 +24,10 @@
 #include <utility>
 #include <vector>
 
-#include "checkpoint.h"
 #include "error.h"
 #include "pcm_types.h"
-#include "store.h"
+#include "storage/checkpoint.h"
+#include "storage/store.h"
 #include "test_util.h"
 
 namespace fs = std::filesystem;

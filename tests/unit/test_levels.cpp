@@ -8,12 +8,12 @@
 #include <string>
 #include <vector>
 
-#include "checkpoint.h"
 #include "error.h"
 #include "levels.h"
 #include "ops.h"
 #include "pcm_types.h"
 #include "shard.h"
+#include "storage/checkpoint.h"
 #include "test_util.h"
 
 namespace fs = std::filesystem;

@@ -1,4 +1,4 @@
-// test_relay.cpp — pcm-relay's core (pcmd/relay.h) on loopback: bytes both ways with
+// test_relay.cpp — pcm-relay's core (relay/relay.h) on loopback: bytes both ways with
 // half-closes, CURVE end to end through it with each client keeping its identity, resets passed
 // on, the connection limit, an unreachable pcmd, its port specs, and two relays that carry two
 // ports over one (--mux, --demux) and refuse a bad header.
@@ -18,8 +18,8 @@
 #include "auth.h"
 #include "error.h"
 #include "log.h"
+#include "mux.h"
 #include "relay.h"
-#include "relay_mux.h"
 
 namespace {
 

@@ -23,8 +23,8 @@
 #include "jobs.h"
 #include "options.h"
 #include "pcm_types.h"
-#include "slurm_growth.h"
-#include "slurm_resources.h"
+#include "slurm/slurm_growth.h"
+#include "slurm/slurm_resources.h"
 
 using pcm::detail::Changes;
 using pcm::detail::CommandDesk;

@@ -22,7 +22,7 @@
 #include "error.h"
 #include "pcm_types.h"
 #include "server_fixture.h"
-#include "slurm_resources.h"
+#include "slurm/slurm_resources.h"
 
 using pcm::detail::Child;
 using pcm::detail::CommandResult;

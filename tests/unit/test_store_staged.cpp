@@ -1,6 +1,6 @@
-// test_store_staged.cpp — keys a rank stores itself (pcmd/store.h): the records pcmd accepts,
-// loads that see the newest store, and PCM_Commit's version of linked staged files mixed with
-// keys stored through pcmd.
+// test_store_staged.cpp — keys a rank stores itself (pcmd/storage/store.h): the records pcmd
+// accepts, loads that see the newest store, and PCM_Commit's version of linked staged files mixed
+// with keys stored through pcmd.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -9,11 +9,11 @@
 #include <string>
 #include <vector>
 
-#include "checkpoint.h"
 #include "error.h"
 #include "pcm_types.h"
 #include "shard.h"
-#include "store.h"
+#include "storage/checkpoint.h"
+#include "storage/store.h"
 #include "test_util.h"
 
 namespace fs = std::filesystem;

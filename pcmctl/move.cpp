@@ -1,0 +1,219 @@
+// move.cpp — a whole job's move to another site (issue 26): `pcmctl move JOB --site B`
+// asks pcmd, which records it; `pcmctl run`, which launches the job, sees it in the job's status,
+// asks the job for a checkpoint, waits until that version is committed, ends the run's launcher
+// (its process group) and relaunches the job from that version (PCM_RESTART=1) on the site's
+// hosts, through the site's launcher prefix and with its configuration file. Each step is timed
+// in the job's events; a move that cannot be carried out leaves the job where it was (before the
+// stop) or relaunches it there (after). docs/ops/sites.md.
+#include <fmt/format.h>
+#include <sys/wait.h>
+
+#include <CLI/CLI.hpp>
+#include <iostream>
+#include <sstream>
+
+#include "error.h"
+#include "ops.h"
+#include "pcm_types.h"
+#include "pcmctl.h"
+#include "supervisor.h"
+
+namespace pcm::detail {
+
+using proto::json;
+
+namespace {
+
+// Tells pcmd how the move goes (job_move's begin, done, failed: a line of the job's events).
+void tell(Connection& pcmd, const std::string& job, const std::string& action,
+          const std::string& site, const std::string& text) {
+  std::cerr << "pcmctl run: " << text << "\n";
+  try {
+    ops::JobMove m{job, action, site, text.substr(0, 1900)};  // pcmd takes 2000 at most
+    pcmd.request(ops::request(m));
+  } catch (const std::exception& e) {
+    std::cerr << "pcmctl run: pcmd did not take the move's news: " << e.what() << "\n";
+  }
+}
+
+bool has_event(const json& j, const std::string& text) {
+  for (const json& e : j.value("events", json::array()))
+    if (e.is_string() && e.get<std::string>().find(text) != std::string::npos) return true;
+  return false;
+}
+
+// "SITE=VALUE" options into a map; refused (as a usage error) without the '='.
+std::map<std::string, std::string> by_site(const std::vector<std::string>& items,
+                                           const char* option) {
+  std::map<std::string, std::string> out;
+  for (const auto& item : items) {
+    const auto eq = item.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == item.size() ||
+        !proto::valid_name(item.substr(0, eq)))
+      fail(PCM_ERR_ARG, "{} takes SITE=VALUE, not '{}'", option, item);
+    out[item.substr(0, eq)] = item.substr(eq + 1);
+  }
+  return out;
+}
+
+}  // namespace
+
+SiteLaunch site_launch(const RunOptions& o, const std::string& site) {
+  SiteLaunch s;
+  if (auto it = o.site_launchers.find(site); it != o.site_launchers.end()) {
+    std::istringstream words(it->second);
+    for (std::string w; words >> w;) s.prefix.push_back(w);
+  }
+  if (auto it = o.site_configs.find(site); it != o.site_configs.end()) s.config = it->second;
+  return s;
+}
+
+void Supervisor::move_failed(const std::string& why) {
+  const std::string to = moving_ ? moving_->to : "?";
+  tell(pcmd_, o_.job, "failed", to, fmt::format("move to site {} failed: {}", to, why));
+  moving_.reset();
+}
+
+Supervisor::MoveStep Supervisor::move(pid_t pid, const json& j, int* status) {
+  const json& m = j.at("move");
+  Moving mv;
+  mv.from = site_;
+  mv.to = m.value("site", "");
+  mv.from_hosts = hosts_;
+  mv.from_np = np_;
+  mv.asked = Clock::now() - std::chrono::duration_cast<Clock::duration>(
+                                std::chrono::duration<double>(m.value("seconds", 0.0)));
+  moving_ = mv;
+  Moving& v = *moving_;
+  tell(
+      pcmd_, o_.job, "begin", v.to,
+      fmt::format("move to site {}: taken by pcmctl run (checkpoint, stop, relaunch there)", v.to));
+  std::int64_t id = 0;
+  try {
+    id = pcmd_.request(req_checkpoint(o_.job, "move to site " + v.to)).at("id").get<std::int64_t>();
+  } catch (const std::exception& e) {
+    move_failed(fmt::format("the checkpoint could not be asked ({}); the job goes on", e.what()));
+    return MoveStep::kStayed;
+  }
+  // The version must be committed before the run is stopped: until then the job goes on.
+  const auto until = Clock::now() + std::chrono::seconds(o_.move_timeout_s);
+  for (;;) {
+    if (::waitpid(pid, status, WNOHANG) == pid) {
+      move_failed("the run ended before its checkpoint was written");
+      return MoveStep::kEnded;
+    }
+    if (pending_signal()) {
+      move_failed("pcmctl run was interrupted");
+      return MoveStep::kStayed;
+    }
+    const json s = job_status(pcmd_, o_.job);
+    if (s.is_object() && s.value("state", "") != "running") {
+      move_failed(fmt::format("the run became {} before its checkpoint was written",
+                              s.value("state", "?")));
+      return MoveStep::kStayed;
+    }
+    if (s.is_object() && has_event(s, fmt::format("checkpoint {} written", id))) break;
+    if (Clock::now() > until) {
+      move_failed(
+          fmt::format("checkpoint {} was not written within {} s (--move-timeout-s); "
+                      "the job goes on in {}",
+                      id, o_.move_timeout_s, v.from.empty() ? "place" : "site " + v.from));
+      return MoveStep::kStayed;
+    }
+    pause_ms(20);
+  }
+  v.checkpointed = Clock::now();
+  end_group(pid, 3);
+  // pcmd must have seen the run end before the relaunch takes the name over (bounded).
+  for (int i = 0; i < 200; ++i) {
+    const json s = job_status(pcmd_, o_.job);
+    if (!s.is_object() || s.value("state", "") != "running") break;
+    pause_ms(20);
+  }
+  v.stopped = Clock::now();
+  detected_.reset();  // the next run is no recovery
+  restart_ = true;
+  site_ = v.to;
+  if (!place()) {
+    site_ = v.from;
+    const std::string where = v.from.empty() ? "where it was" : "in site " + v.from;
+    move_failed(fmt::format("site {} holds fewer processes than --min {} now: relaunching {}", v.to,
+                            o_.min_np, where));
+    give_up_ = !place();
+    return MoveStep::kMoved;
+  }
+  event(pcmd_, o_.job,
+        fmt::format("move to site {}: checkpoint {} written {:.2f} s after the move was asked; "
+                    "the run on {} stopped {:.2f} s later; relaunching on {} processes ({})",
+                    v.to, id, seconds_between(v.asked, v.checkpointed), v.from_hosts,
+                    seconds_between(v.checkpointed, v.stopped), np_, hosts_));
+  return MoveStep::kMoved;
+}
+
+void Supervisor::move_resumed(const json& j) {
+  const std::string state = j.value("state", "");
+  if (!moving_ || !(state == "finished" || (state == "running" && j.value("iteration", 0L) > 0)))
+    return;
+  const Moving& v = *moving_;
+  const auto now = Clock::now();
+  tell(pcmd_, o_.job, "done", v.to,
+       fmt::format("move to site {} done: iterating again {:.2f} s after it was asked "
+                   "(checkpoint {:.2f} s, stop {:.2f} s, relaunch until iterating {:.2f} s; "
+                   "{} processes on {}{} then, {} on {} in site {} now)",
+                   v.to, seconds_between(v.asked, now), seconds_between(v.asked, v.checkpointed),
+                   seconds_between(v.checkpointed, v.stopped), seconds_between(v.stopped, now),
+                   v.from_np, v.from_hosts, v.from.empty() ? "" : " in site " + v.from, np_, hosts_,
+                   v.to));
+  moving_.reset();
+}
+
+void Supervisor::move_lost() {
+  const std::string from = moving_->from;
+  move_failed(fmt::format("the run in site {} was lost before it iterated ({}); back to {}",
+                          moving_->to, why_, from.empty() ? "every host" : "site " + from));
+  site_ = from;
+}
+
+void add_run_site_options(CLI::App* sub, RunOptions& o) {
+  sub->add_option("--site", o.site,
+                  "with --on-inventory: the site whose hosts the job starts on (default: any)");
+  sub->add_option("--site-launcher", o.site_launcher_specs,
+                  "SITE=COMMAND: the job's launcher runs after COMMAND in that site (e.g. "
+                  "b='ssh frontend-b'; its hosts are not probed); repeat per site")
+      ->allow_extra_args(false);
+  sub->add_option("--site-config", o.site_config_specs,
+                  "SITE=FILE: PCM_CONFIG of the job's processes in that site (its relay's "
+                  "address); repeat per site")
+      ->allow_extra_args(false);
+  sub->add_option("--move-timeout-s", o.move_timeout_s,
+                  "a move gives up (the job goes on) when its checkpoint takes longer")
+      ->check(CLI::Range(1, 86400))
+      ->capture_default_str();
+}
+
+void finish_run_site_options(RunOptions& o) {
+  o.site_launchers = by_site(o.site_launcher_specs, "--site-launcher");
+  o.site_configs = by_site(o.site_config_specs, "--site-config");
+}
+
+int move_job(Connection& pcmd, const MoveOptions& o) {
+  const json r = pcmd.request(ops::request(ops::JobMove{o.job, "ask", o.site, std::nullopt}));
+  std::cout << r.at("text").get<std::string>() << "\n";
+  if (o.wait_s <= 0) return 0;
+  const auto until = SupervisorClock::now() + std::chrono::duration<double>(o.wait_s);
+  while (SupervisorClock::now() < until) {
+    pause_ms(100);
+    const json j = job_status(pcmd, o.job);
+    const json m = j.is_object() ? j.value("move", json(nullptr)) : json(nullptr);
+    const std::string state = m.is_object() ? m.value("state", "") : "";
+    if (state == "done" || state == "failed") {
+      std::cout << m.value("text", state) << "\n";
+      return state == "done" ? 0 : 1;
+    }
+  }
+  std::cerr << "pcmctl: the move of job '" << o.job << "' did not end within " << o.wait_s
+            << " s\n";
+  return 1;
+}
+
+}  // namespace pcm::detail

@@ -1,0 +1,386 @@
+// run.cpp — `pcmctl run`: a supervised launch. It starts the job through the MPI's
+// launcher (its own process group), watches it and pcmd's view of it, and when the run fails
+// (the launcher exits non-zero, or pcmd sees the job fail while the launcher is still there) it
+// ends what is left and relaunches the job from its newest valid version (PCM_RESTART=1; from
+// the start when there is none), up to --max-restarts times. Each recovery is a line of the
+// job's events with its timings. Its exit code is the job's. A whole job's move to another site
+// (pcmctl move) is move.cpp's.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <optional>
+
+#include "error.h"
+#include "ops.h"
+#include "pcm_types.h"
+#include "pcmctl.h"
+#include "probe.h"
+#include "supervisor.h"
+
+namespace pcm::detail {
+
+using proto::json;
+using Clock = SupervisorClock;
+
+namespace {
+
+volatile sig_atomic_t g_signal = 0;
+// A signal ended the job: run_supervised returns exit_code.
+struct Interrupted {
+  int exit_code;
+};
+void on_signal(int s) { g_signal = s; }
+
+}  // namespace
+
+int pending_signal() { return g_signal; }
+
+namespace {
+
+// The hosts a run goes on (on_inventory): "h1:n1,h2:n2", np processes in all; np 0: none.
+struct Placement {
+  int np = 0;
+  std::string hosts;
+  std::vector<std::string> left_out;  // the inventory's hosts not used, and why
+};
+
+// The launcher on np processes (hosts: "" or a Placement's), in a process group of its own;
+// PCM_JOB set, PCM_RESTART as asked; in a site, after its prefix and with its PCM_CONFIG (given
+// through env(1), which a prefix such as ssh passes on).
+pid_t launch(const RunOptions& o, int np, const std::string& hosts, bool restart,
+             const SiteLaunch& site) {
+  std::vector<std::string> args = site.prefix;
+  if (!site.prefix.empty()) {
+    args.insert(args.end(), {"env", "PCM_JOB=" + o.job});
+    args.push_back(restart ? "PCM_RESTART=1" : "-u");
+    if (!restart) args.push_back("PCM_RESTART");
+    if (!site.config.empty()) args.push_back("PCM_CONFIG=" + site.config);
+  }
+  args.push_back(o.mpiexec);
+  bool placed = false;
+  for (std::string a : o.mpiexec_args) {
+    const auto at = a.find("{hosts}");
+    if (at != std::string::npos) {
+      a.replace(at, 7, hosts);
+      placed = true;
+    }
+    args.push_back(std::move(a));
+  }
+  if (!hosts.empty() && !placed) args.insert(args.end(), {"-hosts", hosts});
+  args.insert(args.end(), {"-n", std::to_string(np)});
+  args.insert(args.end(), o.command.begin(), o.command.end());
+  const pid_t pid = ::fork();
+  if (pid < 0) fail(PCM_ERR_INTERNAL, "fork: {}", std::strerror(errno));
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    ::signal(SIGINT, SIG_DFL);
+    ::signal(SIGTERM, SIG_DFL);
+    ::setenv("PCM_JOB", o.job.c_str(), 1);
+    if (!site.config.empty()) ::setenv("PCM_CONFIG", site.config.c_str(), 1);
+    if (restart) {
+      ::setenv("PCM_RESTART", "1", 1);
+    } else {
+      ::unsetenv("PCM_RESTART");
+    }
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execvp(argv[0], argv.data());
+    std::fprintf(stderr, "pcmctl run: cannot run %s: %s\n", argv[0], std::strerror(errno));
+    _exit(127);
+  }
+  ::setpgid(pid, pid);  // also here: the group exists before anything signals it
+  return pid;
+}
+
+}  // namespace
+
+double seconds_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+void pause_ms(long ms) {
+  const timespec t{ms / 1000, (ms % 1000) * 1000000};
+  nanosleep(&t, nullptr);
+}
+
+// Ends the launcher's whole group: TERM, then KILL after grace_s; returns its wait status.
+int end_group(pid_t pid, double grace_s) {
+  ::kill(-pid, SIGTERM);
+  const auto until = Clock::now() + std::chrono::duration<double>(grace_s);
+  int status = 0;
+  while (::waitpid(pid, &status, WNOHANG) == 0) {
+    if (Clock::now() > until) {
+      ::kill(-pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      break;
+    }
+    pause_ms(50);
+  }
+  ::kill(-pid, SIGKILL);  // whatever of the group outlived the launcher
+  return status;
+}
+
+namespace {
+
+std::string describe(int status) {
+  if (WIFEXITED(status)) return fmt::format("exited with {}", WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return fmt::format("was killed by signal {}", WTERMSIG(status));
+  return "ended";
+}
+
+int exit_code(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 1;
+}
+
+}  // namespace
+
+json job_status(Connection& pcmd, const std::string& job) {
+  try {
+    const json r = pcmd.request(req_status(job));
+    return r.at("jobs").at(0);
+  } catch (const std::exception&) {
+    return nullptr;
+  }
+}
+
+bool has_valid_version(Connection& pcmd, const std::string& job) {
+  try {
+    const json versions = pcmd.request(req_checkpoints(job)).at("versions");
+    for (const json& v : versions)
+      if (v.value("valid", false)) return true;
+    for (const json& v : versions)
+      std::cerr << "pcmctl run: version " << v.value("iteration", 0L)
+                << " is not valid: " << v.value("why", std::string("?")) << "\n";
+  } catch (const std::exception& e) {
+    std::cerr << "pcmctl run: the job's versions cannot be listed: " << e.what() << "\n";
+  }
+  return false;
+}
+
+void event(Connection& pcmd, const std::string& job, const std::string& text) {
+  std::cerr << "pcmctl run: " << text << "\n";
+  try {
+    ops::JobEvent e{job, text};
+    pcmd.request(ops::request(e));
+  } catch (const std::exception& e) {
+    std::cerr << "pcmctl run: pcmd did not take the event: " << e.what() << "\n";
+  }
+}
+
+namespace {
+
+// The inventory's hosts (of the site, unless "") that are up (not lost, not draining; silent
+// ones too: a process there was lost, and this probe tells whether the host is back) and answer a
+// TCP probe (unless behind a site launcher: not reachable from here), with their free slots, in
+// the inventory's order, filled until o.np processes.
+Placement place_on_inventory(Connection& pcmd, const RunOptions& o, const std::string& site) {
+  Placement p;
+  const bool probe = o.site_launchers.count(site) == 0;
+  const json reply = pcmd.request(req_host_list());
+  for (const json& h : reply.at("hosts")) {
+    if (!site.empty() && h.value("site", "") != site) continue;
+    const std::string name = h.value("host", "");
+    const std::string state = h.value("state", "");
+    const int free = h.value("free", 0);
+    std::string why;
+    if (state != "up" && state != "silent")
+      why = state;
+    else if (free <= 0)
+      why = "no free slot";
+    else if (p.np >= o.np)
+      why = "not needed";  // not probed: a dead host costs the probe's timeout
+    else if (probe && !tcp_round_trip_ms(name, o.probe_port, 500))
+      why = "does not answer";
+    if (!why.empty()) {
+      p.left_out.push_back(fmt::format("{} ({})", name, why));
+      continue;
+    }
+    const int take = std::min(free, o.np - p.np);
+    p.hosts += fmt::format("{}{}:{}", p.hosts.empty() ? "" : ",", name, take);
+    p.np += take;
+  }
+  return p;
+}
+
+}  // namespace
+
+bool Supervisor::place() {
+  np_ = o_.np;
+  if (!o_.on_inventory) return true;
+  Placement p;
+  try {
+    p = place_on_inventory(pcmd_, o_, site_);
+  } catch (const std::exception& e) {
+    event(pcmd_, o_.job, fmt::format("cannot read pcmd's inventory: {}", e.what()));
+    return false;
+  }
+  const std::string left_out = fmt::format("{}", fmt::join(p.left_out, ", "));
+  if (p.np < o_.min_np) {
+    event(pcmd_, o_.job,
+          fmt::format("cannot start: the hosts that answer{} hold {} processes ({}), --min is {}{}",
+                      site_.empty() ? "" : " in site " + site_, p.np,
+                      p.hosts.empty() ? "none" : p.hosts, o_.min_np,
+                      p.left_out.empty() ? "" : "; left out: " + left_out));
+    return false;
+  }
+  np_ = p.np;
+  hosts_ = p.hosts;
+  if (!p.left_out.empty())
+    std::cerr << "pcmctl run: " << p.np << " processes on " << p.hosts << "; left out: " << left_out
+              << "\n";
+  return true;
+}
+
+void Supervisor::note_resumed(const json& j, Clock::time_point started) {
+  if (!detected_ || resumed_ || j.value("state", "") != "running" || j.value("iteration", 0L) <= 0)
+    return;
+  resumed_ = true;  // iterating again: the recovery is over
+  event(
+      pcmd_, o_.job,
+      fmt::format("recovery {} of {}: iterating again {:.2f} s after the loss was seen "
+                  "({}; relaunched {:.2f} s after it, {} processes{}, {})",
+                  restarts_, o_.max_restarts, seconds_between(*detected_, Clock::now()), why_,
+                  seconds_between(*detected_, started), np_, hosts_.empty() ? "" : " on " + hosts_,
+                  restart_ ? "from the newest version" : "from the start"));
+}
+
+int Supervisor::follow_run() {
+  const auto started = Clock::now();
+  const pid_t pid = launch(o_, np_, hosts_, restart_, site_launch(o_, site_));
+  bool seen_running = false;
+  bool told = false;  // pcmd knows this run is supervised (it may be moved)
+  moved_ = false;
+  std::optional<Clock::time_point> finished_at;  // when pcmd saw the job finish
+  resumed_ = false;
+  broken_ = false;
+  auto next_look = started;
+  int status = 0;
+  for (;;) {
+    if (::waitpid(pid, &status, WNOHANG) == pid) break;
+    if (g_signal) {
+      const int sig = g_signal;
+      std::cerr << "pcmctl run: signal " << sig << ": ending the job, no restart\n";
+      end_group(pid, 10);
+      throw Interrupted{128 + sig};
+    }
+    if (Clock::now() >= next_look) {
+      // Every 0.25 s; every 0.05 s while a move waits for its run to iterate (its timings).
+      next_look = Clock::now() + std::chrono::milliseconds(moving_ ? 50 : 250);
+      const json j = job_status(pcmd_, o_.job);
+      const std::string state = j.is_object() ? j.value("state", "") : "";
+      if (state == "running") seen_running = true;
+      if (state == "running" && !told) told = supervising();
+      if (j.is_object()) note_resumed(j, started);
+      if (j.is_object() && moving_) move_resumed(j);
+      if (state == "running" && moved_asked(j)) {
+        const MoveStep step = move(pid, j, &status);
+        if (step == MoveStep::kMoved) {
+          moved_ = true;
+          return 0;
+        }
+        if (step == MoveStep::kEnded) break;  // status: the launcher's end
+        continue;
+      }
+      if (state == "finished" && !finished_at) finished_at = Clock::now();
+      if (finished_at && seconds_between(*finished_at, Clock::now()) > o_.finish_grace_s) {
+        // The job ended well, but its launcher stays: processes stuck after the end (in
+        // MPI_Finalize, with a peer on a host that died after the last reconfiguration).
+        event(pcmd_, o_.job,
+              fmt::format("the job finished, but its launcher was still there {} s later: "
+                          "ended it (processes stuck in MPI_Finalize? a host lost after the "
+                          "last reconfiguration)",
+                          o_.finish_grace_s));
+        end_group(pid, 2);
+        return 0;
+      }
+      if (seen_running && state == "failed") {
+        why_ = fmt::format("pcmd: {}", j.value("last_event", "failed"));
+        broken_ = true;
+      } else if (!seen_running && seconds_between(started, Clock::now()) > o_.start_timeout_s) {
+        why_ = fmt::format("the run did not register with pcmd within {} s", o_.start_timeout_s);
+        broken_ = true;
+      }
+      if (broken_) {
+        detected_ = Clock::now();
+        return end_group(pid, 1);  // its processes are lost already
+      }
+    }
+    pause_ms(50);
+  }
+  if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+    detected_ = Clock::now();
+    why_ = "the launcher " + describe(status);
+  }
+  return status;
+}
+
+bool Supervisor::supervising() {
+  try {
+    pcmd_.request(ops::request(ops::JobMove{o_.job, "supervise", std::nullopt, std::nullopt}));
+    return true;
+  } catch (const std::exception& e) {
+    std::cerr << "pcmctl run: pcmd did not take the run as supervised: " << e.what() << "\n";
+    return false;  // told again at the next look
+  }
+}
+
+int Supervisor::run() {
+  if (!place()) return 1;
+  for (;;) {
+    const int status = follow_run();
+    if (give_up_) return 1;
+    if (moved_) continue;  // the move placed the next run
+    if (!broken_ && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+      if (moving_) move_resumed(job_status(pcmd_, o_.job));
+      return 0;
+    }
+    if (moving_) move_lost();
+    if (restarts_ >= o_.max_restarts) {
+      event(pcmd_, o_.job,
+            fmt::format("run failed ({}) after {} recoveries: no more (--max-restarts {})", why_,
+                        restarts_, o_.max_restarts));
+      return broken_ ? 1 : std::max(1, exit_code(status));
+    }
+    ++restarts_;
+    // pcmd must have seen the run end before the relaunch takes the name over (bounded).
+    for (int i = 0; i < 200; ++i) {
+      const json j = job_status(pcmd_, o_.job);
+      if (!j.is_object() || j.value("state", "") != "running") break;
+      pause_ms(50);
+    }
+    restart_ = has_valid_version(pcmd_, o_.job);
+    if (!place()) return 1;
+    event(pcmd_, o_.job,
+          fmt::format("recovery {} of {}: the run was lost ({}); relaunching on {} processes{} {}",
+                      restarts_, o_.max_restarts, why_, np_,
+                      hosts_.empty() ? "" : " (" + hosts_ + ")",
+                      restart_ ? "from the newest valid version" : "from the start (no version)"));
+  }
+}
+
+int run_supervised(Connection& pcmd, const RunOptions& o) {
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+  set_site_port_range(pcmd);  // MPI inside the sites' open port range (site_env.cpp)
+  try {
+    return Supervisor(pcmd, o).run();
+  } catch (const Interrupted& i) {
+    return i.exit_code;
+  }
+}
+
+}  // namespace pcm::detail

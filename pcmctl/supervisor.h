@@ -1,0 +1,93 @@
+// supervisor.h — `pcmctl run`'s supervisor, shared by run.cpp (launch, watch,
+// recover) and move.cpp (a whole job's move to another site).
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pcmctl.h"
+
+namespace pcm::detail {
+
+using SupervisorClock = std::chrono::steady_clock;
+
+double seconds_between(SupervisorClock::time_point a, SupervisorClock::time_point b);
+void pause_ms(long ms);
+// Ends the launcher's whole group: TERM, then KILL after grace_s; returns its wait status.
+int end_group(pid_t pid, double grace_s);
+// The job in pcmd's status (null: pcmd does not answer or does not know it).
+proto::json job_status(Connection& pcmd, const std::string& job);
+bool has_valid_version(Connection& pcmd, const std::string& job);
+// The INT or TERM pcmctl run was sent (0: none).
+int pending_signal();
+// A line of the job's events (and of pcmctl run's standard error).
+void event(Connection& pcmd, const std::string& job, const std::string& text);
+
+// How runs start in a site (pcmctl run --site-launcher, --site-config); "" for either: as
+// pcmctl run itself (no prefix, its own environment's PCM_CONFIG).
+struct SiteLaunch {
+  std::vector<std::string> prefix;  // e.g. {"ssh", "frontend-b"}: mpiexec runs inside the site
+  std::string config;               // PCM_CONFIG for the job's processes there
+};
+SiteLaunch site_launch(const RunOptions& o, const std::string& site);
+
+// One supervised job: its runs one after another until one ends well or the restarts run out.
+class Supervisor {
+ public:
+  Supervisor(Connection& pcmd, const RunOptions& o) : pcmd_(pcmd), o_(o), site_(o.site) {}
+  int run();
+
+ private:
+  using Clock = SupervisorClock;
+  // What a move (move.cpp) did with the run it was asked of.
+  enum class MoveStep { kStayed, kMoved, kEnded };
+  // A move under way: from which site, and when each of its steps ended.
+  struct Moving {
+    std::string from, to;
+    std::string from_hosts;
+    int from_np = 0;
+    Clock::time_point asked, checkpointed, stopped;
+  };
+
+  // Where the next run goes; false (with an event) when it cannot start anywhere.
+  bool place();
+  // Starts a run and follows it until it ends; its wait status. Sets broken_ when pcmd saw it
+  // fail (or it never registered) while the launcher stayed, detected_/why_ on every failure,
+  // moved_ when a move ended it (the next run goes to the move's site).
+  int follow_run();
+  void note_resumed(const proto::json& j, Clock::time_point started);
+  // move.cpp: the run of launcher pid was asked to move (its status j): checkpoint, stop,
+  // place in the new site. kEnded: the launcher ended meanwhile (its wait status in *status).
+  MoveStep move(pid_t pid, const proto::json& j, int* status);
+  // The move's run iterates (done), or was lost before it did (failed: back to the old site).
+  void move_resumed(const proto::json& j);
+  void move_lost();
+  void move_failed(const std::string& why);
+  // Tells pcmd that this run is supervised (a move may be asked of it); false: not told.
+  bool supervising();
+  static bool moved_asked(const proto::json& j) {
+    const auto m = j.find("move");
+    return m != j.end() && m->is_object() && m->value("state", "") == "asked";
+  }
+
+  Connection& pcmd_;
+  const RunOptions& o_;
+  std::string site_;  // the site the runs go to ("" : every host of the inventory)
+  int restarts_ = 0;
+  bool restart_ = false;  // the next run restarts from a version
+  int np_ = 0;
+  std::string hosts_;                          // the next run's hosts ("" without on_inventory)
+  std::optional<Clock::time_point> detected_;  // the last run's failure, while recovering
+  std::string why_;
+  bool broken_ = false;
+  bool resumed_ = false;
+  bool moved_ = false;
+  bool give_up_ = false;  // a move found no site to run in
+  std::optional<Moving> moving_;
+};
+
+}  // namespace pcm::detail

@@ -1,0 +1,511 @@
+// slurm_growth.cpp — second allocations for commands that do not fit, and extra allocations
+// given back (slurm_growth.h).
+#include "slurm/slurm_growth.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <ctime>
+#include <regex>
+
+#include "error.h"
+#include "pcm_types.h"
+
+namespace pcm::detail {
+
+using proto::json;
+
+namespace {
+
+constexpr std::chrono::milliseconds kSlurmTimeout{20000};  // scontrol, squeue, scancel
+constexpr std::chrono::seconds kGiveBackPeriod{2};
+// salloc gives up by itself at the bound (--immediate); pcmd stops it this much later.
+constexpr std::chrono::seconds kSallocGrace{10};
+constexpr std::chrono::seconds kQueuePeriod{3};  // how often the policy's view of the queue is read
+
+std::string one_line(const std::string& text) {
+  std::string s = text.substr(0, 300);
+  for (char& c : s)
+    if (c == '\n' || c == '\r') c = ' ';
+  while (!s.empty() && s.back() == ' ') s.pop_back();
+  return s;
+}
+
+// A command's output, line by line.
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    lines.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return lines;
+}
+
+// Lines "A|B|C" of a command's output as cells, at most the first 64 (the last cell through
+// one_line).
+std::vector<std::vector<std::string>> rows_of(const std::string& text) {
+  std::vector<std::vector<std::string>> out;
+  for (const std::string& line : lines_of(text)) {
+    if (out.size() == 64) break;
+    std::vector<std::string> cells;
+    std::size_t a = 0;
+    for (std::size_t bar; (bar = line.find('|', a)) != std::string::npos; a = bar + 1)
+      cells.push_back(line.substr(a, bar - a));
+    cells.push_back(one_line(line.substr(a)));
+    out.push_back(std::move(cells));
+  }
+  return out;
+}
+
+// The job id salloc names in "Pending job allocation N" / "Granted job allocation N".
+std::string allocation_id(const std::string& output) {
+  static const std::regex id("job allocation ([0-9]+)");
+  std::smatch m;
+  return std::regex_search(output, m, id) ? m[1].str() : std::string();
+}
+
+std::string seconds_since(SlurmGrowth::Clock::time_point t) {
+  return fmt::format("{:.1f} s",
+                     std::chrono::duration<double>(SlurmGrowth::Clock::now() - t).count());
+}
+
+}  // namespace
+
+SlurmGrowth::SlurmGrowth(SlurmAllocation parent, std::chrono::seconds timeout, std::string my_host,
+                         bool watch_queue, JobTable& jobs, Inventory& inventory, CommandDesk& desk,
+                         Changes& changes, std::shared_ptr<spdlog::logger> log)
+    : parent_(std::move(parent)),
+      timeout_(timeout),
+      my_host_(std::move(my_host)),
+      jobs_(jobs),
+      inventory_(inventory),
+      desk_(desk),
+      changes_(changes),
+      log_(std::move(log)),
+      watch_queue_(watch_queue) {
+  for (const auto& h : inventory_.hosts())
+    if (!h.slurm_job.empty() && h.slurm_job != parent_.job_id)
+      extras_[h.slurm_job].push_back(h.name);
+}
+
+SlurmGrowth::~SlurmGrowth() {
+  for (auto& r : requests_) {
+    r->salloc.stop();
+    const std::string id = r->slurm_job.empty() ? allocation_id(r->salloc.output()) : r->slurm_job;
+    if (!id.empty()) run_command({"scancel", id}, kSlurmTimeout);
+  }
+}
+
+std::vector<std::string> SlurmGrowth::salloc_argv(int missing) const {
+  std::vector<std::string> argv{"salloc", "--no-shell",
+                                fmt::format("--immediate={}", timeout_.count()),
+                                "--job-name=" + grow_name(), fmt::format("--ntasks={}", missing)};
+  std::vector<std::string> held;  // onto other nodes than those already held
+  for (const auto& h : inventory_.hosts())
+    if (!h.slurm_job.empty()) held.push_back(h.name);
+  if (!held.empty()) argv.push_back(fmt::format("--exclude={}", fmt::join(held, ",")));
+  if (!parent_.partition.empty()) argv.push_back("--partition=" + parent_.partition);
+  if (!parent_.account.empty()) argv.push_back("--account=" + parent_.account);
+  if (!parent_.qos.empty()) argv.push_back("--qos=" + parent_.qos);
+  if (parent_.end_time) {
+    const double left = std::difftime(*parent_.end_time, std::time(nullptr));
+    argv.push_back(
+        fmt::format("--time={}", std::max(1L, static_cast<long>(std::floor(left / 60)))));
+  }
+  return argv;
+}
+
+json SlurmGrowth::grow(Job& job, const proto::Command& c, const CommandDesk::Where& where,
+                       CommandDesk::From from, int missing) {
+  if (parent_.end_time && std::difftime(*parent_.end_time, std::time(nullptr)) < 60)
+    fail(PCM_ERR_REFUSED,
+         "{} needs {} more slot(s) and Slurm job {} ends within a minute: no second allocation",
+         c.describe(), missing, parent_.job_id);
+  auto r = std::make_unique<Request>();
+  r->job = job.name;
+  r->command = c;
+  r->where = where;
+  r->from = from;
+  r->text = fmt::format("{} ({} more slot(s))", c.describe(), missing);
+  r->started = Clock::now();
+  r->deadline = r->started + timeout_ + kSallocGrace;
+  const std::vector<std::string> argv = salloc_argv(missing);
+  if (!r->salloc.start(argv, environment_outside_slurm()))
+    fail(PCM_ERR_REFUSED,
+         "{} needs {} more slot(s) and salloc cannot be run (not on PATH?): install Slurm's "
+         "client commands (Debian: slurm-client)",
+         c.describe(), missing);
+  job.allocating = Job::Allocating{r->text, "", r->started};
+  jobs_.note(job,
+             fmt::format("{} waits for a Slurm allocation: {}", r->text, fmt::join(argv, " ")));
+  log_->info("job {}: {}", job.name, job.last_event);
+  requests_.push_back(std::move(r));
+  return json{{"ok", true},
+              {"allocating", true},
+              {"command", 0},
+              {"size", job.size},
+              {"hosts", json::array()},
+              {"text", fmt::format("{}: waits for a Slurm allocation (at most {} s)",
+                                   requests_.back()->text, timeout_.count())}};
+}
+
+void SlurmGrowth::before_queue(const Job& job, proto::Command& c) {
+  if (c.respawn || c.kind == proto::Command::Kind::kSplit ||
+      c.hosts.size() != static_cast<std::size_t>(c.size))
+    return;
+  for (const auto& h : job.hosts) {
+    if (std::find(c.hosts.begin(), c.hosts.end(), h) != c.hosts.end() || !releasable(h)) continue;
+    if (inventory_.used_slots(h, &job) > 0) continue;  // another job stays there
+    c.respawn = true;
+    log_->info(
+        "job {}: {} leaves host {}, which goes back to Slurm: carried out by respawning "
+        "the world, so that nothing of the job stays there",
+        job.name, c.describe(), h);
+    return;
+  }
+}
+
+bool SlurmGrowth::releasable(const std::string& host) const {
+  for (const auto& [id, hosts] : extras_)
+    if (std::find(hosts.begin(), hosts.end(), host) != hosts.end()) return true;
+  const bool mine = std::any_of(parent_.hosts.begin(), parent_.hosts.end(),
+                                [&](const HostSlots& h) { return h.name == host; });
+  return mine && host != parent_.batch_host && host != my_host_;
+}
+
+void SlurmGrowth::tick() {
+  for (std::size_t i = 0; i < requests_.size();) {
+    Request& r = *requests_[i];
+    const bool runs = r.salloc.poll();
+    if (r.slurm_job.empty()) {
+      r.slurm_job = allocation_id(r.salloc.output());
+      Job* job = jobs_.get(r.job);
+      if (!r.slurm_job.empty() && job && job->allocating) job->allocating->slurm_job = r.slurm_job;
+    }
+    Job* job = jobs_.get(r.job);
+    const bool job_gone = !job || job->state != JobState::kRunning;
+    if (runs && !job_gone && Clock::now() < r.deadline) {
+      ++i;
+      continue;
+    }
+    // Out of the list before it is finished: the command placed on a grant too small for it
+    // asks for another allocation (grow), which adds a request to the list.
+    const std::unique_ptr<Request> done = std::move(requests_[i]);
+    requests_.erase(requests_.begin() + static_cast<std::ptrdiff_t>(i));
+    if (runs) {
+      r.salloc.stop();
+      refuse(r, job_gone ? "the job ended"
+                         : fmt::format("salloc did not return within {} s", timeout_.count()));
+    } else {
+      finish(r);
+    }
+  }
+  note_occupied();
+  if (Clock::now() >= next_check_) {
+    next_check_ = Clock::now() + kGiveBackPeriod;
+    give_back_unused();
+  }
+  if (watch_queue_) watch_queue();
+}
+
+void SlurmGrowth::note_occupied() {
+  // Every tick, and the hosts of a command in flight too: a job that stays on a node for less
+  // than kGiveBackPeriod (a migration there and back) has still left it.
+  const auto note = [&](const std::string& h, const std::string& name) {
+    if (!h.empty() && releasable(h)) occupied_[h] = name;
+  };
+  for (const auto& [name, job] : jobs_.all()) {
+    if (job.state != JobState::kRunning) continue;
+    for (const auto& h : job.hosts) note(h, name);
+    if (job.pending) {
+      note(job.pending->host, name);
+      for (const auto& h : job.pending->hosts) note(h, name);
+    }
+  }
+}
+
+std::optional<PolicyQueue> SlurmGrowth::queue() const {
+  if (!parent_.end_time) return queue_;
+  PolicyQueue q = queue_.value_or(PolicyQueue{});
+  q.seconds_left = std::max(0.0, std::difftime(*parent_.end_time, std::time(nullptr)));
+  return q;
+}
+
+void SlurmGrowth::watch_queue() {
+  if (!reading_) {
+    if (Clock::now() < next_read_) return;
+    next_read_ = Clock::now() + kQueuePeriod;
+    const std::vector<std::string> env = environment_outside_slurm();
+    reading_ = squeue_.start({"squeue", "-h", "-t", "PD", "--sort=-p,i", "-o", "%i|%j|%D"}, env) &&
+               sinfo_.start({"sinfo", "-h", "-N", "-t", "idle", "-o", "%N|%c"}, env);
+    if (!reading_) {
+      squeue_.stop();
+      log_->warn("Slurm's queue cannot be read (squeue, sinfo): the policy does without it");
+    }
+    return;
+  }
+  if (squeue_.poll() || sinfo_.poll()) return;
+  reading_ = false;
+  if (squeue_.exit_code() != 0 || sinfo_.exit_code() != 0) return;  // the last reading stays
+  PolicyQueue q;
+  for (const auto& r : rows_of(squeue_.output())) {
+    if (r.size() != 3 || r[1].rfind("pcm-grow.", 0) == 0) continue;  // pcmd's own requests
+    const int nodes = std::atoi(r[2].c_str());
+    if (nodes > 0) q.waiting.push_back({r[0], nodes});
+  }
+  std::set<std::string> seen;
+  for (const auto& r : rows_of(sinfo_.output())) {
+    if (r.size() != 2 || r[0].empty() || !seen.insert(r[0]).second) continue;  // one per node
+    q.idle.push_back({r[0], std::max(1, std::atoi(r[1].c_str()))});
+  }
+  queue_ = std::move(q);
+}
+
+void SlurmGrowth::finish(Request& r) {
+  const std::string& out = r.salloc.output();
+  const bool granted =
+      r.salloc.exit_code() == 0 && out.find("Granted job allocation") != std::string::npos;
+  if (!granted) {
+    refuse(r, fmt::format("salloc exited {}: {}", r.salloc.exit_code().value_or(-1),
+                          one_line(out.empty() ? std::string("no output") : out)));
+    return;
+  }
+  Job* job = jobs_.get(r.job);
+  if (!job || job->state != JobState::kRunning) {
+    refuse(r, "the job ended");
+    return;
+  }
+  const CommandResult shown =
+      run_command({"scontrol", "show", "job", "-o", "-d", r.slurm_job}, kSlurmTimeout);
+  SlurmAllocation a;
+  try {
+    if (shown.exit_code != 0) fail(PCM_ERR_ARG, "{}", one_line(shown.output));
+    a = parse_scontrol_job(shown.output);
+  } catch (const Error& e) {
+    refuse(r, fmt::format("Slurm granted job {}, but scontrol show job says: {}", r.slurm_job,
+                          e.what()));
+    return;
+  }
+  std::vector<std::string> added;
+  for (const HostSlots& h : a.hosts) {
+    if (inventory_.find(h.name)) {
+      log_->warn("Slurm job {}: host {} is in the inventory already; not used", a.job_id, h.name);
+      continue;
+    }
+    inventory_.add(h.name, h.slots, "default", std::nullopt);
+    inventory_.find(h.name)->slurm_job = a.job_id;
+    added.push_back(fmt::format("{}:{}", h.name, h.slots));
+  }
+  grown_for_[a.job_id] = r.job;
+  for (const HostSlots& h : a.hosts)
+    if (inventory_.find(h.name) && inventory_.find(h.name)->slurm_job == a.job_id)
+      extras_[a.job_id].push_back(h.name);
+  changes_.bump();
+  job->allocating.reset();
+  const std::string waited = seconds_since(r.started);
+  try {
+    const json reply = desk_.request(*job, r.command, r.where, r.from);
+    jobs_.note(
+        *job,
+        reply.value("allocating", false)
+            ? fmt::format("Slurm granted job {} ({}) after {}: not enough, {}", a.job_id,
+                          fmt::join(added, ", "), waited, reply.value("text", std::string("?")))
+            : fmt::format("Slurm granted job {} ({}) after {}: {} queued (command {})", a.job_id,
+                          fmt::join(added, ", "), waited, reply.value("text", std::string("?")),
+                          reply.value("command", 0)));
+  } catch (const Error& e) {
+    jobs_.note(*job, fmt::format("Slurm granted job {} after {}, but {} was refused: {}; {}",
+                                 a.job_id, waited, r.text, e.what(), give_back(a.job_id)));
+  }
+  log_->info("job {}: {}", job->name, job->last_event);
+}
+
+void SlurmGrowth::refuse(Request& r, const std::string& why) {
+  std::string cancelled;
+  const std::string id = r.slurm_job.empty() ? allocation_id(r.salloc.output()) : r.slurm_job;
+  if (!id.empty()) {
+    // A grant that came too late, or a request still pending: never left behind.
+    const CommandResult c = run_command({"scancel", id}, kSlurmTimeout);
+    cancelled = c.exit_code == 0 ? fmt::format("; Slurm job {} cancelled", id)
+                                 : fmt::format("; scancel {} failed: {}", id, one_line(c.output));
+  }
+  Job* job = jobs_.get(r.job);
+  if (job) job->allocating.reset();
+  const std::string text =
+      fmt::format("{} refused after {}: no Slurm allocation ({}){}; the job is unchanged", r.text,
+                  seconds_since(r.started), why, cancelled);
+  if (job) jobs_.note(*job, text);
+  changes_.bump();
+  log_->warn("job {}: {}", r.job, text);
+}
+
+bool SlurmGrowth::in_use(const std::string& host) const {
+  if (inventory_.used_slots(host, nullptr) > 0) return true;
+  for (const auto& [name, job] : jobs_.all())
+    if (job.state == JobState::kRunning && job.pending &&
+        (job.pending->host == host ||
+         std::find(job.pending->hosts.begin(), job.pending->hosts.end(), host) !=
+             job.pending->hosts.end()))
+      return true;
+  return false;
+}
+
+std::optional<std::set<std::string>> SlurmGrowth::step_nodes(const std::string& id) const {
+  const CommandResult st =
+      run_command({"squeue", "-h", "-s", "-j", id, "-o", "%i %N"}, kSlurmTimeout);
+  if (st.timed_out || !st.found) return std::nullopt;
+  std::set<std::string> nodes;
+  for (const std::string& line : lines_of(st.output)) {
+    const std::size_t space = line.find(' ');
+    if (space == std::string::npos) continue;  // not a step line (an error: the job is gone)
+    const std::string step = line.substr(0, space), list = one_line(line.substr(space + 1));
+    if (step.find(".extern") != std::string::npos || step.find(".batch") != std::string::npos ||
+        list.empty())
+      continue;
+    try {
+      for (const auto& n : expand_slurm_nodelist(list)) nodes.insert(n);
+    } catch (const Error&) {
+      return std::nullopt;  // not understood: nothing is given back
+    }
+  }
+  return nodes;
+}
+
+void SlurmGrowth::give_back_unused() {
+  // Extra allocations: all their hosts unused (or out of the inventory: drained, removed); none
+  // while a command waits for another (a grant too small for it waits for the next).
+  if (!requests_.empty()) return;
+  std::vector<std::string> extras_free;
+  for (const auto& [id, hosts] : extras_)
+    if (std::none_of(hosts.begin(), hosts.end(),
+                     [&](const std::string& h) { return inventory_.find(h) && in_use(h); }))
+      extras_free.push_back(id);
+  // pcmd's allocation: nodes a job left (or out of the inventory), never the batch host or pcmd's.
+  // With the policy watching the queue, a node no job ever used goes back too while a job waits.
+  const bool someone_waits = watch_queue_ && queue_ && !queue_->waiting.empty();
+  std::vector<std::string> nodes_free;
+  for (const HostSlots& h : parent_.hosts)
+    if (releasable(h.name) && (!inventory_.find(h.name) ||
+                               ((occupied_.count(h.name) || someone_waits) && !in_use(h.name))))
+      nodes_free.push_back(h.name);
+  for (const auto& id : extras_free) {
+    const auto busy = step_nodes(id);
+    if (!busy) continue;
+    if (!busy->empty()) {
+      if (waiting_logged_.insert(id).second)
+        log_->info(
+            "Slurm job {}: no process of a job is placed there; waiting for its steps "
+            "on {} (retired processes) to end before giving it back",
+            id, fmt::join(*busy, ", "));
+      continue;
+    }
+    // Told to the job it was asked for, else (pcmd restarted since) the last that ran there.
+    std::string owner = grown_for_.count(id) ? grown_for_[id] : "";
+    for (const auto& h : extras_[id])
+      if (owner.empty() && occupied_.count(h)) owner = occupied_[h];
+    for (const auto& h : extras_[id]) occupied_.erase(h);
+    grown_for_.erase(id);
+    const std::string text = give_back(id);
+    if (Job* job = owner.empty() ? nullptr : jobs_.get(owner)) jobs_.note(*job, text);
+    log_->info("{}", text);
+  }
+  if (nodes_free.empty()) return;
+  const auto busy = step_nodes(parent_.job_id);
+  if (!busy) return;
+  std::vector<std::string> now;
+  for (const auto& h : nodes_free) {
+    if (!busy->count(h)) {
+      now.push_back(h);
+    } else if (waiting_logged_.insert(h).second) {
+      log_->info(
+          "node {} of Slurm job {}: no process of a job is placed there; waiting for the "
+          "steps there (retired processes) to end before giving it back",
+          h, parent_.job_id);
+    }
+  }
+  if (!now.empty()) give_back_nodes(now);
+}
+
+std::string SlurmGrowth::give_back(const std::string& id) {
+  const CommandResult c = run_command({"scancel", id}, kSlurmTimeout);
+  const std::vector<std::string> hosts = extras_[id];
+  forget_hosts(hosts, id);
+  extras_.erase(id);
+  waiting_logged_.erase(id);
+  if (c.exit_code != 0)
+    return fmt::format("gave up Slurm job {} ({}): scancel failed: {}", id, fmt::join(hosts, ", "),
+                       one_line(c.output));
+  return fmt::format("gave Slurm job {} back ({})", id, fmt::join(hosts, ", "));
+}
+
+void SlurmGrowth::give_back_nodes(const std::vector<std::string>& hosts) {
+  std::vector<std::string> rest;
+  for (const HostSlots& h : parent_.hosts)
+    if (std::find(hosts.begin(), hosts.end(), h.name) == hosts.end()) rest.push_back(h.name);
+  if (rest.empty()) return;  // the batch host stays: never happens
+  const std::string list = fmt::format("{}", fmt::join(rest, ","));
+  const CommandResult c = run_command(
+      {"scontrol", "update", "JobId=" + parent_.job_id, "NodeList=" + list}, kSlurmTimeout);
+  if (c.exit_code != 0) {
+    // Said once per node; tried again at the next check.
+    for (const auto& h : hosts)
+      if (waiting_logged_.insert("update " + h).second)
+        log_->warn(
+            "giving node {} of Slurm job {} back failed (scontrol update NodeList={}): "
+            "{}",
+            h, parent_.job_id, list, one_line(c.output));
+    return;
+  }
+  forget_hosts(hosts, parent_.job_id);
+  parent_.hosts.erase(std::remove_if(parent_.hosts.begin(), parent_.hosts.end(),
+                                     [&](const HostSlots& h) {
+                                       return std::find(hosts.begin(), hosts.end(), h.name) !=
+                                              hosts.end();
+                                     }),
+                      parent_.hosts.end());
+  for (const auto& h : hosts) {
+    const std::string text = fmt::format(
+        "gave node {} of Slurm job {} back (scontrol update NodeList={})", h, parent_.job_id, list);
+    const auto last = occupied_.find(h);
+    if (last != occupied_.end()) {
+      if (Job* job = jobs_.get(last->second)) jobs_.note(*job, text);
+      occupied_.erase(last);
+    }
+    waiting_logged_.erase(h);
+    log_->info("{}", text);
+  }
+}
+
+void SlurmGrowth::forget_hosts(const std::vector<std::string>& hosts, const std::string& id) {
+  for (const auto& h : hosts)
+    for (std::size_t i = 0; i < inventory_.hosts().size(); ++i)
+      if (inventory_.hosts()[i].name == h && inventory_.hosts()[i].slurm_job == id) {
+        inventory_.erase(i);
+        break;
+      }
+  changes_.bump();
+}
+
+void SlurmGrowth::sweep() {
+  const CommandResult q =
+      run_command({"squeue", "-h", "-n", grow_name(), "-o", "%i"}, kSlurmTimeout);
+  if (q.exit_code != 0) return;
+  for (const std::string& line : lines_of(q.output)) {
+    const std::string id = one_line(line);
+    if (id.empty() || id.find_first_not_of("0123456789") != std::string::npos || extras_.count(id))
+      continue;
+    run_command({"scancel", id}, kSlurmTimeout);
+    log_->warn(
+        "Slurm job {} ({}): asked for by an earlier pcmd and held by no host of the "
+        "inventory: cancelled",
+        id, grow_name());
+  }
+}
+
+}  // namespace pcm::detail

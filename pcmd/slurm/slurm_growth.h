@@ -1,0 +1,118 @@
+// slurm_growth.h — pcmd --resources slurm beyond the allocation it runs in. A command whose new
+// processes do not fit asks Slurm for a second allocation (`salloc --no-shell`, in the
+// background: pcmd's loop goes on), waits for it in state "allocating" up to a bound, and is
+// then carried out on the hosts granted, or refused with the job unchanged and nothing left
+// allocated. Nodes a job has left are given back: an extra allocation once no process of any job
+// uses it (scancel), a node of pcmd's own allocation once a job ran there and none does any more
+// (`scontrol update JobId=J NodeList=<the rest>`; never the batch host nor pcmd's), in both cases
+// only when no step of the allocation runs there (retired processes, hydra's proxies). A command
+// that leaves such a node is made a respawn, so that nothing of the job stays there.
+#pragma once
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "durability.h"
+#include "inventory.h"
+#include "jobs.h"
+#include "slurm/slurm_resources.h"
+#include "slurm/subprocess.h"
+
+namespace pcm::detail {
+
+class SlurmGrowth : public CommandDesk::Growth {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // parent: the allocation pcmd runs in (whose partition, account, QOS and end a second
+  // allocation copies); timeout: how long a command waits for one (--slurm-grow-timeout);
+  // my_host: pcmd's host; watch_queue: read Slurm's queue for the policy (every few seconds, in
+  // the background). The extra allocations are those the inventory's hosts are tagged with.
+  SlurmGrowth(SlurmAllocation parent, std::chrono::seconds timeout, std::string my_host,
+              bool watch_queue, JobTable& jobs, Inventory& inventory, CommandDesk& desk,
+              Changes& changes, std::shared_ptr<spdlog::logger> log);
+  // Stops the requests still waiting and cancels what they asked for.
+  ~SlurmGrowth() override;
+
+  proto::json grow(Job& job, const proto::Command& c, const CommandDesk::Where& where,
+                   CommandDesk::From from, int missing) override;
+  void before_queue(const Job& job, proto::Command& c) override;
+  // A node of an extra allocation, or of pcmd's own but the batch host and pcmd's host.
+  bool releasable(const std::string& host) const override;
+  std::optional<PolicyQueue> queue() const override;
+
+  // From pcmd's loop: the requests under way (granted, refused, out of time) and, every few
+  // seconds, the extra allocations that nothing uses any more.
+  void tick();
+  // At start: the allocations an earlier pcmd asked for (job name pcm-grow.PARENT) that no host
+  // of the inventory holds are cancelled (it ended while salloc waited).
+  void sweep();
+
+  // The job name of this pcmd's second allocations.
+  std::string grow_name() const { return "pcm-grow." + parent_.job_id; }
+  // The salloc command line for `missing` more slots (for the tests and the events).
+  std::vector<std::string> salloc_argv(int missing) const;
+
+ private:
+  struct Request {
+    std::string job;
+    proto::Command command;  // as asked, not placed
+    CommandDesk::Where where;
+    CommandDesk::From from;
+    std::string text;       // what it waits for, for status and the events
+    std::string slurm_job;  // what salloc asked for, once it says
+    Clock::time_point started, deadline;
+    Child salloc;
+  };
+
+  // Done with r: granted (its hosts join, the command is placed and queued) or refused.
+  void finish(Request& r);
+  void refuse(Request& r, const std::string& why);
+  // Notes the releasable hosts where jobs run, or where a command in flight puts them (occupied_).
+  void note_occupied();
+  // Whether a process of a running job is (or a queued command puts one) on host.
+  bool in_use(const std::string& host) const;
+  // The queue's reading: started every kQueuePeriod, taken when both commands have ended.
+  void watch_queue();
+  void give_back_unused();
+  // The nodes where a step of Slurm job id runs (nothing when squeue does not answer).
+  std::optional<std::set<std::string>> step_nodes(const std::string& id) const;
+  // scancel of extra allocation id, its hosts out of the inventory; what happened.
+  std::string give_back(const std::string& id);
+  // Nodes `hosts` of pcmd's own allocation back to Slurm (scontrol update NodeList=the rest).
+  void give_back_nodes(const std::vector<std::string>& hosts);
+  // The hosts of the inventory gone (they were given back).
+  void forget_hosts(const std::vector<std::string>& hosts, const std::string& id);
+
+  SlurmAllocation parent_;  // its hosts: those still held
+  std::chrono::seconds timeout_;
+  std::string my_host_;
+  JobTable& jobs_;
+  Inventory& inventory_;
+  CommandDesk& desk_;
+  Changes& changes_;
+  std::shared_ptr<spdlog::logger> log_;
+  std::vector<std::unique_ptr<Request>> requests_;
+  // The extra allocations: Slurm job -> its hosts; the job each was asked for (when known).
+  std::map<std::string, std::vector<std::string>> extras_;
+  std::map<std::string, std::string> grown_for_;
+  // Hosts of pcmd's own allocation where a job has run (host -> the last such job).
+  std::map<std::string, std::string> occupied_;
+  std::set<std::string> waiting_logged_;  // what was said to wait for steps (logged once)
+  Clock::time_point next_check_{};
+  bool watch_queue_ = false;
+  Child squeue_, sinfo_;
+  bool reading_ = false;
+  Clock::time_point next_read_{};
+  std::optional<PolicyQueue> queue_;
+};
+
+}  // namespace pcm::detail

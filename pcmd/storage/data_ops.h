@@ -1,0 +1,98 @@
+// data_ops.h — the requests that touch the disk: the working store (store, load), checkpoint
+// versions (commit, checkpoints, verify, prune) and the shards ranks write themselves
+// (checkpoint_begin, shard_put, shard_done, checkpoint_commit, checkpoint_bad,
+// checkpoint_manifest). Each checks what it can against the job table on the request loop and
+// hands its disk part to DiskWork (disk_work.h); what follows the disk work on the request loop
+// notes it in the job's history.
+#pragma once
+
+#include <spdlog/spdlog.h>
+
+#include <cstddef>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "jobs.h"
+#include "ops.h"
+#include "protocol.h"
+#include "storage/checkpoint.h"
+#include "storage/disk_work.h"
+#include "storage/store.h"
+
+namespace pcm::detail {
+
+// A request's data frame (null, 0: none).
+struct Payload {
+  const void* data = nullptr;
+  std::size_t size = 0;
+};
+
+class DataOps {
+ public:
+  // keep_versions: committed versions kept per job.
+  DataOps(DiskWork& disk, Store& store, Checkpoints& checkpoints, JobTable& jobs,
+          std::size_t keep_versions, std::shared_ptr<spdlog::logger> log);
+
+  proto::json store(const ops::Store& r, Payload data, std::vector<char>& reply_data);
+  proto::json load(const ops::Load& r, std::vector<char>& reply_data);
+  proto::json commit(const ops::Commit& r, std::vector<char>& reply_data);
+  proto::json checkpoints(const ops::Checkpoints& r, std::vector<char>& reply_data);
+  proto::json verify(const ops::Verify& r, std::vector<char>& reply_data);
+  proto::json prune(const ops::Prune& r, std::vector<char>& reply_data);
+  proto::json begin(const ops::CheckpointBegin& r, std::vector<char>& reply_data);
+  proto::json shard_put(const ops::ShardPut& r, Payload data, std::vector<char>& reply_data);
+  proto::json commit_shards(const ops::CheckpointCommit& r, Payload data,
+                            std::vector<char>& reply_data);
+  proto::json shard_done(const ops::ShardDone& r, Payload data, std::vector<char>& reply_data);
+  proto::json bad(const ops::CheckpointBad& r, std::vector<char>& reply_data);
+  proto::json manifest(const ops::CheckpointManifest& r, std::vector<char>& reply_data);
+  // Keys the ranks store themselves (store.h's staged keys).
+  proto::json stage_dir(const ops::StageDir& r, std::vector<char>& reply_data);
+  proto::json store_staged(const ops::StoreStaged& r, std::vector<char>& reply_data);
+
+  // A restart's registration: the newest version of name that verifies is found on the disk,
+  // then then(version) makes the reply on the request loop.
+  proto::json find_restart(const std::string& name,
+                           std::function<proto::json(std::optional<Manifest>)> then,
+                           std::vector<char>& reply_data);
+  // Keeps a job's data layout where a restart will look for it, behind the disk work queued.
+  void keep_layout(const std::string& job, std::string bytes, std::int64_t command);
+
+ private:
+  // checkpoints, verify (one: a single version), prune (keep > 0).
+  proto::json versions(const std::string& name, std::optional<std::int64_t> one, std::size_t keep,
+                       std::vector<char>& reply_data);
+  std::optional<proto::json> committed_before(const std::string& job, std::int64_t iteration);
+  // Commits a version of format 2 from its shards' records (checkpoint_commit, the last
+  // shard_done), on the disk thread, then prunes.
+  proto::json commit_version(const Job& job, std::int64_t iteration, int size, proto::json layout,
+                             std::vector<ShardRecord> shards, bool retry,
+                             std::vector<char>& reply_data, std::vector<ShardLevels> levels = {});
+  // Notes a commit in the job's history, if the job is still the same run.
+  std::function<void(proto::json&)> note_commit(const Job& job, bool shards);
+
+  DiskWork& disk_;
+  Store& store_;
+  Checkpoints& checkpoints_;
+  JobTable& jobs_;
+  std::size_t keep_versions_;
+  std::shared_ptr<spdlog::logger> log_;
+  // Per job, the version begun whose shards are being reported (shard_done): which ranks have
+  // reported, with their records, and the first error one reported. In memory: a pcmd that
+  // restarts forgets it, and such a version is not made (its ranks are told).
+  struct PendingVersion {
+    std::int64_t iteration = 0;
+    long long incarnation = 0;
+    int reported = 0;
+    std::vector<std::optional<ShardRecord>> shards;
+    std::string failed;
+    std::vector<std::optional<ShardLevels>> levels;  // by rank, as reported (checkpoint levels)
+  };
+  std::map<std::string, PendingVersion> pending_;
+};
+
+}  // namespace pcm::detail

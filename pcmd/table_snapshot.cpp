@@ -1,0 +1,253 @@
+// table_snapshot.cpp — what of pcmd's state survives a pcmd restart: the jobs (sizes, hosts,
+// pending and last commands, iterations, events, the version a restarted job reads), the inventory
+// (hosts added, drains), and the counters that number jobs, commands and runs, so that a command id
+// is never given twice. Written by the journal (durability.h) after every change; read at start.
+// Each owner writes and reads its part; the Server puts them together.
+#include <fstream>
+
+#include "error.h"
+#include "pcm_types.h"
+#include "server.h"
+
+namespace pcm::detail {
+
+using proto::json;
+
+namespace {
+
+constexpr int kTableVersion = 1;
+
+// This boot of the machine: a job whose processes ran before a reboot is gone.
+std::string boot_id() {
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  std::getline(in, id);
+  return id;
+}
+
+JobState state_from(const std::string& s) {
+  if (s == "running") return JobState::kRunning;
+  if (s == "finished") return JobState::kFinished;
+  if (s == "failed") return JobState::kFailed;
+  fail(PCM_ERR_ARG, "unknown job state '{}'", s);
+}
+
+json job_to_json(const Job& job) {
+  json j{{"name", job.name},
+         {"state", state_name(job.state)},
+         {"size", job.size},
+         {"hosts", job.hosts},
+         {"executable", job.executable},
+         {"iteration", job.iteration},
+         {"reconfigurations", job.reconfigurations},
+         {"pending", job.pending ? job.pending->to_json() : json()},
+         {"pending_delivered", job.pending_delivered},
+         {"pending_drain", job.pending_drain},
+         {"last_done_command", job.last_done_command},
+         {"last_event", job.last_event},
+         {"layout_command", job.layout_command},
+         {"layout", job.layout},
+         {"restarted_from", job.restarted_from ? job.restarted_from->to_json() : json()},
+         {"placement", job.placement ? placement_name(*job.placement) : ""},
+         {"drain_stalled", job.drain_stalled},
+         {"rank0_pid", job.rank0_pid},
+         {"rank0_host", job.rank0_host},
+         {"incarnation", job.incarnation},
+         {"nonce", job.nonce},
+         {"lost", job.lost}};
+  job.put_events(j);
+  return j;
+}
+
+Job job_from_json(const json& j, std::chrono::steady_clock::time_point now) {
+  Job job;
+  job.name = j.at("name").get<std::string>();
+  if (!proto::valid_name(job.name)) fail(PCM_ERR_ARG, "invalid job name '{}'", job.name);
+  job.state = state_from(j.at("state").get<std::string>());
+  job.size = j.at("size").get<int>();
+  job.hosts = j.at("hosts").get<std::vector<std::string>>();
+  if (job.size < 1 || job.hosts.size() != static_cast<std::size_t>(job.size))
+    fail(PCM_ERR_ARG, "job '{}': {} hosts for {} processes", job.name, job.hosts.size(), job.size);
+  job.executable = j.at("executable").get<std::string>();
+  job.iteration = j.at("iteration").get<std::int64_t>();
+  job.reconfigurations = j.at("reconfigurations").get<int>();
+  if (!j.at("pending").is_null())
+    job.pending = proto::Command::from_json(j.at("pending"), job.size);
+  job.pending_delivered = j.at("pending_delivered").get<bool>();
+  job.pending_drain = j.at("pending_drain").get<bool>();
+  job.last_done_command = j.at("last_done_command").get<std::int64_t>();
+  job.last_event = j.at("last_event").get<std::string>();
+  const auto texts = j.at("events").get<std::vector<std::string>>();
+  const auto times = j.value("event_times", std::vector<double>());  // none before they were kept
+  for (std::size_t k = 0; k < texts.size(); ++k)
+    job.events.push_back(JobEvent{k < times.size() ? times[k] : 0.0, texts[k]});
+  job.layout_command = j.at("layout_command").get<std::int64_t>();
+  job.layout = j.at("layout");
+  if (!j.at("restarted_from").is_null())
+    job.restarted_from = Manifest::from_json(j.at("restarted_from"));
+  if (auto p = j.at("placement").get<std::string>(); !p.empty()) {
+    job.placement = parse_placement(p);
+    if (!job.placement) fail(PCM_ERR_ARG, "unknown placement '{}'", p);
+  }
+  job.drain_stalled = j.at("drain_stalled").get<std::string>();
+  job.rank0_pid = j.at("rank0_pid").get<long>();
+  job.rank0_host = j.at("rank0_host").get<std::string>();
+  job.incarnation = j.at("incarnation").get<long long>();
+  job.nonce = j.at("nonce").get<std::string>();
+  job.lost = j.at("lost").get<std::vector<std::string>>();
+  job.last_seen = now;  // its processes have the time a reconnection takes
+  return job;
+}
+
+}  // namespace
+
+// ---- the jobs ------------------------------------------------------------------------------
+
+json JobTable::jobs_json() const {
+  json jobs = json::array();
+  for (const auto& [name, job] : jobs_) jobs.push_back(job_to_json(job));
+  return jobs;
+}
+
+void JobTable::put_counters(json& t) const {
+  t["next_job"] = next_job_;
+  t["next_incarnation"] = next_incarnation_;
+}
+
+std::map<std::string, Job> JobTable::parse_jobs(const json& t) {
+  std::map<std::string, Job> jobs;
+  const auto now = std::chrono::steady_clock::now();
+  for (const json& j : t.at("jobs")) {
+    Job job = job_from_json(j, now);
+    jobs[job.name] = std::move(job);
+  }
+  return jobs;
+}
+
+void JobTable::take_over(std::map<std::string, Job> jobs, const json& t, bool rebooted) {
+  next_job_ = std::max(next_job_, t.at("next_job").get<std::int64_t>());
+  next_incarnation_ = std::max(next_incarnation_, t.at("next_incarnation").get<long long>());
+  jobs_ = std::move(jobs);
+  for (auto& [name, job] : jobs_) {
+    if (job.state != JobState::kRunning) continue;
+    if (rebooted) {
+      fail_job(job, "the machine pcmd runs on restarted: the job's processes are gone");
+      continue;
+    }
+    if (rank0_gone(job)) {
+      fail_job(job, fmt::format("rank 0 (pid {}) ended while pcmd was away", job.rank0_pid));
+      continue;
+    }
+    note(job, "pcmd restarted; waiting for the job to reconnect");
+  }
+}
+
+// ---- the inventory -------------------------------------------------------------------------
+
+json Inventory::to_json() const {
+  json hosts = json::array();
+  for (const auto& h : hosts_)
+    hosts.push_back(json{{"name", h.name},
+                         {"slots", h.slots},
+                         {"site", h.site},
+                         {"latency_ms", h.latency_ms ? json(*h.latency_ms) : json()},
+                         {"draining", h.draining},
+                         {"agent", h.agent},
+                         {"slurm_job", h.slurm_job}});
+  return hosts;
+}
+
+std::vector<InventoryHost> Inventory::parse(const json& t) {
+  std::vector<InventoryHost> hosts;
+  for (const json& h : t.at("inventory")) {
+    InventoryHost host;
+    host.name = h.at("name").get<std::string>();
+    if (!proto::valid_host(host.name)) fail(PCM_ERR_ARG, "invalid host name '{}'", host.name);
+    host.slots = h.at("slots").get<int>();
+    host.site = h.at("site").get<std::string>();
+    if (!h.at("latency_ms").is_null()) host.latency_ms = h.at("latency_ms").get<double>();
+    host.draining = h.at("draining").get<bool>();
+    host.agent = h.value("agent", false);  // its agent has the timeout to report to this pcmd
+    host.slurm_job = h.value("slurm_job", "");
+    hosts.push_back(std::move(host));
+  }
+  return hosts;
+}
+
+// Hosts named on pcmd's command line keep the slots given there; what pcmctl changed (sites,
+// latencies, drains, hosts added) comes back.
+void Inventory::take_over(std::vector<InventoryHost> hosts) {
+  for (auto& h : hosts) {
+    if (InventoryHost* mine = find(h.name)) {
+      mine->site = h.site;
+      mine->latency_ms = h.latency_ms;
+      mine->draining = h.draining;
+      mine->agent = h.agent;
+      if (mine->slurm_job.empty()) mine->slurm_job = h.slurm_job;  // this allocation's wins
+    } else {
+      add(h.name, h.slots, h.site, h.latency_ms);
+      find(h.name)->draining = h.draining;
+      find(h.name)->agent = h.agent;
+      find(h.name)->slurm_job = h.slurm_job;
+    }
+    find(h.name)->last_report = std::chrono::steady_clock::now();
+  }
+}
+
+// ---- the whole table -----------------------------------------------------------------------
+
+std::filesystem::path Server::table_file() const {
+  return std::filesystem::path(options_.data_dir) / "pcmd-jobs.json";
+}
+
+json Server::snapshot() const {
+  json t{{"version", kTableVersion},
+         {"boot_id", boot_id_},
+         {"next_command", desk_.next_command()},
+         {"jobs", jobs_.jobs_json()},
+         {"inventory", inventory_.to_json()}};
+  jobs_.put_counters(t);
+  return t;
+}
+
+// Takes the table over, or throws (pcm::Error, json::exception) leaving the server as it was.
+void Server::restore(const json& t) {
+  if (t.at("version").get<int>() != kTableVersion)
+    fail(PCM_ERR_ARG, "job table version {} is not {}", t.at("version").get<int>(), kTableVersion);
+  const bool rebooted = t.at("boot_id").get<std::string>() != boot_id_;
+  std::map<std::string, Job> jobs = JobTable::parse_jobs(t);
+  std::vector<InventoryHost> hosts = Inventory::parse(t);
+  const auto next_command = t.at("next_command").get<std::int64_t>();
+  (void)t.at("next_job").get<std::int64_t>();  // read before anything is taken over
+  (void)t.at("next_incarnation").get<long long>();
+  // Everything read: take it over.
+  desk_.take_next_command(next_command);
+  inventory_.take_over(std::move(hosts));
+  jobs_.take_over(std::move(jobs), t, rebooted);
+  int running = 0;
+  for (const auto& [name, job] : jobs_.all())
+    if (job.state == JobState::kRunning) ++running;
+  log_->info("job table: {} jobs ({} running) taken over from {}", jobs_.all().size(), running,
+             table_file().string());
+}
+
+// At start: the table an earlier pcmd left, if any. One that cannot be used is set aside with a
+// warning, and pcmd starts with no job (it never refuses to start over it).
+void Server::restore_table() {
+  boot_id_ = boot_id();
+  std::string problem;
+  auto text = Journal::load(table_file(), &problem);
+  if (!text) {
+    if (!problem.empty()) log_->warn("job table: {}; starting with no job", problem);
+    return;
+  }
+  try {
+    restore(json::parse(*text));
+  } catch (const std::exception& e) {
+    Journal::set_aside(table_file());
+    log_->warn("job table {} cannot be used ({}); set aside as {}.bad; starting with no job",
+               table_file().string(), e.what(), table_file().string());
+  }
+}
+
+}  // namespace pcm::detail
