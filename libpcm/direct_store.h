@@ -1,7 +1,7 @@
 // direct_store.h — PCM_Store's direct path: where this process sees pcmd's data directory, a
 // store writes the key itself into the job's staging directory (an HDF5 file of one dataset,
 // checksummed from memory as it is written, fsynced; shard.h) and sends pcmd only its record;
-// a load of such a key reads the file itself. pcmd's side: pcmd/store.h.
+// a load of such a key reads the file itself. pcmd's side: pcmd/storage/store.h.
 #pragma once
 
 #include <cstdint>
