@@ -1,5 +1,6 @@
-// halo.cpp — the C entry points of the halo exchange (PCM_Halo_*) and of PCM_Dist_gather: MPI
-// derived datatypes over the application's buffers, built from the plans in common/halo.h.
+// halo_exchange.cpp — the C entry points of the halo exchange (PCM_Halo_*) and of
+// PCM_Dist_gather: MPI derived datatypes over the application's buffers, built from the plans in
+// common/halo.h.
 #include "halo.h"
 
 #include <mpi.h>
