@@ -82,8 +82,9 @@ def grow(c, job):
         raise Failure(f"pcmd's second allocation in the queue: {g}, want one RUNNING on {n2}")
     if sorted(st["hosts"]) != sorted([n1, n1, n2]):
         raise Failure(f"after the split the job runs on {st['hosts']}")
+    granted = [e for e in st.get("events", []) if "Slurm granted job" in e]
     log(f"split through Slurm job {g[0][0]} on {n2}: done {time.monotonic() - t:.2f} s after "
-        f"the command; hosts {st['hosts']}")
+        f"the command; hosts {st['hosts']}; {granted[-1] if granted else 'no grant event'}")
     return g[0][0], st
 
 
@@ -148,6 +149,9 @@ def scenario(c, mode):
            else "its batch script ended it")
     log(f"{'kill -9' if mode == 'kill9' else 'SIGTERM'} of pcmd: Slurm job {extra} gone from "
         f"squeue {took:.2f} s after the batch job {c.job} ended ({how})")
+    if mode == "stop":
+        last = [x for x in said.splitlines() if x.strip()][-3:]
+        log("pcmd's log ends: " + " | ".join(last))
 
 
 def main():
