@@ -15,18 +15,20 @@ namespace pcm::detail {
 using proto::Command;
 using proto::json;
 
-int Reconfig::status_of(int rank, int size) const {
+int Reconfig::status_of(int rank, int size, bool adapts) const {
   const Command& c = *current;
-  if (c.respawn) return PCM_SPLIT;  // only in PCM_Adapt (Parking::bound)
+  if (c.respawn && adapts) return PCM_SPLIT;  // PCM_Adapt spawns the whole world (Parking::bound)
   if (c.kind == Command::Kind::kMigrate) return rank == c.rank ? PCM_MIGRATE : PCM_RECONFIGURE;
   return c.size > size ? PCM_SPLIT : PCM_MERGE;
 }
 
-void Reconfig::check_pending(bool want_split, int size) const {
-  if (!current || (current->kind == Command::Kind::kMigrate && !current->respawn))
+void Reconfig::check_pending(bool want_split, int size, bool adapts) const {
+  const bool respawn = current && current->respawn && adapts;
+  if (!current || (current->kind == Command::Kind::kMigrate && !respawn))
     fail(PCM_ERR_STATE, "no {} is pending", want_split ? "split" : "merge");
-  // A respawn spawns the whole new world, as a split does, whatever its size.
-  bool grows = current->respawn || current->size > size;
+  // PCM_Adapt's respawn spawns the whole new world, as a split does, whatever its size; a
+  // merge respawned under the paper's calls is still PCM_Merge's.
+  bool grows = respawn || current->size > size;
   if (grows != want_split)
     fail(PCM_ERR_STATE, "the pending reconfiguration is a {} ({} -> {} processes): call {}",
          proto::kind_name(current->kind), size, current->size, grows ? "PCM_Split" : "PCM_Merge");

@@ -37,11 +37,13 @@ struct Reconfig {
     received.reset();
   }
 
-  // What PCM_Status says while current is pending, to rank of a world of size.
-  int status_of(int rank, int size) const;
+  // What PCM_Status says while current is pending, to rank of a world of size. A respawn is
+  // PCM_Adapt's split (adapts) or, in a job on the paper's calls, the merge PCM_Merge carries out
+  // by respawning (Runtime::keep_parking_bounded).
+  int status_of(int rank, int size, bool adapts) const;
   // PCM_Split (want_split) or PCM_Merge in a world of size: throws PCM_ERR_STATE unless the
   // pending reconfiguration is one.
-  void check_pending(bool want_split, int size) const;
+  void check_pending(bool want_split, int size, bool adapts) const;
   // cmd, which a world of size has agreed on, becomes the last reconfiguration (started now).
   void note(const proto::Command& cmd, int size);
 

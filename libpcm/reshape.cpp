@@ -107,7 +107,7 @@ std::vector<bool> drop_in_place(std::vector<Transfer>* moves, const Distribution
 
 void Runtime::check_pending(MPI_Comm comm, bool want_split) const {
   require_world(comm);
-  reconfig_.check_pending(want_split, world_.size());
+  reconfig_.check_pending(want_split, world_.size(), resumed_);
 }
 
 namespace {
@@ -348,7 +348,8 @@ int Runtime::merge_datacnts(const Distribution* dist, long* count, int* merge_ra
     fail(PCM_ERR_ARG, "dist does not describe this world");
   std::vector<int> new_of;
   Distribution next = merged_distribution(*reconfig_.current, *dist, &new_of);
-  int me = new_of[world_.rank()];
+  // A respawned merge (PCM_Merge) leaves every element to the new world: none stays here.
+  int me = reconfig_.current->respawn ? -1 : new_of[world_.rank()];
   if (count) *count = me >= 0 ? static_cast<long>(next.local_elements(me)) : 0;
   if (merge_rank) *merge_rank = me;
   return PCM_SUCCESS;
@@ -358,11 +359,18 @@ int Runtime::merge(void** buf, int type, PCM_Dist* dist, int* iteration, int* ra
                    MPI_Comm* comm) {
   check_reshape_args(buf, dist, iteration, rank, size, comm, type);
   check_pending(*comm, false);
-  merge_arrays({{buf, type, dist}});
+  if (reconfig_.current->respawn) {
+    // pcmd asked for the merge to leave nothing behind (a node that goes back to Slurm): the
+    // world that remains is spawned anew, as a split's, and receives the merged data there (its
+    // processes start as PCM_SPLITTED and call PCM_Split); every process here retires and the
+    // old world leaves the job at once, with whatever was parked (retirement.h, case d).
+    send_split({{buf, type, dist}}, json{{"iteration", *iteration}}, nullptr);
+  } else {
+    merge_arrays({{buf, type, dist}});  // nothing spawned: every survivor knows the iteration
+  }
   *rank = world_.rank();
   *size = world_.size();
   *comm = world_.comm();
-  (void)iteration;  // nothing is spawned: every survivor already knows it
   return PCM_SUCCESS;
 }
 

@@ -256,7 +256,7 @@ int Runtime::status(MPI_Comm comm) {
         switch_to_split();
       else
         switch_to_merge();
-      return reconfig_.status_of(world_.rank(), world_.size());
+      return reconfig_.status_of(world_.rank(), world_.size(), resumed_);
     }
     if (msg[0] == 0) {
       window_.begin(msg[2]);
@@ -276,20 +276,23 @@ int Runtime::status(MPI_Comm comm) {
     if (shard_writer_.in_flight()) settle_quietly("before a reconfiguration");
   }
   // Until the reconfiguration runs, every call reports the same command.
-  return reconfig_.status_of(world_.rank(), world_.size());
+  return reconfig_.status_of(world_.rank(), world_.size(), resumed_);
 }
 
 bool Runtime::keep_parking_bounded(Command& cmd) {
   const Parking& parking = world_.parking;
-  // pcmd asks for a respawn where the command leaves a host it would give back (Slurm): only a
-  // PCM_Adapt job whose old world can leave can do it; elsewhere the leavers park there.
+  // pcmd asks for a respawn where the command leaves a host it would give back (Slurm): a
+  // PCM_Adapt job whose old world can leave does it, and so does PCM_Merge for a merge or a
+  // shrinking resize (the paper's calls hand it the data); elsewhere the leavers park there.
+  const bool shrinks = cmd.kind == Command::Kind::kMerge ||
+                       (cmd.kind == Command::Kind::kResize && cmd.size < world_.size());
   if (cmd.respawn && cmd.kind != Command::Kind::kSplit &&
-      !(resumed_ && parking.split_leaves &&
+      !((resumed_ || shrinks) && parking.split_leaves &&
         cmd.hosts.size() == static_cast<std::size_t>(cmd.size))) {
     cmd.respawn = false;
     plog()->info(
         "[rank 0] {}: carried out in place, not by respawning the world as pcmd asked "
-        "(only a PCM_Adapt job whose old world can leave can be respawned)",
+        "(only PCM_Adapt, or PCM_Merge, in a job whose old world can leave can respawn it)",
         cmd.describe());
   }
   const Parking::Decision d = parking.bound(cmd, world_.size(), settings_.max_parked, resumed_);

@@ -22,8 +22,9 @@ namespace {
 
 constexpr std::chrono::milliseconds kSlurmTimeout{20000};  // scontrol, squeue, scancel
 constexpr std::chrono::seconds kGiveBackPeriod{2};
-// salloc gives up by itself at the bound (--immediate); pcmd stops it this much later.
-constexpr std::chrono::seconds kSallocGrace{10};
+constexpr std::chrono::milliseconds kStatePeriod{250};  // a submitted allocation's state, read
+// How often a second allocation's batch script asks whether pcmd's job still runs.
+constexpr int kWatchPeriodS = 3;
 constexpr std::chrono::seconds kQueuePeriod{3};  // how often the policy's view of the queue is read
 
 std::string one_line(const std::string& text) {
@@ -63,9 +64,9 @@ std::vector<std::vector<std::string>> rows_of(const std::string& text) {
   return out;
 }
 
-// The job id salloc names in "Pending job allocation N" / "Granted job allocation N".
+// The job id `sbatch --parsable` prints ("N" or "N;CLUSTER").
 std::string allocation_id(const std::string& output) {
-  static const std::regex id("job allocation ([0-9]+)");
+  static const std::regex id("^([0-9]+)(;|\\s|$)");
   std::smatch m;
   return std::regex_search(output, m, id) ? m[1].str() : std::string();
 }
@@ -96,16 +97,40 @@ SlurmGrowth::SlurmGrowth(SlurmAllocation parent, std::chrono::seconds timeout, s
 
 SlurmGrowth::~SlurmGrowth() {
   for (auto& r : requests_) {
-    r->salloc.stop();
-    const std::string id = r->slurm_job.empty() ? allocation_id(r->salloc.output()) : r->slurm_job;
+    r->sbatch.poll();
+    r->sbatch.stop();
+    const std::string id = r->slurm_job.empty() ? allocation_id(r->sbatch.output()) : r->slurm_job;
     if (!id.empty()) run_command({"scancel", id}, kSlurmTimeout);
+  }
+  // Nothing held that no running job uses (with the jobs finished: every extra allocation). Their
+  // batch scripts would end them with pcmd's job anyway; pcmd may stop long before that.
+  for (const auto& [id, hosts] : extras_) {
+    if (std::any_of(hosts.begin(), hosts.end(),
+                    [&](const std::string& h) { return inventory_.find(h) && in_use(h); }))
+      continue;
+    const CommandResult c = run_command({"scancel", id}, kSlurmTimeout);
+    log_->info("pcmd stops: Slurm job {} ({}) {}", id, fmt::join(hosts, ", "),
+               c.exit_code == 0 ? "given back" : "not given back: " + one_line(c.output));
   }
 }
 
-std::vector<std::string> SlurmGrowth::salloc_argv(int missing) const {
-  std::vector<std::string> argv{"salloc", "--no-shell",
-                                fmt::format("--immediate={}", timeout_.count()),
-                                "--job-name=" + grow_name(), fmt::format("--ntasks={}", missing)};
+std::string SlurmGrowth::watcher_script(const std::string& parent) {
+  // Ends when squeue says the job has ended (a state other than these, nothing, or an id Slurm
+  // has forgotten); a squeue that fails otherwise (the controller away) is asked again.
+  return fmt::format(
+      "while :; do s=$(squeue -h -j {0} -o %T 2>&1) && case $s in "
+      "PENDING|RUNNING|SUSPENDED|CONFIGURING|RESIZING) ;; *) break ;; esac; "
+      "case $s in *'Invalid job id'*) break ;; esac; sleep {1}; done",
+      parent, kWatchPeriodS);
+}
+
+std::vector<std::string> SlurmGrowth::sbatch_argv(int missing) const {
+  std::vector<std::string> argv{"sbatch",
+                                "--parsable",
+                                "--job-name=" + grow_name(),
+                                fmt::format("--ntasks={}", missing),
+                                "--output=/dev/null",
+                                "--chdir=/"};
   std::vector<std::string> held;  // onto other nodes than those already held
   for (const auto& h : inventory_.hosts())
     if (!h.slurm_job.empty()) held.push_back(h.name);
@@ -118,6 +143,7 @@ std::vector<std::string> SlurmGrowth::salloc_argv(int missing) const {
     argv.push_back(
         fmt::format("--time={}", std::max(1L, static_cast<long>(std::floor(left / 60)))));
   }
+  argv.push_back("--wrap=" + watcher_script(parent_.job_id));
   return argv;
 }
 
@@ -134,16 +160,16 @@ json SlurmGrowth::grow(Job& job, const proto::Command& c, const CommandDesk::Whe
   r->from = from;
   r->text = fmt::format("{} ({} more slot(s))", c.describe(), missing);
   r->started = Clock::now();
-  r->deadline = r->started + timeout_ + kSallocGrace;
-  const std::vector<std::string> argv = salloc_argv(missing);
-  if (!r->salloc.start(argv, environment_outside_slurm()))
+  r->deadline = r->started + timeout_;
+  const std::vector<std::string> argv = sbatch_argv(missing);
+  if (!r->sbatch.start(argv, environment_outside_slurm()))
     fail(PCM_ERR_REFUSED,
-         "{} needs {} more slot(s) and salloc cannot be run (not on PATH?): install Slurm's "
+         "{} needs {} more slot(s) and sbatch cannot be run (not on PATH?): install Slurm's "
          "client commands (Debian: slurm-client)",
          c.describe(), missing);
   job.allocating = Job::Allocating{r->text, "", r->started};
-  jobs_.note(job,
-             fmt::format("{} waits for a Slurm allocation: {}", r->text, fmt::join(argv, " ")));
+  jobs_.note(job, fmt::format("{} waits for a Slurm allocation: {}", r->text,
+                              fmt::join(argv.begin(), argv.end() - 1, " ")));
   log_->info("job {}: {}", job.name, job.last_event);
   requests_.push_back(std::move(r));
   return json{{"ok", true},
@@ -179,18 +205,46 @@ bool SlurmGrowth::releasable(const std::string& host) const {
   return mine && host != parent_.batch_host && host != my_host_;
 }
 
+SlurmGrowth::Stage SlurmGrowth::look_at(Request& r, std::string* why) {
+  if (r.slurm_job.empty()) {
+    if (r.sbatch.poll()) return Stage::kWaiting;
+    r.slurm_job = allocation_id(r.sbatch.output());
+    if (r.sbatch.exit_code() != 0 || r.slurm_job.empty()) {
+      const std::string& out = r.sbatch.output();
+      *why = fmt::format("sbatch exited {}: {}", r.sbatch.exit_code().value_or(-1),
+                         one_line(out.empty() ? std::string("no output") : out));
+      return Stage::kRefused;
+    }
+    if (Job* job = jobs_.get(r.job); job && job->allocating)
+      job->allocating->slurm_job = r.slurm_job;
+  }
+  if (r.state.poll()) return Stage::kWaiting;
+  if (r.state.exit_code()) {  // a reading has ended: "STATE REASON"
+    const std::string said = one_line(r.state.output());
+    const std::string state = said.substr(0, said.find(' '));
+    if (state == "RUNNING") return Stage::kGranted;
+    if (!state.empty() && state != "PENDING" && state != "CONFIGURING" &&
+        said.find("error") == std::string::npos) {
+      *why = fmt::format("Slurm job {} is {}", r.slurm_job, said);
+      return Stage::kRefused;
+    }
+    *why = said;  // what the last reading said, should the bound come
+  }
+  if (Clock::now() >= r.next_state) {
+    r.next_state = Clock::now() + kStatePeriod;
+    r.state.start({"squeue", "-h", "-j", r.slurm_job, "-o", "%T %r"}, environment_outside_slurm());
+  }
+  return Stage::kWaiting;
+}
+
 void SlurmGrowth::tick() {
   for (std::size_t i = 0; i < requests_.size();) {
     Request& r = *requests_[i];
-    const bool runs = r.salloc.poll();
-    if (r.slurm_job.empty()) {
-      r.slurm_job = allocation_id(r.salloc.output());
-      Job* job = jobs_.get(r.job);
-      if (!r.slurm_job.empty() && job && job->allocating) job->allocating->slurm_job = r.slurm_job;
-    }
+    std::string why;
+    const Stage stage = look_at(r, &why);
     Job* job = jobs_.get(r.job);
     const bool job_gone = !job || job->state != JobState::kRunning;
-    if (runs && !job_gone && Clock::now() < r.deadline) {
+    if (stage == Stage::kWaiting && !job_gone && Clock::now() < r.deadline) {
       ++i;
       continue;
     }
@@ -198,13 +252,18 @@ void SlurmGrowth::tick() {
     // asks for another allocation (grow), which adds a request to the list.
     const std::unique_ptr<Request> done = std::move(requests_[i]);
     requests_.erase(requests_.begin() + static_cast<std::ptrdiff_t>(i));
-    if (runs) {
-      r.salloc.stop();
-      refuse(r, job_gone ? "the job ended"
-                         : fmt::format("salloc did not return within {} s", timeout_.count()));
-    } else {
+    if (stage == Stage::kGranted && !job_gone) {
       finish(r);
+      continue;
     }
+    r.sbatch.stop();
+    r.state.stop();
+    if (stage == Stage::kWaiting)
+      why = job_gone ? "the job ended"
+                     : fmt::format("Slurm job {} did not run within {} s{}",
+                                   r.slurm_job.empty() ? "(not submitted)" : r.slurm_job,
+                                   timeout_.count(), why.empty() ? "" : " (" + why + ")");
+    refuse(r, why);
   }
   note_occupied();
   if (Clock::now() >= next_check_) {
@@ -268,14 +327,6 @@ void SlurmGrowth::watch_queue() {
 }
 
 void SlurmGrowth::finish(Request& r) {
-  const std::string& out = r.salloc.output();
-  const bool granted =
-      r.salloc.exit_code() == 0 && out.find("Granted job allocation") != std::string::npos;
-  if (!granted) {
-    refuse(r, fmt::format("salloc exited {}: {}", r.salloc.exit_code().value_or(-1),
-                          one_line(out.empty() ? std::string("no output") : out)));
-    return;
-  }
   Job* job = jobs_.get(r.job);
   if (!job || job->state != JobState::kRunning) {
     refuse(r, "the job ended");
@@ -328,7 +379,7 @@ void SlurmGrowth::finish(Request& r) {
 
 void SlurmGrowth::refuse(Request& r, const std::string& why) {
   std::string cancelled;
-  const std::string id = r.slurm_job.empty() ? allocation_id(r.salloc.output()) : r.slurm_job;
+  const std::string id = r.slurm_job.empty() ? allocation_id(r.sbatch.output()) : r.slurm_job;
   if (!id.empty()) {
     // A grant that came too late, or a request still pending: never left behind.
     const CommandResult c = run_command({"scancel", id}, kSlurmTimeout);

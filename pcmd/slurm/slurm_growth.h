@@ -1,7 +1,9 @@
 // slurm_growth.h — pcmd --resources slurm beyond the allocation it runs in. A command whose new
-// processes do not fit asks Slurm for a second allocation (`salloc --no-shell`, in the
-// background: pcmd's loop goes on), waits for it in state "allocating" up to a bound, and is
-// then carried out on the hosts granted, or refused with the job unchanged and nothing left
+// processes do not fit asks Slurm for a second allocation (`sbatch` of a batch script that
+// watches pcmd's own job and ends, so the allocation with it, once that job has: nothing pcmd
+// asked for outlives the allocation it runs in, even a pcmd killed with -9), in the background
+// (pcmd's loop goes on), waits for it to run in state "allocating" up to a bound, and is then
+// carried out on the hosts granted, or refused with the job unchanged and nothing left
 // allocated. Nodes a job has left are given back: an extra allocation once no process of any job
 // uses it (scancel), a node of pcmd's own allocation once a job ran there and none does any more
 // (`scontrol update JobId=J NodeList=<the rest>`; never the batch host nor pcmd's), in both cases
@@ -39,7 +41,8 @@ class SlurmGrowth : public CommandDesk::Growth {
   SlurmGrowth(SlurmAllocation parent, std::chrono::seconds timeout, std::string my_host,
               bool watch_queue, JobTable& jobs, Inventory& inventory, CommandDesk& desk,
               Changes& changes, std::shared_ptr<spdlog::logger> log);
-  // Stops the requests still waiting and cancels what they asked for.
+  // pcmd stops: the requests still waiting are stopped and what they asked for cancelled, and
+  // so is every extra allocation where no process of a running job remains.
   ~SlurmGrowth() override;
 
   proto::json grow(Job& job, const proto::Command& c, const CommandDesk::Where& where,
@@ -53,13 +56,16 @@ class SlurmGrowth : public CommandDesk::Growth {
   // seconds, the extra allocations that nothing uses any more.
   void tick();
   // At start: the allocations an earlier pcmd asked for (job name pcm-grow.PARENT) that no host
-  // of the inventory holds are cancelled (it ended while salloc waited).
+  // of the inventory holds are cancelled (it ended while the allocation was asked for).
   void sweep();
 
   // The job name of this pcmd's second allocations.
   std::string grow_name() const { return "pcm-grow." + parent_.job_id; }
-  // The salloc command line for `missing` more slots (for the tests and the events).
-  std::vector<std::string> salloc_argv(int missing) const;
+  // The sbatch command line for `missing` more slots (for the tests and the events).
+  std::vector<std::string> sbatch_argv(int missing) const;
+  // The batch script of a second allocation: it waits while Slurm job `parent` has not ended
+  // (squeue every few seconds; a controller that does not answer is waited for), then ends.
+  static std::string watcher_script(const std::string& parent);
 
  private:
   struct Request {
@@ -68,12 +74,17 @@ class SlurmGrowth : public CommandDesk::Growth {
     CommandDesk::Where where;
     CommandDesk::From from;
     std::string text;       // what it waits for, for status and the events
-    std::string slurm_job;  // what salloc asked for, once it says
+    std::string slurm_job;  // what sbatch submitted, once it says
     Clock::time_point started, deadline;
-    Child salloc;
+    Child sbatch;
+    Child state;  // squeue of slurm_job's state, every kStatePeriod until it runs
+    Clock::time_point next_state{};
   };
+  // Where a request stands, from its sbatch and its squeue (read without waiting).
+  enum class Stage { kWaiting, kGranted, kRefused };
+  Stage look_at(Request& r, std::string* why);
 
-  // Done with r: granted (its hosts join, the command is placed and queued) or refused.
+  // Done with r, granted: its hosts join, the command is placed and queued.
   void finish(Request& r);
   void refuse(Request& r, const std::string& why);
   // Notes the releasable hosts where jobs run, or where a command in flight puts them (occupied_).

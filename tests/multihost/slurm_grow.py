@@ -8,8 +8,8 @@ node 1 only (tests/multihost/slurm_heat2d_job.sh) runs pcmd as a step (--resourc
 launcher of what the MPI starts on another node (hydra's proxies, Open MPI's daemon). Then:
 
 1. another job holds node 2: `pcmctl split` waits in state allocating (pcmctl status), its
-   salloc times out, and the split is refused with the reason in the events; the job is
-   unchanged and no allocation of pcmd's (job name pcm-grow.J) is left in the queue;
+   sbatch job does not run in time, and the split is refused with the reason in the events;
+   the job is unchanged and no allocation of pcmd's (job name pcm-grow.J) is left in the queue;
 2. node 2 free: the split waits for, and gets, a second allocation on node 2 (a job of Slurm's
    own, pcm-grow.J, tagged on node 2 in `pcmctl host list`), and is carried out there;
 3. a job that needs node 2's two CPUs waits in the queue (the second allocation holds one);

@@ -22,7 +22,7 @@
 # testbed/launcher_mpi.sh sets), PCM_MPI_FAMILY (mpich or openmpi; else exit 77, SKIPPED), PCM_JOB
 # and PCMD_ARGS (more pcmd options, split on spaces) come from the submitter's environment (sbatch
 # passes it).
-# pcmd's step is ended (TERM, through srun) once mpiexec has, whatever its exit status, and the
+# pcmd is stopped (TERM to its pid, then its srun) once mpiexec has, whatever its exit status, and the
 # test has created DIR/release (or 60 s later).
 set -euo pipefail
 
@@ -55,8 +55,19 @@ srun --jobid="$SLURM_JOB_ID" -w "$node" -N1 -n1 --overlap "$build/pcmd" --resour
   --bind "$addr" --config "$PCM_CONFIG" --data-dir "$dir/data" --pidfile "$dir/pcmd.pid" \
   ${PCMD_ARGS:-} >"$dir/pcmd.log" 2>&1 &
 pcmd_step=$!
+# srun answers a SIGTERM by killing its step ("Job step aborted", the task SIGKILLed): pcmd
+# itself gets the TERM (its pidfile), so that it stops as it should (it gives back the second
+# allocations no job uses), then srun if pcmd has not ended within 30 s.
 # shellcheck disable=SC2317  # run by the EXIT trap
 stop_pcmd() {
+  local pid
+  pid=$(cat "$dir/pcmd.pid" 2>/dev/null) || pid=
+  if [[ $pid =~ ^[0-9]+$ ]] && kill -TERM "$pid" 2>/dev/null; then
+    for ((i = 0; i < 300; i++)); do
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.1
+    done
+  fi
   kill -TERM "$pcmd_step" 2>/dev/null || true
   wait "$pcmd_step" 2>/dev/null || true
 }

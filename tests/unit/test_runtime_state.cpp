@@ -97,32 +97,36 @@ TEST(Parking, OverTheCapRespawnsAnAdaptJobAndRefusesOthers) {
 TEST(Reconfig, StatusOfThePendingCommand) {
   d::Reconfig r;
   r.current = migration(2, 4);
-  EXPECT_EQ(r.status_of(2, 4), PCM_MIGRATE);
-  EXPECT_EQ(r.status_of(0, 4), PCM_RECONFIGURE);
+  EXPECT_EQ(r.status_of(2, 4, true), PCM_MIGRATE);
+  EXPECT_EQ(r.status_of(0, 4, false), PCM_RECONFIGURE);
   r.current = resize(6, true);
-  EXPECT_EQ(r.status_of(0, 4), PCM_SPLIT);
+  EXPECT_EQ(r.status_of(0, 4, false), PCM_SPLIT);
   r.current = resize(2, true);
-  EXPECT_EQ(r.status_of(0, 4), PCM_MERGE);
+  EXPECT_EQ(r.status_of(0, 4, true), PCM_MERGE);
   r.current->respawn = true;
-  EXPECT_EQ(r.status_of(0, 4), PCM_SPLIT);
+  EXPECT_EQ(r.status_of(0, 4, true), PCM_SPLIT);   // PCM_Adapt spawns the whole world
+  EXPECT_EQ(r.status_of(0, 4, false), PCM_MERGE);  // the paper's PCM_Merge respawns it
 }
 
 TEST(Reconfig, CheckPendingNamesTheRightCall) {
   d::Reconfig r;
-  EXPECT_EQ(code_of([&] { r.check_pending(true, 4); }), PCM_ERR_STATE);
+  EXPECT_EQ(code_of([&] { r.check_pending(true, 4, false); }), PCM_ERR_STATE);
   r.current = migration(1, 4);
-  EXPECT_EQ(code_of([&] { r.check_pending(false, 4); }), PCM_ERR_STATE);
+  EXPECT_EQ(code_of([&] { r.check_pending(false, 4, false); }), PCM_ERR_STATE);
   r.current = resize(2, true);
-  EXPECT_NO_THROW(r.check_pending(false, 4));
+  EXPECT_NO_THROW(r.check_pending(false, 4, false));
   try {
-    r.check_pending(true, 4);
+    r.check_pending(true, 4, false);
     FAIL() << "a merge passed for a split";
   } catch (const pcm::Error& e) {
     EXPECT_EQ(e.code(), PCM_ERR_STATE);
     EXPECT_NE(std::string(e.what()).find("call PCM_Merge"), std::string::npos) << e.what();
   }
-  r.current->respawn = true;  // a respawn is carried out as a split
-  EXPECT_NO_THROW(r.check_pending(true, 4));
+  r.current->respawn = true;  // PCM_Adapt's respawn is carried out as a split
+  EXPECT_NO_THROW(r.check_pending(true, 4, true));
+  // Under the paper's calls a respawned merge stays PCM_Merge's (it spawns inside it).
+  EXPECT_NO_THROW(r.check_pending(false, 4, false));
+  EXPECT_EQ(code_of([&] { r.check_pending(true, 4, false); }), PCM_ERR_STATE);
 }
 
 TEST(Reconfig, DoneAndClearAndTheRecordOfTheLast) {

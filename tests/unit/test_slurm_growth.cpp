@@ -1,7 +1,8 @@
 // test_slurm_growth.cpp — unit tests of pcmd --resources slurm beyond its allocation: the command
 // desk hands a command whose new processes do not fit to its Growth (with the slots missing) and
-// refuses every command of a job that waits for an allocation; SlurmGrowth's salloc command line.
-// Nothing here runs a Slurm command.
+// refuses every command of a job that waits for an allocation; SlurmGrowth's sbatch command line
+// and the batch script that ends a second allocation with pcmd's job. Nothing here runs a Slurm
+// command.
 #include <gtest/gtest.h>
 #include <spdlog/sinks/null_sink.h>
 
@@ -278,7 +279,7 @@ std::string joined(const std::vector<std::string>& argv) {
 
 }  // namespace
 
-TEST_F(GrowthDeskTest, SallocAsksForTheSlotsMissingLikeTheParentAllocation) {
+TEST_F(GrowthDeskTest, SbatchAsksForTheSlotsMissingLikeTheParentAllocation) {
   inventory_.add("s1", 2, "default", std::nullopt);
   inventory_.add("s2", 2, "default", std::nullopt);
   inventory_.find("s1")->slurm_job = "7";
@@ -292,11 +293,13 @@ TEST_F(GrowthDeskTest, SallocAsksForTheSlotsMissingLikeTheParentAllocation) {
   SlurmGrowth g(parent, std::chrono::seconds(30), "localhost", false, jobs_, inventory_, desk_,
                 changes_, log_);
   EXPECT_EQ(g.grow_name(), "pcm-grow.7");
-  const std::vector<std::string> argv = g.salloc_argv(3);
+  const std::vector<std::string> argv = g.sbatch_argv(3);
   ASSERT_FALSE(argv.empty());
-  EXPECT_EQ(argv[0], "salloc");
-  EXPECT_TRUE(has(argv, "--no-shell")) << joined(argv);
-  EXPECT_TRUE(has(argv, "--immediate=30")) << joined(argv);
+  EXPECT_EQ(argv[0], "sbatch");
+  EXPECT_TRUE(has(argv, "--parsable")) << joined(argv);
+  EXPECT_TRUE(has(argv, "--output=/dev/null")) << joined(argv);
+  // The batch script watches the parent job: the allocation ends with it.
+  EXPECT_EQ(argv.back(), "--wrap=" + SlurmGrowth::watcher_script("7")) << joined(argv);
   EXPECT_TRUE(has(argv, "--job-name=pcm-grow.7")) << joined(argv);
   EXPECT_TRUE(has(argv, "--ntasks=3")) << joined(argv);
   EXPECT_TRUE(has(argv, "--exclude=s1,s2")) << joined(argv);  // not h1: Slurm's nodes only
@@ -304,18 +307,17 @@ TEST_F(GrowthDeskTest, SallocAsksForTheSlotsMissingLikeTheParentAllocation) {
   EXPECT_TRUE(has(argv, "--qos=normal")) << joined(argv);
   EXPECT_FALSE(has_prefix(argv, "--account")) << joined(argv);
   EXPECT_TRUE(has(argv, "--time=9") || has(argv, "--time=10")) << joined(argv);
-  EXPECT_TRUE(has(g.salloc_argv(1), "--ntasks=1"));
+  EXPECT_TRUE(has(g.sbatch_argv(1), "--ntasks=1"));
 }
 
-TEST_F(GrowthDeskTest, SallocCopiesOnlyWhatTheParentAllocationShows) {
+TEST_F(GrowthDeskTest, SbatchCopiesOnlyWhatTheParentAllocationShows) {
   // No host held by Slurm, an account, no partition, QOS or end.
   SlurmAllocation parent;
   parent.job_id = "12";
   parent.account = "physics";
   SlurmGrowth g(parent, std::chrono::seconds(5), "localhost", false, jobs_, inventory_, desk_,
                 changes_, log_);
-  const std::vector<std::string> argv = g.salloc_argv(2);
-  EXPECT_TRUE(has(argv, "--immediate=5")) << joined(argv);
+  const std::vector<std::string> argv = g.sbatch_argv(2);
   EXPECT_TRUE(has(argv, "--job-name=pcm-grow.12")) << joined(argv);
   EXPECT_TRUE(has(argv, "--ntasks=2")) << joined(argv);
   EXPECT_TRUE(has(argv, "--account=physics")) << joined(argv);
@@ -325,5 +327,5 @@ TEST_F(GrowthDeskTest, SallocCopiesOnlyWhatTheParentAllocationShows) {
   parent.end_time = std::time(nullptr) - 30;
   SlurmGrowth late(parent, std::chrono::seconds(5), "localhost", false, jobs_, inventory_, desk_,
                    changes_, log_);
-  EXPECT_TRUE(has(late.salloc_argv(1), "--time=1")) << joined(late.salloc_argv(1));
+  EXPECT_TRUE(has(late.sbatch_argv(1), "--time=1")) << joined(late.sbatch_argv(1));
 }
