@@ -286,8 +286,10 @@ int PCM_Merge_datacnts(PCM_Dist dist, long *count, int *merge_rank, MPI_Comm com
 
 /*
  * PCM_Merge — carry out a pending merge (PCM_Status returned PCM_MERGE): N->1 (listed processes'
- * data gathered into one) or M->N with N < M. Nothing is spawned: data moves inside the world,
- * the survivors form the new world (ranks ordered by the data they own) and the others retire.
+ * data gathered into one) or M->N with N < M. Data moves inside the world, the survivors form the
+ * new world (ranks ordered by the data they own) and the others retire; except where the merge
+ * gives a node back to Slurm (docs/ops/slurm.md): then the new world is spawned as a split's new
+ * processes are, and every old process leaves (all get MPI_COMM_NULL; PCM_Merge_datacnts: 0, -1).
  * Arguments as PCM_Split (without command; *iteration is left as it is): in a survivor *buf and
  * *dist are replaced; in a leaver they become NULL and *comm MPI_COMM_NULL (call PCM_Exit).
  * On any error, *buf, *dist and *comm are left as they were.
