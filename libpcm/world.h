@@ -91,9 +91,4 @@ class World {
   int size_ = 0;
 };
 
-// Collective over comm: every process's host name, at comm's rank 0 (empty elsewhere).
-std::vector<std::string> gather_hosts(MPI_Comm comm);
-// This process's host as pcmd knows it: MPI_Get_processor_name, "unknown" if that is no host name.
-std::string processor_name();
-
 }  // namespace pcm::detail
