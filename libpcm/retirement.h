@@ -13,7 +13,7 @@
 // process parked before (their groups leave whole); merges and migrations park their retirees
 // until the next split or the end of the job. Their number is capped (PCM_MAX_PARKED, settings.h):
 // over the cap, a PCM_Adapt job's merge or migration is carried out as a respawn of the whole
-// world (Command::respawn, Runtime::keep_parking_bounded), which lets them all leave.
+// world (Command::respawn, Parking::admit), which lets them all leave.
 #pragma once
 
 #include <mpi.h>

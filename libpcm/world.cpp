@@ -33,6 +33,39 @@ Parking::Decision Parking::bound(const Command& cmd, int size, int max_parked, b
   return {respawn ? Verdict::kRespawn : Verdict::kRefuse, parked + adds, cap};
 }
 
+bool Parking::admit(Command& cmd, int size, int max_parked, bool adapts,
+                    std::string* refusal) const {
+  // pcmd asks for a respawn where the command leaves a host it would give back (Slurm): only a
+  // PCM_Adapt job whose old world can leave can do it; elsewhere the leavers park there.
+  if (cmd.respawn && cmd.kind != Command::Kind::kSplit &&
+      !(adapts && split_leaves && cmd.hosts.size() == static_cast<std::size_t>(cmd.size))) {
+    cmd.respawn = false;
+    plog()->info(
+        "[rank 0] {}: carried out in place, not by respawning the world as pcmd asked "
+        "(only a PCM_Adapt job whose old world can leave can be respawned)",
+        cmd.describe());
+  }
+  const Decision d = bound(cmd, size, max_parked, adapts);
+  if (d.verdict == Verdict::kKeep) return true;
+  if (d.verdict == Verdict::kRespawn) {
+    cmd.respawn = true;
+    plog()->info(
+        "[rank 0] {}: carried out by respawning the whole world, which lets the {} parked "
+        "processes leave (it would park {}, over the cap of {})",
+        cmd.describe(), parked, d.would_park, d.cap);
+    return true;
+  }
+  *refusal = fmt::format(
+      "refused: it would park {} processes, over the cap of {} "
+      "(PCM_MAX_PARKED); {}",
+      d.would_park, d.cap,
+      adapts ? "pcmd sent no host for each new rank, which a respawn needs"
+             : "a job that does not use PCM_Adapt cannot be respawned "
+               "instead; a split or a growing resize lets every parked "
+               "process leave");
+  return false;
+}
+
 void World::begin(mpi::Comm dup, int rank, int size) {
   comm_ = std::move(dup);
   rank_ = rank;
@@ -78,39 +111,6 @@ void Runtime::report_reconfigured(const Command& cmd, bool success, const std::s
     plog()->warn("[rank {}] could not tell pcmd about command {}: {}", world_.rank(), cmd.id,
                  e.what());
   }
-}
-
-Watchdog::Scope Runtime::bounded(std::string what, int rank, bool tell) {
-  return Watchdog::Scope(
-      watchdog_,
-      {std::move(what), settings_.reconfig_timeout_s, rank, job_, tell, mpi::is_mpich(), {}});
-}
-
-Watchdog::Scope Runtime::bounded(const Command& cmd) {
-  return bounded(fmt::format("the {}{} (command {})", cmd.describe(),
-                             cmd.respawn ? " by respawning the world" : "", cmd.id),
-                 world_.rank(), world_.rank() == 0);
-}
-
-// MPICH only. Open MPI's mpirun ends the whole job at a lost process anyway, and with 4.1 the
-// guarded split's nonblocking collectives on the intercommunicator did not complete
-// (multihost.reconfig: every process in MPI_Test of the CMA reduction for minutes).
-bool Runtime::split_can_go_back() const { return mpi::is_mpich(); }
-
-std::optional<std::chrono::steady_clock::time_point> Runtime::split_deadline() const {
-  const auto d = watchdog_.deadline();
-  if (!d) return std::nullopt;
-  // Time for the agreement and pcmd's report before the watchdog would end the process.
-  const auto left = *d - std::chrono::steady_clock::now();
-  return *d - std::min<std::chrono::steady_clock::duration>(std::chrono::seconds(2), left / 2);
-}
-
-std::function<std::string()> Runtime::lost_probe() {
-  if (world_.rank() != 0 || !link_.is_open()) return nullptr;
-  return [this] {
-    link_.poll(job_, iteration_, world_.size());  // never waits; the command is the one in flight
-    return link_.lost_new();
-  };
 }
 
 // A reconfiguration given up before anything changed: pcmd hears why, and the command is done.
@@ -193,10 +193,7 @@ json Runtime::spawn_context(const char* kind, const Command& cmd) const {
               {"reconfig", reconfig_.last},
               {"parked", world_.parking.parked},
               {"largest", world_.parking.largest},
-              {"checkpoints",
-               {{"since_s", checkpoint_.last_end < 0 ? -1.0 : wtime() - checkpoint_.last_end},
-                {"cost_s", checkpoint_.cost},
-                {"interval_s", checkpoint_.interval}}}};
+              {"checkpoints", checkpointer_.schedule()}};
 }
 
 void Runtime::join_as_child(MPI_Comm parent_handle) {
@@ -205,18 +202,24 @@ void Runtime::join_as_child(MPI_Comm parent_handle) {
   MPI_Comm_rank(MPI_COMM_WORLD, &me);
   // The parents, whose rank 0 tells pcmd, are bounded as well.
   const Watchdog::Scope guard =
-      bounded("joining the world a reconfiguration builds (spawned process)", me, false);
+      bounds_.bounded("joining the world a reconfiguration builds (spawned process)", me, false);
   // A split's old world may give it up from now on (split_guard.h); a migration's never does.
   std::unique_ptr<NewSideGuard> verdict;
   Waiter wait;
   if (split_can_go_back()) {
-    verdict = std::make_unique<NewSideGuard>(
-        parent.get(), [this](const std::string& why) { leave_given_up_split(why); });
+    // Given up: it leaves pcmd ("bye": not taken for a lost process) and ends, exit 0.
+    verdict = std::make_unique<NewSideGuard>(parent.get(), [this, me](const std::string& why) {
+      plog()->warn("[new process {}] the split it was spawned for did not happen ({}); it ends", me,
+                   why);
+      plog()->flush();
+      link_.close();
+      ::_exit(0);
+    });
     wait = verdict->waiter();
   }
   json ctx = bcast_inter(json{}, false, me, parent.get(), verdict ? &wait : nullptr);
   if (ctx.contains("prefault")) {  // spawned in the background: the split comes later
-    prefault_split(ctx.at("prefault"), me, parent.get(), verdict ? &wait : nullptr);
+    background_.prefault_split(ctx.at("prefault"), me, parent.get(), verdict ? &wait : nullptr);
     ctx = bcast_inter(json{}, false, me, parent.get(), verdict ? &wait : nullptr);
   }
   job_ = ctx.at("job").get<std::string>();
@@ -227,15 +230,7 @@ void Runtime::join_as_child(MPI_Comm parent_handle) {
   reconfig_.last = ctx.at("reconfig");
   world_.parking.parked = ctx.value("parked", 0);
   world_.parking.largest = ctx.value("largest", 0);
-  if (const json c = ctx.value("checkpoints", json()); c.is_object()) {  // the schedule goes on
-    const double since = c.value("since_s", -1.0);
-    checkpoint_.last_end = since < 0 ? -1 : wtime() - since;
-    checkpoint_.cost = c.value("cost_s", -1.0);
-    checkpoint_.interval = c.value("interval_s", -1.0);
-  }
-  if (settings_.checkpoint_mtbf_s > 0)
-    link_.set_checkpoint_schedule(checkpoint_.cost, checkpoint_.interval,
-                                  static_cast<double>(settings_.checkpoint_mtbf_s));
+  checkpointer_.resume_schedule(ctx.value("checkpoints", json()));
   skip_next_status_ = true;
   if (ctx.at("kind") == "migrate") {
     verdict.reset();
@@ -260,58 +255,6 @@ void Runtime::join_as_child(MPI_Comm parent_handle) {
   mpi::Comm world;
   mpi_check(MPI_Comm_dup(MPI_COMM_WORLD, world.out()), "MPI_Comm_dup");
   adopt_world(std::move(world));
-}
-
-void Runtime::leave_given_up_split(const std::string& why) {
-  int me = -1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &me);
-  plog()->warn("[new process {}] the split it was spawned for did not happen ({}); it ends", me,
-               why);
-  plog()->flush();
-  link_.close();  // "bye": pcmd does not take it for a lost process
-  ::_exit(0);
-}
-
-// The program must exist, or hydra aborts the job: rank 0 checks, everyone gets the same answer.
-mpi::Comm Runtime::spawn_for(const Command& cmd, const char* command,
-                             const std::vector<std::string>& hosts) {
-  const std::string exe = program_.spawn_command(command);
-  try {
-    agreed(world_.comm(), [&] {
-      if (world_.rank() == 0 && exe[0] == '/' && ::access(exe.c_str(), X_OK) != 0)
-        fail(PCM_ERR_SPAWN, "program '{}' is not executable: {}", exe, std::strerror(errno));
-    });
-    return spawn(exe, hosts);
-  } catch (const Error& e) {
-    abandon(cmd, e.what());
-    throw;
-  }
-}
-
-// Spawns one process per entry of hosts, as one group (so that they share memory among
-// themselves), with the arguments this process was started with. Collective over the world.
-// Consecutive entries naming one host are one command whose "host" info says "name:count":
-// hydra gives a host named without a count one slot and deals ranks round robin over the hosts,
-// which would number the new world's ranks in another order than the hosts pcmd placed.
-// Open MPI (4.1's mpirun) places a spawn only on hosts it knows (given to mpirun, or added by an
-// earlier spawn), and "host" alone fails for any other ("All nodes which are allocated for this
-// job are already filled"): the same value goes in "add-host" as well, which adds the host and
-// starts mpirun's daemon there (through its plm_rsh_agent) if it has none, so that a host that
-// joined pcmd's inventory after the start (a second Slurm allocation) can be used. Naming a host
-// it knows again starts nothing more (measured with 4.1.4: one daemon per host however often).
-mpi::Comm Runtime::spawn(const std::string& exe, const std::vector<std::string>& hosts) {
-  const std::unique_ptr<SpawnPlan> plan = spawn_plan(exe, hosts);
-  mpi::Comm inter;
-  const Watchdog::Stage stage(watchdog_, "MPI_Comm_spawn");
-  const int local = plan->run(world_.comm(), &inter);
-  // On failure inter goes with the exception.
-  agree(world_.comm(), local, fmt::format("MPI_Comm_spawn of {} x '{}' failed", hosts.size(), exe));
-  return inter;
-}
-
-std::unique_ptr<SpawnPlan> Runtime::spawn_plan(const std::string& exe,
-                                               const std::vector<std::string>& hosts) const {
-  return SpawnPlan::make(exe, program_.args, hosts, program_.cwd);
 }
 
 }  // namespace pcm::detail
