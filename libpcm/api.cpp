@@ -47,17 +47,23 @@ PCM_EXPORT int PCM_Status(MPI_Comm comm) {
 }
 PCM_EXPORT int PCM_Store(int rank, const char* key, const void* buf, PCM_Datatype type,
                          long count) {
-  return guard("PCM_Store", [&] { return rt().store(rank, key, buf, type, count); });
+  return guard("PCM_Store", [&] {
+    rt().storage().store(rank, key, buf, type, count);
+    return PCM_SUCCESS;
+  });
 }
 PCM_EXPORT int PCM_Load(int rank, const char* key, void* buf, PCM_Datatype type, long count) {
-  return guard("PCM_Load", [&] { return rt().load(rank, key, buf, type, count); });
+  return guard("PCM_Load", [&] {
+    rt().storage().load(rank, key, buf, type, count);
+    return PCM_SUCCESS;
+  });
 }
 PCM_EXPORT int PCM_Load_count(int rank, const char* key, PCM_Datatype* type, long* count) {
   return guard("PCM_Load_count", [&] {
     int t = 0;
-    int rc = rt().load_count(rank, key, &t, count);
+    rt().storage().load_count(rank, key, &t, count);
     if (type) *type = static_cast<PCM_Datatype>(t);
-    return rc;
+    return PCM_SUCCESS;
   });
 }
 PCM_EXPORT int PCM_Reconfigure(MPI_Comm* comm, const char* command) {
@@ -107,7 +113,8 @@ PCM_EXPORT int PCM_Load_redistribute(const char* key, PCM_Datatype type, PCM_Dis
                                      int rank, void* buf) {
   return guard("PCM_Load_redistribute", [&] {
     if (!from || !to) pcm::fail(PCM_ERR_ARG, "from and to must not be NULL");
-    return rt().load_redistribute(key, type, from->d, to->d, rank, buf);
+    rt().storage(false).load_redistribute(key, type, from->d, to->d, rank, buf);
+    return PCM_SUCCESS;
   });
 }
 PCM_EXPORT int PCM_Reconfig_last(int* kind, int* size_before, double* started) {
@@ -210,7 +217,8 @@ PCM_EXPORT int PCM_Dist_info(PCM_Dist dist, int* size, int* layout, long* units,
 PCM_EXPORT int PCM_Store_dist(int rank, const char* key, PCM_Dist dist) {
   return guard("PCM_Store_dist", [&] {
     std::string bytes = pcm::proto::encode(valid(dist).to_json());
-    return rt().store(rank, key, bytes.data(), PCM_BYTE, static_cast<long>(bytes.size()));
+    rt().storage().store(rank, key, bytes.data(), PCM_BYTE, static_cast<long>(bytes.size()));
+    return PCM_SUCCESS;
   });
 }
 PCM_EXPORT int PCM_Load_dist(int rank, const char* key, PCM_Dist* dist) {
@@ -218,11 +226,11 @@ PCM_EXPORT int PCM_Load_dist(int rank, const char* key, PCM_Dist* dist) {
     if (!dist) pcm::fail(PCM_ERR_ARG, "dist is NULL");
     int type = 0;
     long count = 0;
-    rt().load_count(rank, key, &type, &count);
+    rt().storage().load_count(rank, key, &type, &count);
     if (type != PCM_BYTE)
       pcm::fail(PCM_ERR_TYPE, "rank {} key '{}' does not hold a map", rank, key);
     std::string bytes(static_cast<std::size_t>(count), '\0');
-    rt().load(rank, key, bytes.data(), PCM_BYTE, count);
+    rt().storage().load(rank, key, bytes.data(), PCM_BYTE, count);
     *dist = new PCM_Dist_s{Distribution::from_json(pcm::proto::decode(bytes.data(), bytes.size()))};
     return PCM_SUCCESS;
   });

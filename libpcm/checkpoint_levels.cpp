@@ -12,7 +12,6 @@
 #include "durable.h"
 #include "error.h"
 #include "mpi_util.h"
-#include "world.h"
 
 namespace pcm::detail {
 

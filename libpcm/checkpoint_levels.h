@@ -3,7 +3,7 @@
 // bytes sent over MPI behind the application, partner_copy.h, written by the partner's writer
 // thread) and, on the first version of a run and every PCM_CHECKPOINT_FLUSH_EVERY-th, to the
 // shared level (the version's directory). A restart takes each shard from the fastest level that
-// holds a verified copy (checkpoint_levels.cpp, shards.cpp).
+// holds a verified copy (checkpoint_levels.cpp, checkpointer.cpp).
 #pragma once
 
 #include <mpi.h>

@@ -123,7 +123,7 @@ std::optional<std::pair<std::string, ShardRecord>> DirectStore::in_version(
                           s.data_timeout_ms);
     if (proto::get_int(r.header, "format", 1, 2) != 2) return std::nullopt;
     const json m = proto::decode_large(r.data.data(), r.data.size(), r.data.size());
-    // Read here only when this process sees the very manifest pcmd holds (as shards.cpp).
+    // Read here only when this process sees the very manifest pcmd holds (as checkpointer.cpp).
     const std::string dir = r.header.at("dir").get<std::string>();
     std::ifstream in(dir + "/manifest.json");
     std::stringstream text;

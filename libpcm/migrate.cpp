@@ -23,8 +23,8 @@ void Runtime::migrate(const char* command, const MigrationSender& send) {
          "PCM_RECONFIGURE)");
   const Command cmd = *reconfig_.current;
   // Until the new world is built and, in the mover, its state sent (the mover then parks unbound).
-  const Watchdog::Scope guard = bounded(cmd);
-  mpi::Comm inter = spawn_for(cmd, command, {cmd.host});
+  const Watchdog::Scope guard = bounds_.bounded(cmd);
+  mpi::Comm inter = spawner_.spawn_for(cmd, command, {cmd.host});
   // In merged the parents keep their ranks and the child is last. The new rank 0 wakes the mover
   // at the end: the child if the mover was rank 0.
   const int child = world_.size();

@@ -148,4 +148,27 @@ MPI_Datatype mpi_type(int type) {
   }
 }
 
+constexpr int kHostLen = 256;  // gather_hosts: one name
+
+std::string processor_name() {
+  char proc[MPI_MAX_PROCESSOR_NAME] = {0};
+  int len = 0;
+  MPI_Get_processor_name(proc, &len);
+  return proto::valid_host(proc) ? std::string(proc) : std::string("unknown");
+}
+
+std::vector<std::string> gather_hosts(MPI_Comm comm) {
+  int rank = 0, size = 0;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  char name[kHostLen] = {0};
+  std::snprintf(name, sizeof name, "%s", processor_name().c_str());
+  std::vector<char> all(rank == 0 ? static_cast<std::size_t>(size) * kHostLen : 0);
+  mpi_check(MPI_Gather(name, kHostLen, MPI_CHAR, all.data(), kHostLen, MPI_CHAR, 0, comm),
+            "MPI_Gather");
+  std::vector<std::string> hosts;
+  for (int r = 0; rank == 0 && r < size; ++r) hosts.emplace_back(&all[r * kHostLen]);
+  return hosts;
+}
+
 }  // namespace pcm::detail

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "error.h"
 #include "pcm_types.h"
@@ -162,5 +163,10 @@ nlohmann::json bcast_inter(const nlohmann::json& value, bool sender, int my_rank
 
 // The MPI type of a PCM_Datatype.
 MPI_Datatype mpi_type(int type);
+
+// Collective over comm: every process's host name, at comm's rank 0 (empty elsewhere).
+std::vector<std::string> gather_hosts(MPI_Comm comm);
+// This process's host as pcmd knows it: MPI_Get_processor_name, "unknown" if that is no host name.
+std::string processor_name();
 
 }  // namespace pcm::detail

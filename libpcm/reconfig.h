@@ -39,7 +39,7 @@ struct Reconfig {
 
   // What PCM_Status says while current is pending, to rank of a world of size. A respawn is
   // PCM_Adapt's split (adapts) or, in a job on the paper's calls, the merge PCM_Merge carries out
-  // by respawning (Runtime::keep_parking_bounded).
+  // by respawning (Parking::admit).
   int status_of(int rank, int size, bool adapts) const;
   // PCM_Split (want_split) or PCM_Merge in a world of size: throws PCM_ERR_STATE unless the
   // pending reconfiguration is one.

@@ -2,6 +2,7 @@
 #include "registry.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "error.h"
@@ -121,5 +122,34 @@ void Registry::zero(ItemKind kind) const {
 
 std::string Registry::key(const Item& item) { return "pcm." + item.name; }
 std::string Registry::map_key(const Item& item) { return "pcm." + item.name + ".map"; }
+
+// ---- what the register-once layer hands over ----------------------------------------------
+
+Distribution restart_map(const Item& item, const Distribution& from, int saved_nprocs, int size,
+                         int damage) {
+  if (from.size() != saved_nprocs)
+    fail(damage, "'{}': the saved map describes {} processes, the version {}", item.name,
+         from.size(), saved_nprocs);
+  if (!*item.dist || (*item.dist)->d.size() != size) return from.resized(size);
+  const Distribution& to = (*item.dist)->d;
+  if (to.units() != from.units() || to.unit_len() != from.unit_len())
+    fail(PCM_ERR_ARG,
+         "'{}': the map set before PCM_Resume has {} units of {}, the saved array {} of {}",
+         item.name, to.units(), to.unit_len(), from.units(), from.unit_len());
+  return to;
+}
+
+void hand_over(const Item& item, char* buf, Distribution map) {
+  std::free(*item.buf);
+  *item.buf = buf;
+  delete *item.dist;
+  *item.dist = new PCM_Dist_s{std::move(map)};
+}
+
+std::vector<ArrayRef> arrays_of(const Registry& reg) {
+  std::vector<ArrayRef> arrays;
+  for (const Item* i : reg.of(ItemKind::kDist)) arrays.push_back({i->buf, i->type, i->dist});
+  return arrays;
+}
 
 }  // namespace pcm::detail

@@ -6,9 +6,15 @@
 #include <string>
 #include <vector>
 
+#include "distribution.h"
 #include "pcm_types.h"
 
 typedef struct PCM_Dist_s* PCM_Dist;
+
+// What a PCM_Dist handle points to.
+struct PCM_Dist_s {
+  pcm::detail::Distribution d;
+};
 
 namespace pcm::detail {
 
@@ -65,5 +71,24 @@ class Registry {
 
   std::vector<Item> items_;
 };
+
+// One distributed array that a split or merge moves: the application's buffer and map variables
+// (replaced by the reshape).
+struct ArrayRef {
+  void** buf;
+  int type;
+  PCM_Dist* dist;
+};
+// The registered arrays, in registration order.
+std::vector<ArrayRef> arrays_of(const Registry& reg);
+
+// Replaces a registered array's buffer and map with new ones (the library frees what it
+// replaces).
+void hand_over(const Item& item, char* buf, Distribution map);
+// The map a restarted process lays a registered array out by: the one the application set for
+// this world's size, else the saved map `from` resized to it. Fails with `damage` when `from` does
+// not describe the version's saved_nprocs processes, PCM_ERR_ARG when the two maps disagree.
+Distribution restart_map(const Item& item, const Distribution& from, int saved_nprocs, int size,
+                         int damage);
 
 }  // namespace pcm::detail

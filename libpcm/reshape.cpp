@@ -141,8 +141,8 @@ int Runtime::split(void** buf, int type, PCM_Dist* dist, int* iteration, int* ra
 // what was sent is checked against what the caller expects (the old world must not be left
 // waiting for a process that gave up early).
 void Runtime::receive_split(const std::vector<ArrayRef>& arrays, json* extra) {
-  const Watchdog::Scope guard =
-      bounded("receiving a split's data (spawned process)", world_.rank(), world_.rank() == 0);
+  const Watchdog::Scope guard = bounds_.bounded("receiving a split's data (spawned process)",
+                                                world_.rank(), world_.rank() == 0);
   const double t0 = wtime();
   const json ctx = world_.joining.ctx;
   const json& sent = ctx.at("arrays");
@@ -234,14 +234,16 @@ void Runtime::receive_split(const std::vector<ArrayRef>& arrays, json* extra) {
 void Runtime::send_split(const std::vector<ArrayRef>& arrays, const json& extra,
                          const char* command) {
   // Until this process has retired (it parks, or leaves, unbound).
-  const Watchdog::Scope guard = bounded(*reconfig_.current);
+  const Watchdog::Scope guard = bounds_.bounded(*reconfig_.current);
   agree_reshape_args(arrays);
   const double t0 = wtime();
   const Command cmd = *reconfig_.current;
   const std::vector<Distribution> next = next_maps(cmd, maps_of(arrays), world_.size());
   // Spawned in the background already (overlap.h) or now; the application-visible part counts.
-  const double before = overlap_.switching ? overlap_.visible : 0;
-  mpi::Comm inter = spawned_for(cmd, command);
+  const bool switched = background_.switching();
+  const double before = switched ? background_.visible() : 0;
+  mpi::Comm inter =
+      switched ? background_.take_spawn(cmd) : spawner_.spawn_for(cmd, command, cmd.hosts);
   MPI_Comm_set_errhandler(inter.get(), MPI_ERRORS_RETURN);
   reconfig_.t_spawn = before + wtime() - t0;
   const double t1 = wtime();
@@ -269,12 +271,12 @@ void Runtime::send_split(const std::vector<ArrayRef>& arrays, const json& extra,
   std::optional<OldSideGuard> lost;
   Waiter spin, gently;
   if (split_can_go_back()) {
-    lost.emplace(world_.comm(), split_deadline(), lost_probe());
+    lost.emplace(world_.comm(), bounds_.split_deadline(), bounds_.lost_probe(iteration_));
     spin = lost->waiter();
     gently = lost->waiter(true);
   }
   try {
-    overlap_.spawn.await_prefaulted(lost ? &spin : nullptr);  // spawned in the background
+    background_.await_prefaulted(lost ? &spin : nullptr);  // spawned in the background
     bcast_inter(ctx, true, world_.rank(), inter.get(), lost ? &spin : nullptr);
     if (!cma_all_read(false, true, inter.get(), MPI_COMM_NULL, lost ? &gently : nullptr)) {
       for (std::size_t i = 0; i < arrays.size(); ++i)
@@ -292,7 +294,7 @@ void Runtime::send_split(const std::vector<ArrayRef>& arrays, const json& extra,
   const bool go_on = !lost || lost->agree(&why);
   if (lost && world_.rank() == 0) OldSideGuard::tell_new_world(inter.get(), go_on);
   if (!go_on) {
-    overlap_.spawn.cancel_prefaulted();  // a word that will never come (spawned in the background)
+    background_.cancel_prefaulted();  // a word that will never come (spawned in the background)
     // Every old process still has its data and its world: the job goes on as it was.
     abandon(cmd, "given up, the job goes on as it was: " + why);
     inter.reset();
@@ -375,7 +377,7 @@ int Runtime::merge(void** buf, int type, PCM_Dist* dist, int* iteration, int* ra
 }
 
 void Runtime::merge_arrays(const std::vector<ArrayRef>& arrays) {
-  const Watchdog::Scope guard = bounded(*reconfig_.current);
+  const Watchdog::Scope guard = bounds_.bounded(*reconfig_.current);
   agree_reshape_args(arrays);
   const double t0 = wtime();
   const Command cmd = *reconfig_.current;
@@ -393,7 +395,8 @@ void Runtime::merge_arrays(const std::vector<ArrayRef>& arrays) {
   std::vector<bool> grown(arrays.size(), false);
   // Merged in the background (overlap.h): fresh[i][r] says whether old rank r has a new buffer
   // for array i faulted in beforehand (this rank's is then in newbufs[i]).
-  const std::vector<std::vector<int>> fresh = take_merge_buffers(arrays, next, me, &newbufs);
+  const std::vector<std::vector<int>> fresh =
+      background_.take_merge_buffers(arrays, next, me, &newbufs);
   try {
     // On one host the data moves directly between the processes' buffers (one copy, none
     // through MPI); where any process cannot, everyone falls back to MPI together.

@@ -13,9 +13,9 @@
 // process parked before (their groups leave whole); merges and migrations park their retirees
 // until the next split or the end of the job. Their number is capped (PCM_MAX_PARKED, settings.h):
 // over the cap, a PCM_Adapt job's merge or migration is carried out as a respawn of the whole
-// world (Command::respawn, Runtime::keep_parking_bounded), which lets them all leave. Where pcmd
-// asks for a respawn (a node that goes back to Slurm), PCM_Merge does the same for the paper's
-// calls: the whole old world retires, as a group, and leaves.
+// world (Command::respawn, Parking::admit), which lets them all leave. Where pcmd asks for a
+// respawn (a node that goes back to Slurm), PCM_Merge does the same for the paper's calls: the
+// whole old world retires, as a group, and leaves.
 #pragma once
 
 #include <mpi.h>

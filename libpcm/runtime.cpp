@@ -37,7 +37,7 @@ int Runtime::mpi_pcm_init(int* argc, char*** argv) {
   // MPI_THREAD_MULTIPLE; where the MPI (or the application's own MPI_Init) gives less, splits
   // block as they do by default. MPICH only (MPI_Get_library_version may be called before
   // MPI_Init): Open MPI 4.1 did not complete the split guard's nonblocking collectives
-  // (world.cpp: split_can_go_back), and its spawns from a thread were not tried.
+  // (split_guard.h: split_can_go_back), and its spawns from a thread were not tried.
   const bool overlap = Settings::overlap_requested();
   const bool mpich = overlap && mpi::is_mpich();
   int provided = MPI_THREAD_SINGLE;
@@ -62,8 +62,8 @@ int Runtime::mpi_pcm_init(int* argc, char*** argv) {
     window_ = StatusWindow(settings_.status_window_us);
     link_.open(config, default_config_path(), settings_.poll_interval_ms, settings_.reconnect_ms);
   });
-  overlap_.possible = overlap && mpich && provided == MPI_THREAD_MULTIPLE;
-  if (overlap && !overlap_.possible)
+  background_.allow(overlap && mpich && provided == MPI_THREAD_MULTIPLE);
+  if (overlap && !(mpich && provided == MPI_THREAD_MULTIPLE))
     plog()->info("PCM_OVERLAP=1: splits block ({})",
                  !mpich ? "only MPICH's spawns are overlapped"
                         : "the MPI gives no MPI_THREAD_MULTIPLE (or the application's MPI_Init "
@@ -191,6 +191,12 @@ int Runtime::comm_rank(MPI_Comm comm, int* rank) const {
   return PCM_SUCCESS;
 }
 
+int Runtime::commit(MPI_Comm comm, int iteration) {
+  require_world(comm);
+  storage_.commit(iteration);
+  return PCM_SUCCESS;
+}
+
 // ---- per-iteration path -------------------------------------------------------------------
 
 int Runtime::status(MPI_Comm comm) {
@@ -204,11 +210,11 @@ int Runtime::status(MPI_Comm comm) {
     return PCM_NONE;
   }
   ++iteration_;
-  if (partner_copy_.active()) partner_copy_.pump();  // a checkpoint's partner level, behind
+  checkpointer_.pump();  // a checkpoint's partner level, behind
   // While a split's spawn or a merge's buffers are made in the background (overlap.h) the
   // windows go on as if nothing were pending, their broadcast carrying whether rank 0's helper
   // has finished.
-  const bool spawning = overlap_.spawn.pending() || overlap_.prefault.pending();
+  const bool spawning = background_.pending();
   if (!reconfig_.current || spawning) {
     if (window_.inside()) return PCM_NONE;
     Profiler& prof = profiler();
@@ -224,8 +230,13 @@ int Runtime::status(MPI_Comm comm) {
     if (world_.rank() == 0) {
       // pcmd sends the next command once this one is reported: none is taken meanwhile.
       if (auto c = link_.poll(job_, iteration_, world_.size());
-          c && reconfig_.is_new(*c) && !spawning)
-        if (keep_parking_bounded(*c)) reconfig_.received = std::move(c);
+          c && reconfig_.is_new(*c) && !spawning) {
+        std::string refusal;
+        if (world_.parking.admit(*c, world_.size(), settings_.max_parked, resumed_, &refusal))
+          reconfig_.received = std::move(c);
+        else
+          abandon(*c, refusal);
+      }
       if (reconfig_.received && !spawning) {
         bytes = proto::encode(reconfig_.received->to_json());
         msg[0] = reconfig_.received->id;
@@ -236,15 +247,13 @@ int Runtime::status(MPI_Comm comm) {
       msg[4] = prof.due();
       if (spawning) {
         // No checkpoint of PCM_Adapt's own meanwhile.
-        msg[6] = overlap_.spawn.pending() ? overlap_.spawn.done() : overlap_.prefault.done();
-      } else if (link_.checkpoint_wanted() > checkpoint_.done) {
-        msg[5] = link_.checkpoint_wanted();
-      } else if (settings_.checkpoint_mtbf_s > 0 && resumed_ && checkpoint_.scheduled(wtime())) {
-        msg[5] = -1;
+        msg[6] = background_.helper_done();
+      } else {
+        msg[5] = checkpointer_.wanted(resumed_);
       }
     }
     mpi_check(MPI_Bcast(msg, 7, MPI_LONG_LONG, 0, world_.comm()), "MPI_Bcast");
-    checkpoint_.due = msg[5];
+    checkpointer_.set_due(msg[5]);
     if (world_.rank() != 0 && msg[3] != link_.pcmd_pid()) link_.follow(static_cast<long>(msg[3]));
     if (msg[4]) {
       JobProfile p = prof.gather(iteration_);
@@ -252,10 +261,7 @@ int Runtime::status(MPI_Comm comm) {
     }
     if (spawning && msg[6]) {
       // Every process leaves the window here, as for a new command.
-      if (overlap_.spawn.pending())
-        switch_to_split();
-      else
-        switch_to_merge();
+      background_.switch_now(*reconfig_.current, iteration_);
       return reconfig_.status_of(world_.rank(), world_.size(), resumed_);
     }
     if (msg[0] == 0) {
@@ -273,46 +279,32 @@ int Runtime::status(MPI_Comm comm) {
     reconfig_.note(*reconfig_.current, world_.size());
     // The world is about to change: the version in flight is committed in this one first
     // (every rank has one in flight, or none).
-    if (shard_writer_.in_flight()) settle_quietly("before a reconfiguration");
+    if (checkpointer_.in_flight()) checkpointer_.settle_quietly("before a reconfiguration");
   }
   // Until the reconfiguration runs, every call reports the same command.
   return reconfig_.status_of(world_.rank(), world_.size(), resumed_);
 }
 
-bool Runtime::keep_parking_bounded(Command& cmd) {
-  const Parking& parking = world_.parking;
-  // pcmd asks for a respawn where the command leaves a host it would give back (Slurm): a
-  // PCM_Adapt job whose old world can leave does it, and so does PCM_Merge for a merge or a
-  // shrinking resize (the paper's calls hand it the data); elsewhere the leavers park there.
-  const bool shrinks = cmd.kind == Command::Kind::kMerge ||
-                       (cmd.kind == Command::Kind::kResize && cmd.size < world_.size());
-  if (cmd.respawn && cmd.kind != Command::Kind::kSplit &&
-      !((resumed_ || shrinks) && parking.split_leaves &&
-        cmd.hosts.size() == static_cast<std::size_t>(cmd.size))) {
-    cmd.respawn = false;
-    plog()->info(
-        "[rank 0] {}: carried out in place, not by respawning the world as pcmd asked "
-        "(only PCM_Adapt, or PCM_Merge, in a job whose old world can leave can respawn it)",
-        cmd.describe());
+// ---- pcmd's inventory, for PCM_Topology (topology.cpp) -------------------------------------
+
+std::vector<std::string> Runtime::sites_of(const std::vector<std::string>& hosts) {
+  std::vector<std::string> none(hosts.size());
+  if (phase_ != Phase::kActive || !link_.is_open() || job_.empty()) return none;
+  try {
+    auto reply =
+        link_.request(ops::request(ops::Topology{hosts}), nullptr, 0, settings_.connect_timeout_ms);
+    const auto& sites = reply.header.at("sites");
+    if (!sites.is_array() || sites.size() != hosts.size()) return none;
+    std::vector<std::string> out;
+    for (const auto& s : sites) {
+      std::string v = s.is_string() ? s.get<std::string>() : "";
+      out.push_back(proto::valid_name(v) ? v : "");
+    }
+    return out;
+  } catch (const std::exception& e) {
+    plog()->warn("PCM_Topology: no sites from pcmd ({}); processes' PCM_SITE used", e.what());
+    return none;
   }
-  const Parking::Decision d = parking.bound(cmd, world_.size(), settings_.max_parked, resumed_);
-  if (d.verdict == Parking::Verdict::kKeep) return true;
-  if (d.verdict == Parking::Verdict::kRespawn) {
-    cmd.respawn = true;
-    plog()->info(
-        "[rank 0] {}: carried out by respawning the whole world, which lets the {} parked "
-        "processes leave (it would park {}, over the cap of {})",
-        cmd.describe(), parking.parked, d.would_park, d.cap);
-    return true;
-  }
-  abandon(cmd, fmt::format("refused: it would park {} processes, over the cap of {} "
-                           "(PCM_MAX_PARKED); {}",
-                           d.would_park, d.cap,
-                           resumed_ ? "pcmd sent no host for each new rank, which a respawn needs"
-                                    : "a job that does not use PCM_Adapt cannot be respawned "
-                                      "instead; a split or a growing resize lets every parked "
-                                      "process leave"));
-  return false;
 }
 
 // ---- the end -------------------------------------------------------------------------------
@@ -320,7 +312,7 @@ bool Runtime::keep_parking_bounded(Command& cmd) {
 // Closes the link to pcmd and ends MPI.
 void Runtime::shut_down() {
   profiler().stop();
-  shard_writer_.close();
+  checkpointer_.close();
   link_.close();
   phase_ = Phase::kFinalized;
   if (!mpi::finalized()) mpi_check(PMPI_Finalize(), "MPI_Finalize");  // not ours (api.cpp)
@@ -332,7 +324,7 @@ int Runtime::exit_retired() {
   if (phase_ == Phase::kFinalized) fail(PCM_ERR_STATE, "already finalized");
   // Park until the job ends (retirement.cpp: sleeping between tests for the wake-up).
   retirement_.park();
-  shard_writer_.close();
+  checkpointer_.close();
   link_.close();
   phase_ = Phase::kFinalized;
   mpi_check(PMPI_Finalize(), "MPI_Finalize");
@@ -344,9 +336,10 @@ int Runtime::finalize(MPI_Comm comm) {
   if (process_status_ == PCM_RETIRED) return exit_retired();
   if (phase_ == Phase::kActive) {
     require_world(comm);
-    drop_background_split();  // a split whose switch the loop did not reach is given up
+    // A split or merge whose switch the loop did not reach is given up.
+    background_.drop(reconfig_.current ? &*reconfig_.current : nullptr);
     // The last version is committed before the job ends (every rank has one in flight, or none).
-    if (shard_writer_.in_flight()) settle_quietly("at PCM_Finalize");
+    if (checkpointer_.in_flight()) checkpointer_.settle_quietly("at PCM_Finalize");
     if (world_.rank() == 0) {
       try {
         // A pcmd that went away gets a short while to come back: the job is over anyway.

@@ -30,6 +30,12 @@
 
 namespace pcm::detail {
 
+// Whether a split's waits are guarded at all: the same on every process. MPICH only. Open MPI's
+// mpirun ends the whole job at a lost process anyway, and with 4.1 the guarded split's
+// nonblocking collectives on the intercommunicator did not complete (multihost.reconfig: every
+// process in MPI_Test of the CMA reduction for minutes).
+inline bool split_can_go_back() { return mpi::is_mpich(); }
+
 // Thrown by an OldSideGuard's wait: this process gave the split up (why() says why).
 struct SplitGivenUp {
   std::string why;

@@ -66,26 +66,6 @@ std::vector<int> colours(const std::vector<std::pair<std::string, std::string>>&
 
 }  // namespace
 
-std::vector<std::string> Runtime::sites_of(const std::vector<std::string>& hosts) {
-  std::vector<std::string> none(hosts.size());
-  if (phase_ != Phase::kActive || !link_.is_open() || job_.empty()) return none;
-  try {
-    auto reply =
-        link_.request(ops::request(ops::Topology{hosts}), nullptr, 0, settings_.connect_timeout_ms);
-    const auto& sites = reply.header.at("sites");
-    if (!sites.is_array() || sites.size() != hosts.size()) return none;
-    std::vector<std::string> out;
-    for (const auto& s : sites) {
-      std::string v = s.is_string() ? s.get<std::string>() : "";
-      out.push_back(proto::valid_name(v) ? v : "");
-    }
-    return out;
-  } catch (const std::exception& e) {
-    plog()->warn("PCM_Topology: no sites from pcmd ({}); processes' PCM_SITE used", e.what());
-    return none;
-  }
-}
-
 // Collective over comm: this process's colour at each level.
 void topology(MPI_Comm comm, int colors[PCM_TOPO_LEVELS]) {
   check_comm(comm);

@@ -22,31 +22,6 @@ namespace pcm::detail {
 
 using proto::json;
 
-namespace {
-constexpr int kHostLen = 256;
-}  // namespace
-
-std::string processor_name() {
-  char proc[MPI_MAX_PROCESSOR_NAME] = {0};
-  int len = 0;
-  MPI_Get_processor_name(proc, &len);
-  return proto::valid_host(proc) ? std::string(proc) : std::string("unknown");
-}
-
-std::vector<std::string> gather_hosts(MPI_Comm comm) {
-  int rank = 0, size = 0;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &size);
-  char name[kHostLen] = {0};
-  std::snprintf(name, sizeof name, "%s", processor_name().c_str());
-  std::vector<char> all(rank == 0 ? static_cast<std::size_t>(size) * kHostLen : 0);
-  mpi_check(MPI_Gather(name, kHostLen, MPI_CHAR, all.data(), kHostLen, MPI_CHAR, 0, comm),
-            "MPI_Gather");
-  std::vector<std::string> hosts;
-  for (int r = 0; rank == 0 && r < size; ++r) hosts.emplace_back(&all[r * kHostLen]);
-  return hosts;
-}
-
 // ---- the world ----------------------------------------------------------------------------
 
 Parking::Decision Parking::bound(const Command& cmd, int size, int max_parked, bool adapts) const {
@@ -56,6 +31,43 @@ Parking::Decision Parking::bound(const Command& cmd, int size, int max_parked, b
   if (adds == 0 || cap == 0 || parked + adds <= cap) return {};
   const bool respawn = adapts && cmd.hosts.size() == static_cast<std::size_t>(cmd.size);
   return {respawn ? Verdict::kRespawn : Verdict::kRefuse, parked + adds, cap};
+}
+
+bool Parking::admit(Command& cmd, int size, int max_parked, bool adapts,
+                    std::string* refusal) const {
+  // pcmd asks for a respawn where the command leaves a host it would give back (Slurm): a
+  // PCM_Adapt job whose old world can leave does it, and so does PCM_Merge for a merge or a
+  // shrinking resize (the paper's calls hand it the data); elsewhere the leavers park there.
+  const bool shrinks = cmd.kind == Command::Kind::kMerge ||
+                       (cmd.kind == Command::Kind::kResize && cmd.size < size);
+  if (cmd.respawn && cmd.kind != Command::Kind::kSplit &&
+      !((adapts || shrinks) && split_leaves &&
+        cmd.hosts.size() == static_cast<std::size_t>(cmd.size))) {
+    cmd.respawn = false;
+    plog()->info(
+        "[rank 0] {}: carried out in place, not by respawning the world as pcmd asked "
+        "(only PCM_Adapt, or PCM_Merge, in a job whose old world can leave can respawn it)",
+        cmd.describe());
+  }
+  const Decision d = bound(cmd, size, max_parked, adapts);
+  if (d.verdict == Verdict::kKeep) return true;
+  if (d.verdict == Verdict::kRespawn) {
+    cmd.respawn = true;
+    plog()->info(
+        "[rank 0] {}: carried out by respawning the whole world, which lets the {} parked "
+        "processes leave (it would park {}, over the cap of {})",
+        cmd.describe(), parked, d.would_park, d.cap);
+    return true;
+  }
+  *refusal = fmt::format(
+      "refused: it would park {} processes, over the cap of {} "
+      "(PCM_MAX_PARKED); {}",
+      d.would_park, d.cap,
+      adapts ? "pcmd sent no host for each new rank, which a respawn needs"
+             : "a job that does not use PCM_Adapt cannot be respawned "
+               "instead; a split or a growing resize lets every parked "
+               "process leave");
+  return false;
 }
 
 void World::begin(mpi::Comm dup, int rank, int size) {
@@ -103,39 +115,6 @@ void Runtime::report_reconfigured(const Command& cmd, bool success, const std::s
     plog()->warn("[rank {}] could not tell pcmd about command {}: {}", world_.rank(), cmd.id,
                  e.what());
   }
-}
-
-Watchdog::Scope Runtime::bounded(std::string what, int rank, bool tell) {
-  return Watchdog::Scope(
-      watchdog_,
-      {std::move(what), settings_.reconfig_timeout_s, rank, job_, tell, mpi::is_mpich(), {}});
-}
-
-Watchdog::Scope Runtime::bounded(const Command& cmd) {
-  return bounded(fmt::format("the {}{} (command {})", cmd.describe(),
-                             cmd.respawn ? " by respawning the world" : "", cmd.id),
-                 world_.rank(), world_.rank() == 0);
-}
-
-// MPICH only. Open MPI's mpirun ends the whole job at a lost process anyway, and with 4.1 the
-// guarded split's nonblocking collectives on the intercommunicator did not complete
-// (multihost.reconfig: every process in MPI_Test of the CMA reduction for minutes).
-bool Runtime::split_can_go_back() const { return mpi::is_mpich(); }
-
-std::optional<std::chrono::steady_clock::time_point> Runtime::split_deadline() const {
-  const auto d = watchdog_.deadline();
-  if (!d) return std::nullopt;
-  // Time for the agreement and pcmd's report before the watchdog would end the process.
-  const auto left = *d - std::chrono::steady_clock::now();
-  return *d - std::min<std::chrono::steady_clock::duration>(std::chrono::seconds(2), left / 2);
-}
-
-std::function<std::string()> Runtime::lost_probe() {
-  if (world_.rank() != 0 || !link_.is_open()) return nullptr;
-  return [this] {
-    link_.poll(job_, iteration_, world_.size());  // never waits; the command is the one in flight
-    return link_.lost_new();
-  };
 }
 
 // A reconfiguration given up before anything changed: pcmd hears why, and the command is done.
@@ -218,10 +197,7 @@ json Runtime::spawn_context(const char* kind, const Command& cmd) const {
               {"reconfig", reconfig_.last},
               {"parked", world_.parking.parked},
               {"largest", world_.parking.largest},
-              {"checkpoints",
-               {{"since_s", checkpoint_.last_end < 0 ? -1.0 : wtime() - checkpoint_.last_end},
-                {"cost_s", checkpoint_.cost},
-                {"interval_s", checkpoint_.interval}}}};
+              {"checkpoints", checkpointer_.schedule()}};
 }
 
 void Runtime::join_as_child(MPI_Comm parent_handle) {
@@ -230,18 +206,24 @@ void Runtime::join_as_child(MPI_Comm parent_handle) {
   MPI_Comm_rank(MPI_COMM_WORLD, &me);
   // The parents, whose rank 0 tells pcmd, are bounded as well.
   const Watchdog::Scope guard =
-      bounded("joining the world a reconfiguration builds (spawned process)", me, false);
+      bounds_.bounded("joining the world a reconfiguration builds (spawned process)", me, false);
   // A split's old world may give it up from now on (split_guard.h); a migration's never does.
   std::unique_ptr<NewSideGuard> verdict;
   Waiter wait;
   if (split_can_go_back()) {
-    verdict = std::make_unique<NewSideGuard>(
-        parent.get(), [this](const std::string& why) { leave_given_up_split(why); });
+    // Given up: it leaves pcmd ("bye": not taken for a lost process) and ends, exit 0.
+    verdict = std::make_unique<NewSideGuard>(parent.get(), [this, me](const std::string& why) {
+      plog()->warn("[new process {}] the split it was spawned for did not happen ({}); it ends", me,
+                   why);
+      plog()->flush();
+      link_.close();
+      ::_exit(0);
+    });
     wait = verdict->waiter();
   }
   json ctx = bcast_inter(json{}, false, me, parent.get(), verdict ? &wait : nullptr);
   if (ctx.contains("prefault")) {  // spawned in the background: the split comes later
-    prefault_split(ctx.at("prefault"), me, parent.get(), verdict ? &wait : nullptr);
+    background_.prefault_split(ctx.at("prefault"), me, parent.get(), verdict ? &wait : nullptr);
     ctx = bcast_inter(json{}, false, me, parent.get(), verdict ? &wait : nullptr);
   }
   job_ = ctx.at("job").get<std::string>();
@@ -252,15 +234,7 @@ void Runtime::join_as_child(MPI_Comm parent_handle) {
   reconfig_.last = ctx.at("reconfig");
   world_.parking.parked = ctx.value("parked", 0);
   world_.parking.largest = ctx.value("largest", 0);
-  if (const json c = ctx.value("checkpoints", json()); c.is_object()) {  // the schedule goes on
-    const double since = c.value("since_s", -1.0);
-    checkpoint_.last_end = since < 0 ? -1 : wtime() - since;
-    checkpoint_.cost = c.value("cost_s", -1.0);
-    checkpoint_.interval = c.value("interval_s", -1.0);
-  }
-  if (settings_.checkpoint_mtbf_s > 0)
-    link_.set_checkpoint_schedule(checkpoint_.cost, checkpoint_.interval,
-                                  static_cast<double>(settings_.checkpoint_mtbf_s));
+  checkpointer_.resume_schedule(ctx.value("checkpoints", json()));
   skip_next_status_ = true;
   if (ctx.at("kind") == "migrate") {
     verdict.reset();
@@ -285,58 +259,6 @@ void Runtime::join_as_child(MPI_Comm parent_handle) {
   mpi::Comm world;
   mpi_check(MPI_Comm_dup(MPI_COMM_WORLD, world.out()), "MPI_Comm_dup");
   adopt_world(std::move(world));
-}
-
-void Runtime::leave_given_up_split(const std::string& why) {
-  int me = -1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &me);
-  plog()->warn("[new process {}] the split it was spawned for did not happen ({}); it ends", me,
-               why);
-  plog()->flush();
-  link_.close();  // "bye": pcmd does not take it for a lost process
-  ::_exit(0);
-}
-
-// The program must exist, or hydra aborts the job: rank 0 checks, everyone gets the same answer.
-mpi::Comm Runtime::spawn_for(const Command& cmd, const char* command,
-                             const std::vector<std::string>& hosts) {
-  const std::string exe = program_.spawn_command(command);
-  try {
-    agreed(world_.comm(), [&] {
-      if (world_.rank() == 0 && exe[0] == '/' && ::access(exe.c_str(), X_OK) != 0)
-        fail(PCM_ERR_SPAWN, "program '{}' is not executable: {}", exe, std::strerror(errno));
-    });
-    return spawn(exe, hosts);
-  } catch (const Error& e) {
-    abandon(cmd, e.what());
-    throw;
-  }
-}
-
-// Spawns one process per entry of hosts, as one group (so that they share memory among
-// themselves), with the arguments this process was started with. Collective over the world.
-// Consecutive entries naming one host are one command whose "host" info says "name:count":
-// hydra gives a host named without a count one slot and deals ranks round robin over the hosts,
-// which would number the new world's ranks in another order than the hosts pcmd placed.
-// Open MPI (4.1's mpirun) places a spawn only on hosts it knows (given to mpirun, or added by an
-// earlier spawn), and "host" alone fails for any other ("All nodes which are allocated for this
-// job are already filled"): the same value goes in "add-host" as well, which adds the host and
-// starts mpirun's daemon there (through its plm_rsh_agent) if it has none, so that a host that
-// joined pcmd's inventory after the start (a second Slurm allocation) can be used. Naming a host
-// it knows again starts nothing more (measured with 4.1.4: one daemon per host however often).
-mpi::Comm Runtime::spawn(const std::string& exe, const std::vector<std::string>& hosts) {
-  const std::unique_ptr<SpawnPlan> plan = spawn_plan(exe, hosts);
-  mpi::Comm inter;
-  const Watchdog::Stage stage(watchdog_, "MPI_Comm_spawn");
-  const int local = plan->run(world_.comm(), &inter);
-  // On failure inter goes with the exception.
-  agree(world_.comm(), local, fmt::format("MPI_Comm_spawn of {} x '{}' failed", hosts.size(), exe));
-  return inter;
-}
-
-std::unique_ptr<SpawnPlan> Runtime::spawn_plan(const std::string& exe,
-                                               const std::vector<std::string>& hosts) const {
-  return SpawnPlan::make(exe, program_.args, hosts, program_.cwd);
 }
 
 }  // namespace pcm::detail

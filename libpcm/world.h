@@ -37,6 +37,11 @@ struct Parking {
   // else the largest size for a job that uses PCM_Adapt, else none), and then whether it can be
   // carried out by respawning the whole world instead (a PCM_Adapt job, pcmd sent every host).
   Decision bound(const proto::Command& cmd, int size, int max_parked, bool adapts) const;
+  // Rank 0, for a command just received: bound() carried out. A respawn pcmd asked for that this
+  // job cannot do is dropped, a command over the cap marked a respawn (true), or refused (false,
+  // and why in *refusal: the caller gives it up).
+  bool admit(proto::Command& cmd, int size, int max_parked, bool adapts,
+             std::string* refusal) const;
 };
 
 class World {
@@ -90,10 +95,5 @@ class World {
   int rank_ = -1;
   int size_ = 0;
 };
-
-// Collective over comm: every process's host name, at comm's rank 0 (empty elsewhere).
-std::vector<std::string> gather_hosts(MPI_Comm comm);
-// This process's host as pcmd knows it: MPI_Get_processor_name, "unknown" if that is no host name.
-std::string processor_name();
 
 }  // namespace pcm::detail

@@ -1,13 +1,17 @@
-// restart.cpp — PCM_Store and PCM_Load (written and read here where this process sees pcmd's
-// data directory: direct_store.h; else through pcmd), the commit of a checkpoint version, and
-// what a restarted process reads from the version it resumes from.
+// storage.cpp — Storage (storage.h): PCM_Store and PCM_Load (written and read here where this
+// process sees pcmd's data directory: direct_store.h; else through pcmd), the commit of a
+// checkpoint version, and what a restarted process reads from the version it resumes from.
+#include "storage.h"
+
+#include <algorithm>
 #include <climits>
 #include <cstring>
 
+#include "buffer.h"
 #include "error.h"
 #include "ops.h"
 #include "protocol.h"
-#include "runtime.h"
+#include "registry.h"
 
 namespace pcm::detail {
 
@@ -43,85 +47,79 @@ void check_loaded(int rank, const char* key, int stored_type, std::int64_t store
 }
 }  // namespace
 
-int Runtime::store(int rank, const char* key, const void* buf, int type, long count) {
-  if (phase_ != Phase::kActive) fail(PCM_ERR_STATE, "call PCM_Init first");
+void Storage::store(int rank, const char* key, const void* buf, int type, long count) {
   std::size_t bytes = static_cast<std::size_t>(count) * check_data(rank, key, buf, type, count);
-  if (direct_store_.store(link_, settings_, job_, rank, key, buf, type,
+  if (direct_store_.store(ctx_.link, ctx_.settings, ctx_.job, rank, key, buf, type,
                           static_cast<std::uint64_t>(count)))
-    return PCM_SUCCESS;  // written here, recorded by pcmd
-  link_.request(ops::request(ops::Store{job_, rank, key, type, count}), count > 0 ? buf : "", bytes,
-                settings_.data_timeout_ms);
-  return PCM_SUCCESS;
+    return;  // written here, recorded by pcmd
+  ctx_.link.request(ops::request(ops::Store{ctx_.job, rank, key, type, count}),
+                    count > 0 ? buf : "", bytes, ctx_.settings.data_timeout_ms);
 }
 
-int Runtime::load_count(int rank, const char* key, int* type, long* count) {
-  if (phase_ != Phase::kActive) fail(PCM_ERR_STATE, "call PCM_Init first");
+void Storage::load_count(int rank, const char* key, int* type, long* count) {
   check_entry(rank, key);
   std::optional<ShardRecord> rec;
-  if (restart_.reading) {
-    auto v = direct_store_.in_version(link_, settings_, job_, restart_.iteration, rank, key);
+  if (ctx_.restart.reading) {
+    auto v = direct_store_.in_version(ctx_.link, ctx_.settings, ctx_.job, ctx_.restart.iteration,
+                                      rank, key);
     if (v) rec = std::move(v->second);
   } else {
-    rec = direct_store_.find(link_, settings_, job_, rank, key);
+    rec = direct_store_.find(ctx_.link, ctx_.settings, ctx_.job, rank, key);
   }
   if (rec) {
     if (type) *type = rec->datasets[0].type;
     if (count) *count = static_cast<long>(rec->datasets[0].count);
-    return PCM_SUCCESS;
+    return;
   }
-  ops::Load req{job_, rank, key, true, std::nullopt};
-  if (restart_.reading) req.version = restart_.iteration;
-  auto r = link_.request(ops::request(req), nullptr, 0, settings_.data_timeout_ms);
+  ops::Load req{ctx_.job, rank, key, true, std::nullopt};
+  if (ctx_.restart.reading) req.version = ctx_.restart.iteration;
+  auto r = ctx_.link.request(ops::request(req), nullptr, 0, ctx_.settings.data_timeout_ms);
   if (type) *type = static_cast<int>(proto::get_int(r.header, "type", 1, 1000));
   if (count) *count = static_cast<long>(proto::get_int(r.header, "count", 0, LONG_MAX));
-  return PCM_SUCCESS;
 }
 
-int Runtime::load(int rank, const char* key, void* buf, int type, long count) {
-  if (phase_ != Phase::kActive) fail(PCM_ERR_STATE, "call PCM_Init first");
+void Storage::load(int rank, const char* key, void* buf, int type, long count) {
   std::size_t elem = check_data(rank, key, buf, type, count);
-  if (restart_.reading) {
+  if (ctx_.restart.reading) {
     // The version's shard straight from its file, where this process sees it.
-    if (auto v = direct_store_.in_version(link_, settings_, job_, restart_.iteration, rank, key)) {
+    if (auto v = direct_store_.in_version(ctx_.link, ctx_.settings, ctx_.job,
+                                          ctx_.restart.iteration, rank, key)) {
       const ShardDataset& d = v->second.datasets[0];
       check_loaded(rank, key, d.type, static_cast<std::int64_t>(d.count), type, count);
       ShardReader(v->first, v->second).read(d, 0, d.bytes(), buf);
-      return PCM_SUCCESS;
+      return;
     }
-  } else if (auto rec = direct_store_.find(link_, settings_, job_, rank, key)) {
+  } else if (auto rec = direct_store_.find(ctx_.link, ctx_.settings, ctx_.job, rank, key)) {
     const ShardDataset& d = rec->datasets[0];
     check_loaded(rank, key, d.type, static_cast<std::int64_t>(d.count), type, count);
-    if (direct_store_.read(*rec, buf)) return PCM_SUCCESS;  // else replaced meanwhile: pcmd
+    if (direct_store_.read(*rec, buf)) return;  // else replaced meanwhile: pcmd
   }
-  ops::Load req{job_, rank, key, false, std::nullopt};
-  if (restart_.reading) req.version = restart_.iteration;
-  auto r = link_.request(ops::request(req), nullptr, 0, settings_.data_timeout_ms);
+  ops::Load req{ctx_.job, rank, key, false, std::nullopt};
+  if (ctx_.restart.reading) req.version = ctx_.restart.iteration;
+  auto r = ctx_.link.request(ops::request(req), nullptr, 0, ctx_.settings.data_timeout_ms);
   int stored_type = static_cast<int>(proto::get_int(r.header, "type", 1, 1000));
   auto stored_count = proto::get_int(r.header, "count", 0, INT64_MAX);
   check_loaded(rank, key, stored_type, stored_count, type, count);
   if (r.data.size() != static_cast<std::size_t>(count) * elem)
     fail(PCM_ERR_INTERNAL, "pcmd sent {} bytes for {} elements", r.data.size(), count);
   if (count > 0) std::memcpy(buf, r.data.data(), r.data.size());
-  return PCM_SUCCESS;
 }
 
-int Runtime::commit(MPI_Comm comm, int iteration) {
-  require_world(comm);
+void Storage::commit(int iteration) {
   int code = iteration < 0 ? PCM_ERR_ARG : PCM_SUCCESS;
   std::string msg = code ? fmt::format("iteration {} is negative", iteration) : "";
   // Every rank's stores have returned once all are here; then rank 0 asks pcmd to commit.
-  agree(world_.comm(), code, msg);
-  agreed(world_.comm(), [&] {
-    if (world_.rank() == 0)
-      link_.request(ops::request(ops::Commit{job_, iteration, world_.size(), false}), nullptr, 0,
-                    settings_.data_timeout_ms);
+  agree(ctx_.world.comm(), code, msg);
+  agreed(ctx_.world.comm(), [&] {
+    if (ctx_.world.rank() == 0)
+      ctx_.link.request(ops::request(ops::Commit{ctx_.job, iteration, ctx_.world.size(), false}),
+                        nullptr, 0, ctx_.settings.data_timeout_ms);
   });
-  return PCM_SUCCESS;
 }
 
-int Runtime::load_redistribute(const char* key, int type, const Distribution& from,
-                               const Distribution& to, int rank, void* buf) {
-  if (!restart_.reading)
+void Storage::load_redistribute(const char* key, int type, const Distribution& from,
+                                const Distribution& to, int rank, void* buf) {
+  if (!ctx_.restart.reading)
     fail(PCM_ERR_STATE, "only a restarted process, before its first PCM_Status, reads a version");
   if (rank < 0 || rank >= to.size()) fail(PCM_ERR_ARG, "rank {} is not in the map", rank);
   const std::size_t elem = proto::type_size(type);
@@ -147,7 +145,44 @@ int Runtime::load_redistribute(const char* key, int type, const Distribution& fr
                 part.data() + from.unit_offset(t.first, nullptr) * elem,
                 static_cast<std::size_t>(t.count) * unit_bytes);
   }
-  return PCM_SUCCESS;
+}
+
+// A restarted process, from a version made through pcmd (format 1, PCM_Store and PCM_Commit):
+// the values, this world's share of every array (at any process count), and the local values
+// where the process count is the same.
+void Storage::read_registered() {
+  agreed(ctx_.world.comm(), [&] {
+    const Registry& reg = ctx_.registry;
+    for (const Item* i : reg.of(ItemKind::kValue))
+      load(0, Registry::key(*i).c_str(), i->value, i->type, i->count);
+    if (ctx_.restart.nprocs == ctx_.world.size()) {
+      for (const Item* i : reg.of(ItemKind::kLocal))
+        load(ctx_.world.rank(), Registry::key(*i).c_str(), i->value, i->type, i->count);
+    } else {
+      reg.zero(ItemKind::kLocal);
+    }
+    NewBuffers fresh;
+    std::vector<Distribution> maps;
+    for (const Item* i : reg.of(ItemKind::kDist)) {
+      const std::string mkey = Registry::map_key(*i);
+      int type = 0;
+      long count = 0;
+      load_count(0, mkey.c_str(), &type, &count);
+      std::string bytes(static_cast<std::size_t>(count), '\0');
+      load(0, mkey.c_str(), bytes.data(), PCM_BYTE, count);
+      const Distribution from = Distribution::from_json(proto::decode(bytes.data(), bytes.size()));
+      Distribution to =
+          restart_map(*i, from, ctx_.restart.nprocs, ctx_.world.size(), PCM_ERR_INTERNAL);
+      char* buf = fresh.add(new_buffer(to, ctx_.world.rank(), proto::type_size(i->type)));
+      load_redistribute(Registry::key(*i).c_str(), i->type, from, to, ctx_.world.rank(), buf);
+      maps.push_back(std::move(to));
+    }
+    std::size_t k = 0;
+    for (const Item* i : reg.of(ItemKind::kDist)) {
+      hand_over(*i, fresh.bufs[k], std::move(maps[k]));
+      fresh.bufs[k++] = nullptr;
+    }
+  });
 }
 
 }  // namespace pcm::detail

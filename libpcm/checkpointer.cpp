@@ -1,8 +1,11 @@
-// shards.cpp — PCM_Checkpoint's data path: every rank writes its own shard of the version straight
-// from the registered buffers (owned units only, checksummed on the way, fsynced) and pcmd only
-// commits the shards' records; a restarted rank reads, from the shards, the ranges of its new
-// share, verifying each chunk it touches. A rank that cannot see pcmd's data directory sends its
-// shard (and reads it back) through pcmd.
+// checkpointer.cpp — Checkpointer (checkpointer.h): PCM_Checkpoint's data path: every rank writes
+// its own shard of the version straight from the registered buffers (owned units only, checksummed
+// on the way, fsynced) and pcmd only commits the shards' records; a restarted rank reads, from the
+// shards, the ranges of its new share, verifying each chunk it touches. A rank that cannot see
+// pcmd's data directory sends its shard (and reads it back) through pcmd.
+#include "checkpointer.h"
+
+#include <algorithm>
 #include <climits>
 #include <cstring>
 #include <fstream>
@@ -10,13 +13,12 @@
 #include <memory>
 #include <sstream>
 
-#include "buffer.h"
 #include "checkpoint_levels.h"
 #include "error.h"
 #include "ops.h"
 #include "protocol.h"
-#include "runtime.h"
 #include "shard.h"
+#include "young_daly.h"
 
 namespace pcm::detail {
 
@@ -166,42 +168,43 @@ std::vector<ShardItem> shard_items(const Registry& registry, int rank, int size,
 
 // ---- writing a version ---------------------------------------------------------------------
 
-void Runtime::write_version(int iteration, double t0) {
+void Checkpointer::write_version(int iteration, double t0) {
   json where;
-  const bool levels = !settings_.checkpoint_local_dir.empty();
-  agreed(world_.comm(), [&] {
-    if (world_.rank() != 0) return;
-    where = link_
-                .request(ops::request(ops::CheckpointBegin{job_, iteration}), nullptr, 0,
-                         settings_.data_timeout_ms)
+  const bool levels = !ctx_.settings.checkpoint_local_dir.empty();
+  agreed(ctx_.world.comm(), [&] {
+    if (ctx_.world.rank() != 0) return;
+    where = ctx_.link
+                .request(ops::request(ops::CheckpointBegin{ctx_.job, iteration}), nullptr, 0,
+                         ctx_.settings.data_timeout_ms)
                 .header;
     if (levels) {  // rank 0 counts for all: a process spawned later has counted nothing
       ++level_versions_;
       where["flush"] =
-          level_versions_ == 1 || level_versions_ % settings_.checkpoint_flush_every == 0;
+          level_versions_ == 1 || level_versions_ % ctx_.settings.checkpoint_flush_every == 0;
     }
   });
-  where = bcast_json(where, 0, world_.comm());
+  where = bcast_json(where, 0, ctx_.world.comm());
   const double t_begun = wtime();
 
   // Every rank writes its shard and reports it to pcmd itself (shard_done); pcmd commits the
   // version when the last has: the ranks need not meet again, so the writing can go on behind
   // the application.
   ShardTask task;
-  task.header = ShardHeader{job_, iteration, world_.rank(), world_.size()};
+  task.header = ShardHeader{ctx_.job, iteration, ctx_.world.rank(), ctx_.world.size()};
   task.dir = where.at("dir").get<std::string>();
   task.token = where.at("token").get<std::string>();
-  task.direct = settings_.checkpoint_direct;
-  task.timeout_ms = settings_.data_timeout_ms;
-  task.fail_for_test =
-      iteration == settings_.test_fail_iteration && world_.rank() == settings_.test_fail_rank;
-  if (iteration == settings_.test_hold_iteration && world_.rank() == settings_.test_hold_rank)
-    task.hold_for_test = settings_.test_hold_file;
-  const bool background = settings_.checkpoint_async;
+  task.direct = ctx_.settings.checkpoint_direct;
+  task.timeout_ms = ctx_.settings.data_timeout_ms;
+  task.fail_for_test = iteration == ctx_.settings.test_fail_iteration &&
+                       ctx_.world.rank() == ctx_.settings.test_fail_rank;
+  if (iteration == ctx_.settings.test_hold_iteration &&
+      ctx_.world.rank() == ctx_.settings.test_hold_rank)
+    task.hold_for_test = ctx_.settings.test_hold_file;
+  const bool background = ctx_.settings.checkpoint_async;
   if (levels)
-    task.levels =
-        plan_levels(host_map(world_.comm()), world_.rank(), settings_.checkpoint_local_dir, job_,
-                    iteration, settings_.checkpoint_partner, where.value("flush", true));
+    task.levels = plan_levels(host_map(ctx_.world.comm()), ctx_.world.rank(),
+                              ctx_.settings.checkpoint_local_dir, ctx_.job, iteration,
+                              ctx_.settings.checkpoint_partner, where.value("flush", true));
   const bool flush = !task.levels || task.levels->flush;
   // Partner level: every rank has a partner, or none (one host, PCM_CHECKPOINT_PARTNER=0).
   const bool partner = task.levels && task.levels->partner >= 0;
@@ -209,8 +212,8 @@ void Runtime::write_version(int iteration, double t0) {
   std::string desc;
   std::uint64_t staged = 0;
   try {
-    agreed(world_.comm(), [&] {
-      task.items = shard_items(registry_, world_.rank(), world_.size(), &task.maps);
+    agreed(ctx_.world.comm(), [&] {
+      task.items = shard_items(ctx_.registry, ctx_.world.rank(), ctx_.world.size(), &task.maps);
       // Levels always go through the writer thread, even when the version is written at once:
       // this thread exchanges the partners' copies meanwhile.
       if (background || levels) {
@@ -219,10 +222,10 @@ void Runtime::write_version(int iteration, double t0) {
           for (const ShardItem& it : task.items)
             for (const auto& p : it.pieces) staged += p.bytes;
         }
-        shard_writer_.start(std::move(task), default_config_path(), settings_.reconnect_ms);
+        shard_writer_.start(std::move(task), default_config_path(), ctx_.settings.reconnect_ms);
       } else {
-        const Outcome o =
-            shard_writer_.write_now(std::move(task), default_config_path(), settings_.reconnect_ms);
+        const Outcome o = shard_writer_.write_now(std::move(task), default_config_path(),
+                                                  ctx_.settings.reconnect_ms);
         if (!o.ok()) throw Error(o.code, o.msg);
       }
     });
@@ -237,24 +240,24 @@ void Runtime::write_version(int iteration, double t0) {
     // Posted now; this thread completes the exchange at its next calls (PCM_Status tests it, a
     // settle waits for it) while the writer thread writes this rank's shard.
     const Outcome o = attempt([&] {
-      partner_copy_.begin(world_.comm(), *plan, shard_writer_.staging(), staged, std::move(desc),
-                          shard_writer_.kept(), shard_writer_.handoff());
+      partner_copy_.begin(ctx_.world.comm(), *plan, shard_writer_.staging(), staged,
+                          std::move(desc), shard_writer_.kept(), shard_writer_.handoff());
     });
     if (!o.ok()) shard_writer_.handoff().deliver(o);
   }
-  if (levels && !background) settle_checkpoint();  // written at once: the same outcome everywhere
+  if (levels && !background) settle();  // written at once: the same outcome everywhere
   // Written now: the last rank's report was answered by the commit, so once the agreement above
   // is over the version exists (or every rank throws the reason why not).
   plog()->debug("[rank {}] checkpoint {}: begun in {:.3f} s, shard {} {:.3f} s after{}",
-                world_.rank(), iteration, t_begun - t0,
+                ctx_.world.rank(), iteration, t_begun - t0,
                 background ? "staged" : "written and committed", wtime() - t_begun,
                 !levels ? ""
                         : fmt::format(" (levels: local{}{})", partner ? ", partner" : "",
                                       flush ? ", shared" : ""));
-  note_checkpoint(wtime() - t0);  // the schedule's measured cost (PCM_CHECKPOINT_MTBF)
+  note(wtime() - t0);  // the schedule's measured cost (PCM_CHECKPOINT_MTBF)
 }
 
-void Runtime::settle_checkpoint() {
+void Checkpointer::settle() {
   const std::optional<std::int64_t> version = shard_writer_.in_flight();
   const double t0 = wtime();
   partner_copy_.complete();  // the partners' copies, which the writer waits for
@@ -263,67 +266,150 @@ void Runtime::settle_checkpoint() {
   if (version && wtime() - t0 > 0.01)
     plog()->debug(
         "[rank {}] waited {:.3f} s for version {} ({:.3f} s of it for the partners' copies)",
-        world_.rank(), wtime() - t0, *version, t_exchanged - t0);
+        ctx_.world.rank(), wtime() - t0, *version, t_exchanged - t0);
   if (!o.ok() && version)
     o.msg = fmt::format("the checkpoint of iteration {} was not made: {}", *version, o.msg);
-  agree(world_.comm(), o.code, o.msg);
+  agree(ctx_.world.comm(), o.code, o.msg);
 }
 
-void Runtime::settle_quietly(const char* before) {
+void Checkpointer::settle_quietly(const char* before) {
   try {
-    settle_checkpoint();
+    settle();
   } catch (const Error& e) {
-    if (world_.rank() == 0) plog()->warn("[rank 0] {} (found {})", e.what(), before);
+    if (ctx_.world.rank() == 0) plog()->warn("[rank 0] {} (found {})", e.what(), before);
   }
+}
+
+// ---- PCM_Checkpoint, and the versions PCM_Adapt writes by itself --------------------------
+
+void Checkpointer::checkpoint(int iteration, std::int64_t call) {
+  int code = iteration < 0 ? PCM_ERR_ARG : PCM_SUCCESS;
+  std::string msg = code ? fmt::format("iteration {} is negative", iteration) : "";
+  agree(ctx_.world.comm(), code, msg);
+  const double t0 = wtime();
+  // One version in flight at most: the last one is committed first (its failure is this call's,
+  // and then nothing more is written).
+  settle();
+  // A restarted job has this version already (rank 0 decides for all: a process spawned later
+  // knows the restart too, but one answer leaves no doubt).
+  // So has a job whose PCM_Adapt wrote this iteration's version by itself in this same call.
+  int skip =
+      iteration == ctx_.restart.iteration || (iteration == label_ && call == at_call_) ? 1 : 0;
+  mpi_check(MPI_Bcast(&skip, 1, MPI_INT, 0, ctx_.world.comm()), "MPI_Bcast");
+  if (skip) return;
+  write_version(iteration, t0);
+}
+
+// The version is labelled with the iteration this PCM_Adapt call begins, counted as PCM_Status
+// counts them (from the restart's version in a restarted job): the application's own
+// PCM_Checkpoint(world, it) of the same loop uses the same numbers when it counts from 0.
+void Checkpointer::write_due(std::int64_t call) {
+  const std::int64_t id = due_;  // > 0: pcmd's request; -1: the schedule's
+  due_ = 0;
+  if (id > 0 && ctx_.world.rank() == 0) done_ = id;  // asked once: a failure is not retried
+  const std::int64_t label = std::max<std::int64_t>(ctx_.restart.iteration, 0) + call - 1;
+  if (label == ctx_.restart.iteration || label > INT_MAX) return;  // saved already / cannot name it
+  const std::string what = id > 0 ? fmt::format("checkpoint {} asked by pcmd", id)
+                                  : fmt::format("scheduled checkpoint (PCM_CHECKPOINT_MTBF={})",
+                                                ctx_.settings.checkpoint_mtbf_s);
+  const double t0 = wtime();
+  settle_quietly("before a new version");
+  try {
+    write_version(static_cast<int>(label), t0);
+    label_ = label;
+    at_call_ = call;
+    if (ctx_.world.rank() == 0)
+      plog()->info("[rank 0] {}: version of iteration {} {} in {:.3f} s", what, label,
+                   ctx_.settings.checkpoint_async ? "staged" : "written", wtime() - t0);
+  } catch (const Error& e) {
+    // Agreed (write_version's steps are): the job goes on; pcmd still shows a request. The
+    // schedule tries again an interval later (a tenth of the MTBF while no cost is known).
+    schedule_.last_end = wtime();
+    if (schedule_.interval < 0)
+      schedule_.interval = static_cast<double>(ctx_.settings.checkpoint_mtbf_s) / 10;
+    if (ctx_.world.rank() == 0) plog()->warn("[rank 0] {}, not written: {}", what, e.what());
+  }
+}
+
+void Checkpointer::note(double seconds) {
+  CheckpointSchedule& c = schedule_;
+  c.cost =
+      c.cost < 0 ? seconds : (c.cost + seconds) / 2;  // the last ones, the newest weighing most
+  c.last_end = wtime();
+  if (ctx_.settings.checkpoint_mtbf_s <= 0) return;
+  const double mtbf = static_cast<double>(ctx_.settings.checkpoint_mtbf_s);
+  c.interval = daly_interval(c.cost, mtbf);
+  if (ctx_.world.rank() == 0) ctx_.link.set_checkpoint_schedule(c.cost, c.interval, mtbf);
+}
+
+void to_json(json& j, const CheckpointSchedule& s) {
+  j = json{{"since_s", s.last_end < 0 ? -1.0 : wtime() - s.last_end},
+           {"cost_s", s.cost},
+           {"interval_s", s.interval}};
+}
+
+void from_json(const json& j, CheckpointSchedule& s) {
+  const double since = j.value("since_s", -1.0);
+  s.last_end = since < 0 ? -1 : wtime() - since;
+  s.cost = j.value("cost_s", -1.0);
+  s.interval = j.value("interval_s", -1.0);
+}
+
+void Checkpointer::resume_schedule(const json& schedule) {
+  if (schedule.is_object()) schedule_ = schedule.get<CheckpointSchedule>();  // it goes on
+  if (ctx_.settings.checkpoint_mtbf_s > 0)
+    ctx_.link.set_checkpoint_schedule(schedule_.cost, schedule_.interval,
+                                      static_cast<double>(ctx_.settings.checkpoint_mtbf_s));
 }
 
 // ---- reading a version ---------------------------------------------------------------------
 
-void Runtime::resume_restarted() {
+bool Checkpointer::read_restart() {
   while (true) {
     json info;
-    agreed(world_.comm(), [&] {
-      if (world_.rank() != 0) return;
-      auto r = link_.request(ops::request(ops::CheckpointManifest{job_, restart_.iteration}),
-                             nullptr, 0, settings_.data_timeout_ms);
+    agreed(ctx_.world.comm(), [&] {
+      if (ctx_.world.rank() != 0) return;
+      auto r =
+          ctx_.link.request(ops::request(ops::CheckpointManifest{ctx_.job, ctx_.restart.iteration}),
+                            nullptr, 0, ctx_.settings.data_timeout_ms);
       info = r.header;
       if (proto::get_int(info, "format", 1, 2) == 2)
         info["manifest"] = proto::decode_large(r.data.data(), r.data.size(), r.data.size());
     });
-    info = bcast_json(info, 0, world_.comm());
+    info = bcast_json(info, 0, ctx_.world.comm());
     if (info.at("format").get<int>() != 2) {
-      resume_restarted_whole();  // a version made through pcmd (PCM_Store and PCM_Commit)
-      return;
+      return false;  // a version made through pcmd (PCM_Store and PCM_Commit)
     }
-    restart_.unreachable = false;
+    ctx_.restart.unreachable = false;
     try {
       read_version(info);
-      return;
+      return true;
     } catch (const Error& e) {
       if (e.code() != PCM_ERR_CORRUPT) throw;
       // Damaged: pcmd marks the version bad for good and names the one before it, if any. Out
       // of reach (a shard only on lost hosts): skipped until the job's next restart.
       Outcome asked;
       json next;
-      if (world_.rank() == 0) {
-        plog()->warn("[rank 0] version {} is {} ({}); trying the one before it", restart_.iteration,
-                     restart_.unreachable ? "out of reach" : "damaged", e.what());
-        ops::CheckpointBad bad{job_, restart_.iteration, proto::clean_text(e.what(), 1500)};
-        bad.unreachable = restart_.unreachable;
+      if (ctx_.world.rank() == 0) {
+        plog()->warn("[rank 0] version {} is {} ({}); trying the one before it",
+                     ctx_.restart.iteration, ctx_.restart.unreachable ? "out of reach" : "damaged",
+                     e.what());
+        ops::CheckpointBad bad{ctx_.job, ctx_.restart.iteration, proto::clean_text(e.what(), 1500)};
+        bad.unreachable = ctx_.restart.unreachable;
         asked = attempt([&] {
-          next = link_.request(ops::request(bad), nullptr, 0, settings_.data_timeout_ms)
+          next = ctx_.link.request(ops::request(bad), nullptr, 0, ctx_.settings.data_timeout_ms)
                      .header.at("restart");
         });
         if (!asked.ok()) asked.msg = fmt::format("{}; {}", e.what(), asked.msg);
       }
-      agree(world_.comm(), asked.code, asked.msg);
-      next = bcast_json(next, 0, world_.comm());
-      restart_.resume_from(next);
+      agree(ctx_.world.comm(), asked.code, asked.msg);
+      next = bcast_json(next, 0, ctx_.world.comm());
+      ctx_.restart.resume_from(next);
     }
   }
 }
 
-void Runtime::read_version(const json& info) {
+void Checkpointer::read_version(const json& info) {
   NewBuffers fresh;
   std::vector<Distribution> maps;
   const json& m = info.at("manifest");
@@ -333,11 +419,11 @@ void Runtime::read_version(const json& info) {
   std::vector<std::string> paths;  // per old rank, a copy on this host's local level ("": none)
   auto prepare = [&] {
     for (const auto& r : m.at("shards")) shards.push_back(ShardRecord::from_json(r));
-    if (static_cast<int>(shards.size()) != restart_.nprocs)
-      fail(PCM_ERR_CORRUPT, "version {} has {} shards for {} processes", restart_.iteration,
-           shards.size(), restart_.nprocs);
+    if (static_cast<int>(shards.size()) != ctx_.restart.nprocs)
+      fail(PCM_ERR_CORRUPT, "version {} has {} shards for {} processes", ctx_.restart.iteration,
+           shards.size(), ctx_.restart.nprocs);
     // This process reads the files itself when it sees the very manifest pcmd holds.
-    if (settings_.checkpoint_direct) {
+    if (ctx_.settings.checkpoint_direct) {
       std::ifstream in(dir + "/manifest.json");
       std::stringstream text;
       text << in.rdbuf();
@@ -346,21 +432,21 @@ void Runtime::read_version(const json& info) {
   };
   // Checkpoint levels: which level each shard is read from (a copy only a host holds goes into
   // the version's directory first, when the other hosts need it), agreed before anyone reads.
-  const bool levels = m.contains("levels") || !settings_.checkpoint_local_dir.empty();
+  const bool levels = m.contains("levels") || !ctx_.settings.checkpoint_local_dir.empty();
   if (levels) {
-    agreed(world_.comm(), prepare);
-    agreed(world_.comm(), [&] { paths = locate_levels(m, dir, direct, shards); });
+    agreed(ctx_.world.comm(), prepare);
+    agreed(ctx_.world.comm(), [&] { paths = locate_levels(m, dir, direct, shards); });
   }
-  agreed(world_.comm(), [&] {
+  agreed(ctx_.world.comm(), [&] {
     if (!levels) prepare();
-    VersionSource src(link_, job_, restart_.iteration, settings_.data_timeout_ms, dir,
-                      std::move(shards), direct, paths);
-    const Registry& reg = registry_;
+    VersionSource src(ctx_.link, ctx_.job, ctx_.restart.iteration, ctx_.settings.data_timeout_ms,
+                      dir, std::move(shards), direct, paths);
+    const Registry& reg = ctx_.registry;
     for (const Item* i : reg.of(ItemKind::kValue))
       src.read_item(0, Registry::key(*i), i->type, static_cast<std::uint64_t>(i->count), i->value);
-    if (restart_.nprocs == world_.size()) {
+    if (ctx_.restart.nprocs == ctx_.world.size()) {
       for (const Item* i : reg.of(ItemKind::kLocal))
-        src.read_item(world_.rank(), Registry::key(*i), i->type,
+        src.read_item(ctx_.world.rank(), Registry::key(*i), i->type,
                       static_cast<std::uint64_t>(i->count), i->value);
     } else {
       reg.zero(ItemKind::kLocal);
@@ -368,14 +454,15 @@ void Runtime::read_version(const json& info) {
     for (const Item* i : reg.of(ItemKind::kDist)) {
       const std::string bytes = src.read_bytes(0, Registry::map_key(*i));
       const Distribution from = Distribution::from_json(proto::decode(bytes.data(), bytes.size()));
-      Distribution to = restart_map(*i, from, restart_.nprocs, world_.size(), PCM_ERR_CORRUPT);
+      Distribution to =
+          restart_map(*i, from, ctx_.restart.nprocs, ctx_.world.size(), PCM_ERR_CORRUPT);
       const std::size_t elem = proto::type_size(i->type);
       const Distribution owned = from.without_halo();  // how the shards hold the units
       const std::string key = Registry::key(*i);
-      char* buf = fresh.add(new_buffer(to, world_.rank(), elem));
+      char* buf = fresh.add(new_buffer(to, ctx_.world.rank(), elem));
       const std::uint64_t unit_bytes = static_cast<std::uint64_t>(from.unit_len()) * elem;
       for (const Transfer& t : plan(from, to)) {
-        if (t.to != world_.rank()) continue;
+        if (t.to != ctx_.world.rank()) continue;
         const ShardDataset& d = src.dataset(t.from, key);
         if (d.type != i->type)
           fail(PCM_ERR_TYPE, "'{}' was saved as {}, is registered as {}", i->name,
@@ -391,7 +478,7 @@ void Runtime::read_version(const json& info) {
     }
   });
   std::size_t k = 0;
-  for (const Item* i : registry_.of(ItemKind::kDist)) {
+  for (const Item* i : ctx_.registry.of(ItemKind::kDist)) {
     hand_over(*i, fresh.bufs[k], std::move(maps[k]));
     fresh.bufs[k++] = nullptr;
   }

@@ -1,0 +1,36 @@
+// storage.h — Storage: PCM_Store and PCM_Load (written and read here where this process sees
+// pcmd's data directory: direct_store.h; else through pcmd), PCM_Commit's request, and a restarted
+// process's reads of a version made that way (format 1: PCM_Load_redistribute, and the
+// register-once layer's restart from it). Definitions: storage.cpp.
+#pragma once
+
+#include "context.h"
+#include "direct_store.h"
+#include "distribution.h"
+
+namespace pcm::detail {
+
+class Storage {
+ public:
+  explicit Storage(const Context& ctx) : ctx_(ctx) {}
+
+  // PCM_Store, PCM_Load_count, PCM_Load (in a world: Runtime::storage checks).
+  void store(int rank, const char* key, const void* buf, int type, long count);
+  void load_count(int rank, const char* key, int* type, long* count);
+  void load(int rank, const char* key, void* buf, int type, long count);
+  // PCM_Commit, its world checked: collective; rank 0 asks pcmd to commit.
+  void commit(int iteration);
+  // PCM_Load_redistribute: this rank's share (by to) of key, saved by the ranks of from.
+  void load_redistribute(const char* key, int type, const Distribution& from,
+                         const Distribution& to, int rank, void* buf);
+  // A restarted process, from a version made through pcmd (format 1, PCM_Store and PCM_Commit):
+  // the registered values, this world's share of every array (at any process count), and the
+  // locals where the process count is the same. Collective.
+  void read_registered();
+
+ private:
+  Context ctx_;
+  DirectStore direct_store_;  // PCM_Store's keys written here
+};
+
+}  // namespace pcm::detail
