@@ -8,6 +8,7 @@
 # Prints per-size medians and the overhead in percent; with BENCH_CSV=FILE also writes CSV and
 # with BENCH_PNG=FILE a plot of overhead against mesh size.
 # Environment: BENCH_NP (2), BENCH_REPS (5), BENCH_SIZES ("64 128 256 512 1024"), BENCH_CSV,
+# BENCH_MAX_ITERS (400000: the most iterations a run makes; the quick variant takes fewer),
 # BENCH_PNG.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -16,7 +17,7 @@ bench_start_pcmd
 echo "size,iterations,rep,plain_ms_per_iter,pcm_ms_per_iter,pcm_w0_ms_per_iter,pcm_noprof_ms_per_iter" >"$tmp/all.csv"
 for n in $sizes; do
   iters=$((3200000000 / (n * n)))  # about the same work (1-2 s) per run at every size
-  [ "$iters" -gt 400000 ] && iters=400000
+  [ "$iters" -gt "${BENCH_MAX_ITERS:-400000}" ] && iters=${BENCH_MAX_ITERS:-400000}
   echo "mesh ${n}x$n, $iters iterations, $reps repetitions ..." >&2
   for r in $(seq "$reps"); do
     h=("$B/examples/heat2d/heat2d_pcm" --nx "$n" --ny "$n" --iters "$iters")
