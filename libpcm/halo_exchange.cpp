@@ -1,8 +1,6 @@
 // halo_exchange.cpp — the C entry points of the halo exchange (PCM_Halo_*) and of
 // PCM_Dist_gather: MPI derived datatypes over the application's buffers, built from the plans in
 // common/halo.h.
-#include "halo.h"
-
 #include <mpi.h>
 
 #include <algorithm>
@@ -17,6 +15,7 @@
 #include "c_boundary.h"
 #include "distribution.h"
 #include "error.h"
+#include "halo.h"
 #include "mpi_util.h"
 #include "pcm.h"
 #include "protocol.h"

@@ -38,8 +38,8 @@ bool Parking::admit(Command& cmd, int size, int max_parked, bool adapts,
   // pcmd asks for a respawn where the command leaves a host it would give back (Slurm): a
   // PCM_Adapt job whose old world can leave does it, and so does PCM_Merge for a merge or a
   // shrinking resize (the paper's calls hand it the data); elsewhere the leavers park there.
-  const bool shrinks = cmd.kind == Command::Kind::kMerge ||
-                       (cmd.kind == Command::Kind::kResize && cmd.size < size);
+  const bool shrinks =
+      cmd.kind == Command::Kind::kMerge || (cmd.kind == Command::Kind::kResize && cmd.size < size);
   if (cmd.respawn && cmd.kind != Command::Kind::kSplit &&
       !((adapts || shrinks) && split_leaves &&
         cmd.hosts.size() == static_cast<std::size_t>(cmd.size))) {
