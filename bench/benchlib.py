@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""benchlib.py — what the benchmark drivers share for their figures: medians, ratios, the
-tables each driver prints (bench/tables.py, one function per driver), CSV rows and the gnuplot
-calls that draw bench/plots/*.gp. The Python drivers import it (bench/ is their own directory);
+"""benchlib.py — what the benchmark drivers share for their figures: medians, ratios, CSV rows
+and the gnuplot calls that draw bench/plots/*.gp (the table each driver prints is in
+bench/tables.py, which imports this). The Python drivers import it (bench/ is their own directory);
 the shell drivers call it through bench/lib.sh's wrappers, as subcommands:
 
   benchlib.py median [--digits N] VALUE...      the median, N (4) digits after the point
@@ -10,7 +10,6 @@ the shell drivers call it through bench/lib.sh's wrappers, as subcommands:
   benchlib.py rate [--digits N] CELLS MS        CELLS / (MS * 1000): Mcell-updates/s
   benchlib.py json-field FIELD...               a field of the JSON on stdin (keys, or list
                                                 indices: jobs 0 iteration)
-  benchlib.py table NAME ARG...                 the table of driver NAME (bench/tables.py)
   benchlib.py plot NAME PNG ARG...              gnuplot -c bench/plots/NAME.gp ARG... (the
                                                 script's own arguments, PNG among them where it
                                                 takes one), then prints "plot: PNG"
@@ -81,9 +80,6 @@ def main(argv):
         s.add_argument("--digits", type=int, default=4 if name != "rate" else 2)
         s.add_argument("values", nargs=nargs, type=float)
     sub.add_parser("json-field").add_argument("fields", nargs="+")
-    t = sub.add_parser("table")
-    t.add_argument("name")
-    t.add_argument("args", nargs=argparse.REMAINDER)
     g = sub.add_parser("plot")
     g.add_argument("name")
     g.add_argument("png")
@@ -99,12 +95,6 @@ def main(argv):
         print(fmt(a.values[0] / (a.values[1] * 1e3), a.digits))
     elif a.cmd == "json-field":
         print(_json_field(a.fields))
-    elif a.cmd == "table":
-        import tables  # bench/tables.py, beside this file
-        fn = getattr(tables, a.name, None)
-        if fn is None or a.name.startswith("_"):
-            p.error(f"no table {a.name!r} in bench/tables.py")
-        fn([a.name, *a.args])
     elif a.cmd == "plot":
         plot(a.name, *a.args, png=a.png)
     return 0

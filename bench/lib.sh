@@ -66,7 +66,7 @@ bench_py() { python3 "$ROOT/bench/benchlib.py" "$@"; }
 # bench_median [--digits N] VALUE...: the median (4 digits after the point unless told).
 bench_median() { bench_py median "$@"; }
 # bench_table NAME ARG...: the table of driver NAME from its runs (bench/tables.py).
-bench_table() { bench_py table "$@"; }
+bench_table() { python3 "$ROOT/bench/tables.py" "$@"; }
 # bench_heat2d_ms: heat2d's time per iteration (ms) from its output on stdin.
 bench_heat2d_ms() { awk '/^heat2d: done/ {print $(NF-1)}'; }
 # bench_keep_csv FILE: a copy of the driver's CSV at BENCH_CSV, when that is set.

@@ -1,7 +1,7 @@
 """tables.py — the table each benchmark driver prints from its runs (and the CSV its plot reads),
 one function per driver, named after it: bench/NAME.sh calls `bench_table NAME ARG...` (bench/lib.sh),
-which runs benchlib.py table NAME ARG...; argv is [NAME, ARG...], as the driver passes them.
-Medians come from benchlib.median."""
+which runs `python3 bench/tables.py NAME ARG...`; argv is [NAME, ARG...], as the driver passes
+them. Medians come from benchlib.median (tables.py imports benchlib, never the other way)."""
 import csv
 import glob
 import os
@@ -390,3 +390,16 @@ def young_daly(argv):
         print(f"| {v} | {med[v]:.2f} | {ov:+.1f} % | {n if n is not None else '-'} | "
               f"{'-' if spacing is None else f'{spacing:.2f}'} | "
               f"{'half the run' if spacing is None else f'{spacing / 2:.2f}'} |")
+
+
+def main(argv):
+    name = argv[0] if argv else ""
+    fn = globals().get(name)
+    if not callable(fn) or name.startswith("_") or name == "main":
+        sys.exit(f"tables.py: no table {name!r} (usage: tables.py NAME ARG...)")
+    fn(argv)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
