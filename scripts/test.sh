@@ -19,7 +19,7 @@ if [ $# -gt 0 ]; then
 fi
 
 times=()
-t_last=$(date +%s)
+t_last=$t_start
 # took PART: records the seconds since the previous part ended.
 took() {
   local now
