@@ -33,14 +33,14 @@ import re
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "testbed"))
 from cluster import Failure, heat2d_plain  # noqa: E402
 from slurm_heat2d import (ENDED, FAMILIES, JOB_SCRIPT, LAUNCHER, SKIP,  # noqa: E402
-                          SlurmCluster, mpi_family, nothing_left, pcmd_says, poll, steps_on)
+                          SlurmCluster, mpi_family, pcmd_says, poll,
+                          run_on_cluster, steps_on)
 
 GROW_TIMEOUT = 5
 SHOW = False  # --show (scripts/slurm_demo.sh): Slurm's queue and pcmd's view at every step
@@ -330,29 +330,8 @@ def main():
     if family not in FAMILIES:
         skip(f"the job script launches with MPICH's hydra or Open MPI's mpirun; "
              f"{os.environ.get('MPIEXEC', 'mpiexec')} is {family or '?'}")
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    with tempfile.TemporaryDirectory(prefix="pcm-slurm.") as tmp:
-        os.chmod(tmp, 0o700)
-        c = Cluster(build, tmp, family)
-        try:
-            c.up()
-            scenario(c)
-        except Failure as e:
-            print(f"slurm.grow: FAILED: {e}", file=sys.stderr, flush=True)
-            for name in ("job.out", "pcmd.log", "pcmd2.log"):
-                path = os.path.join(tmp, name)
-                if os.path.exists(path):
-                    sys.stderr.write(f"--- {name} (end):\n{open(path).read()[-6000:]}\n")
-            return 1
-        finally:
-            c.stop()
-        try:
-            nothing_left(c)
-        except Failure as e:
-            print(f"slurm.grow: FAILED: {e}", file=sys.stderr, flush=True)
-            return 1
-    log("ok")
-    return 0
+    return run_on_cluster("slurm.grow", lambda tmp: Cluster(build, tmp, family), scenario,
+                          logs=("job.out", "pcmd.log", "pcmd2.log"))
 
 
 if __name__ == "__main__":

@@ -298,6 +298,39 @@ def scenario(c):
         + ", ".join(f"{t:.2f}" for t in times) + " s")
 
 
+def run_on_cluster(test, make_cluster, scenario, logs=("job.out", "pcmd.log"), tail=6000,
+                   on_failure=None):
+    """The slurm tests' frame: a private directory, the cluster up, scenario(c), the cluster down
+    and nothing of it left. A Failure prints "TEST: FAILED: why", on_failure(c) (more of what
+    happened) and the end of each of `logs`; exit status 0 or 1. SIGTERM (ctest's timeout) takes
+    the cluster down too."""
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    with tempfile.TemporaryDirectory(prefix="pcm-slurm.") as tmp:
+        os.chmod(tmp, 0o700)
+        c = make_cluster(tmp)
+        try:
+            c.up()
+            scenario(c)
+        except Failure as e:
+            print(f"{test}: FAILED: {e}", file=sys.stderr, flush=True)
+            if on_failure:
+                on_failure(c)
+            for name in logs:
+                path = os.path.join(tmp, name)
+                if os.path.exists(path):
+                    sys.stderr.write(f"--- {name} (end):\n{open(path).read()[-tail:]}\n")
+            return 1
+        finally:
+            c.stop()
+        try:
+            nothing_left(c)
+        except Failure as e:
+            print(f"{test}: FAILED: {e}", file=sys.stderr, flush=True)
+            return 1
+    print(f"{test}: ok", flush=True)
+    return 0
+
+
 def main():
     if len(sys.argv) != 2:
         print(f"usage: {sys.argv[0]} BUILD", file=sys.stderr)
@@ -309,29 +342,8 @@ def main():
     if family not in FAMILIES:
         skip(f"the job script launches with MPICH's hydra or Open MPI's mpirun; "
              f"{os.environ.get('MPIEXEC', 'mpiexec')} is {family or '?'}")
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    with tempfile.TemporaryDirectory(prefix="pcm-slurm.") as tmp:
-        os.chmod(tmp, 0o700)
-        c = SlurmCluster(build, tmp, family)
-        try:
-            c.up()
-            scenario(c)
-        except Failure as e:
-            print(f"slurm.heat2d: FAILED: {e}", file=sys.stderr, flush=True)
-            for name in ("job.out", "pcmd.log"):
-                path = os.path.join(tmp, name)
-                if os.path.exists(path):
-                    sys.stderr.write(f"--- {name} (end):\n{open(path).read()[-4000:]}\n")
-            return 1
-        finally:
-            c.stop()
-        try:
-            nothing_left(c)
-        except Failure as e:
-            print(f"slurm.heat2d: FAILED: {e}", file=sys.stderr, flush=True)
-            return 1
-    log("ok")
-    return 0
+    return run_on_cluster("slurm.heat2d", lambda tmp: SlurmCluster(build, tmp, family), scenario,
+                          tail=4000)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,6 @@ import os
 import re
 import signal
 import sys
-import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -34,7 +33,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "..", "testbed"))
 from cluster import Failure  # noqa: E402
 from slurm_heat2d import (ENDED, FAMILIES, JOB_SCRIPT, LAUNCHER, SKIP,  # noqa: E402
-                          mpi_family, nothing_left, poll)
+                          mpi_family, poll, run_on_cluster)
 from slurm_grow import Cluster  # noqa: E402
 
 MODES = ("merge", "stop", "kill9")
@@ -168,29 +167,8 @@ def main():
         print(f"SKIPPED: slurm.paper: {os.environ.get('MPIEXEC', 'mpiexec')} is {family or '?'}, "
               "not MPICH's hydra or Open MPI's mpirun", flush=True)
         return SKIP
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    with tempfile.TemporaryDirectory(prefix="pcm-slurm.") as tmp:
-        os.chmod(tmp, 0o700)
-        c = Cluster(build, tmp, family)
-        try:
-            c.up()
-            scenario(c, mode)
-        except Failure as e:
-            print(f"slurm.paper: FAILED ({mode}): {e}", file=sys.stderr, flush=True)
-            for name in ("job.out", "pcmd.log"):
-                path = os.path.join(tmp, name)
-                if os.path.exists(path):
-                    sys.stderr.write(f"--- {name} (end):\n{open(path).read()[-6000:]}\n")
-            return 1
-        finally:
-            c.stop()
-        try:
-            nothing_left(c)
-        except Failure as e:
-            print(f"slurm.paper: FAILED: {e}", file=sys.stderr, flush=True)
-            return 1
-    log("ok")
-    return 0
+    return run_on_cluster(f"slurm.paper ({mode})", lambda tmp: Cluster(build, tmp, family),
+                          lambda c: scenario(c, mode))
 
 
 if __name__ == "__main__":

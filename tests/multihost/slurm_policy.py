@@ -24,16 +24,14 @@ Exits 77 (SKIPPED) with the reason without root, Slurm, munge or MPICH's hydra.
 import json
 import os
 import re
-import signal
 import sys
-import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "testbed"))
 from cluster import Failure, heat2d_plain  # noqa: E402
-from slurm_heat2d import (ENDED, JOB_SCRIPT, LAUNCHER, SKIP, mpi_family, nothing_left,  # noqa: E402
-                          poll)
+from slurm_heat2d import (ENDED, JOB_SCRIPT, LAUNCHER, SKIP, mpi_family, poll,  # noqa: E402
+                          run_on_cluster)
 from slurm_grow import Cluster  # noqa: E402
 
 
@@ -218,35 +216,19 @@ def main():
     family = mpi_family()
     if family != "mpich":
         skip(f"the launcher is hydra's ssh-style -launcher-exec; this MPI is {family or '?'}")
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    with tempfile.TemporaryDirectory(prefix="pcm-slurm.") as tmp:
-        os.chmod(tmp, 0o700)
-        c = Cluster(build, tmp, family)
+    def both(c):
+        scenario(c)
+        time_limit(c)
+
+    def events(c):
         try:
-            c.up()
-            scenario(c)
-            time_limit(c)
-        except Failure as e:
-            print(f"slurm.policy: FAILED: {e}", file=sys.stderr, flush=True)
-            try:
-                print("events:\n  " + "\n  ".join(c.status("slurm-policy").get("events", [])),
-                      file=sys.stderr)
-            except Exception:  # noqa: BLE001 — pcmd may be gone
-                pass
-            for name in ("job.out", "pcmd.log"):
-                path = os.path.join(tmp, name)
-                if os.path.exists(path):
-                    sys.stderr.write(f"--- {name} (end):\n{open(path).read()[-6000:]}\n")
-            return 1
-        finally:
-            c.stop()
-        try:
-            nothing_left(c)
-        except Failure as e:
-            print(f"slurm.policy: FAILED: {e}", file=sys.stderr, flush=True)
-            return 1
-    log("ok")
-    return 0
+            print("events:\n  " + "\n  ".join(c.status("slurm-policy").get("events", [])),
+                  file=sys.stderr)
+        except Exception:  # noqa: BLE001 — pcmd may be gone
+            pass
+
+    return run_on_cluster("slurm.policy", lambda tmp: Cluster(build, tmp, family), both,
+                          on_failure=events)
 
 
 if __name__ == "__main__":
