@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# bench/mpich_build.sh — what each MPICH configure option costs: the MPICH that scripts/setup.sh
+# builds (Debian's source package, ch3:nemesis) configured and built once per variant, one after
+# another in one run, each into a scratch prefix: configure seconds, make seconds, install size,
+# and whether a two-process spawn + merge (the probe setup.sh runs) works with it. Prints a table
+# with each variant's total against the base's.
+# Environment: BENCH_VARIANTS (";"-separated lists of options added to the base's; default: the
+# base, --disable-romio, and the options of MPICH's configure that drop parts PCM does not use,
+# each alone and all together), BENCH_DIR (scratch; default $TMPDIR or /tmp), BENCH_JOBS (make -j;
+# default the number of cores). Needs deb-src entries (scripts/setup.sh adds them when it builds).
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BASE=(--with-device=ch3:nemesis --disable-fortran --disable-doc --enable-fast=O2
+  --with-hwloc=embedded)
+mkdir -p "${BENCH_DIR:-${TMPDIR:-/tmp}}"
+tmp=$(mktemp -d "${BENCH_DIR:-${TMPDIR:-/tmp}}/pcm-mpich.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+jobs=${BENCH_JOBS:-$(nproc)}
+
+echo "== MPICH's source (apt-get source mpich)"
+(cd "$tmp" && apt-get source -qq mpich >/dev/null 2>&1) ||
+  { echo "mpich_build: apt-get source mpich failed (deb-src entries? see scripts/setup.sh)" >&2; exit 1; }
+src=$(find "$tmp" -maxdepth 1 -type d -name 'mpich-*' | head -n 1)
+[ -n "$src" ] || { echo "mpich_build: no source tree" >&2; exit 1; }
+help=$("$src/configure" --help 2>/dev/null || true)
+knows() { grep -q -- "${1%%=*}" <<<"$help"; }
+
+if [ -n "${BENCH_VARIANTS:-}" ]; then
+  IFS=';' read -r -a variants <<<"$BENCH_VARIANTS"
+else
+  variants=("" "--disable-romio")
+  for opt in --disable-cxx --disable-ft-tests --disable-dependency-tracking; do
+    if knows "$opt"; then variants+=("$opt"); fi
+  done
+  all="--disable-romio"
+  for v in "${variants[@]:2}"; do all="$all $v"; done
+  [ ${#variants[@]} -gt 2 ] && variants+=("$all")
+fi
+
+cat >"$tmp/probe.c" <<'C'
+#include <mpi.h>
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm parent, inter, merged;
+  MPI_Comm_get_parent(&parent);
+  if (parent == MPI_COMM_NULL)
+    MPI_Comm_spawn(argv[0], MPI_ARGV_NULL, 1, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &inter,
+                   MPI_ERRCODES_IGNORE);
+  else
+    inter = parent;
+  MPI_Intercomm_merge(inter, parent != MPI_COMM_NULL, &merged);
+  int size;
+  MPI_Comm_size(merged, &size);
+  MPI_Comm_free(&merged);
+  MPI_Finalize();
+  return size == 3 ? 0 : 4;
+}
+C
+
+now() { date +%s.%N; }
+rows=()
+i=0
+for v in "${variants[@]}"; do
+  i=$((i + 1))
+  read -r -a extra <<<"$v"
+  name=${v:-base}
+  b=$tmp/build$i prefix=$tmp/prefix$i
+  mkdir -p "$b"
+  echo "== $name: configure, make -j$jobs, make install"
+  t0=$(now)
+  (cd "$b" && "$src/configure" --prefix="$prefix" "${BASE[@]}" "${extra[@]}" >"$b/log" 2>&1) ||
+    { echo "mpich_build: configure failed for '$name' (log: $b/log)" >&2; tail -5 "$b/log"; continue; }
+  t1=$(now)
+  (cd "$b" && make -j"$jobs" >>"$b/log" 2>&1 && make install >>"$b/log" 2>&1) ||
+    { echo "mpich_build: make failed for '$name'" >&2; tail -5 "$b/log"; continue; }
+  t2=$(now)
+  size=$(du -sm "$prefix" | cut -f1)
+  spawn=no
+  if "$prefix/bin/mpicc" -o "$b/probe" "$tmp/probe.c" >/dev/null 2>&1 &&
+     timeout -k 5 60 "$prefix/bin/mpiexec" -n 2 "$b/probe" >/dev/null 2>&1 </dev/null; then
+    spawn=yes
+  fi
+  rows+=("$name|$(python3 "$ROOT/bench/benchlib.py" diff "$t1" "$t0")|$(python3 "$ROOT/bench/benchlib.py" diff "$t2" "$t1")|$size|$spawn")
+  rm -rf "$b" "$prefix"
+done
+
+echo
+echo "| variant (options added to setup.sh's) | configure s | make + install s | total s | against the base | installed MiB | spawn works |"
+echo "| --- | --- | --- | --- | --- | --- | --- |"
+base_total=
+for r in "${rows[@]}"; do
+  IFS='|' read -r name conf mk size spawn <<<"$r"
+  total=$(awk -v a="$conf" -v b="$mk" 'BEGIN { printf "%.1f", a + b }')
+  [ -n "$base_total" ] || base_total=$total
+  ratio=$(python3 "$ROOT/bench/benchlib.py" ratio --digits 2 "$total" "$base_total")
+  printf '| %s | %.0f | %.0f | %.0f | %sx | %s | %s |\n' "$name" "$conf" "$mk" "$total" "$ratio" \
+    "$size" "$spawn"
+done
