@@ -38,9 +38,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "testbed"))
 from cluster import Failure, heat2d_plain  # noqa: E402
-from slurm_heat2d import (ENDED, FAMILIES, JOB_SCRIPT, LAUNCHER, SKIP,  # noqa: E402
-                          SlurmCluster, mpi_family, pcmd_says, poll,
-                          run_on_cluster, steps_on)
+from slurm_heat2d import (ENDED, FAMILIES, SKIP, SlurmCluster, mpi_family,  # noqa: E402
+                          pcmd_says, poll, run_on_cluster, steps_on)
 
 GROW_TIMEOUT = 5
 SHOW = False  # --show (scripts/slurm_demo.sh): Slurm's queue and pcmd's view at every step
@@ -148,22 +147,8 @@ def scenario(c):
     c.env["PCM_JOB"] = job
     c.env["PCMD_ARGS"] = f"--slurm-grow-timeout {GROW_TIMEOUT}"
     heat = os.path.join(c.build, "examples/heat2d/heat2d_pcm")
-    r = c.run("sbatch", "--parsable", "-N1", "-w", n1, "--ntasks-per-node=2", "-J", "pcm-grow-test",
-              "-o", out, "-D", c.tmp, JOB_SCRIPT, c.build, c.tmp, LAUNCHER, "2", heat, *args,
-              "--throttle-us", "2000")
-    c.job = r.stdout.strip().split(";")[0]
-    if not c.job.isdigit():
-        raise Failure(f"sbatch --parsable printed {r.stdout!r}")
-
-    def pcmd_ready():
-        if c.job_state() in ENDED:
-            raise Failure(f"job {c.job} ended ({c.job_state()}) before pcmd was up")
-        conf = c.env["PCM_CONFIG"]
-        return os.path.exists(os.path.join(c.tmp, "pcmd.pid")) and os.path.exists(conf) \
-            and os.path.getsize(conf) > 0
-
-    poll("pcmd's configuration file", 120, pcmd_ready)
-    c.pcmd_pid = int(open(os.path.join(c.tmp, "pcmd.pid")).read())
+    c.submit(out, ["-N1", "-w", n1, "--ntasks-per-node=2", "-J", "pcm-grow-test"],
+             [heat, *args, "--throttle-us", "2000"])
     rows = json.loads(c.pcmctl("host", "list", "--json").stdout)
     rows = rows.get("hosts", rows) if isinstance(rows, dict) else rows
     got = {r["host"]: (r["slots"], r.get("slurm_job")) for r in rows}

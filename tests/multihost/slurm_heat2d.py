@@ -117,6 +117,30 @@ class SlurmCluster:
     def status(self, job):
         return json.loads(self.pcmctl("status", job, "--json").stdout)["jobs"][0]
 
+    def submit(self, out, sbatch_args, program_args):
+        """sbatch of the job script (JOB_SCRIPT: pcmd as a step, then PROGRAM_ARGS on 2 processes
+        through the Slurm launcher; the environment's PCM_JOB, PCMD_ARGS, PCM_RESTART), its output
+        to OUT; returns once pcmd is up (its pidfile and configuration written), its pid noted."""
+        for name in ("pcmd.pid", "release", os.path.basename(self.env["PCM_CONFIG"])):
+            if os.path.exists(os.path.join(self.tmp, name)):
+                os.unlink(os.path.join(self.tmp, name))
+        r = self.run("sbatch", "--parsable", "-o", out, "-D", self.tmp, *sbatch_args, JOB_SCRIPT,
+                     self.build, self.tmp, LAUNCHER, "2", *program_args)
+        self.job = r.stdout.strip().split(";")[0]
+        if not self.job.isdigit():
+            raise Failure(f"sbatch --parsable printed {r.stdout!r}")
+
+        def pcmd_ready():
+            if self.job_state() in ENDED:
+                raise Failure(f"job {self.job} ended ({self.job_state()}) before pcmd was up:\n"
+                              f"{open(out).read()[-2000:] if os.path.exists(out) else ''}")
+            conf = self.env["PCM_CONFIG"]
+            return os.path.exists(os.path.join(self.tmp, "pcmd.pid")) and os.path.exists(conf) \
+                and os.path.getsize(conf) > 0
+
+        poll("pcmd's configuration file", 120, pcmd_ready)
+        self.pcmd_pid = int(open(os.path.join(self.tmp, "pcmd.pid")).read())
+
     def stop(self):
         if self.job and self.job_state() not in ENDED:
             self.run("scancel", self.job, check=False)
@@ -181,22 +205,9 @@ def scenario(c):
     out = os.path.join(c.tmp, "job.out")
     c.env["PCM_JOB"] = job
     heat = os.path.join(c.build, "examples/heat2d/heat2d_pcm")
-    r = c.run("sbatch", "--parsable", "-N2", "--ntasks-per-node=2", "-J", "pcm-heat2d",
-              "-o", out, "-D", c.tmp, JOB_SCRIPT, c.build, c.tmp, LAUNCHER, "2", heat, *args,
-              "--throttle-us", "2000")
-    c.job = r.stdout.strip().split(";")[0]
-    if not c.job.isdigit():
-        raise Failure(f"sbatch --parsable printed {r.stdout!r}")
     t0 = time.monotonic()
-
-    def pcmd_ready():
-        if c.job_state() in ENDED:
-            raise Failure(f"job {c.job} ended ({c.job_state()}) before pcmd was up")
-        return os.path.exists(os.path.join(c.tmp, "pcmd.pid")) and os.path.getsize(
-            c.env["PCM_CONFIG"]) > 0 if os.path.exists(c.env["PCM_CONFIG"]) else False
-
-    poll("pcmd's configuration file", 120, pcmd_ready)
-    c.pcmd_pid = int(open(os.path.join(c.tmp, "pcmd.pid")).read())
+    c.submit(out, ["-N2", "--ntasks-per-node=2", "-J", "pcm-heat2d"],
+             [heat, *args, "--throttle-us", "2000"])
     log(f"job {c.job} running; pcmd up after {time.monotonic() - t0:.1f} s")
 
     # The inventory is the allocation, each node tagged with the job.

@@ -32,8 +32,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "..", "testbed"))
 from cluster import Failure  # noqa: E402
-from slurm_heat2d import (ENDED, FAMILIES, JOB_SCRIPT, LAUNCHER, SKIP,  # noqa: E402
-                          mpi_family, poll, run_on_cluster)
+from slurm_heat2d import (ENDED, FAMILIES, SKIP, mpi_family, poll, run_on_cluster)  # noqa: E402
 from slurm_grow import Cluster  # noqa: E402
 
 MODES = ("merge", "stop", "kill9")
@@ -50,22 +49,8 @@ def start(c, job):
     c.env["PCM_JOB"] = job
     c.env["RESHAPE_STOP_FILE"] = os.path.join(c.tmp, "stop")
     prog = os.path.join(c.build, "tests", "mpi_reshape")
-    r = c.run("sbatch", "--parsable", "-N1", "-w", n1, "--ntasks-per-node=2", "-J", "pcm-paper",
-              "-o", out, "-D", c.tmp, JOB_SCRIPT, c.build, c.tmp, LAUNCHER, "2", prog,
-              "4000", "8", "block", "100000000", "2000")
-    c.job = r.stdout.strip().split(";")[0]
-    if not c.job.isdigit():
-        raise Failure(f"sbatch --parsable printed {r.stdout!r}")
-
-    def pcmd_ready():
-        if c.job_state() in ENDED:
-            raise Failure(f"job {c.job} ended ({c.job_state()}) before pcmd was up")
-        conf = c.env["PCM_CONFIG"]
-        return os.path.exists(os.path.join(c.tmp, "pcmd.pid")) and os.path.exists(conf) \
-            and os.path.getsize(conf) > 0
-
-    poll("pcmd's configuration file", 120, pcmd_ready)
-    c.pcmd_pid = int(open(os.path.join(c.tmp, "pcmd.pid")).read())
+    c.submit(out, ["-N1", "-w", n1, "--ntasks-per-node=2", "-J", "pcm-paper"],
+             [prog, "4000", "8", "block", "100000000", "2000"])
     c.pcmctl("wait", job, "--iteration", "20", "--timeout", "120")
     return out
 

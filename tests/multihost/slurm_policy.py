@@ -30,8 +30,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "testbed"))
 from cluster import Failure, heat2d_plain  # noqa: E402
-from slurm_heat2d import (ENDED, JOB_SCRIPT, LAUNCHER, SKIP, mpi_family, poll,  # noqa: E402
-                          run_on_cluster)
+from slurm_heat2d import (ENDED, SKIP, mpi_family, poll, run_on_cluster)  # noqa: E402
 from slurm_grow import Cluster  # noqa: E402
 
 
@@ -55,27 +54,9 @@ def wait_event(c, job, pattern, seconds, start=0):
 def submit(c, out, sbatch_args, heat_args):
     """sbatch of heat2d_pcm on 2 processes of node 1 with pcmd as a step (JOB_SCRIPT, the
     environment's PCM_JOB, PCMD_ARGS and PCM_RESTART); returns once pcmd is up."""
-    for name in ("pcmd.pid", "release", os.path.basename(c.env["PCM_CONFIG"])):
-        if os.path.exists(os.path.join(c.tmp, name)):
-            os.unlink(os.path.join(c.tmp, name))
     heat = os.path.join(c.build, "examples/heat2d/heat2d_pcm")
-    r = c.run("sbatch", "--parsable", "-N1", "-w", c.names[0], "--ntasks-per-node=2", "-J",
-              "pcm-policy-test", "-o", out, "-D", c.tmp, *sbatch_args, JOB_SCRIPT, c.build, c.tmp,
-              LAUNCHER, "2", heat, *heat_args)
-    c.job = r.stdout.strip().split(";")[0]
-    if not c.job.isdigit():
-        raise Failure(f"sbatch --parsable printed {r.stdout!r}")
-
-    def pcmd_ready():
-        if c.job_state() in ENDED:
-            raise Failure(f"job {c.job} ended ({c.job_state()}) before pcmd was up:\n"
-                          f"{open(out).read()[-2000:] if os.path.exists(out) else ''}")
-        conf = c.env["PCM_CONFIG"]
-        return os.path.exists(os.path.join(c.tmp, "pcmd.pid")) and os.path.exists(conf) \
-            and os.path.getsize(conf) > 0
-
-    poll("pcmd's configuration file", 120, pcmd_ready)
-    c.pcmd_pid = int(open(os.path.join(c.tmp, "pcmd.pid")).read())
+    c.submit(out, ["-N1", "-w", c.names[0], "--ntasks-per-node=2", "-J", "pcm-policy-test",
+                   *sbatch_args], [heat, *heat_args])
 
 
 def scenario(c):
