@@ -392,6 +392,24 @@ def young_daly(argv):
               f"{'half the run' if spacing is None else f'{spacing / 2:.2f}'} |")
 
 
+def demo(argv):
+    """scripts/demo.sh: the throughput at each process count of heat2d's trace (TRACE.csv:
+    time_s,iteration,procs,ms_per_iter,event; event rows have no ms_per_iter), the median of the
+    progress intervals, against one process's. argv: [demo, TRACE.csv, CORES]."""
+    trace, cores = argv[1], int(argv[2])
+    ms = {}
+    with open(trace) as f:
+        for row in csv.DictReader(f):
+            if row["ms_per_iter"]:
+                ms.setdefault(int(row["procs"]), []).append(float(row["ms_per_iter"]))
+    base = None
+    for procs in sorted(ms):
+        m = median(ms[procs])
+        base = base or m
+        print(f"throughput: {procs} process{'es' if procs > 1 else ''} on {cores} cores: "
+              f"{m:.2f} ms per iteration, {1000 / m:.0f} iterations/s ({base / m:.2f}x one process)")
+
+
 def main(argv):
     name = argv[0] if argv else ""
     fn = globals().get(name)

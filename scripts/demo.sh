@@ -87,15 +87,7 @@ cmp "$dir/grid.bin" "$dir/grid-plain.bin" ||
   { echo "verification: the final grids (--dump) differ" >&2; exit 1; }
 echo "verification: the final grids (--dump) are byte-identical"
 # Throughput at each process count: the median of the trace's progress intervals.
-awk -F, 'NR > 1 && $4 != "" { ms[$3] = ms[$3] " " $4 }
-  END { for (p in ms) print p, ms[p] }' "$dir/trace.csv" | sort -n |
-  while read -r p rest; do
-    med=$(tr ' ' '\n' <<<"$rest" | grep . | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
-    echo "$p $med"
-  done | awk -v cores="$cores" '
-    NR == 1 { base = $2 }
-    { printf "throughput: %d process%s on %d cores: %.2f ms per iteration, %.0f iterations/s (%.2fx one process)\n",
-        $1, ($1 > 1 ? "es" : ""), cores, $2, 1000 / $2, base / $2 }'
+python3 "$ROOT/bench/tables.py" demo "$dir/trace.csv" "$cores"
 gnuplot -c "$ROOT/bench/plots/timeline.gp" "$dir/trace.csv" "$dir/events.csv" \
   "$dir/timeline.png" "heat2d ${nx}x$ny with PCM, reconfigured live through pcmctl"
 gnuplot -c "$ROOT/bench/plots/heatmap.gp" "$dir/grid.bin" "$nx" "$ny" "$dir/heatmap.png"
