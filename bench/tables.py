@@ -407,7 +407,8 @@ def demo(argv):
         m = median(ms[procs])
         base = base or m
         print(f"throughput: {procs} process{'es' if procs > 1 else ''} on {cores} cores: "
-              f"{m:.2f} ms per iteration, {1000 / m:.0f} iterations/s ({base / m:.2f}x one process)")
+              f"{m:.2f} ms per iteration, {1000 / m:.0f} iterations/s "
+              f"({base / m:.2f}x one process)")
 
 
 def main(argv):
