@@ -2,8 +2,8 @@
 # bench/mpich_build.sh — what each MPICH configure option costs: the MPICH that scripts/setup.sh
 # builds (Debian's source package, ch3:nemesis) configured and built once per variant, one after
 # another in one run, each into a scratch prefix: configure seconds, make seconds, install size,
-# and whether a two-process spawn + merge (the probe setup.sh runs) works with it. Prints a table
-# with each variant's total against the base's.
+# and whether a two-process spawn + merge (testbed/spawn_probe.c, as setup.sh runs it) works.
+# Prints a table with each variant's total against the base's.
 # Environment: BENCH_VARIANTS (";"-separated lists of options added to the base's; default: the
 # base, --disable-romio, and the options of MPICH's configure that drop parts PCM does not use,
 # each alone and all together), BENCH_DIR (scratch; default $TMPDIR or /tmp), BENCH_JOBS (make -j;
@@ -37,26 +37,6 @@ else
   [ ${#variants[@]} -gt 2 ] && variants+=("$all")
 fi
 
-cat >"$tmp/probe.c" <<'C'
-#include <mpi.h>
-int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
-  MPI_Comm parent, inter, merged;
-  MPI_Comm_get_parent(&parent);
-  if (parent == MPI_COMM_NULL)
-    MPI_Comm_spawn(argv[0], MPI_ARGV_NULL, 1, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &inter,
-                   MPI_ERRCODES_IGNORE);
-  else
-    inter = parent;
-  MPI_Intercomm_merge(inter, parent != MPI_COMM_NULL, &merged);
-  int size;
-  MPI_Comm_size(merged, &size);
-  MPI_Comm_free(&merged);
-  MPI_Finalize();
-  return size == 3 ? 0 : 4;
-}
-C
-
 now() { date +%s.%N; }
 rows=()
 i=0
@@ -76,7 +56,7 @@ for v in "${variants[@]}"; do
   t2=$(now)
   size=$(du -sm "$prefix" | cut -f1)
   spawn=no
-  if "$prefix/bin/mpicc" -o "$b/probe" "$tmp/probe.c" >/dev/null 2>&1 &&
+  if "$prefix/bin/mpicc" -o "$b/probe" "$ROOT/testbed/spawn_probe.c" >/dev/null 2>&1 &&
      timeout -k 5 60 "$prefix/bin/mpiexec" -n 2 "$b/probe" >/dev/null 2>&1 </dev/null; then
     spawn=yes
   fi

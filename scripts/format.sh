@@ -11,7 +11,7 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CLANG_FORMAT=${CLANG_FORMAT:-clang-format}
-SOURCE_DIRS=(bench common examples fortran include libpcm pcmctl pcmd python relay tests)
+SOURCE_DIRS=(bench common examples fortran include libpcm pcmctl pcmd python relay testbed tests)
 
 usage() { sed -n '4,9s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
 

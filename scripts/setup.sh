@@ -85,33 +85,8 @@ probe_spawn() {
   fi
   local dir
   dir=$(mktemp -d)
-  cat >"$dir/probe.c" <<'C'
-#include <mpi.h>
-#include <stdio.h>
-int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
-  MPI_Comm parent, inter, merged;
-  MPI_Comm_get_parent(&parent);
-  if (parent == MPI_COMM_NULL) {
-    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    int rc = MPI_Comm_spawn(argv[0], MPI_ARGV_NULL, 1, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &inter,
-                            MPI_ERRCODES_IGNORE);
-    if (rc != MPI_SUCCESS) { MPI_Finalize(); return 3; }
-    MPI_Intercomm_merge(inter, 0, &merged);
-  } else {
-    MPI_Intercomm_merge(parent, 1, &merged);
-  }
-  int size;
-  MPI_Comm_size(merged, &size);
-  int ok = size == 3, all;
-  MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_LAND, merged);
-  MPI_Comm_free(&merged);
-  MPI_Finalize();
-  return all ? 0 : 4;
-}
-C
   local rc=0
-  if "$mpicc" -o "$dir/probe" "$dir/probe.c" >/dev/null 2>&1; then
+  if "$mpicc" -o "$dir/probe" "$ROOT/testbed/spawn_probe.c" >/dev/null 2>&1; then
     # shellcheck disable=SC2016
     MPIEXEC=$mpiexec PCM_MPI_FAMILY='' timeout -k 5 60 sh -c '. "$0" && exec "$MPIEXEC" -n 2 "$1"' \
       "$ROOT/testbed/launcher_mpi.sh" "$dir/probe" >"$dir/out" 2>&1 </dev/null || rc=$?
