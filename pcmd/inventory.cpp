@@ -25,7 +25,7 @@ constexpr double kUnknownLatency = 1e9;  // hosts with no latency known come las
 
 }  // namespace
 
-Inventory::Inventory(const ServerOptions& options, const JobTable& jobs, Changes& changes,
+Inventory::Inventory(const InventoryOptions& options, const JobTable& jobs, Changes& changes,
                      std::shared_ptr<spdlog::logger> log)
     : jobs_(jobs),
       changes_(changes),

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <deque>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -17,11 +18,32 @@
 #include "hosts.h"
 #include "jobs.h"
 #include "ops.h"
-#include "options.h"
 #include "probe.h"
 #include "protocol.h"
 
 namespace pcm::detail {
+
+// What pcmd is told about its hosts (pcmd_main.cpp's flags; ServerOptions, options.h, holds it).
+struct InventoryOptions {
+  // "host[:slots][@site]", the hosts reconfigurations may place processes on and how many
+  // processes each may hold (over all running jobs). Default: localhost and this host's name,
+  // each with 4 slots per core.
+  std::vector<std::string> hosts;
+  std::vector<HostSlots> more_hosts;              // from --hostfile or --slurm, after `hosts`
+  std::map<std::string, std::string> slurm_jobs;  // host -> the Slurm job that holds it
+  Placement placement = Placement::kConcentrate;  // for jobs and commands that name none
+  // pcmd's own site (issue 26): with closed_sites, hosts of other sites sit behind their
+  // front-end's relay, out of reach of pcmd's probe, so they are neither measured nor made
+  // silent by a lost process.
+  std::string site = "default";
+  // Sites closed to one another (pcmd --closed-sites, issue 26): a job spans two sites only with
+  // a link (pcmd --site-link) between them; any other spread is refused. Open (the default): a
+  // site is a topology level only, and jobs span sites freely.
+  bool closed_sites = false;
+  std::vector<SiteLink> site_links;
+  int probe_port = 9;  // the TCP port whose answer times a host's round trip (probe.h); 0: off
+  std::chrono::milliseconds probe_period{30000};
+};
 
 // A host of the inventory.
 struct InventoryHost {
@@ -46,7 +68,7 @@ struct InventoryHost {
 class Inventory {
  public:
   // The hosts of the options (or localhost and this host); throws pcm::Error for a bad entry.
-  Inventory(const ServerOptions& options, const JobTable& jobs, Changes& changes,
+  Inventory(const InventoryOptions& options, const JobTable& jobs, Changes& changes,
             std::shared_ptr<spdlog::logger> log);
 
   std::vector<InventoryHost>& hosts() { return hosts_; }

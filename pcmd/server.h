@@ -16,6 +16,7 @@
 #include <zmq.hpp>
 
 #include "commands.h"
+#include "data_ops.h"
 #include "drains.h"
 #include "durability.h"
 #include "inventory.h"
@@ -27,7 +28,6 @@
 #include "protocol.h"
 #include "slurm/slurm_growth.h"
 #include "storage/checkpoint.h"
-#include "storage/data_ops.h"
 #include "storage/data_thread.h"
 #include "storage/store.h"
 #include "transfers.h"

@@ -1,6 +1,6 @@
 // data_ops.cpp — the requests that touch the disk, their disk part handed to DiskWork
 // (data_ops.h).
-#include "storage/data_ops.h"
+#include "data_ops.h"
 
 #include <algorithm>
 #include <chrono>
