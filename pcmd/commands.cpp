@@ -22,9 +22,9 @@ CommandDesk::CommandDesk(JobTable& jobs, Inventory& inventory, Policy* policy,
 json CommandDesk::request(Job& job, proto::Command c, const Where& where, From from) {
   if (job.state != JobState::kRunning)
     fail(PCM_ERR_REFUSED, "job '{}' is {}", job.name, state_name(job.state));
-  if (job.pending)
+  if (job.pending.command)
     fail(PCM_ERR_REFUSED, "job '{}' already has a reconfiguration in flight: {} (command {})",
-         job.name, job.pending->describe(), job.pending->id);
+         job.name, job.pending.command->describe(), job.pending.command->id);
   if (job.allocating)
     fail(PCM_ERR_REFUSED, "job '{}' waits for a Slurm allocation for {}", job.name,
          job.allocating->text);
@@ -152,9 +152,9 @@ json CommandDesk::queue(Job& job, proto::Command c, From from) {
         std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count());
   jobs_.note(job, c.describe() + " requested");
   log_->info("job {}: command {}: {}", job.name, c.id, job.last_event);
-  job.pending = c;
-  job.pending_delivered = false;
-  job.pending_drain = from == From::kDrain;
+  job.pending.command = c;
+  job.pending.delivered = false;
+  job.pending.drain = from == From::kDrain;
   return json{{"ok", true},       {"command", c.id}, {"host", c.host},
               {"hosts", c.hosts}, {"size", c.size},  {"text", c.describe()}};
 }
@@ -205,7 +205,8 @@ void CommandDesk::policy_round() {
   std::vector<PolicyJob> jobs;
   for (const auto& [name, job] : jobs_.all()) {
     if (job.state != JobState::kRunning) continue;
-    jobs.push_back(PolicyJob{name, job.size, job.hosts, job.rate(tnow), job.pending.has_value()});
+    jobs.push_back(
+        PolicyJob{name, job.size, job.hosts, job.rate(tnow), job.pending.command.has_value()});
   }
   std::vector<PolicyHost> hosts;
   for (const auto& h : inventory_.hosts())

@@ -99,7 +99,8 @@ void Drains::progress() {
     }
     const InventoryHost host = hosts[i];
     for (auto& [name, job] : jobs_.all()) {
-      if (job.state != JobState::kRunning || job.pending || !job.drain_stalled.empty()) continue;
+      if (job.state != JobState::kRunning || job.pending.command || !job.drain_stalled.empty())
+        continue;
       if (std::count(job.hosts.begin(), job.hosts.end(), host.name) == 0) continue;
       try {
         step(job, host);

@@ -94,10 +94,10 @@ void JobTable::note(Job& job, std::string event) {
 
 void JobTable::fail_job(Job& job, std::string why) {
   job.state = JobState::kFailed;
-  if (job.pending) {
-    why +=
-        fmt::format("; {} (command {}) did not complete", job.pending->describe(), job.pending->id);
-    job.pending.reset();
+  if (job.pending.command) {
+    why += fmt::format("; {} (command {}) did not complete", job.pending.command->describe(),
+                       job.pending.command->id);
+    job.pending.command.reset();
   }
   note(job, std::move(why));
   log_->warn("job {}: {}", job.name, job.last_event);
@@ -118,33 +118,33 @@ bool JobTable::take_watch_events(Watcher& watcher) {
     auto key = std::make_pair(e.host, e.pid);
     if (e.kind == WatchEvent::Kind::kHello) {
       if (job.state != JobState::kRunning) continue;
-      if (job.pending && job.pending_delivered) job.joining.insert(key);
-      ++job.watched[key];
-      job.ever_watched = true;
-      job.unwatched_since.reset();
+      if (job.pending.command && job.pending.delivered) job.liveness.joining.insert(key);
+      ++job.liveness.watched[key];
+      job.liveness.ever_watched = true;
+      job.liveness.unwatched_since.reset();
       continue;
     }
     // Only this job's own processes count: a process of an earlier job of the same name (a
     // restart took the name over) says nothing about this one.
-    auto w = job.watched.find(key);
-    if (w == job.watched.end()) continue;
-    if (--w->second <= 0) job.watched.erase(w);
-    if (job.watched.empty()) job.unwatched_since = now;
+    auto w = job.liveness.watched.find(key);
+    if (w == job.liveness.watched.end()) continue;
+    if (--w->second <= 0) job.liveness.watched.erase(w);
+    if (job.liveness.watched.empty()) job.liveness.unwatched_since = now;
     if (e.kind == WatchEvent::Kind::kLost && job.state != JobState::kFinished &&
-        job.lost.size() < kMaxLost)
-      job.lost.push_back(fmt::format("{} on {}", e.pid, e.host));
+        job.liveness.lost.size() < kMaxLost)
+      job.liveness.lost.push_back(fmt::format("{} on {}", e.pid, e.host));
     if (job.state != JobState::kRunning) continue;
     // The first loss of a running job: its host may be gone (the losses that follow are the
     // launcher tearing the rest down, or pcmctl run ending it).
     if (e.kind == WatchEvent::Kind::kLost && lost_hosts_.size() < 64) lost_hosts_.push_back(e.host);
-    if (e.kind == WatchEvent::Kind::kLost && job.abandoned.erase(key)) continue;
-    if (e.kind == WatchEvent::Kind::kLost && job.pending && job.pending_delivered &&
-        job.joining.count(key)) {
-      if (job.lost_joining.empty()) {
-        job.lost_joining = fmt::format("{} on {}", e.pid, e.host);
+    if (e.kind == WatchEvent::Kind::kLost && job.liveness.abandoned.erase(key)) continue;
+    if (e.kind == WatchEvent::Kind::kLost && job.pending.command && job.pending.delivered &&
+        job.liveness.joining.count(key)) {
+      if (job.liveness.lost_joining.empty()) {
+        job.liveness.lost_joining = fmt::format("{} on {}", e.pid, e.host);
         note(job, fmt::format("new process {} of command {} lost ({}): the old world gives the "
                               "command up",
-                              job.lost_joining, job.pending->id, e.why));
+                              job.liveness.lost_joining, job.pending.command->id, e.why));
       }
       continue;
     }
@@ -168,38 +168,38 @@ bool JobTable::check_alive(Watcher& watcher) {
     if (job.state != JobState::kRunning) continue;
     // Every process said bye (or was lost) and rank 0 never said "finished": allow the
     // "finished" request, which travels on another connection, a few seconds to arrive.
-    if (job.ever_watched && job.watched.empty() && job.unwatched_since &&
-        now - *job.unwatched_since > std::chrono::seconds(5)) {
+    if (job.liveness.ever_watched && job.liveness.watched.empty() && job.liveness.unwatched_since &&
+        now - *job.liveness.unwatched_since > std::chrono::seconds(5)) {
       fail_job(job, "every process left without the job finishing");
       failed = true;
       continue;
     }
     if (!rank0_gone(job)) {
-      job.rank0_missing_since.reset();
+      job.liveness.rank0_missing_since.reset();
       continue;
     }
     // A split whose old world leaves the job: its rank 0 may end before the new rank 0's report,
     // which names the new pid, has arrived (measured: 5 ms apart on a loaded machine). While a
     // delivered command is in flight, that report has kRank0Grace to come.
-    if (job.pending && job.pending_delivered) {
-      if (!job.rank0_missing_since) job.rank0_missing_since = now;
-      if (now - *job.rank0_missing_since < kRank0Grace) continue;
+    if (job.pending.command && job.pending.delivered) {
+      if (!job.liveness.rank0_missing_since) job.liveness.rank0_missing_since = now;
+      if (now - *job.liveness.rank0_missing_since < kRank0Grace) continue;
     }
     // Losses the watch port reports name the host: let them come first.
     take_watch_events(watcher);
     failed = true;
     if (job.state != JobState::kRunning) continue;
-    fail_job(job, fmt::format("rank 0 (pid {}) ended without finishing", job.rank0_pid));
+    fail_job(job, fmt::format("rank 0 (pid {}) ended without finishing", job.liveness.rank0_pid));
   }
   return failed;
 }
 
 bool JobTable::rank0_gone(const Job& job) const {
-  if (job.rank0_pid <= 0) return false;
-  if (job.rank0_host != my_host_ && job.rank0_host != "localhost") return false;
-  if (::kill(static_cast<pid_t>(job.rank0_pid), 0) != 0) return errno == ESRCH;
+  if (job.liveness.rank0_pid <= 0) return false;
+  if (job.liveness.rank0_host != my_host_ && job.liveness.rank0_host != "localhost") return false;
+  if (::kill(static_cast<pid_t>(job.liveness.rank0_pid), 0) != 0) return errno == ESRCH;
   // A zombie is gone too (where nothing reaps orphans at once, as in some containers).
-  std::ifstream stat("/proc/" + std::to_string(job.rank0_pid) + "/stat");
+  std::ifstream stat("/proc/" + std::to_string(job.liveness.rank0_pid) + "/stat");
   std::string line;
   std::getline(stat, line);
   const auto paren = line.rfind(')');
@@ -224,8 +224,8 @@ std::string JobTable::registration_name(const ops::Register& r) {
     auto it = jobs_.find(wanted);
     // A job whose rank 0 died here has failed, whether pcmd has looked yet or not.
     if (it != jobs_.end() && it->second.state == JobState::kRunning && rank0_gone(it->second))
-      fail_job(it->second,
-               fmt::format("rank 0 (pid {}) ended without finishing", it->second.rank0_pid));
+      fail_job(it->second, fmt::format("rank 0 (pid {}) ended without finishing",
+                                       it->second.liveness.rank0_pid));
     // A restart may take over a name whose job is gone: finished, failed, or silent for 10 s
     // (its rank 0 ran where pcmd cannot watch it).
     bool silent = it != jobs_.end() && std::chrono::steady_clock::now() - it->second.last_seen >
@@ -256,8 +256,8 @@ json JobTable::register_job(const ops::Register& r, const std::string& name,
   job.size = r.size;
   job.hosts = r.hosts;
   job.executable = r.executable.value_or("");
-  job.rank0_pid = r.pid.value_or(0);
-  job.rank0_host = job.hosts[0];
+  job.liveness.rank0_pid = r.pid.value_or(0);
+  job.liveness.rank0_host = job.hosts[0];
   if (r.placement && !r.placement->empty()) {
     job.placement = parse_placement(*r.placement);
     if (!job.placement)
@@ -333,14 +333,14 @@ json JobTable::poll(const ops::Poll& r, LogLimiter& refusals) {
         {"interval_s", r.checkpoint_interval_s ? json(*r.checkpoint_interval_s) : json()},
         {"mtbf_s", *r.checkpoint_mtbf_s}};
   json reply{{"ok", true}, {"command", nullptr}};
-  if (job.pending) {
-    reply["command"] = job.pending->to_json();
-    if (!job.pending_delivered)
-      log_->info("job {}: command {} delivered", job.name, job.pending->id);
-    job.pending_delivered = true;
+  if (job.pending.command) {
+    reply["command"] = job.pending.command->to_json();
+    if (!job.pending.delivered)
+      log_->info("job {}: command {} delivered", job.name, job.pending.command->id);
+    job.pending.delivered = true;
   }
   if (job.checkpoint_wanted) reply["checkpoint"] = job.checkpoint_wanted->id;
-  if (!job.lost_joining.empty()) reply["lost"] = job.lost_joining;
+  if (!job.liveness.lost_joining.empty()) reply["lost"] = job.liveness.lost_joining;
   return reply;
 }
 
@@ -350,24 +350,24 @@ JobTable::Outcome JobTable::reconfigured(
   Job& job = find(r.job);
   // Sent again after a pcmd restart, once it had been taken: nothing to do twice.
   if (r.retry && r.command <= job.last_done_command) return Outcome::kAgain;
-  if (!job.pending || job.pending->id != r.command)
+  if (!job.pending.command || job.pending.command->id != r.command)
     fail(PCM_ERR_REFUSED, "job '{}' has no pending command {}", job.name, r.command);
   job.last_done_command = r.command;
-  const std::string lost_new = std::exchange(job.lost_joining, std::string());
+  const std::string lost_new = std::exchange(job.liveness.lost_joining, std::string());
   if (r.success) {
-    job.joining.clear();
+    job.liveness.joining.clear();
     if (!lost_new.empty()) {  // the new world goes on without one of its processes: it cannot
-      job.pending.reset();
+      job.pending.command.reset();
       fail_job(job, fmt::format("process {} of the new world was lost", lost_new));
       return Outcome::kFailed;
     }
     job.hosts = r.hosts;
     job.size = r.size;
     job.reconfigurations++;
-    job.rank0_pid = r.pid.value_or(0);
-    job.rank0_host = job.hosts[0];
-    job.rank0_missing_since.reset();
-    note(job, job.pending->describe() +
+    job.liveness.rank0_pid = r.pid.value_or(0);
+    job.liveness.rank0_host = job.hosts[0];
+    job.liveness.rank0_missing_since.reset();
+    note(job, job.pending.command->describe() +
                   (r.respawned ? " done by respawning the whole world (its parked processes left)"
                                : " done"));
     if (r.layout) {
@@ -375,23 +375,23 @@ JobTable::Outcome JobTable::reconfigured(
       Distribution d = Distribution::from_json(*r.layout);
       if (d.size() != r.size)
         fail(PCM_ERR_ARG, "the layout describes {} ranks, not {}", d.size(), r.size);
-      keep_layout(job.name, proto::encode(d.to_json()), job.pending->id);
-      job.layout_command = job.pending->id;
+      keep_layout(job.name, proto::encode(d.to_json()), job.pending.command->id);
+      job.layout_command = job.pending.command->id;
       job.layout = d.to_json();
     }
   } else {
-    note(job, fmt::format("{} failed: {}", job.pending->describe(), r.error.value_or("?")));
-    job.abandoned.insert(job.joining.begin(), job.joining.end());
-    job.joining.clear();
+    note(job, fmt::format("{} failed: {}", job.pending.command->describe(), r.error.value_or("?")));
+    job.liveness.abandoned.insert(job.liveness.joining.begin(), job.liveness.joining.end());
+    job.liveness.joining.clear();
   }
   job.iteration = r.iteration.value_or(job.iteration);
   job.last_seen = std::chrono::steady_clock::now();
   log_->info("job {}: {}", job.name, job.last_event);
-  if (!r.success && job.pending_drain) {
+  if (!r.success && job.pending.drain) {
     job.drain_stalled = job.last_event;
     note(job, "drain stopped for this job: " + job.drain_stalled);
   }
-  job.pending.reset();
+  job.pending.command.reset();
   return r.success ? Outcome::kDone : Outcome::kFailed;
 }
 
@@ -404,9 +404,9 @@ void JobTable::finished(const ops::Finished& r) {
   }
   job.state = JobState::kFinished;
   job.last_seen = std::chrono::steady_clock::now();
-  if (job.pending) {
-    note(job, fmt::format("finished before command {} ran", job.pending->id));
-    job.pending.reset();
+  if (job.pending.command) {
+    note(job, fmt::format("finished before command {} ran", job.pending.command->id));
+    job.pending.command.reset();
   } else {
     note(job, "finished");
   }
@@ -461,7 +461,7 @@ json JobTable::job_json(const Job& job) const {
          {"reconfigurations", job.reconfigurations},
          {"layout_command", job.layout_command},
          {"last_event", job.last_event},
-         {"lost", job.lost},
+         {"lost", job.liveness.lost},
          {"seconds_since_seen",
           std::chrono::duration<double>(std::chrono::steady_clock::now() - job.last_seen).count()},
          {"pending", nullptr},
@@ -486,10 +486,10 @@ json JobTable::job_json(const Job& job) const {
         {"seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() -
                                                   job.checkpoint_wanted->since)
                         .count()}};
-  if (job.pending) {
-    j["pending"] = job.pending->to_json();
-    j["pending"]["delivered"] = job.pending_delivered;
-    j["pending"]["text"] = job.pending->describe();
+  if (job.pending.command) {
+    j["pending"] = job.pending.command->to_json();
+    j["pending"]["delivered"] = job.pending.delivered;
+    j["pending"]["text"] = job.pending.command->describe();
   }
   return j;
 }

@@ -46,9 +46,13 @@ struct Job {
   std::string executable;          // what reconfigurations spawn (checked before each)
   std::int64_t iteration = 0;
   int reconfigurations = 0;
-  std::optional<proto::Command> pending;  // requested by an operator, not yet carried out
-  bool pending_delivered = false;         // rank 0 has been told
-  bool pending_drain = false;             // the pending command is a step of a host's drain
+  // The command asked of the job and not yet carried out (one at a time).
+  struct Pending {
+    std::optional<proto::Command> command;  // queued by the desk (commands.h)
+    bool delivered = false;                 // rank 0 has been told
+    bool drain = false;                     // the command is a step of a host's drain
+  };
+  Pending pending;
   // A command that waits for more hosts before it can be placed (pcmd --resources slurm:
   // slurm_growth.h): what it is, the Slurm job asked for ("" until Slurm names it), since when.
   struct Allocating {
@@ -88,26 +92,31 @@ struct Job {
   std::optional<Manifest> restarted_from;  // the verified version a restarted job reads
   std::optional<Placement> placement;      // the job's own (PCM_PLACEMENT at launch)
   std::string drain_stalled;               // a drain step failed: the job is no longer drained
-  long rank0_pid = 0;                      // watched while rank 0 runs on pcmd's host
-  std::string rank0_host;
-  // Since when rank 0's pid has been gone while a delivered command was in flight (check_alive).
-  std::optional<std::chrono::steady_clock::time_point> rank0_missing_since;
-  // The job's processes holding a connection to the watch port (watch.h), by host and pid.
-  std::map<std::pair<std::string, long>, int> watched;
-  long long incarnation = 0;  // this run of the job: only its processes' hellos count
-  std::string nonce;          // its registration's, so that a registration sent again is known
+  long long incarnation = 0;               // this run of the job: only its processes' hellos count
+  std::string nonce;  // its registration's, so that a registration sent again is known
   std::int64_t last_done_command = 0;  // the last command the job reported (done or failed)
-  bool ever_watched = false;
-  // Processes lost without saying bye ("PID on HOST"), first first: when a host vanishes, MPI
-  // tears the rest of the job down and those losses follow the first one.
-  std::vector<std::string> lost;
-  // Processes that joined while the delivered command was in flight (a split's new ones): one of
-  // them lost then ("PID on HOST") does not fail the job at once, because the old world gives the
-  // split up (libpcm/split_guard.h); rank 0's polls hear of it and the command's report decides.
-  // Those of a command given up are `abandoned`: their later loss says nothing of the job.
-  std::set<std::pair<std::string, long>> joining, abandoned;
-  std::string lost_joining;
-  std::optional<std::chrono::steady_clock::time_point> unwatched_since;
+  // Whether the job's processes are alive: rank 0's pid, the watch port's connections, the losses.
+  struct Liveness {
+    long rank0_pid = 0;  // watched while rank 0 runs on pcmd's host
+    std::string rank0_host;
+    // Since when rank 0's pid has been gone while a delivered command was in flight (check_alive).
+    std::optional<std::chrono::steady_clock::time_point> rank0_missing_since;
+    // The job's processes holding a connection to the watch port (watch.h), by host and pid.
+    std::map<std::pair<std::string, long>, int> watched;
+    bool ever_watched = false;
+    std::optional<std::chrono::steady_clock::time_point> unwatched_since;
+    // Processes lost without saying bye ("PID on HOST"), first first: when a host vanishes, MPI
+    // tears the rest of the job down and those losses follow the first one.
+    std::vector<std::string> lost;
+    // Processes that joined while the delivered command was in flight (a split's new ones): one
+    // of them lost then ("PID on HOST") does not fail the job at once, because the old world
+    // gives the split up (libpcm/split_guard.h); rank 0's polls hear of it and the command's
+    // report decides. Those of a command given up are `abandoned`: their later loss says nothing
+    // of the job.
+    std::set<std::pair<std::string, long>> joining, abandoned;
+    std::string lost_joining;
+  };
+  Liveness liveness;
   // The last profile rank 0 sent (profile.h, validated; null: none) and when it came. Kept in
   // memory only: a restarted pcmd has the next one within PCM_PROFILE_MS.
   nlohmann::json profile;

@@ -40,9 +40,9 @@ json job_to_json(const Job& job) {
          {"executable", job.executable},
          {"iteration", job.iteration},
          {"reconfigurations", job.reconfigurations},
-         {"pending", job.pending ? job.pending->to_json() : json()},
-         {"pending_delivered", job.pending_delivered},
-         {"pending_drain", job.pending_drain},
+         {"pending", job.pending.command ? job.pending.command->to_json() : json()},
+         {"pending_delivered", job.pending.delivered},
+         {"pending_drain", job.pending.drain},
          {"last_done_command", job.last_done_command},
          {"last_event", job.last_event},
          {"layout_command", job.layout_command},
@@ -50,11 +50,11 @@ json job_to_json(const Job& job) {
          {"restarted_from", job.restarted_from ? job.restarted_from->to_json() : json()},
          {"placement", job.placement ? placement_name(*job.placement) : ""},
          {"drain_stalled", job.drain_stalled},
-         {"rank0_pid", job.rank0_pid},
-         {"rank0_host", job.rank0_host},
+         {"rank0_pid", job.liveness.rank0_pid},
+         {"rank0_host", job.liveness.rank0_host},
          {"incarnation", job.incarnation},
          {"nonce", job.nonce},
-         {"lost", job.lost}};
+         {"lost", job.liveness.lost}};
   job.put_events(j);
   return j;
 }
@@ -72,9 +72,9 @@ Job job_from_json(const json& j, std::chrono::steady_clock::time_point now) {
   job.iteration = j.at("iteration").get<std::int64_t>();
   job.reconfigurations = j.at("reconfigurations").get<int>();
   if (!j.at("pending").is_null())
-    job.pending = proto::Command::from_json(j.at("pending"), job.size);
-  job.pending_delivered = j.at("pending_delivered").get<bool>();
-  job.pending_drain = j.at("pending_drain").get<bool>();
+    job.pending.command = proto::Command::from_json(j.at("pending"), job.size);
+  job.pending.delivered = j.at("pending_delivered").get<bool>();
+  job.pending.drain = j.at("pending_drain").get<bool>();
   job.last_done_command = j.at("last_done_command").get<std::int64_t>();
   job.last_event = j.at("last_event").get<std::string>();
   const auto texts = j.at("events").get<std::vector<std::string>>();
@@ -90,11 +90,11 @@ Job job_from_json(const json& j, std::chrono::steady_clock::time_point now) {
     if (!job.placement) fail(PCM_ERR_ARG, "unknown placement '{}'", p);
   }
   job.drain_stalled = j.at("drain_stalled").get<std::string>();
-  job.rank0_pid = j.at("rank0_pid").get<long>();
-  job.rank0_host = j.at("rank0_host").get<std::string>();
+  job.liveness.rank0_pid = j.at("rank0_pid").get<long>();
+  job.liveness.rank0_host = j.at("rank0_host").get<std::string>();
   job.incarnation = j.at("incarnation").get<long long>();
   job.nonce = j.at("nonce").get<std::string>();
-  job.lost = j.at("lost").get<std::vector<std::string>>();
+  job.liveness.lost = j.at("lost").get<std::vector<std::string>>();
   job.last_seen = now;  // its processes have the time a reconnection takes
   return job;
 }
@@ -135,7 +135,8 @@ void JobTable::take_over(std::map<std::string, Job> jobs, const json& t, bool re
       continue;
     }
     if (rank0_gone(job)) {
-      fail_job(job, fmt::format("rank 0 (pid {}) ended while pcmd was away", job.rank0_pid));
+      fail_job(job,
+               fmt::format("rank 0 (pid {}) ended while pcmd was away", job.liveness.rank0_pid));
       continue;
     }
     note(job, "pcmd restarted; waiting for the job to reconnect");

@@ -282,9 +282,9 @@ void SlurmGrowth::note_occupied() {
   for (const auto& [name, job] : jobs_.all()) {
     if (job.state != JobState::kRunning) continue;
     for (const auto& h : job.hosts) note(h, name);
-    if (job.pending) {
-      note(job.pending->host, name);
-      for (const auto& h : job.pending->hosts) note(h, name);
+    if (job.pending.command) {
+      note(job.pending.command->host, name);
+      for (const auto& h : job.pending.command->hosts) note(h, name);
     }
   }
 }
@@ -399,10 +399,10 @@ void SlurmGrowth::refuse(Request& r, const std::string& why) {
 bool SlurmGrowth::in_use(const std::string& host) const {
   if (inventory_.used_slots(host, nullptr) > 0) return true;
   for (const auto& [name, job] : jobs_.all())
-    if (job.state == JobState::kRunning && job.pending &&
-        (job.pending->host == host ||
-         std::find(job.pending->hosts.begin(), job.pending->hosts.end(), host) !=
-             job.pending->hosts.end()))
+    if (job.state == JobState::kRunning && job.pending.command &&
+        (job.pending.command->host == host ||
+         std::find(job.pending.command->hosts.begin(), job.pending.command->hosts.end(), host) !=
+             job.pending.command->hosts.end()))
       return true;
   return false;
 }

@@ -155,7 +155,7 @@ TEST_F(GrowthDeskTest, ACommandThatDoesNotFitGoesToTheGrowthWithTheSlotsMissing)
   EXPECT_EQ(growth_.grown[0].command.rank, 0);
   EXPECT_EQ(growth_.grown[0].command.into, 2);
   EXPECT_TRUE(growth_.grown[0].command.hosts.empty());  // as asked, not placed
-  EXPECT_FALSE(job().pending.has_value());
+  EXPECT_FALSE(job().pending.command.has_value());
   EXPECT_TRUE(growth_.queued.empty());
   EXPECT_EQ(desk_.next_command(), 1);
 
@@ -166,7 +166,7 @@ TEST_F(GrowthDeskTest, ACommandThatDoesNotFitGoesToTheGrowthWithTheSlotsMissing)
   EXPECT_EQ(growth_.grown[1].missing, 2);
   EXPECT_EQ(growth_.grown[1].command.kind, Kind::kResize);
   EXPECT_EQ(growth_.grown[1].command.size, 4);
-  EXPECT_FALSE(job().pending.has_value());
+  EXPECT_FALSE(job().pending.command.has_value());
 
   // A migration to no named host: no other host with a free slot, 1 missing.
   reply = desk_.request(job(), migrate(1), {}, CommandDesk::From::kOperator);
@@ -176,7 +176,7 @@ TEST_F(GrowthDeskTest, ACommandThatDoesNotFitGoesToTheGrowthWithTheSlotsMissing)
   EXPECT_EQ(growth_.grown[2].command.kind, Kind::kMigrate);
   EXPECT_EQ(growth_.grown[2].command.rank, 1);
   EXPECT_FALSE(growth_.grown[2].where.host.has_value());
-  EXPECT_FALSE(job().pending.has_value());
+  EXPECT_FALSE(job().pending.command.has_value());
   EXPECT_TRUE(growth_.queued.empty());
 }
 
@@ -191,10 +191,10 @@ TEST_F(GrowthDeskTest, AMergeIsQueuedWithoutGrowing) {
   EXPECT_EQ(growth_.queued[0].hosts, std::vector<std::string>{"h1"});  // placed
   EXPECT_EQ(reply.at("command"), 1);
   EXPECT_EQ(reply.at("size"), 1);
-  ASSERT_TRUE(job().pending.has_value());
-  EXPECT_EQ(job().pending->kind, Kind::kMerge);
-  EXPECT_EQ(job().pending->id, 1);
-  EXPECT_TRUE(job().pending->respawn);  // what before_queue made of it is queued
+  ASSERT_TRUE(job().pending.command.has_value());
+  EXPECT_EQ(job().pending.command->kind, Kind::kMerge);
+  EXPECT_EQ(job().pending.command->id, 1);
+  EXPECT_TRUE(job().pending.command->respawn);  // what before_queue made of it is queued
 }
 
 TEST_F(GrowthDeskTest, ACommandThatFitsIsPlacedAndQueued) {
@@ -207,10 +207,10 @@ TEST_F(GrowthDeskTest, ACommandThatFitsIsPlacedAndQueued) {
   EXPECT_EQ(growth_.queued[0].hosts.size(), 3u);
   EXPECT_EQ(reply.at("size"), 3);
   EXPECT_FALSE(reply.contains("allocating"));
-  ASSERT_TRUE(job().pending.has_value());
-  EXPECT_EQ(job().pending->kind, Kind::kSplit);
+  ASSERT_TRUE(job().pending.command.has_value());
+  EXPECT_EQ(job().pending.command->kind, Kind::kSplit);
   // 3 processes on 2 + 2 slots: both hosts.
-  const auto& hosts = job().pending->hosts;
+  const auto& hosts = job().pending.command->hosts;
   EXPECT_EQ(
       std::count(hosts.begin(), hosts.end(), "h1") + std::count(hosts.begin(), hosts.end(), "h2"),
       3);
@@ -222,7 +222,7 @@ TEST_F(GrowthDeskTest, WithoutAGrowthACommandThatDoesNotFitIsRefused) {
   auto [code, message] =
       error_of([&] { desk_.request(job(), split(0, 2), {}, CommandDesk::From::kOperator); });
   EXPECT_EQ(code, PCM_ERR_REFUSED) << message;
-  EXPECT_FALSE(job().pending.has_value());
+  EXPECT_FALSE(job().pending.command.has_value());
   // Set, then taken away again.
   desk_.set_growth(&growth_);
   desk_.set_growth(nullptr);
@@ -230,7 +230,7 @@ TEST_F(GrowthDeskTest, WithoutAGrowthACommandThatDoesNotFitIsRefused) {
       error_of([&] { desk_.request(job(), resize(4), {}, CommandDesk::From::kOperator); });
   EXPECT_EQ(code, PCM_ERR_REFUSED) << message;
   EXPECT_TRUE(growth_.grown.empty());
-  EXPECT_FALSE(job().pending.has_value());
+  EXPECT_FALSE(job().pending.command.has_value());
 }
 
 TEST_F(GrowthDeskTest, AJobWaitingForAnAllocationTakesNoCommand) {
@@ -247,7 +247,7 @@ TEST_F(GrowthDeskTest, AJobWaitingForAnAllocationTakesNoCommand) {
   }
   EXPECT_TRUE(growth_.grown.empty());
   EXPECT_TRUE(growth_.queued.empty());
-  EXPECT_FALSE(job().pending.has_value());
+  EXPECT_FALSE(job().pending.command.has_value());
   // Status shows what it waits for.
   job().allocating->slurm_job = "8";
   const json shown = jobs_.status(std::string("j")).at(0).at("allocating");
@@ -257,7 +257,7 @@ TEST_F(GrowthDeskTest, AJobWaitingForAnAllocationTakesNoCommand) {
   // Once it no longer waits, the job takes commands again.
   job().allocating.reset();
   desk_.request(job(), merge({0, 1}), {}, CommandDesk::From::kOperator);
-  EXPECT_TRUE(job().pending.has_value());
+  EXPECT_TRUE(job().pending.command.has_value());
 }
 
 namespace {
