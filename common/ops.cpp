@@ -371,11 +371,11 @@ json ShardDone::to_json() const {
   return j;
 }
 
-StageDir StageDir::from_json(const json& j) { return StageDir{valid_job_of(j)}; }
-json StageDir::to_json() const { return json{{"job", job}}; }
+DirectDir DirectDir::from_json(const json& j) { return DirectDir{valid_job_of(j)}; }
+json DirectDir::to_json() const { return json{{"job", job}}; }
 
-StoreStaged StoreStaged::from_json(const json& j) {
-  StoreStaged r;
+StoreDirect StoreDirect::from_json(const json& j) {
+  StoreDirect r;
   r.job = valid_job_of(j);
   r.rank = rank_of(j, "rank", 0);
   r.key = key_of(j);
@@ -385,10 +385,10 @@ StoreStaged StoreStaged::from_json(const json& j) {
   }
   r.error = opt_string(j, "error", 2000);
   if (r.record.has_value() == r.error.has_value())
-    fail(PCM_ERR_ARG, "a staged store carries a record or an error, one of the two");
+    fail(PCM_ERR_ARG, "a direct store carries a record or an error, one of the two");
   return r;
 }
-json StoreStaged::to_json() const {
+json StoreDirect::to_json() const {
   json j{{"job", job}, {"rank", rank}, {"key", key}};
   put(j, "record", record);
   put(j, "error", error);

@@ -50,8 +50,8 @@ inline constexpr int kMaxRanks = 1 << 20;  // processes of a job, ranks named in
   X(CheckpointManifest, "checkpoint_manifest", false, false, true) \
   X(ShardPut, "shard_put", true, false, false)                     \
   X(ShardDone, "shard_done", true, false, false)                   \
-  X(StageDir, "stage_dir", false, false, false)                    \
-  X(StoreStaged, "store_staged", false, false, false)              \
+  X(DirectDir, "direct_dir", false, false, false)                  \
+  X(StoreDirect, "store_direct", false, false, false)              \
   X(Migrate, "migrate", false, false, false)                       \
   X(Split, "split", false, false, false)                           \
   X(Merge, "merge", false, false, false)                           \
@@ -341,24 +341,24 @@ struct ShardDone {
 };
 
 // Where the job's ranks write the keys they store themselves. Reply: dir, token.
-struct StageDir {
-  static constexpr Op kOp = Op::kStageDir;
+struct DirectDir {
+  static constexpr Op kOp = Op::kDirectDir;
   std::string job;
-  static StageDir from_json(const json& j);
+  static DirectDir from_json(const json& j);
   json to_json() const;
 };
 
-// A store the rank wrote into the staging directory itself: its record (a ShardRecord whose one
-// dataset has a file of its own), or why it could not (a commit is then refused until the key
+// A store the rank wrote into the direct-store directory itself: its record (a ShardRecord whose
+// one dataset has a file of its own), or why it could not (a commit is then refused until the key
 // is stored again).
-struct StoreStaged {
-  static constexpr Op kOp = Op::kStoreStaged;
+struct StoreDirect {
+  static constexpr Op kOp = Op::kStoreDirect;
   std::string job;
   int rank = 0;
   std::string key;
   std::optional<json> record;
   std::optional<std::string> error;
-  static StoreStaged from_json(const json& j);
+  static StoreDirect from_json(const json& j);
   json to_json() const;
 };
 

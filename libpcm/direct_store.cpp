@@ -1,5 +1,5 @@
 // direct_store.cpp — PCM_Store and PCM_Load of keys this process writes and reads itself in the
-// job's staging directory (direct_store.h).
+// job's direct-store directory (direct_store.h).
 #include "direct_store.h"
 
 #include <sys/statvfs.h>
@@ -32,7 +32,7 @@ std::string new_tag() {
 bool DirectStore::sees(DaemonLink& link, const Settings& s, const std::string& job) {
   if (!s.checkpoint_direct) return false;
   if (pid_ == link.pcmd_pid()) return seen_;
-  auto r = link.request(ops::request(ops::StageDir{job}), nullptr, 0, s.data_timeout_ms);
+  auto r = link.request(ops::request(ops::DirectDir{job}), nullptr, 0, s.data_timeout_ms);
   dir_ = r.header.at("dir").get<std::string>();
   seen_ = holds_token(dir_, r.header.at("token").get<std::string>());
   pid_ = link.pcmd_pid();
@@ -60,7 +60,7 @@ bool DirectStore::store(DaemonLink& link, const Settings& s, const std::string& 
           "no space left to store rank {} key '{}' ({:.1f} MiB needed, {:.1f} MiB "
           "free in {}): {}; the data stored before under this key is kept",
           rank, key, bytes / 1048576.0, left / 1048576.0, dir_, e.what());
-    link.request(ops::request(ops::StoreStaged{job, rank, key, std::nullopt, why}), nullptr, 0,
+    link.request(ops::request(ops::StoreDirect{job, rank, key, std::nullopt, why}), nullptr, 0,
                  s.data_timeout_ms);
     fail(full ? PCM_ERR_NOSPACE : e.code(), "{}", why);
   }
@@ -69,7 +69,7 @@ bool DirectStore::store(DaemonLink& link, const Settings& s, const std::string& 
   d.file_size = written.size;
   const ShardRecord rec{rank, "", 0, {d}};
   try {
-    link.request(ops::request(ops::StoreStaged{job, rank, key, rec.to_json(), std::nullopt}),
+    link.request(ops::request(ops::StoreDirect{job, rank, key, rec.to_json(), std::nullopt}),
                  nullptr, 0, s.data_timeout_ms);
   } catch (...) {
     std::remove((dir_ + "/" + file).c_str());  // pcmd never took it: the previous data stands

@@ -1,5 +1,5 @@
 // direct_store.h — PCM_Store's direct path: where this process sees pcmd's data directory, a
-// store writes the key itself into the job's staging directory (an HDF5 file of one dataset,
+// store writes the key itself into the job's direct-store directory (an HDF5 file of one dataset,
 // checksummed from memory as it is written, fsynced; shard.h) and sends pcmd only its record;
 // a load of such a key reads the file itself. pcmd's side: pcmd/storage/store.h.
 #pragma once
@@ -27,7 +27,8 @@ class DirectStore {
   // stored again; PCM_ERR_NOSPACE on a full disk) or pcmd refuses the record.
   bool store(DaemonLink& link, const Settings& s, const std::string& job, int rank,
              const std::string& key, const void* buf, int type, std::uint64_t count);
-  // The record of (rank, key) when it is staged and this process sees it; nullopt: ask pcmd.
+  // The record of (rank, key) when the rank wrote it itself and this process sees it; nullopt:
+  // ask pcmd.
   std::optional<ShardRecord> find(DaemonLink& link, const Settings& s, const std::string& job,
                                   int rank, const std::string& key);
   // Reads a found key's data (its bytes) into out, verified; false if its file has gone meanwhile
@@ -43,7 +44,7 @@ class DirectStore {
                                                                 const std::string& key);
 
  private:
-  // Whether this process sees the staging directory pcmd names (asked once per pcmd).
+  // Whether this process sees the direct-store directory pcmd names (asked once per pcmd).
   bool sees(DaemonLink& link, const Settings& s, const std::string& job);
   // The restart's version, once asked: its directory when read here, its shards by rank.
   std::optional<std::int64_t> version_;

@@ -50,9 +50,9 @@ class DataOps {
   proto::json shard_done(const ops::ShardDone& r, Payload data, std::vector<char>& reply_data);
   proto::json bad(const ops::CheckpointBad& r, std::vector<char>& reply_data);
   proto::json manifest(const ops::CheckpointManifest& r, std::vector<char>& reply_data);
-  // Keys the ranks store themselves (store.h's staged keys).
-  proto::json stage_dir(const ops::StageDir& r, std::vector<char>& reply_data);
-  proto::json store_staged(const ops::StoreStaged& r, std::vector<char>& reply_data);
+  // Keys the ranks store themselves (store.h's direct keys).
+  proto::json direct_dir(const ops::DirectDir& r, std::vector<char>& reply_data);
+  proto::json store_direct(const ops::StoreDirect& r, std::vector<char>& reply_data);
 
   // A restart's registration: the newest version of name that verifies is found on the disk,
   // then then(version) makes the reply on the request loop.

@@ -167,10 +167,10 @@ void Server::set_handlers() {
   on<ops::ShardDone>([this](const ops::ShardDone& r, Payload d, Out& out) {
     return data_ops_->shard_done(r, d, out);
   });
-  on<ops::StageDir>(
-      [this](const ops::StageDir& r, Payload, Out& out) { return data_ops_->stage_dir(r, out); });
-  on<ops::StoreStaged>([this](const ops::StoreStaged& r, Payload, Out& out) {
-    return data_ops_->store_staged(r, out);
+  on<ops::DirectDir>(
+      [this](const ops::DirectDir& r, Payload, Out& out) { return data_ops_->direct_dir(r, out); });
+  on<ops::StoreDirect>([this](const ops::StoreDirect& r, Payload, Out& out) {
+    return data_ops_->store_direct(r, out);
   });
   on<ops::Migrate>([this](const ops::Migrate& r, Payload, Out&) { return desk_.migrate(r); });
   on<ops::Split>([this](const ops::Split& r, Payload, Out&) { return desk_.split(r); });

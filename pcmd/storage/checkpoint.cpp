@@ -240,7 +240,7 @@ Manifest Checkpoints::commit(const Store& store, const std::string& job, std::in
   if (iteration < 0) fail(PCM_ERR_ARG, "iteration {} is negative", iteration);
   if (nprocs < 1) fail(PCM_ERR_ARG, "a version needs at least one process");
   // Keys the ranks wrote themselves make a version of shards, their files linked, not copied.
-  if (!store.staged_of(job).empty()) return commit_staged(store, job, iteration, nprocs, layout);
+  if (!store.direct_of(job).empty()) return commit_direct(store, job, iteration, nprocs, layout);
   fs::path src = store.job_file(job);
   if (!fs::exists(src)) fail(PCM_ERR_NOT_FOUND, "job '{}' has stored nothing", job);
   if (auto failed = store.failed_store(job))

@@ -76,7 +76,7 @@ class Checkpoints {
   // job (every rank must have stored something). Throws pcm::Error; on failure (a full disk,
   // a crash) no version appears and earlier versions are untouched.
   // When ranks stored keys themselves (store.h), the version is one of shards (format 2): each
-  // staged file hard-linked into it (never copied), the keys stored through pcmd written by pcmd
+  // direct file hard-linked into it (never copied), the keys stored through pcmd written by pcmd
   // into the rank's shard r<rank>.h5, and the whole committed as commit_shards does.
   Manifest commit(const Store& store, const std::string& job, std::int64_t iteration, int nprocs,
                   const nlohmann::json& layout);
@@ -159,7 +159,7 @@ class Checkpoints {
                                            std::optional<std::int64_t> known) const;
   // The newest valid version whose shards are all on the shared level (checkpoint_shards.cpp).
   std::optional<std::int64_t> newest_shared(const std::string& job) const;
-  Manifest commit_staged(const Store& store, const std::string& job, std::int64_t iteration,
+  Manifest commit_direct(const Store& store, const std::string& job, std::int64_t iteration,
                          int nprocs, const nlohmann::json& layout);
   std::optional<Manifest> load_manifest(const std::string& job, std::int64_t iteration,
                                         std::string* why) const;

@@ -1,7 +1,7 @@
 // checkpoint_shards.cpp — checkpoint versions of format 2, whose shards the ranks write
 // themselves: the version's directory made, shards put through pcmd, the shards committed by one
 // rename, damaged versions marked (checkpoint.h); and PCM_Commit of keys the ranks stored
-// themselves (store.h), a version of shards whose files are the staged ones, hard-linked into it,
+// themselves (store.h), a version of shards whose files are the direct ones, hard-linked into it,
 // plus a shard pcmd writes per rank for the keys stored through it, committed by commit_shards'
 // one rename.
 #include <fcntl.h>
@@ -49,12 +49,12 @@ void link_or_copy(const fs::path& from, const fs::path& to) {
 // into dir; nullopt when there are none.
 std::optional<ShardRecord> write_through_keys(const Store& store, const std::string& job,
                                               std::int64_t iteration, int rank, int nprocs,
-                                              const std::set<std::string>& staged,
+                                              const std::set<std::string>& direct,
                                               const fs::path& dir) {
   std::vector<std::vector<char>> data;
   std::vector<ShardItem> items;
   for (const std::string& key : store.keys(job, rank)) {
-    if (staged.count(key)) continue;
+    if (direct.count(key)) continue;
     data.emplace_back();
     const Store::Meta m = store.get(job, rank, key, data.back());
     items.push_back(ShardItem{key, m.type, m.count, {{data.back().data(), data.back().size()}}});
@@ -241,14 +241,14 @@ void Checkpoints::forget_unreachable(const std::string& job) {
 
 // ---- PCM_Commit of keys the ranks stored themselves ------------------------------------------
 
-Manifest Checkpoints::commit_staged(const Store& store, const std::string& job,
+Manifest Checkpoints::commit_direct(const Store& store, const std::string& job,
                                     std::int64_t iteration, int nprocs, const json& layout) {
   if (auto failed = store.failed_store(job))
     fail(PCM_ERR_REFUSED,
          "the last store of {} of job '{}' failed; store it again before committing (no version "
          "made: it would mix that key's earlier data with the new data of the others)",
          *failed, job);
-  const auto staged = store.staged_of(job);
+  const auto direct = store.direct_of(job);
   const ShardDir d = begin_shards(job, iteration);  // refuses when a valid version exists
   const fs::path stage = store.job_file(job).parent_path() / "stage";
   try {
@@ -256,7 +256,7 @@ Manifest Checkpoints::commit_staged(const Store& store, const std::string& job,
     for (int r = 0; r < nprocs; ++r) {
       ShardRecord rec{r, "", 0, {}};
       std::set<std::string> keys;
-      if (auto it = staged.find(r); it != staged.end())
+      if (auto it = direct.find(r); it != direct.end())
         for (const ShardRecord& s : it->second) {
           const ShardDataset& ds = s.datasets.at(0);
           link_or_copy(stage / ds.file, d.dir / ds.file);
@@ -272,12 +272,12 @@ Manifest Checkpoints::commit_staged(const Store& store, const std::string& job,
         fail(PCM_ERR_REFUSED, "rank {} of job '{}' has stored nothing; no version made", r, job);
       shards.push_back(std::move(rec));
     }
-    // The staged files were fsynced by their writers, pcmd's shards by write_shard; the links
+    // The direct files were fsynced by their writers, pcmd's shards by write_shard; the links
     // are made durable with the directory, before the rename.
     return commit_shards(job, iteration, nprocs, layout, std::move(shards));
   } catch (...) {
     std::error_code ec;
-    fs::remove_all(d.dir, ec);  // links and pcmd's shards only: the staged files stay
+    fs::remove_all(d.dir, ec);  // links and pcmd's shards only: the direct files stay
     throw;
   }
 }

@@ -151,7 +151,7 @@ void Store::put(const std::string& job, int rank, const std::string& key, int ty
   spares.reset();
   errno = 0;
   if (H5Fflush(f.get(), H5F_SCOPE_GLOBAL) < 0) write_failed(errno, "the flush failed");
-  drop_staged(job, rank, key);  // the data stored now shadowed no more
+  drop_direct(job, rank, key);  // the data stored now shadowed no more
   failed_.erase(failed);
 }
 
@@ -183,7 +183,8 @@ void Store::put_layout(const std::string& job, const std::string& encoded, std::
 std::optional<Store::Meta> Store::meta(const std::string& job, int rank,
                                        const std::string& key) const {
   check_names(job, rank, key);
-  if (auto s = staged(job, rank, key)) return Meta{s->datasets.at(0).type, s->datasets.at(0).count};
+  if (auto s = direct_record(job, rank, key))
+    return Meta{s->datasets.at(0).type, s->datasets.at(0).count};
   fs::path file = job_file(job);
   if (!fs::exists(file)) return std::nullopt;
   H5Id f(H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
@@ -199,7 +200,7 @@ std::optional<Store::Meta> Store::meta(const std::string& job, int rank,
 Store::Meta Store::get(const std::string& job, int rank, const std::string& key,
                        std::vector<char>& out) const {
   check_names(job, rank, key);
-  if (auto s = staged(job, rank, key)) {
+  if (auto s = direct_record(job, rank, key)) {
     const ShardDataset& d = s->datasets.at(0);
     ShardReader reader((root_ / "jobs" / job / "stage" / d.file).string(), s->holding(d));
     out.resize(d.bytes());

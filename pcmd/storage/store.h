@@ -9,12 +9,12 @@
 // overwritten in place by the next store of the same shape, so the file holds each key twice and
 // does not grow from store to store.
 //
-// Staged keys (store_staged.cpp): where a rank sees the data directory, PCM_Store writes the key
+// Direct keys (store_direct.cpp): where a rank sees the data directory, PCM_Store writes the key
 // itself, as a one-dataset shard file (shard.h) in <root>/jobs/<job>/stage/ named
 // s<rank>.<key>.<tag>.h5, fsynced, and pcmd records it in r<rank>.<key>.json there (replaced by
-// a rename, which is the store; not fsynced, as store.h5 is only flushed). A staged key shadows the
+// a rename, which is the store; not fsynced, as store.h5 is only flushed). A direct key shadows the
 // same key in store.h5 until a store through pcmd replaces it (which removes the record). A commit
-// links the staged files into the version (checkpoint_shards.cpp): a staged file is never written
+// links the direct files into the version (checkpoint_shards.cpp): a direct file is never written
 // again.
 #pragma once
 
@@ -66,24 +66,25 @@ class Store {
 
   std::filesystem::path job_file(const std::string& job) const;
 
-  // Staged keys (above). The job's staging directory, made if needed, and its token (a file
+  // Direct keys (above). The job's direct-store directory, made if needed, and its token (a file
   // .pcm-token holding it lets a rank tell that it sees this very directory).
-  struct StageDir {
+  struct DirectDir {
     std::filesystem::path dir;
     std::string token;
   };
-  StageDir stage_dir(const std::string& job);
+  DirectDir direct_dir(const std::string& job);
   // Records a key the rank wrote itself (rec: rank, no file of its own, one dataset with its
-  // file in the staging directory), replacing what was stored under (rank, key); the previous
-  // staged file goes. Throws pcm::Error(PCM_ERR_ARG) when the record does not describe such a
+  // file in the direct-store directory), replacing what was stored under (rank, key); the previous
+  // direct file goes. Throws pcm::Error(PCM_ERR_ARG) when the record does not describe such a
   // file as it is on disk.
-  void put_staged(const std::string& job, int rank, const std::string& key, const ShardRecord& rec);
+  void put_direct(const std::string& job, int rank, const std::string& key, const ShardRecord& rec);
   // A store the rank failed to write itself: a commit is refused until the key is stored again.
-  void failed_staged(const std::string& job, int rank, const std::string& key);
-  // The staged record of (job, rank, key), or nullopt; and all of the job's, by rank.
-  std::optional<ShardRecord> staged(const std::string& job, int rank, const std::string& key) const;
-  std::map<int, std::vector<ShardRecord>> staged_of(const std::string& job) const;
-  // The keys of rank in store.h5 (not the staged ones).
+  void failed_direct(const std::string& job, int rank, const std::string& key);
+  // The direct record of (job, rank, key), or nullopt; and all of the job's, by rank.
+  std::optional<ShardRecord> direct_record(const std::string& job, int rank,
+                                           const std::string& key) const;
+  std::map<int, std::vector<ShardRecord>> direct_of(const std::string& job) const;
+  // The keys of rank in store.h5 (not the direct ones).
   std::vector<std::string> keys(const std::string& job, int rank) const;
 
   // Keeps the job's current data layout (a MessagePack distribution map, after a split or merge)
@@ -91,8 +92,8 @@ class Store {
   void put_layout(const std::string& job, const std::string& encoded, std::int64_t command);
 
  private:
-  // Removes (job, rank, key)'s staged record and file, if any (a store through pcmd replaced it).
-  void drop_staged(const std::string& job, int rank, const std::string& key);
+  // Removes (job, rank, key)'s direct record and file, if any (a store through pcmd replaced it).
+  void drop_direct(const std::string& job, int rank, const std::string& key);
   std::filesystem::path root_;
   bool check_free_space_ = true;
   std::set<std::tuple<std::string, int, std::string>> failed_;  // (job, rank, key)

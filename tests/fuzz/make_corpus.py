@@ -113,12 +113,12 @@ def main():
                                                 error="disk full", **job))
     seeds["checkpoint-bad"] = frames(b"", req("checkpoint_bad", iteration=2, why="x", **job))
     seeds["checkpoint-manifest"] = frames(b"", req("checkpoint_manifest", iteration=2, **job))
-    seeds["stage-dir"] = frames(b"", req("stage_dir", **job))
-    staged = {"rank": 0, "file": "", "size": 0,
+    seeds["direct-dir"] = frames(b"", req("direct_dir", **job))
+    direct = {"rank": 0, "file": "", "size": 0,
               "datasets": [{"key": "x", "type": 5, "count": 8192, "offset": 2048, "xxh3": [1],
                             "file": "s0.x.0123456789abcdef.h5", "file_size": 67584}]}
-    seeds["store-staged"] = frames(b"", req("store_staged", rank=0, key="x", record=staged, **job))
-    seeds["store-staged-failed"] = frames(b"", req("store_staged", rank=0, key="x",
+    seeds["store-direct"] = frames(b"", req("store_direct", rank=0, key="x", record=direct, **job))
+    seeds["store-direct-failed"] = frames(b"", req("store_direct", rank=0, key="x",
                                                    error="No space left on device", **job))
     seeds["migrate"] = frames(b"", req("migrate", rank=0, host="nodeb", **job))
     seeds["split"] = frames(b"", req("split", rank=0, into=2, placement="spread", **job))

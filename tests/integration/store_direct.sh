@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # store_direct.sh BUILD PART — run under with_pcmd.sh. PCM_Store + PCM_Commit of keys the ranks
-# write themselves into pcmd's staging directory (tests/mpi/mpi_store_direct.c):
-#   basic: another process loads an uncommitted key; commits link the staged files into format-2
-#          versions (no copy: the version's file is the staged one); a failed store keeps the old
+# write themselves into pcmd's direct-store directory (tests/mpi/mpi_store_direct.c):
+#   basic: another process loads an uncommitted key; commits link the direct files into format-2
+#          versions (no copy: the version's file is the direct one); a failed store keeps the old
 #          data and makes the commit refuse; restarts on 1 and 3 processes get every bit back,
 #          reading the shards themselves, and on 2 reading through pcmd.
 #   mixed: rank 1 stores through pcmd (PCM_CHECKPOINT_DIRECT=0), rank 0 itself: one version.
@@ -47,15 +47,15 @@ basic | mixed)
   [ "$(newest_valid)" = 30 ] || fail "the newest valid version is not 30"
   v30=$ckdir/v00000000000000000030
   grep -q '"pcm-checkpoint-2"' "$v30/manifest.json" || fail "version 30 is not made of shards"
-  # Rank 0's x: one file, the staged one, linked (not copied) into the version.
-  staged=$(ls "$PCM_TEST_DIR"/data/jobs/"$job"/stage/s0.x.*.h5)
-  [ "$(echo "$staged" | wc -l)" = 1 ] || fail "rank 0's x has $(echo "$staged" | wc -l) staged files"
-  [ "$(stat -c %i "$staged")" = "$(stat -c %i "$v30/$(basename "$staged")")" ] ||
-    fail "version 30 holds a copy of $staged, not the file"
+  # Rank 0's x: one file, the direct one, linked (not copied) into the version.
+  direct=$(ls "$PCM_TEST_DIR"/data/jobs/"$job"/stage/s0.x.*.h5)
+  [ "$(echo "$direct" | wc -l)" = 1 ] || fail "rank 0's x has $(echo "$direct" | wc -l) direct files"
+  [ "$(stat -c %i "$direct")" = "$(stat -c %i "$v30/$(basename "$direct")")" ] ||
+    fail "version 30 holds a copy of $direct, not the file"
   if [ "$part" = basic ]; then
-    ls "$v30"/s1.x.*.h5 >/dev/null || fail "rank 1's x is not its staged file"
+    ls "$v30"/s1.x.*.h5 >/dev/null || fail "rank 1's x is not its direct file"
   else
-    ls "$v30"/s1.x.*.h5 >/dev/null 2>&1 && fail "rank 1 stored through pcmd, yet a staged file"
+    ls "$v30"/s1.x.*.h5 >/dev/null 2>&1 && fail "rank 1 stored through pcmd, yet a direct file"
     [ -e "$v30/r1.h5" ] || fail "no shard r1.h5 for rank 1's keys through pcmd"
   fi
   ls "$PCM_TEST_DIR"/data/jobs/"$job"/stage/

@@ -73,9 +73,9 @@ json sample(ops::Op op) {
               {"size", 2},
               {"error", "disk full"},
               {"levels", {{"host", "h1"}, {"partner", "h2"}, {"shared", false}}}};
-    case ops::Op::kStageDir:
+    case ops::Op::kDirectDir:
       return job;
-    case ops::Op::kStoreStaged:
+    case ops::Op::kStoreDirect:
       return {{"job", "j"},
               {"rank", 1},
               {"key", "k"},

@@ -1,5 +1,5 @@
-// store_staged.cpp — the keys ranks store themselves: their staging directory, the records that
-// make a staged file the key's data, and the listing a commit links into a version (store.h).
+// store_direct.cpp — the keys ranks store themselves: their direct-store directory, the records
+// that make a direct file the key's data, and the listing a commit links into a version (store.h).
 #include <hdf5.h>
 #include <sys/stat.h>
 
@@ -37,20 +37,20 @@ std::optional<ShardRecord> read_record(const fs::path& path) {
   std::stringstream text;
   text << in.rdbuf();
   json j = json::parse(text.str(), nullptr, false);
-  if (j.is_discarded()) fail(PCM_ERR_INTERNAL, "staged record {} is not JSON", path.string());
+  if (j.is_discarded()) fail(PCM_ERR_INTERNAL, "direct record {} is not JSON", path.string());
   return ShardRecord::from_json(j);
 }
 
 }  // namespace
 
-Store::StageDir Store::stage_dir(const std::string& job) {
+Store::DirectDir Store::direct_dir(const std::string& job) {
   if (!proto::valid_name(job)) fail(PCM_ERR_ARG, "invalid job name '{}'", job);
   const fs::path dir = root_ / "jobs" / job / "stage";
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) fail(PCM_ERR_INTERNAL, "cannot create {}: {}", dir.string(), ec.message());
   ::chmod(dir.c_str(), 0700);
-  StageDir out{fs::absolute(dir, ec), ""};
+  DirectDir out{fs::absolute(dir, ec), ""};
   // The token stays while the directory does: ranks that checked it once need not again.
   const fs::path token = dir / ckpt::kTokenName;
   std::ifstream in(token);
@@ -61,13 +61,13 @@ Store::StageDir Store::stage_dir(const std::string& job) {
   return out;
 }
 
-std::optional<ShardRecord> Store::staged(const std::string& job, int rank,
-                                         const std::string& key) const {
+std::optional<ShardRecord> Store::direct_record(const std::string& job, int rank,
+                                                const std::string& key) const {
   check(job, rank, key);
   return read_record(root_ / "jobs" / job / "stage" / record_name(rank, key));
 }
 
-std::map<int, std::vector<ShardRecord>> Store::staged_of(const std::string& job) const {
+std::map<int, std::vector<ShardRecord>> Store::direct_of(const std::string& job) const {
   if (!proto::valid_name(job)) fail(PCM_ERR_ARG, "invalid job name '{}'", job);
   std::map<int, std::vector<ShardRecord>> out;
   const fs::path dir = root_ / "jobs" / job / "stage";
@@ -85,19 +85,19 @@ std::map<int, std::vector<ShardRecord>> Store::staged_of(const std::string& job)
   return out;
 }
 
-void Store::put_staged(const std::string& job, int rank, const std::string& key,
+void Store::put_direct(const std::string& job, int rank, const std::string& key,
                        const ShardRecord& rec) {
   check(job, rank, key);
   if (rec.rank != rank || !rec.file.empty() || rec.datasets.size() != 1 ||
       rec.datasets[0].key != key || !is_staged_file_name(rec.datasets[0].file, rank, key))
-    fail(PCM_ERR_ARG, "the record of a staged store of rank {} key '{}' does not describe one",
+    fail(PCM_ERR_ARG, "the record of a direct store of rank {} key '{}' does not describe one",
          rank, key);
   const fs::path dir = root_ / "jobs" / job / "stage";
   const ShardDataset& d = rec.datasets[0];
   std::error_code ec;
   const auto size = fs::file_size(dir / d.file, ec);
   if (ec || size != d.file_size)
-    fail(PCM_ERR_ARG, "staged file {} of rank {} key '{}' is {} (the rank wrote {} bytes)", d.file,
+    fail(PCM_ERR_ARG, "direct file {} of rank {} key '{}' is {} (the rank wrote {} bytes)", d.file,
          rank, key, ec ? "missing" : fmt::format("{} bytes", size), d.file_size);
   // The record's rename is the store: before it the previous data stands, after it the new.
   // Not fsynced, as stores through pcmd are not (a commit makes its version durable): it
@@ -112,14 +112,14 @@ void Store::put_staged(const std::string& job, int rank, const std::string& key,
   }
 }
 
-void Store::failed_staged(const std::string& job, int rank, const std::string& key) {
+void Store::failed_direct(const std::string& job, int rank, const std::string& key) {
   check(job, rank, key);
   failed_.insert(std::make_tuple(job, rank, key));
 }
 
-void Store::drop_staged(const std::string& job, int rank, const std::string& key) {
+void Store::drop_direct(const std::string& job, int rank, const std::string& key) {
   const fs::path dir = root_ / "jobs" / job / "stage";
-  auto rec = staged(job, rank, key);
+  auto rec = direct_record(job, rank, key);
   if (!rec) return;
   std::error_code ec;
   fs::remove(dir / record_name(rank, key), ec);

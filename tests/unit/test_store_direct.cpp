@@ -1,5 +1,5 @@
-// test_store_staged.cpp — keys a rank stores itself (pcmd/storage/store.h): the records pcmd
-// accepts, loads that see the newest store, and PCM_Commit's version of linked staged files mixed
+// test_store_direct.cpp — keys a rank stores itself (pcmd/storage/store.h): the records pcmd
+// accepts, loads that see the newest store, and PCM_Commit's version of linked direct files mixed
 // with keys stored through pcmd.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -27,17 +27,17 @@ std::vector<double> data_of(int seed, int rank, std::size_t n) {
   return x;
 }
 
-// What libpcm's DirectStore does: the key's file in the staging directory, then its record.
+// What libpcm's DirectStore does: the key's file in the direct-store directory, then its record.
 std::string stage(Store& store, const std::string& job, int rank, const std::string& key,
                   const std::vector<double>& x, const std::string& tag) {
-  const auto dir = store.stage_dir(job);
+  const auto dir = store.direct_dir(job);
   const std::string file = staged_file_name(rank, key, tag);
   ShardRecord w = write_shard(dir.dir.string(), {job, -1, rank, 0},
                               {{key, PCM_DOUBLE, x.size(), {{x.data(), x.size() * 8}}}}, file);
   ShardDataset d = w.datasets.at(0);
   d.file = w.file;
   d.file_size = w.size;
-  store.put_staged(job, rank, key, ShardRecord{rank, "", 0, {d}});
+  store.put_direct(job, rank, key, ShardRecord{rank, "", 0, {d}});
   return (dir.dir / file).string();
 }
 
@@ -54,7 +54,7 @@ ino_t inode(const fs::path& p) {
 
 }  // namespace
 
-TEST(StoreStaged, RecordsNameOnlyTheKeysOwnFiles) {
+TEST(StoreDirect, RecordsNameOnlyTheKeysOwnFiles) {
   ShardRecord r{2, "", 0, {{"x", PCM_DOUBLE, 100, 2048, {1}, "s2.x.0123456789abcdef.h5", 4096}}};
   EXPECT_NO_THROW(ShardRecord::from_json(r.to_json()));
   auto bad = [&](auto change) {
@@ -77,7 +77,7 @@ TEST(StoreStaged, RecordsNameOnlyTheKeysOwnFiles) {
   EXPECT_FALSE(is_staged_file_name("s0.a.b.0123456789abcdef.h5", 0, "a"));
 }
 
-TEST(StoreStaged, LoadsSeeTheNewestStoreWhicheverWayItCame) {
+TEST(StoreDirect, LoadsSeeTheNewestStoreWhicheverWayItCame) {
   TempDir tmp;
   Store store(tmp.path());
   const std::string job = "j";
@@ -91,25 +91,25 @@ TEST(StoreStaged, LoadsSeeTheNewestStoreWhicheverWayItCame) {
   EXPECT_FALSE(fs::exists(first));
   store.get(job, 0, "x", out);
   EXPECT_EQ(as_doubles(out), data_of(2, 0, 30000));
-  // A store through pcmd replaces the staged key, and the record goes.
+  // A store through pcmd replaces the direct key, and the record goes.
   const auto small = data_of(3, 0, 10);
   store.put(job, 0, "x", PCM_DOUBLE, small.data(), small.size());
-  EXPECT_FALSE(store.staged(job, 0, "x"));
+  EXPECT_FALSE(store.direct_record(job, 0, "x"));
   store.get(job, 0, "x", out);
   EXPECT_EQ(as_doubles(out), small);
   // A record of a file that is not there is refused; the key keeps its data.
   ShardRecord ghost{0, "", 0, {{"x", PCM_DOUBLE, 1, 0, {1}, "s0.x.00000000000000ff.h5", 4096}}};
-  EXPECT_EQ(code_of([&] { store.put_staged(job, 0, "x", ghost); }), PCM_ERR_ARG);
+  EXPECT_EQ(code_of([&] { store.put_direct(job, 0, "x", ghost); }), PCM_ERR_ARG);
   store.get(job, 0, "x", out);
   EXPECT_EQ(as_doubles(out), small);
 }
 
-TEST(StoreStaged, CommitLinksStagedFilesAndWritesTheKeysThroughPcmd) {
+TEST(StoreDirect, CommitLinksDirectFilesAndWritesTheKeysThroughPcmd) {
   TempDir tmp;
   Store store(tmp.path());
   Checkpoints cp(tmp.path());
   const std::string job = "j";
-  const std::string staged = stage(store, job, 0, "x", data_of(1, 0, 50000), "0000000000000001");
+  const std::string direct = stage(store, job, 0, "x", data_of(1, 0, 50000), "0000000000000001");
   const auto x1 = data_of(1, 1, 40000);
   store.put(job, 1, "x", PCM_DOUBLE, x1.data(), x1.size());  // rank 1 through pcmd
   for (int r = 0; r < 2; ++r) {
@@ -119,7 +119,7 @@ TEST(StoreStaged, CommitLinksStagedFilesAndWritesTheKeysThroughPcmd) {
   Manifest m = cp.commit(store, job, 7, 2, nullptr);
   EXPECT_EQ(m.format, 2);
   const fs::path vdir = cp.version_dir(job, 7);
-  EXPECT_EQ(inode(staged), inode(vdir / fs::path(staged).filename()));  // linked, not copied
+  EXPECT_EQ(inode(direct), inode(vdir / fs::path(direct).filename()));  // linked, not copied
   EXPECT_TRUE(fs::exists(vdir / "r0.h5"));                              // rank 0's "it"
   EXPECT_TRUE(fs::exists(vdir / "r1.h5"));                              // rank 1's "x" and "it"
   EXPECT_TRUE(cp.verify(job, 7).valid);
@@ -132,12 +132,12 @@ TEST(StoreStaged, CommitLinksStagedFilesAndWritesTheKeysThroughPcmd) {
 
   // The key stored again: the version keeps its link to the data it committed.
   stage(store, job, 0, "x", data_of(2, 0, 50000), "0000000000000002");
-  EXPECT_FALSE(fs::exists(staged));
+  EXPECT_FALSE(fs::exists(direct));
   cp.read(*cp.latest_valid(job), 0, "x", out);
   EXPECT_EQ(as_doubles(out), data_of(1, 0, 50000));
 
   // A store that failed: no commit until the key is stored again.
-  store.failed_staged(job, 0, "x");
+  store.failed_direct(job, 0, "x");
   EXPECT_EQ(code_of([&] { cp.commit(store, job, 8, 2, nullptr); }), PCM_ERR_REFUSED);
   stage(store, job, 0, "x", data_of(3, 0, 50000), "0000000000000003");
   m = cp.commit(store, job, 8, 2, nullptr);
