@@ -1,6 +1,6 @@
 """site_cluster.py — the Python side of testbed/sites.sh: test sites of network-namespace hosts
 (site a holds pcmd; the others are remote, reached through pcm-relay on their front-ends), for the
-tests (tests/multihost/sites*.py, site_move.py) and the benchmarks (bench/site_move.py).
+tests (tests/multihost/sites*.py, site_move.py) and the benchmarks (bench/site_move_time.py).
 
 Sites(build, tmp, nsites, nhosts, opens) extends cluster.Cluster; start_relayed/relay_site_b start
 pcmd on a1 and the relays; main_with(scenario, label) runs a scenario on fresh sites (exits 77,

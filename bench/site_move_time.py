@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""site_move.py BUILD — a whole job's move between sites, by pcmctl against by hand.
+"""site_move_time.py BUILD — a whole job's move between sites, by pcmctl against by hand.
 
 Two test sites of three namespace hosts (testbed/site_cluster.py: pcmd on a1, the front-ends'
 relays, site b's configuration file naming its relay). heat2d_pcm with a grid of BENCH_SIZES MiB
 (256 1024: 8 bytes a point, 8192 columns) starts on a1 and a2 and is moved to b1, b2 and b3, each
 way BENCH_REPS (2) times, alternating:
 
-  pcmctl   under `pcmctl run --site a` (site_move.py's options): `pcmctl move JOB --site b`; the
+  pcmctl   under `pcmctl run --site a` (site_move_time.py's options): `pcmctl move JOB --site b`; the
            figures are the move's own line of the events: asked -> version written (checkpoint),
            -> the run ended and pcmd saw it (stop), -> the new run's first poll with an iteration
            (relaunch, restart and first iteration: "iterating again");

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""levels.py BUILD — restart time from each checkpoint level after a host is lost, and what
+"""level_restart.py BUILD — restart time from each checkpoint level after a host is lost, and what
 PCM_Checkpoint costs the application with levels against without.
 
 Three network-namespace hosts (testbed/cluster.py's Cluster, prefix pcmlb), each with
@@ -130,10 +130,10 @@ def main():
     build = os.path.abspath(sys.argv[1])
     family = mh.mpi_family()
     if family != "mpich":
-        print(f"SKIPPED: levels.py drives hydra's -hosts (the MPI here is {family})")
+        print(f"SKIPPED: level_restart.py drives hydra's -hosts (the MPI here is {family})")
         return mh.SKIP
     if os.geteuid() != 0:
-        print("SKIPPED: levels.py needs root (namespace hosts with mount namespaces)")
+        print("SKIPPED: level_restart.py needs root (namespace hosts with mount namespaces)")
         return mh.SKIP
     orig = mh.Cluster.__init__
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# run.sh — installs a PCM build tree into a temporary prefix and builds and runs a consumer
+# consume.sh — installs a PCM build tree into a temporary prefix and builds and runs a consumer
 # against it twice: with CMake (find_package(PCM)) and with pkg-config plus the MPI C wrapper;
 # then runs a small job (consumer_job, built with find_package(PCM)) under the installed pcmd,
 # started by the installed `pcmctl run` with the installed Slurm launcher put in by
