@@ -26,11 +26,11 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "usage: pcmd_latency CONFIG SECONDS [STOPFILE]\n");
     return 2;
   }
-  const pcm::detail::Config config = pcm::detail::read_config(argv[1]);
+  const pcm::common::Config config = pcm::common::read_config(argv[1]);
   const double seconds = std::atof(argv[2]);
   const std::string stop = argc > 3 ? argv[3] : "";
   zmq::context_t ctx(1);
-  pcm::detail::Client client(ctx, config.endpoint, config.secret, config.curve);
+  pcm::common::Client client(ctx, config.endpoint, config.secret, config.curve);
   const std::string job = fmt::format("latency-{}", ::getpid());
   client.request({{"op", "register"}, {"job", job}, {"size", 1}, {"hosts", {"localhost"}}});
   std::map<std::string, std::vector<double>> ms;

@@ -76,7 +76,7 @@ int run(int argc, char** argv) {
     return 2;
   }
   const std::string mode = argv[1];
-  const auto cfg = pcm::detail::read_config(pcm::detail::default_config_path());
+  const auto cfg = pcm::common::read_config(pcm::common::default_config_path());
   zmq::context_t ctx(1);
   if (mode == "oversize") {
     const std::size_t mib = std::strtoul(argv[2], nullptr, 10);
@@ -95,7 +95,7 @@ int run(int argc, char** argv) {
         n, mib, what.c_str(), seconds_since(t0));
   } else if (mode == "refused") {
     const long n = std::strtol(argv[2], nullptr, 10);
-    pcm::detail::Client wrong(ctx, cfg.endpoint, "wrong-secret");
+    pcm::common::Client wrong(ctx, cfg.endpoint, "wrong-secret");
     const auto t0 = Clock::now();
     long refused = 0;
     for (long i = 0; i < n; ++i) {
@@ -111,7 +111,7 @@ int run(int argc, char** argv) {
   } else if (mode == "storeload" && argc >= 4) {
     const std::size_t mib = std::strtoul(argv[2], nullptr, 10);
     const int reps = std::atoi(argv[3]);
-    pcm::detail::Client c(ctx, cfg.endpoint, cfg.secret);
+    pcm::common::Client c(ctx, cfg.endpoint, cfg.secret);
     const std::string job =
         c.request({{"op", "register"}, {"size", 1}, {"hosts", {"localhost"}}}, nullptr, 0, 10000)
             .header.at("job");

@@ -10,7 +10,7 @@
 #include "error.h"
 #include "pcm_types.h"
 
-namespace pcm::detail {
+namespace pcm::common {
 
 namespace {
 
@@ -102,4 +102,4 @@ std::string watch_proof(std::string_view secret, std::string_view nonce, std::st
   return hmac_sha256_hex(secret, message);
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::common

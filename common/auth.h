@@ -5,7 +5,9 @@
 #include <string>
 #include <string_view>
 
-namespace pcm::detail {
+#include "namespaces.h"
+
+namespace pcm::common {
 
 // Secrets shorter than this, or with fewer estimated bits than kMinSecretBits, are refused.
 constexpr std::size_t kMinSecretLength = 32;
@@ -42,4 +44,4 @@ bool valid_curve_key(std::string_view s);
 // after the proof, signed with the secret together with the challenge's nonce.
 std::string watch_proof(std::string_view secret, std::string_view nonce, std::string_view fields);
 
-}  // namespace pcm::detail
+}  // namespace pcm::common

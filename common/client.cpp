@@ -8,7 +8,7 @@
 #include "error.h"
 #include "pcm_types.h"
 
-namespace pcm::detail {
+namespace pcm::common {
 
 void apply_curve(zmq::socket_t& socket, const CurveClientKeys& curve) {
   if (!curve.enabled()) return;
@@ -110,4 +110,4 @@ Reply Client::exchange(const proto::json& header, const void* data, std::size_t 
   }
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::common

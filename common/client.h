@@ -7,9 +7,10 @@
 #include <zmq.hpp>
 
 #include "config.h"
+#include "namespaces.h"
 #include "protocol.h"
 
-namespace pcm::detail {
+namespace pcm::common {
 
 struct Reply {
   proto::json header;
@@ -51,4 +52,4 @@ class Client {
 // Makes socket a CURVE client of pcmd with these keys (before it connects); nothing if disabled.
 void apply_curve(zmq::socket_t& socket, const CurveClientKeys& curve);
 
-}  // namespace pcm::detail
+}  // namespace pcm::common

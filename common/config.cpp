@@ -17,7 +17,7 @@
 #include "error.h"
 #include "pcm_types.h"
 
-namespace pcm::detail {
+namespace pcm::common {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -164,4 +164,4 @@ void check_private_dir(const std::string& path, const std::string& what) {
          what, path, mode_text(st.st_mode), path);
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::common

@@ -5,7 +5,9 @@
 #include <cstddef>
 #include <string>
 
-namespace pcm::detail {
+#include "namespaces.h"
+
+namespace pcm::common {
 
 // The CURVE keys clients use (Z85): pcmd's public key and the clients' key pair, which pcmd's
 // ZAP handler checks. All empty: pcmd does not use CURVE.
@@ -52,4 +54,4 @@ void check_private_file(const std::string& path, const std::string& what);
 // others: another user could otherwise replace what pcmd reads and writes there.
 void check_private_dir(const std::string& path, const std::string& what);
 
-}  // namespace pcm::detail
+}  // namespace pcm::common

@@ -8,7 +8,7 @@
 #include "error.h"
 #include "pcm_types.h"
 
-namespace pcm::detail {
+namespace pcm::common {
 
 using nlohmann::json;
 
@@ -388,4 +388,4 @@ bool keeps_in_place(const std::vector<Transfer>& plan, const Distribution& from,
   return kept == from.local_units(old_rank);
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::common

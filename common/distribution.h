@@ -13,7 +13,9 @@
 #include <string>
 #include <vector>
 
-namespace pcm::detail {
+#include "namespaces.h"
+
+namespace pcm::common {
 
 struct Segment {
   std::int64_t first = 0;  // global index of the first unit
@@ -112,4 +114,4 @@ std::vector<Transfer> plan(const Distribution& from, const Distribution& to);
 bool keeps_in_place(const std::vector<Transfer>& plan, const Distribution& from,
                     const Distribution& to, int old_rank, int new_rank);
 
-}  // namespace pcm::detail
+}  // namespace pcm::common

@@ -11,7 +11,7 @@
 #include "error.h"
 #include "pcm_types.h"
 
-namespace pcm::detail {
+namespace pcm::common {
 
 namespace fs = std::filesystem;
 
@@ -83,4 +83,4 @@ void write_atomically(const fs::path& final_path, const std::string& content) {
   write_atomically(final_path, content.data(), content.size());
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::common

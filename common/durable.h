@@ -5,7 +5,9 @@
 #include <filesystem>
 #include <string>
 
-namespace pcm::detail {
+#include "namespaces.h"
+
+namespace pcm::common {
 
 // fsync of a file or (directory = true) a directory. Throws pcm::Error(PCM_ERR_INTERNAL).
 void fsync_path(const std::filesystem::path& p, bool directory);
@@ -23,4 +25,4 @@ void write_atomically(const std::filesystem::path& final_path, const void* data,
 // of the machine may lose the change. Throws pcm::Error.
 void write_replaced(const std::filesystem::path& final_path, const std::string& content);
 
-}  // namespace pcm::detail
+}  // namespace pcm::common

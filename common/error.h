@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "namespaces.h"
+
 namespace pcm {
 
 class Error : public std::runtime_error {

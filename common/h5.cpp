@@ -5,7 +5,7 @@
 #include "pcm_types.h"
 #include "protocol.h"
 
-namespace pcm::detail::h5 {
+namespace pcm::common::h5 {
 
 hid_t native_type(int type) {
   switch (type) {
@@ -106,4 +106,4 @@ Meta dataset_meta(hid_t dset) {
   return m;
 }
 
-}  // namespace pcm::detail::h5
+}  // namespace pcm::common::h5

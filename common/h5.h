@@ -8,7 +8,9 @@
 #include <string>
 #include <vector>
 
-namespace pcm::detail::h5 {
+#include "namespaces.h"
+
+namespace pcm::common::h5 {
 
 // Owns one HDF5 identifier; closes it with the matching H5?close.
 class H5Id {
@@ -65,4 +67,4 @@ struct Meta {
 // Type and element count of an open 1-D dataset.
 Meta dataset_meta(hid_t dset);
 
-}  // namespace pcm::detail::h5
+}  // namespace pcm::common::h5

@@ -6,7 +6,7 @@
 #include "error.h"
 #include "pcm_types.h"
 
-namespace pcm::detail {
+namespace pcm::common {
 
 namespace {
 
@@ -67,4 +67,4 @@ HaloPlan halo_plan(const Distribution& d, int rank, std::int64_t width) {
   return plan;
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::common

@@ -6,8 +6,9 @@
 #include <vector>
 
 #include "distribution.h"
+#include "namespaces.h"
 
-namespace pcm::detail {
+namespace pcm::common {
 
 // `units` consecutive units that move from a source buffer to a ghost area. Offsets are in
 // elements. In HaloPlan::recv, ghost_offset is in the planned rank's buffer and source_offset in
@@ -41,4 +42,4 @@ struct HaloPlan {
 // Throws pcm::Error(PCM_ERR_ARG) unless 0 <= width <= d.halo() and 0 <= rank < d.size().
 HaloPlan halo_plan(const Distribution& d, int rank, std::int64_t width);
 
-}  // namespace pcm::detail
+}  // namespace pcm::common

@@ -12,7 +12,7 @@
 #include "pcm_types.h"
 #include "protocol.h"
 
-namespace pcm::detail {
+namespace pcm::common {
 
 namespace {
 
@@ -368,4 +368,4 @@ std::vector<std::string> place(const std::vector<Host>& hosts, int n, Placement 
   return out;
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::common

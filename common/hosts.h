@@ -7,7 +7,9 @@
 #include <string_view>
 #include <vector>
 
-namespace pcm::detail {
+#include "namespaces.h"
+
+namespace pcm::common {
 
 inline constexpr int kMaxSlots = 1 << 20;        // slots of one host
 inline constexpr std::size_t kMaxHosts = 65536;  // names one Slurm list may expand to
@@ -77,4 +79,4 @@ const char* placement_name(Placement p);
 // host named twice; pcm::Error(PCM_ERR_REFUSED) when the free capacity is less than n.
 std::vector<std::string> place(const std::vector<Host>& hosts, int n, Placement p);
 
-}  // namespace pcm::detail
+}  // namespace pcm::common

@@ -7,7 +7,7 @@
 #include "pcm_types.h"
 #include "protocol.h"
 
-namespace pcm::detail {
+namespace pcm::common {
 
 using nlohmann::json;
 
@@ -44,4 +44,4 @@ std::string local_version_name(std::int64_t iteration) {
 }
 std::string partner_file_name(int rank) { return fmt::format("p{}.h5", rank); }
 
-}  // namespace pcm::detail
+}  // namespace pcm::common

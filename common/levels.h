@@ -6,7 +6,9 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-namespace pcm::detail {
+#include "namespaces.h"
+
+namespace pcm::common {
 
 // Where the copies of one rank's shard of a version are (checkpoint levels,
 // PCM_CHECKPOINT_LOCAL_DIR): on the node-local level of the host that wrote it, on the
@@ -30,4 +32,4 @@ struct ShardLevels {
 std::string local_version_name(std::int64_t iteration);
 std::string partner_file_name(int rank);
 
-}  // namespace pcm::detail
+}  // namespace pcm::common

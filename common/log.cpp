@@ -7,7 +7,7 @@
 
 #include "protocol.h"
 
-namespace pcm::detail {
+namespace pcm::common {
 
 namespace {
 
@@ -84,4 +84,4 @@ void LogLimiter::report(spdlog::logger& log, std::chrono::steady_clock::time_poi
   suppressed_ = 0;
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::common

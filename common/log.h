@@ -8,7 +8,9 @@
 #include <memory>
 #include <string>
 
-namespace pcm::detail {
+#include "namespaces.h"
+
+namespace pcm::common {
 
 // Returns the logger called name, creating it on first use. default_level applies when
 // PCM_LOG_LEVEL is unset or invalid.
@@ -35,4 +37,4 @@ class LogLimiter {
   long long suppressed_ = 0;
 };
 
-}  // namespace pcm::detail
+}  // namespace pcm::common

@@ -360,7 +360,7 @@ ShardDone ShardDone::from_json(const json& j) {
   r.error = opt_string(j, "error", 2000);
   r.retry = get_bool(j, "retry", false);
   if (auto it = j.find("levels"); it != j.end() && !it->is_null())
-    r.levels = detail::ShardLevels::from_json(*it);
+    r.levels = pcm::common::ShardLevels::from_json(*it);
   return r;
 }
 json ShardDone::to_json() const {
@@ -466,7 +466,7 @@ json Resize::to_json() const {
 HostAdd HostAdd::from_json(const json& j) {
   HostAdd r;
   r.host = host_of(j);
-  r.slots = static_cast<int>(get_int(j, "slots", 1, detail::kMaxSlots));
+  r.slots = static_cast<int>(get_int(j, "slots", 1, pcm::common::kMaxSlots));
   r.site = site_of(j);
   r.latency = opt_amount(j, "latency", 1e6, "milliseconds", "1e6");
   return r;
@@ -489,12 +489,13 @@ json HostRemove::to_json() const { return json{{"host", host}}; }
 AgentReport AgentReport::from_json(const json& j) {
   AgentReport r;
   r.host = host_of(j);
-  r.cores = static_cast<int>(get_int(j, "cores", 1, detail::kMaxSlots));
+  r.cores = static_cast<int>(get_int(j, "cores", 1, pcm::common::kMaxSlots));
   r.busy = number_of(j, "busy", r.cores);
   r.load1 = number_of(j, "load1", 1e6);
   r.runnable = j.contains("runnable") ? number_of(j, "runnable", 1e6) : 0.0;
   r.join = get_bool(j, "join", false);
-  if (auto slots = opt_int(j, "slots", 1, detail::kMaxSlots)) r.slots = static_cast<int>(*slots);
+  if (auto slots = opt_int(j, "slots", 1, pcm::common::kMaxSlots))
+    r.slots = static_cast<int>(*slots);
   r.site = site_of(j);
   return r;
 }

@@ -335,7 +335,7 @@ struct ShardDone {
   std::optional<std::string> error;  // the rank's shard could not be written
   bool retry = false;
   // Where the shard's copies are (checkpoint levels); absent: in the version's directory only.
-  std::optional<detail::ShardLevels> levels;
+  std::optional<pcm::common::ShardLevels> levels;
   static ShardDone from_json(const json& j);
   json to_json() const;
 };

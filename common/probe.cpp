@@ -12,7 +12,7 @@
 #include <cstring>
 #include <vector>
 
-namespace pcm::detail {
+namespace pcm::common {
 
 std::optional<double> tcp_round_trip_ms(const std::string& host, int port, int timeout_ms) {
   addrinfo hints{};
@@ -129,4 +129,4 @@ void RttProber::loop() {
   }
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::common

@@ -14,7 +14,9 @@
 #include <string>
 #include <thread>
 
-namespace pcm::detail {
+#include "namespaces.h"
+
+namespace pcm::common {
 
 // One measurement: resolves host (IPv4/IPv6), connects to port without blocking and returns the
 // milliseconds until the attempt was answered (accepted or refused); nullopt when the name does
@@ -55,4 +57,4 @@ class RttProber {
   std::thread thread_;
 };
 
-}  // namespace pcm::detail
+}  // namespace pcm::common

@@ -9,7 +9,7 @@
 #include "error.h"
 #include "pcm_types.h"
 
-namespace pcm::detail {
+namespace pcm::common {
 
 using nlohmann::json;
 
@@ -130,4 +130,4 @@ std::string JobProfile::describe() const {
   return s;
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::common

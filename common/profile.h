@@ -10,7 +10,9 @@
 #include <string>
 #include <vector>
 
-namespace pcm::detail {
+#include "namespaces.h"
+
+namespace pcm::common {
 
 // One rank's figures over the interval.
 struct RankProfile {
@@ -44,4 +46,4 @@ struct JobProfile {
   std::string describe() const;
 };
 
-}  // namespace pcm::detail
+}  // namespace pcm::common

@@ -21,7 +21,7 @@
 #include "pcm_types.h"
 #include "protocol.h"
 
-namespace pcm::detail {
+namespace pcm::common {
 
 using nlohmann::json;
 using namespace h5;
@@ -441,4 +441,4 @@ void ShardReader::read(const ShardDataset& d, std::uint64_t first, std::uint64_t
   }
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::common

@@ -14,7 +14,9 @@
 #include <string>
 #include <vector>
 
-namespace pcm::detail {
+#include "namespaces.h"
+
+namespace pcm::common {
 
 // Bytes per checksummed chunk of a dataset (the last chunk may be shorter).
 constexpr std::uint64_t kShardChunk = 1 << 20;
@@ -124,4 +126,4 @@ class ShardReader {
 // XXH3-64 of each kShardChunk bytes of data (exposed for tests and pcmd's scrub).
 std::vector<std::uint64_t> chunk_hashes(const void* data, std::uint64_t bytes);
 
-}  // namespace pcm::detail
+}  // namespace pcm::common

@@ -3,7 +3,9 @@
 
 #include <cmath>
 
-namespace pcm::detail {
+#include "namespaces.h"
+
+namespace pcm::common {
 
 // Seconds of work between two checkpoints for a checkpoint that costs `cost` seconds and a mean
 // time between failures of `mtbf` seconds: Daly's higher-order estimate (J. T. Daly, "A higher
@@ -17,4 +19,4 @@ inline double daly_interval(double cost, double mtbf) {
   return std::sqrt(2 * cost * mtbf) * (1 + std::sqrt(r) / 3 + r / 9) - cost;
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::common

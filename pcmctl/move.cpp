@@ -18,7 +18,7 @@
 #include "pcmctl.h"
 #include "supervisor.h"
 
-namespace pcm::detail {
+namespace pcm::ctl {
 
 using proto::json;
 
@@ -216,4 +216,4 @@ int move_job(Connection& pcmd, const MoveOptions& o) {
   return 1;
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::ctl

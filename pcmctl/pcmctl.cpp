@@ -16,7 +16,7 @@
 #include "pcm_types.h"
 #include "profile.h"
 
-namespace pcm::detail {
+namespace pcm::ctl {
 
 namespace {
 
@@ -556,10 +556,10 @@ void add_profile(CLI::App& app, Cli& cli) {
 }
 
 }  // namespace
-}  // namespace pcm::detail
+}  // namespace pcm::ctl
 
 int main(int argc, char** argv) {
-  using namespace pcm::detail;
+  using namespace pcm::ctl;
   Cli cli;
   cli.connect.config_path = default_config_path();
   CLI::App app{"pcmctl — control PCM jobs through pcmd"};

@@ -14,7 +14,7 @@ namespace CLI {
 class App;
 }
 
-namespace pcm::detail {
+namespace pcm::ctl {
 
 // The options every subcommand shares (set on pcmctl itself, before the subcommand).
 struct ConnectOptions {
@@ -125,4 +125,4 @@ void print_events(const proto::json& events, const proto::json& times);
 bool print_versions(const proto::json& versions);
 void print_reshape(const proto::json& reply, const std::string& job);
 
-}  // namespace pcm::detail
+}  // namespace pcm::ctl

@@ -8,7 +8,7 @@
 
 #include "pcmctl.h"
 
-namespace pcm::detail {
+namespace pcm::ctl {
 
 using proto::json;
 
@@ -127,4 +127,4 @@ void print_reshape(const json& reply, const std::string& job) {
   std::cout << "\n";
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::ctl

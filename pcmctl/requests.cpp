@@ -2,7 +2,7 @@
 #include "ops.h"
 #include "pcmctl.h"
 
-namespace pcm::detail {
+namespace pcm::ctl {
 
 using proto::json;
 
@@ -114,4 +114,4 @@ json req_host_remove(const std::string& host) { return for_host<ops::HostRemove>
 
 json req_host_drain(const std::string& host) { return for_host<ops::HostDrain>(host); }
 
-}  // namespace pcm::detail
+}  // namespace pcm::ctl

@@ -26,7 +26,7 @@
 #include "probe.h"
 #include "supervisor.h"
 
-namespace pcm::detail {
+namespace pcm::ctl {
 
 using proto::json;
 using Clock = SupervisorClock;
@@ -383,4 +383,4 @@ int run_supervised(Connection& pcmd, const RunOptions& o) {
   }
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::ctl

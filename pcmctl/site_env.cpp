@@ -22,7 +22,7 @@
 #include "pcm_types.h"
 #include "pcmctl.h"
 
-namespace pcm::detail {
+namespace pcm::ctl {
 
 using proto::json;
 
@@ -106,4 +106,4 @@ int print_site_env(Connection& pcmd, const std::vector<std::string>& sites) {
   return 0;
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::ctl

@@ -11,7 +11,7 @@
 
 #include "pcmctl.h"
 
-namespace pcm::detail {
+namespace pcm::ctl {
 
 using SupervisorClock = std::chrono::steady_clock;
 
@@ -90,4 +90,4 @@ class Supervisor {
   std::optional<Moving> moving_;
 };
 
-}  // namespace pcm::detail
+}  // namespace pcm::ctl

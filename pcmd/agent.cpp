@@ -20,7 +20,7 @@
 #include "ops.h"
 #include "pcm_types.h"
 
-namespace pcm::detail {
+namespace pcm::daemon {
 
 using proto::json;
 
@@ -278,4 +278,4 @@ int run_agent(const AgentOptions& o, const std::atomic<bool>& stop) {
                          [&] { return report(runnable_on(cpus)); });
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::daemon

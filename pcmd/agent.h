@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace pcm::detail {
+namespace pcm::daemon {
 
 struct AgentOptions {
   std::string config;  // pcmd's configuration file (endpoint, secret)
@@ -34,4 +34,4 @@ double busy_cores(const CpuTimes& before, const CpuTimes& after, int n);
 // last ran on (-1 if the text does not parse).
 bool task_runnable(const std::string& stat, int* cpu);
 
-}  // namespace pcm::detail
+}  // namespace pcm::daemon

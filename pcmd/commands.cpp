@@ -10,7 +10,7 @@
 #include "error.h"
 #include "pcm_types.h"
 
-namespace pcm::detail {
+namespace pcm::daemon {
 
 using proto::json;
 using Kind = proto::Command::Kind;
@@ -261,4 +261,4 @@ void CommandDesk::policy_round() {
   }
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::daemon

@@ -17,7 +17,7 @@
 #include "policy.h"
 #include "protocol.h"
 
-namespace pcm::detail {
+namespace pcm::daemon {
 
 class CommandDesk {
  public:
@@ -94,4 +94,4 @@ class CommandDesk {
   std::int64_t next_command_ = 1;
 };
 
-}  // namespace pcm::detail
+}  // namespace pcm::daemon

@@ -9,7 +9,7 @@
 #include "error.h"
 #include "pcm_types.h"
 
-namespace pcm::detail {
+namespace pcm::daemon {
 
 using proto::json;
 
@@ -441,4 +441,4 @@ json DataOps::store_direct(const ops::StoreDirect& r, std::vector<char>& reply_d
                      reply_data);
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::daemon

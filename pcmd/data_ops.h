@@ -23,7 +23,7 @@
 #include "storage/disk_work.h"
 #include "storage/store.h"
 
-namespace pcm::detail {
+namespace pcm::daemon {
 
 // A request's data frame (null, 0: none).
 struct Payload {
@@ -95,4 +95,4 @@ class DataOps {
   std::map<std::string, PendingVersion> pending_;
 };
 
-}  // namespace pcm::detail
+}  // namespace pcm::daemon

@@ -7,7 +7,7 @@
 #include "pcm_types.h"
 #include "site_moves.h"
 
-namespace pcm::detail {
+namespace pcm::daemon {
 
 using proto::json;
 
@@ -167,4 +167,4 @@ bool Drains::step(Job& job, const InventoryHost& host) {
   return true;
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::daemon

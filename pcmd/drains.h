@@ -15,7 +15,7 @@
 #include "ops.h"
 #include "protocol.h"
 
-namespace pcm::detail {
+namespace pcm::daemon {
 
 class Drains {
  public:
@@ -45,4 +45,4 @@ class Drains {
   std::shared_ptr<spdlog::logger> log_;
 };
 
-}  // namespace pcm::detail
+}  // namespace pcm::daemon

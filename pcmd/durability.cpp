@@ -2,7 +2,7 @@
 // (durability.h).
 #include "durability.h"
 
-namespace pcm::detail {
+namespace pcm::daemon {
 
 using proto::json;
 
@@ -61,4 +61,4 @@ void Durability::release(const Send& send) {
   held_.swap(later);
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::daemon

@@ -15,7 +15,7 @@
 #include "protocol.h"
 #include "storage/journal.h"
 
-namespace pcm::detail {
+namespace pcm::daemon {
 
 // Changes to the job table (jobs, inventory, counters): the owners that change it count them.
 class Changes {
@@ -69,4 +69,4 @@ class Durability {
   std::vector<HeldReply> held_;
 };
 
-}  // namespace pcm::detail
+}  // namespace pcm::daemon

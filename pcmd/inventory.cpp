@@ -15,7 +15,7 @@
 #include "error.h"
 #include "pcm_types.h"
 
-namespace pcm::detail {
+namespace pcm::daemon {
 
 using proto::json;
 
@@ -452,4 +452,4 @@ void Inventory::left_agent(const std::string& name, bool left) {
   }
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::daemon

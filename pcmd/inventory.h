@@ -21,7 +21,7 @@
 #include "probe.h"
 #include "protocol.h"
 
-namespace pcm::detail {
+namespace pcm::daemon {
 
 // What pcmd is told about its hosts (pcmd_main.cpp's flags; ServerOptions, options.h, holds it).
 struct InventoryOptions {
@@ -153,4 +153,4 @@ class Inventory {
   std::deque<std::string> left_order_;
 };
 
-}  // namespace pcm::detail
+}  // namespace pcm::daemon

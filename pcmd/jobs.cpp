@@ -13,7 +13,7 @@
 #include "pcm_types.h"
 #include "profile.h"
 
-namespace pcm::detail {
+namespace pcm::daemon {
 
 using proto::json;
 
@@ -321,7 +321,7 @@ json JobTable::poll(const ops::Poll& r, LogLimiter& refusals) {
   if (r.profile) {
     // A bad profile costs the job its profile, never its commands.
     try {
-      job.profile = pcm::detail::JobProfile::from_json(*r.profile, job.size).to_json();
+      job.profile = pcm::common::JobProfile::from_json(*r.profile, job.size).to_json();
       job.profile_at = job.last_seen;
     } catch (const Error& e) {
       if (refusals.allow(*log_)) log_->warn("job {}: profile refused: {}", job.name, e.what());
@@ -504,4 +504,4 @@ json JobTable::status(const std::optional<std::string>& name) {
   return jobs;
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::daemon

@@ -25,7 +25,7 @@
 #include "storage/checkpoint.h"
 #include "watch.h"
 
-namespace pcm::detail {
+namespace pcm::daemon {
 
 // A job's state as pcmctl shows it ("running", "finished", "failed" on the wire).
 enum class JobState { kRunning, kFinished, kFailed };
@@ -203,4 +203,4 @@ class JobTable {
   std::int64_t last_checkpoint_id_ = 0;  // want_checkpoint: ids grow within a run of pcmd
 };
 
-}  // namespace pcm::detail
+}  // namespace pcm::daemon

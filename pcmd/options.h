@@ -14,7 +14,7 @@
 #include "slurm/slurm_resources.h"
 #include "zap.h"
 
-namespace pcm::detail {
+namespace pcm::daemon {
 
 // The inventory's part (InventoryOptions: hosts, sites, placement, probe) is inherited.
 struct ServerOptions : InventoryOptions {
@@ -37,4 +37,4 @@ struct ServerOptions : InventoryOptions {
   PolicyConfig policy;
 };
 
-}  // namespace pcm::detail
+}  // namespace pcm::daemon

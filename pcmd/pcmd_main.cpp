@@ -55,9 +55,9 @@ struct Options {
   bool curve = false;
   int agent_timeout_ms = 5000;
   std::string policy = "manual";
-  pcm::detail::PolicyConfig policy_config;
+  pcm::daemon::PolicyConfig policy_config;
   bool agent = false;
-  pcm::detail::AgentOptions agent_options;
+  pcm::daemon::AgentOptions agent_options;
 };
 
 // Whether pcmd's bind address reaches only this machine.
@@ -66,21 +66,21 @@ bool loopback_address(const std::string& a) {
 }
 
 // The hosts of an MPICH hostfile (--hostfile).
-std::vector<pcm::detail::HostSlots> hostfile_hosts(const std::string& path) {
+std::vector<pcm::common::HostSlots> hostfile_hosts(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw pcm::Error(PCM_ERR_CONFIG, "cannot read --hostfile " + path);
   std::stringstream text;
   text << in.rdbuf();
   try {
-    return pcm::detail::parse_hostfile(text.str());
+    return pcm::common::parse_hostfile(text.str());
   } catch (const pcm::Error& e) {
     throw pcm::Error(PCM_ERR_CONFIG, "--hostfile " + path + ": " + e.what());
   }
 }
 
 // The server's options from the command line's, without the secret and CURVE keys.
-pcm::detail::ServerOptions server_options(const Options& o) {
-  pcm::detail::ServerOptions so;
+pcm::daemon::ServerOptions server_options(const Options& o) {
+  pcm::daemon::ServerOptions so;
   so.bind = "tcp://" + o.bind + ":" + (o.port == 0 ? std::string("*") : std::to_string(o.port));
   so.data_dir = o.data_dir;
   so.hosts = o.hosts;
@@ -93,17 +93,17 @@ pcm::detail::ServerOptions server_options(const Options& o) {
       std::cerr << "pcmd: inside Slurm job " << in_job
                 << ", no --hosts: the inventory is its allocation (--resources slurm; "
                    "--resources hosts for localhost only)\n";
-    const pcm::detail::SlurmAllocation a = pcm::detail::slurm_allocation();
+    const pcm::daemon::SlurmAllocation a = pcm::daemon::slurm_allocation();
     for (const auto& h : a.hosts) so.slurm_jobs[h.name] = a.job_id;
     so.more_hosts.insert(so.more_hosts.end(), a.hosts.begin(), a.hosts.end());
     so.slurm = a;
     so.slurm_grow_timeout = std::chrono::seconds(o.slurm_grow_timeout);
   }
-  so.placement = *pcm::detail::parse_placement(o.placement);
+  so.placement = *pcm::common::parse_placement(o.placement);
   so.probe_port = o.probe_port;
   so.site = o.site;
   so.closed_sites = o.closed_sites;
-  for (const auto& l : o.site_links) so.site_links.push_back(pcm::detail::parse_site_link(l));
+  for (const auto& l : o.site_links) so.site_links.push_back(pcm::common::parse_site_link(l));
   so.keep_versions = static_cast<std::size_t>(o.keep);
   so.agent_timeout = std::chrono::milliseconds(o.agent_timeout_ms);
   so.policy_auto = o.policy == "auto";
@@ -113,36 +113,36 @@ pcm::detail::ServerOptions server_options(const Options& o) {
 
 // Checks that the configuration and data are private, and sets so's secret and CURVE keys;
 // returns the keys clients get through the configuration file.
-pcm::detail::CurveClientKeys secure(const Options& o, pcm::detail::ServerOptions& so) {
+pcm::common::CurveClientKeys secure(const Options& o, pcm::daemon::ServerOptions& so) {
   // Private by default: refuse what another user could read or change.
   const std::string config_dir = std::filesystem::path(o.config).parent_path().string();
-  pcm::detail::check_private_dir(config_dir.empty() ? "." : config_dir,
+  pcm::common::check_private_dir(config_dir.empty() ? "." : config_dir,
                                  "the configuration directory");
-  pcm::detail::check_private_file(o.config, "the configuration file");
-  pcm::detail::check_private_dir(o.data_dir, "the data directory");
+  pcm::common::check_private_file(o.config, "the configuration file");
+  pcm::common::check_private_dir(o.data_dir, "the data directory");
   // Keep the secret (and CURVE keys) of an earlier pcmd with the same configuration file, so
   // that jobs that read it survive a restart of pcmd on a fixed port.
-  std::optional<pcm::detail::Config> earlier;
+  std::optional<pcm::common::Config> earlier;
   try {
-    earlier = pcm::detail::read_config(o.config);
+    earlier = pcm::common::read_config(o.config);
   } catch (const pcm::Error&) {
   }
-  so.secret = earlier ? earlier->secret : pcm::detail::random_secret();
-  pcm::detail::check_secret_strength(so.secret, o.config);
+  so.secret = earlier ? earlier->secret : pcm::common::random_secret();
+  pcm::common::check_secret_strength(so.secret, o.config);
   // CURVE on every bind beyond loopback (and on loopback with --curve).
-  pcm::detail::CurveClientKeys client_keys;
+  pcm::common::CurveClientKeys client_keys;
   if (o.curve || !loopback_address(o.bind)) {
-    std::string server_secret = pcm::detail::read_server_key(o.config);
+    std::string server_secret = pcm::common::read_server_key(o.config);
     // The earlier keys, if the key file still belongs to that configuration.
     if (earlier && earlier->curve.enabled() && !server_secret.empty() &&
-        pcm::detail::curve_public_of(server_secret) == earlier->curve.server_public) {
+        pcm::common::curve_public_of(server_secret) == earlier->curve.server_public) {
       client_keys = earlier->curve;
     } else {
-      auto server = pcm::detail::curve_keypair();
-      auto client = pcm::detail::curve_keypair();
+      auto server = pcm::common::curve_keypair();
+      auto client = pcm::common::curve_keypair();
       server_secret = server.secret_key;
       client_keys = {server.public_key, client.public_key, client.secret_key};
-      pcm::detail::write_server_key(o.config, server_secret);
+      pcm::common::write_server_key(o.config, server_secret);
     }
     so.curve = {server_secret, client_keys.public_key};
   }
@@ -152,7 +152,7 @@ pcm::detail::CurveClientKeys secure(const Options& o, pcm::detail::ServerOptions
 // The part that runs in the daemon process. ready_fd (or -1): where to tell the parent that the
 // configuration file is written ("ok") or why start-up failed.
 int serve(const Options& o, int ready_fd) {
-  auto log = pcm::detail::logger("pcmd", spdlog::level::info);
+  auto log = pcm::common::logger("pcmd", spdlog::level::info);
   auto tell = [&](const std::string& msg) {
     if (ready_fd >= 0) {
       (void)!::write(ready_fd, msg.data(), msg.size());
@@ -162,15 +162,15 @@ int serve(const Options& o, int ready_fd) {
   };
   std::string pidfile_written;
   try {
-    pcm::detail::ServerOptions so = server_options(o);
-    const pcm::detail::CurveClientKeys client_keys = secure(o, so);
+    pcm::daemon::ServerOptions so = server_options(o);
+    const pcm::common::CurveClientKeys client_keys = secure(o, so);
     zmq::context_t context(1);
-    pcm::detail::Server server(context, so);
+    pcm::daemon::Server server(context, so);
     if (!o.pidfile.empty()) {
       std::ofstream(o.pidfile) << ::getpid() << "\n";
       pidfile_written = o.pidfile;
     }
-    pcm::detail::write_config(o.config,
+    pcm::common::write_config(o.config,
                               {server.endpoint(), so.secret, static_cast<long>(::getpid()),
                                server.watch_endpoint(), client_keys});
     log->info(
@@ -349,10 +349,10 @@ void install_signal_handlers() {
 
 // pcmd --agent: this host's agent, until SIGTERM or SIGINT.
 int agent_main(const Options& o) {
-  pcm::detail::AgentOptions ao = o.agent_options;
+  pcm::daemon::AgentOptions ao = o.agent_options;
   ao.config = o.config;
   if (!o.pidfile.empty()) std::ofstream(o.pidfile) << ::getpid() << "\n";
-  const int rc = pcm::detail::run_agent(ao, g_stop);
+  const int rc = pcm::daemon::run_agent(ao, g_stop);
   if (!o.pidfile.empty()) ::unlink(o.pidfile.c_str());
   return rc;
 }
@@ -403,7 +403,7 @@ int main(int argc, char** argv) {
   ::umask(077);
   Options o;
   const char* home = std::getenv("HOME");
-  o.config = pcm::detail::default_config_path();
+  o.config = pcm::common::default_config_path();
   o.data_dir = std::string(home && *home ? home : ".") + "/.pcm/data";
   CLI::App app{"pcmd — the PCM daemon: reconfiguration commands and stored data for PCM jobs"};
   add_server_options(app, o);

@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-namespace pcm::detail {
+namespace pcm::daemon {
 
 using Kind = proto::Command::Kind;
 
@@ -304,4 +304,4 @@ std::vector<PolicyDecision> Policy::decide(double now, const std::vector<PolicyJ
   return out;
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::daemon

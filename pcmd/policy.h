@@ -33,7 +33,7 @@
 
 #include "command.h"
 
-namespace pcm::detail {
+namespace pcm::daemon {
 
 struct PolicyConfig {
   double min_interval_s = 10;
@@ -172,4 +172,4 @@ class Policy {
   std::vector<std::pair<std::string, std::string>> notes_;
 };
 
-}  // namespace pcm::detail
+}  // namespace pcm::daemon

@@ -14,7 +14,7 @@
 #include "pcm_types.h"
 #include "site_moves.h"
 
-namespace pcm::detail {
+namespace pcm::daemon {
 
 using proto::json;
 
@@ -442,4 +442,4 @@ json Server::piece(ops::Op op, const json& req, Payload data, std::vector<char>&
   return dispatch(op, req, Payload{p.whole->data(), p.whole->size()}, reply_data);
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::daemon

@@ -34,7 +34,7 @@
 #include "watch.h"
 #include "zap.h"
 
-namespace pcm::detail {
+namespace pcm::daemon {
 
 class Server {
  public:
@@ -139,4 +139,4 @@ class Server {
   std::unique_ptr<Durability> durability_;
 };
 
-}  // namespace pcm::detail
+}  // namespace pcm::daemon

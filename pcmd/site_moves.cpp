@@ -14,7 +14,7 @@
 #include "error.h"
 #include "pcm_types.h"
 
-namespace pcm::detail {
+namespace pcm::daemon {
 
 using proto::json;
 
@@ -110,4 +110,4 @@ json job_move(JobTable& jobs, const Inventory& inventory, const ops::JobMove& r)
   return json{{"ok", true}, {"move", move_json(job)}, {"text", text}};
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::daemon

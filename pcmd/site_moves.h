@@ -7,7 +7,7 @@
 #include "jobs.h"
 #include "ops.h"
 
-namespace pcm::detail {
+namespace pcm::daemon {
 
 // job_move: an operator's "ask" (refused, with why, unless the job runs under pcmctl run, the
 // site is known and has a host that is up with a free slot, and no move is under way), or pcmctl
@@ -21,4 +21,4 @@ proto::json job_move(JobTable& jobs, const Inventory& inventory, const ops::JobM
 std::string move_off_drain(JobTable& jobs, const Inventory& inventory, Job& job,
                            const std::string& why);
 
-}  // namespace pcm::detail
+}  // namespace pcm::daemon

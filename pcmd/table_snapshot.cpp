@@ -9,7 +9,7 @@
 #include "pcm_types.h"
 #include "server.h"
 
-namespace pcm::detail {
+namespace pcm::daemon {
 
 using proto::json;
 
@@ -251,4 +251,4 @@ void Server::restore_table() {
   }
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::daemon

@@ -5,7 +5,7 @@
 #include "pcm_types.h"
 #include "protocol.h"
 
-namespace pcm::detail {
+namespace pcm::daemon {
 
 Transfers::Piece Transfers::add_piece(const std::string& op, const std::string& job,
                                       std::int64_t id, std::uint64_t total, std::uint64_t offset,
@@ -69,4 +69,4 @@ void Transfers::expire() {
   }
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::daemon

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-namespace pcm::detail {
+namespace pcm::daemon {
 
 class Transfers {
  public:
@@ -46,4 +46,4 @@ class Transfers {
   std::map<std::int64_t, Transfer> transfers_;  // by the client's id
 };
 
-}  // namespace pcm::detail
+}  // namespace pcm::daemon

@@ -22,7 +22,7 @@
 #include "pcm_types.h"
 #include "protocol.h"
 
-namespace pcm::detail {
+namespace pcm::daemon {
 
 namespace {
 
@@ -233,4 +233,4 @@ void Watcher::loop() {
   for (auto& c : conns) ::close(c->fd);
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::daemon

@@ -26,7 +26,7 @@
 
 #include "log.h"
 
-namespace pcm::detail {
+namespace pcm::daemon {
 
 struct WatchEvent {
   enum class Kind { kHello, kBye, kLost };
@@ -76,4 +76,4 @@ class Watcher {
   std::thread thread_;
 };
 
-}  // namespace pcm::detail
+}  // namespace pcm::daemon

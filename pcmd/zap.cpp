@@ -7,7 +7,7 @@
 #include "log.h"
 #include "pcm_types.h"
 
-namespace pcm::detail {
+namespace pcm::daemon {
 
 namespace {
 
@@ -91,4 +91,4 @@ std::unique_ptr<ZapHandler> make_curve_server(zmq::context_t& context, zmq::sock
   return zap;
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::daemon

@@ -13,7 +13,7 @@
 #include <thread>
 #include <zmq.hpp>
 
-namespace pcm::detail {
+namespace pcm::daemon {
 
 struct CurveServerKeys {
   std::string secret_key;     // pcmd's own (Z85)
@@ -51,4 +51,4 @@ class ZapHandler {
 std::unique_ptr<ZapHandler> make_curve_server(zmq::context_t& context, zmq::socket_t& socket,
                                               const CurveServerKeys& keys);
 
-}  // namespace pcm::detail
+}  // namespace pcm::daemon

@@ -14,7 +14,7 @@
 
 namespace {
 
-pcm::detail::Relay* g_relay = nullptr;
+pcm::relay::Relay* g_relay = nullptr;
 
 void on_signal(int) {
   if (g_relay) g_relay->stop();
@@ -23,7 +23,7 @@ void on_signal(int) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  using namespace pcm::detail;
+  using namespace pcm::relay;
   CLI::App app{
       "pcm-relay: forwards a site's connections to pcmd, byte for byte (issue 26). It runs on "
       "the site's front-end, listens on the front-end's address inside the site on the ports of "

@@ -5,7 +5,7 @@
 
 #include <cstring>
 
-namespace pcm::detail {
+namespace pcm::relay {
 
 namespace {
 constexpr char kMagic[4] = {'P', 'C', 'M', 'X'};
@@ -36,4 +36,4 @@ int decode_mux_header(const MuxHeader& h, std::string& why) {
   return port;
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::relay

@@ -8,7 +8,7 @@
 #include <array>
 #include <string>
 
-namespace pcm::detail {
+namespace pcm::relay {
 
 constexpr std::size_t kMuxHeaderBytes = 8;
 constexpr unsigned char kMuxVersion = 1;
@@ -19,4 +19,4 @@ MuxHeader encode_mux_header(int port);
 // The port a header names (1-65535), or 0 with why it is not a header of this version.
 int decode_mux_header(const MuxHeader& h, std::string& why);
 
-}  // namespace pcm::detail
+}  // namespace pcm::relay

@@ -21,7 +21,7 @@
 #include "mux.h"
 #include "pcm_types.h"
 
-namespace pcm::detail {
+namespace pcm::relay {
 
 namespace {
 
@@ -488,4 +488,4 @@ void Relay::run() {
   }
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::relay

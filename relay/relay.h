@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-namespace pcm::detail {
+namespace pcm::relay {
 
 // One listening port and where its connections go.
 struct RelayRoute {
@@ -100,4 +100,4 @@ class Relay {
   std::atomic<bool> stopping_{false};
 };
 
-}  // namespace pcm::detail
+}  // namespace pcm::relay

@@ -14,7 +14,7 @@
 #include "error.h"
 #include "pcm_types.h"
 
-namespace pcm::detail {
+namespace pcm::daemon {
 
 using proto::json;
 
@@ -559,4 +559,4 @@ void SlurmGrowth::sweep() {
   }
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::daemon

@@ -28,7 +28,7 @@
 #include "slurm/slurm_resources.h"
 #include "slurm/subprocess.h"
 
-namespace pcm::detail {
+namespace pcm::daemon {
 
 class SlurmGrowth : public CommandDesk::Growth {
  public:
@@ -126,4 +126,4 @@ class SlurmGrowth : public CommandDesk::Growth {
   std::optional<PolicyQueue> queue_;
 };
 
-}  // namespace pcm::detail
+}  // namespace pcm::daemon

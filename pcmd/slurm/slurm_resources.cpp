@@ -12,7 +12,7 @@
 #include "error.h"
 #include "pcm_types.h"
 
-namespace pcm::detail {
+namespace pcm::daemon {
 
 namespace {
 
@@ -193,4 +193,4 @@ SlurmAllocation slurm_allocation() {
       [](const std::vector<std::string>& argv) { return run_command(argv, kCommandTimeout); });
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::daemon

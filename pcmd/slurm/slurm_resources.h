@@ -14,7 +14,7 @@
 #include "hosts.h"
 #include "slurm/subprocess.h"
 
-namespace pcm::detail {
+namespace pcm::daemon {
 
 // The allocation of one Slurm job.
 struct SlurmAllocation {
@@ -55,4 +55,4 @@ SlurmAllocation slurm_allocation(const EnvGetter& env, const CommandRunner& run)
 // slurm_allocation with the process's environment and run_command.
 SlurmAllocation slurm_allocation();
 
-}  // namespace pcm::detail
+}  // namespace pcm::daemon

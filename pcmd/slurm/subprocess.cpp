@@ -14,7 +14,7 @@
 
 extern char** environ;
 
-namespace pcm::detail {
+namespace pcm::daemon {
 
 namespace {
 
@@ -181,4 +181,4 @@ void Child::stop(std::chrono::milliseconds grace) {
   }
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::daemon

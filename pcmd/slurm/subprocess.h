@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace pcm::detail {
+namespace pcm::daemon {
 
 // What running a command gave.
 struct CommandResult {
@@ -56,4 +56,4 @@ class Child {
   std::optional<int> exit_code_;
 };
 
-}  // namespace pcm::detail
+}  // namespace pcm::daemon

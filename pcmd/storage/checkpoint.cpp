@@ -29,7 +29,7 @@
 #include "protocol.h"
 #include "storage/checkpoint_files.h"
 
-namespace pcm::detail {
+namespace pcm::daemon {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -593,4 +593,4 @@ void Checkpoints::sweep(const std::set<std::string>& running) {
     remove_matching(j->path(), running.count(j->path().filename().string()) ? trash : leftover);
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::daemon

@@ -29,7 +29,7 @@
 #include "shard.h"
 #include "storage/store.h"
 
-namespace pcm::detail {
+namespace pcm::daemon {
 
 struct DatasetInfo {
   std::string path;  // /rank_R/key
@@ -170,4 +170,4 @@ class Checkpoints {
   std::unique_ptr<Remover> remover_;
 };
 
-}  // namespace pcm::detail
+}  // namespace pcm::daemon

@@ -6,7 +6,7 @@
 #include <regex>
 #include <string>
 
-namespace pcm::detail::ckpt {
+namespace pcm::daemon::ckpt {
 
 inline constexpr const char* kManifestName = "manifest.json";
 inline constexpr const char* kBadName = "BAD";  // a version marked damaged
@@ -20,4 +20,4 @@ std::string random_token();
 // Removes the entries of dir whose names match pattern.
 void remove_matching(const std::filesystem::path& dir, const std::regex& pattern);
 
-}  // namespace pcm::detail::ckpt
+}  // namespace pcm::daemon::ckpt

@@ -22,7 +22,7 @@
 #include "storage/checkpoint.h"
 #include "storage/checkpoint_files.h"
 
-namespace pcm::detail {
+namespace pcm::daemon {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -282,4 +282,4 @@ Manifest Checkpoints::commit_direct(const Store& store, const std::string& job,
   }
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::daemon

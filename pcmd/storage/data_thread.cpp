@@ -4,7 +4,7 @@
 #include "error.h"
 #include "pcm_types.h"
 
-namespace pcm::detail {
+namespace pcm::daemon {
 
 using proto::json;
 
@@ -115,4 +115,4 @@ void DataThread::run(zmq::context_t& context, std::string wake) {
   }
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::daemon

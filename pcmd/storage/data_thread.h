@@ -19,7 +19,7 @@
 #include "protocol.h"
 #include "storage/disk_work.h"
 
-namespace pcm::detail {
+namespace pcm::daemon {
 
 class DataThread : public DiskWork {
  public:
@@ -67,4 +67,4 @@ class DataThread : public DiskWork {
   std::thread thread_;
 };
 
-}  // namespace pcm::detail
+}  // namespace pcm::daemon

@@ -8,7 +8,7 @@
 
 #include "protocol.h"
 
-namespace pcm::detail {
+namespace pcm::daemon {
 
 // A request's disk part and what the request loop does with its result.
 struct DataWork {
@@ -29,4 +29,4 @@ class DiskWork {
   virtual void background(std::function<void()> f) = 0;
 };
 
-}  // namespace pcm::detail
+}  // namespace pcm::daemon

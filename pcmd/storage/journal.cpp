@@ -8,7 +8,7 @@
 #include "durable.h"
 #include "error.h"
 
-namespace pcm::detail {
+namespace pcm::daemon {
 
 namespace fs = std::filesystem;
 
@@ -119,4 +119,4 @@ void Journal::run(zmq::context_t& context, std::string wake) {
   }
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::daemon

@@ -16,7 +16,7 @@
 #include <thread>
 #include <zmq.hpp>
 
-namespace pcm::detail {
+namespace pcm::daemon {
 
 class Journal {
  public:
@@ -58,4 +58,4 @@ class Journal {
   std::thread thread_;
 };
 
-}  // namespace pcm::detail
+}  // namespace pcm::daemon

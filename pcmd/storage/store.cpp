@@ -14,7 +14,7 @@
 #include "pcm_types.h"
 #include "protocol.h"
 
-namespace pcm::detail {
+namespace pcm::daemon {
 
 namespace fs = std::filesystem;
 
@@ -227,4 +227,4 @@ Store::Meta Store::get(const std::string& job, int rank, const std::string& key,
   return m;
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::daemon

@@ -29,7 +29,7 @@
 
 #include "shard.h"
 
-namespace pcm::detail {
+namespace pcm::daemon {
 
 class Store {
  public:
@@ -99,4 +99,4 @@ class Store {
   std::set<std::tuple<std::string, int, std::string>> failed_;  // (job, rank, key)
 };
 
-}  // namespace pcm::detail
+}  // namespace pcm::daemon

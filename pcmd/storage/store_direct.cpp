@@ -14,7 +14,7 @@
 #include "storage/checkpoint_files.h"
 #include "storage/store.h"
 
-namespace pcm::detail {
+namespace pcm::daemon {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -143,4 +143,4 @@ std::vector<std::string> Store::keys(const std::string& job, int rank) const {
   return out;
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::daemon

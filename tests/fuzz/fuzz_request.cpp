@@ -31,7 +31,7 @@ constexpr int kInputsPerServer = 2000;
 struct Fixture {
   zmq::context_t context{1};
   std::filesystem::path dir;
-  std::unique_ptr<pcm::detail::Server> server;
+  std::unique_ptr<pcm::daemon::Server> server;
   int inputs = 0;
 
   Fixture() { reset(); }
@@ -50,13 +50,13 @@ struct Fixture {
       std::abort();
     }
     dir = tmpl;
-    pcm::detail::ServerOptions o;
+    pcm::daemon::ServerOptions o;
     o.bind = "tcp://127.0.0.1:*";
     o.data_dir = (dir / "data").string();
     o.secret = kSecret;
     o.hosts = {"localhost:4", "nodeb:2"};
     o.probe_port = 0;  // made-up host names: never looked up
-    server = std::make_unique<pcm::detail::Server>(context, o);
+    server = std::make_unique<pcm::daemon::Server>(context, o);
     inputs = 0;
   }
 };

@@ -37,14 +37,14 @@
 #include "watch.h"
 
 namespace fs = std::filesystem;
-using pcm::detail::Client;
+using pcm::common::Client;
 using pcm::proto::json;
 
 class ServerTest : public ::testing::Test {
  protected:
   void SetUp() override { start(dir_); }
   void start(const fs::path& data_dir) {
-    pcm::detail::ServerOptions o;
+    pcm::daemon::ServerOptions o;
     o.bind = "tcp://127.0.0.1:*";
     o.data_dir = data_dir.string();
     o.secret = "right-secret";
@@ -59,7 +59,7 @@ class ServerTest : public ::testing::Test {
     o.agent_timeout = std::chrono::milliseconds(1500);
     o.policy_auto = policy_auto_;
     o.policy.min_interval_s = 0;
-    server_ = std::make_unique<pcm::detail::Server>(ctx_, o);
+    server_ = std::make_unique<pcm::daemon::Server>(ctx_, o);
     thread_ = std::thread([this] { server_->run(stop_); });
     client_ = std::make_unique<Client>(ctx_, server_->endpoint(), "right-secret");
   }
@@ -124,15 +124,15 @@ class ServerTest : public ::testing::Test {
 
   std::chrono::milliseconds transfer_timeout_{60000};
   bool policy_auto_ = false;
-  std::vector<pcm::detail::HostSlots> more_hosts_;  // as from --hostfile or --resources slurm
+  std::vector<pcm::common::HostSlots> more_hosts_;  // as from --hostfile or --resources slurm
   std::vector<std::string> hosts_{"localhost:4", "nodeb:2"};  // as from --hosts
   bool closed_sites_ = false;                                 // as from --closed-sites
-  std::vector<pcm::detail::SiteLink> site_links_;             // as from --site-link
+  std::vector<pcm::common::SiteLink> site_links_;             // as from --site-link
   std::map<std::string, std::string> slurm_jobs_;  // host -> its Slurm job (--resources slurm)
   zmq::context_t ctx_{1};
   TempDir tmp_;
   const fs::path& dir_ = tmp_.path();
-  std::unique_ptr<pcm::detail::Server> server_;
+  std::unique_ptr<pcm::daemon::Server> server_;
   std::atomic<bool> stop_{false};
   std::thread thread_;
   std::unique_ptr<Client> client_;
@@ -184,12 +184,12 @@ inline std::string challenge_nonce(int fd) {
 inline void greet(int fd, const std::string& secret, const std::string& fields) {
   const std::string nonce = challenge_nonce(fd);
   ASSERT_EQ(nonce.size(), 32u);
-  say(fd, "PCM-WATCH 2 " + pcm::detail::watch_proof(secret, nonce, fields) + " " + fields + "\n");
+  say(fd, "PCM-WATCH 2 " + pcm::common::watch_proof(secret, nonce, fields) + " " + fields + "\n");
 }
 
 // Events until n have come or 3 s have passed.
-inline std::vector<pcm::detail::WatchEvent> events(pcm::detail::Watcher& w, std::size_t n) {
-  std::vector<pcm::detail::WatchEvent> all;
+inline std::vector<pcm::daemon::WatchEvent> events(pcm::daemon::Watcher& w, std::size_t n) {
+  std::vector<pcm::daemon::WatchEvent> all;
   for (int i = 0; i < 300 && all.size() < n; ++i) {
     auto e = w.take_events();
     all.insert(all.end(), e.begin(), e.end());

@@ -4,7 +4,7 @@
 
 #include "agent.h"
 
-namespace d = pcm::detail;
+namespace d = pcm::daemon;
 
 TEST(Agent, BusyCoresCountOnlyTheAgentsCpus) {
   // user nice system idle iowait irq softirq steal

@@ -32,10 +32,10 @@
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-using pcm::detail::Checkpoints;
-using pcm::detail::Manifest;
-using pcm::detail::Store;
-using pcm::detail::VersionStatus;
+using pcm::daemon::Checkpoints;
+using pcm::daemon::Manifest;
+using pcm::daemon::Store;
+using pcm::daemon::VersionStatus;
 using Clock = std::chrono::steady_clock;
 
 namespace {

@@ -15,7 +15,7 @@
 #include "test_util.h"
 
 namespace fs = std::filesystem;
-using pcm::detail::Config;
+using pcm::common::Config;
 
 class ConfigTest : public ::testing::Test {
  protected:
@@ -25,8 +25,8 @@ class ConfigTest : public ::testing::Test {
 
 TEST_F(ConfigTest, WriteThenReadWithMode0600) {
   std::string path = (dir_ / "sub" / "pcmd.conf").string();
-  pcm::detail::write_config(path, Config{"tcp://127.0.0.1:5555", "s3cret", 42});
-  Config c = pcm::detail::read_config(path);
+  pcm::common::write_config(path, Config{"tcp://127.0.0.1:5555", "s3cret", 42});
+  Config c = pcm::common::read_config(path);
   EXPECT_EQ(c.endpoint, "tcp://127.0.0.1:5555");
   EXPECT_EQ(c.secret, "s3cret");
   EXPECT_EQ(c.pid, 42);
@@ -40,7 +40,7 @@ TEST_F(ConfigTest, WriteThenReadWithMode0600) {
 TEST_F(ConfigTest, Errors) {
   auto code = [](const std::string& p) {
     try {
-      pcm::detail::read_config(p);
+      pcm::common::read_config(p);
     } catch (const pcm::Error& e) {
       return e.code();
     }
@@ -55,14 +55,14 @@ TEST_F(ConfigTest, Errors) {
 
 TEST_F(ConfigTest, DefaultPathFollowsEnvironment) {
   setenv("PCM_CONFIG", "/x/y.conf", 1);
-  EXPECT_EQ(pcm::detail::default_config_path(), "/x/y.conf");
+  EXPECT_EQ(pcm::common::default_config_path(), "/x/y.conf");
   unsetenv("PCM_CONFIG");
   setenv("HOME", "/home/someone", 1);
-  EXPECT_EQ(pcm::detail::default_config_path(), "/home/someone/.pcm/pcmd.conf");
+  EXPECT_EQ(pcm::common::default_config_path(), "/home/someone/.pcm/pcmd.conf");
 }
 
 TEST(Secret, RandomAndHex) {
-  auto a = pcm::detail::random_secret(), b = pcm::detail::random_secret();
+  auto a = pcm::common::random_secret(), b = pcm::common::random_secret();
   EXPECT_EQ(a.size(), 64u);
   EXPECT_NE(a, b);
   EXPECT_EQ(a.find_first_not_of("0123456789abcdef"), std::string::npos);
@@ -70,42 +70,42 @@ TEST(Secret, RandomAndHex) {
 
 TEST_F(ConfigTest, CurveKeysRoundTripAndTheServerKeyStaysApart) {
   std::string path = (dir_ / "pcmd.conf").string();
-  auto server = pcm::detail::curve_keypair(), client = pcm::detail::curve_keypair();
+  auto server = pcm::common::curve_keypair(), client = pcm::common::curve_keypair();
   Config in{"tcp://10.0.0.1:5555",
-            pcm::detail::random_secret(),
+            pcm::common::random_secret(),
             7,
             "tcp://10.0.0.1:5556",
             {server.public_key, client.public_key, client.secret_key}};
-  pcm::detail::write_config(path, in);
-  pcm::detail::write_server_key(path, server.secret_key);
-  Config out = pcm::detail::read_config(path);
+  pcm::common::write_config(path, in);
+  pcm::common::write_server_key(path, server.secret_key);
+  Config out = pcm::common::read_config(path);
   EXPECT_EQ(out.curve.server_public, server.public_key);
   EXPECT_EQ(out.curve.public_key, client.public_key);
   EXPECT_EQ(out.curve.secret_key, client.secret_key);
-  EXPECT_EQ(pcm::detail::read_server_key(path), server.secret_key);
+  EXPECT_EQ(pcm::common::read_server_key(path), server.secret_key);
   // Clients read only the configuration: pcmd's secret key is not in it.
   std::ifstream f(path);
   std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   EXPECT_EQ(text.find(server.secret_key), std::string::npos);
   struct stat st {};
-  ASSERT_EQ(stat(pcm::detail::server_key_path(path).c_str(), &st), 0);
+  ASSERT_EQ(stat(pcm::common::server_key_path(path).c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
   // No key file: "" (pcmd makes new keys).
-  EXPECT_EQ(pcm::detail::read_server_key((dir_ / "other.conf").string()), "");
+  EXPECT_EQ(pcm::common::read_server_key((dir_ / "other.conf").string()), "");
   // A damaged key in the configuration is an error, not a silent fallback to no CURVE.
   std::ofstream((dir_ / "badkey.conf").string())
       << R"({"endpoint":"tcp://1.2.3.4:1","secret":"s","curve":{"server_public":"x"}})";
-  EXPECT_EQ(code_of([&] { pcm::detail::read_config((dir_ / "badkey.conf").string()); }),
+  EXPECT_EQ(code_of([&] { pcm::common::read_config((dir_ / "badkey.conf").string()); }),
             PCM_ERR_CONFIG);
 }
 
 TEST_F(ConfigTest, PrivateFilesAndDirectories) {
-  using pcm::detail::check_private_dir;
-  using pcm::detail::check_private_file;
+  using pcm::common::check_private_dir;
+  using pcm::common::check_private_file;
   const std::string file = (dir_ / "pcmd.conf").string(), sub = (dir_ / "d").string();
   EXPECT_EQ(code_of([&] { check_private_file(file, "the configuration file"); }), PCM_SUCCESS)
       << "an absent file is fine (pcmd writes it 0600)";
-  pcm::detail::write_config(file, Config{"tcp://127.0.0.1:1", "s", 1});
+  pcm::common::write_config(file, Config{"tcp://127.0.0.1:1", "s", 1});
   EXPECT_EQ(code_of([&] { check_private_file(file, "the configuration file"); }), PCM_SUCCESS);
   for (mode_t mode : {0640, 0604, 0620, 0602, 0644}) {
     ASSERT_EQ(chmod(file.c_str(), mode), 0);
@@ -138,15 +138,15 @@ TEST_F(ConfigTest, PrivateFilesAndDirectories) {
 }
 
 TEST(Secret, WeakSecretsAreRefused) {
-  EXPECT_GT(pcm::detail::secret_bits(pcm::detail::random_secret()), 200);
-  EXPECT_EQ(pcm::detail::secret_bits(std::string(64, 'a')), 0);
-  EXPECT_EQ(code_of([] { pcm::detail::check_secret_strength(pcm::detail::random_secret(), "f"); }),
+  EXPECT_GT(pcm::common::secret_bits(pcm::common::random_secret()), 200);
+  EXPECT_EQ(pcm::common::secret_bits(std::string(64, 'a')), 0);
+  EXPECT_EQ(code_of([] { pcm::common::check_secret_strength(pcm::common::random_secret(), "f"); }),
             PCM_SUCCESS);
   std::vector<std::string> weak{"x", "s3cret", std::string(64, 'a'), "0123456789abcdef0123",
                                 "abababababababababababababababababababababababababab"};
   for (const auto& s : weak) {
     try {
-      pcm::detail::check_secret_strength(s, "/p/pcmd.conf");
+      pcm::common::check_secret_strength(s, "/p/pcmd.conf");
       ADD_FAILURE() << "accepted '" << s << "'";
     } catch (const pcm::Error& e) {
       EXPECT_EQ(e.code(), PCM_ERR_CONFIG);

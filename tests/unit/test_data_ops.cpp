@@ -3,10 +3,10 @@
 #include "server_fixture.h"
 #include "shard.h"
 
-using pcm::detail::ShardHeader;
-using pcm::detail::ShardItem;
-using pcm::detail::ShardRecord;
-using pcm::detail::write_shard;
+using pcm::common::ShardHeader;
+using pcm::common::ShardItem;
+using pcm::common::ShardRecord;
+using pcm::common::write_shard;
 
 TEST_F(ServerTest, StoreAndLoadWithSizeChecks) {
   register_job("s", 1);
@@ -219,12 +219,12 @@ TEST(ServerNoSpace, AStoreOnAFullDiskIsNoSpaceAtTheClient) {
   } unmount{mnt};
   {
     zmq::context_t ctx;
-    pcm::detail::ServerOptions o;
+    pcm::daemon::ServerOptions o;
     o.bind = "tcp://127.0.0.1:*";
     o.data_dir = (mnt / "data").string();
     o.secret = "right-secret";
     o.probe_port = 0;
-    auto server = std::make_unique<pcm::detail::Server>(ctx, o);
+    auto server = std::make_unique<pcm::daemon::Server>(ctx, o);
     std::atomic<bool> stop{false};
     std::thread thread([&] { server->run(stop); });
     Client c(ctx, server->endpoint(), "right-secret");

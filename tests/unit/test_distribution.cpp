@@ -15,10 +15,10 @@
 #include "test_util.h"
 
 using nlohmann::json;
-using pcm::detail::Distribution;
-using pcm::detail::Layout;
-using pcm::detail::Segment;
-using pcm::detail::Transfer;
+using pcm::common::Distribution;
+using pcm::common::Layout;
+using pcm::common::Segment;
+using pcm::common::Transfer;
 
 namespace {
 
@@ -144,7 +144,7 @@ std::string redistribute(const Distribution& from, const Distribution& to) {
 
   std::vector<int> moved(units, 0);
   std::int64_t next = 0, total = 0;
-  for (const Transfer& t : pcm::detail::plan(from, to)) {
+  for (const Transfer& t : pcm::common::plan(from, to)) {
     if (t.count < 1 || t.first < 0 || t.first + t.count > units) {
       err << "transfer of units " << t.first << "+" << t.count << " is out of range";
       return err.str();
@@ -360,20 +360,20 @@ TEST(DistributionPlan, ExplicitTransfers) {
   auto from = Distribution::regular(Layout::kBlock, 10, 1, 1, 0, 2);
   auto to = from.resized(3);
   std::vector<Transfer> want = {{0, 0, 0, 4}, {0, 1, 4, 1}, {1, 1, 5, 2}, {1, 2, 7, 3}};
-  EXPECT_EQ(pcm::detail::plan(from, to), want);
+  EXPECT_EQ(pcm::common::plan(from, to), want);
   // Unchanged maps: one transfer per segment, each rank to itself.
   auto cyc = Distribution::regular(Layout::kCyclic, 4, 1, 1, 1, 2);
   std::vector<Transfer> same = {{0, 0, 0, 1}, {1, 1, 1, 1}, {0, 0, 2, 1}, {1, 1, 3, 1}};
-  EXPECT_EQ(pcm::detail::plan(cyc, cyc), same);
+  EXPECT_EQ(pcm::common::plan(cyc, cyc), same);
 }
 
 TEST(DistributionPlan, DifferentDataIsAnError) {
   auto a = Distribution::regular(Layout::kBlock, 10, 1, 1, 0, 2);
   EXPECT_EQ(
-      code_of([&] { pcm::detail::plan(a, Distribution::regular(Layout::kBlock, 11, 1, 1, 0, 2)); }),
+      code_of([&] { pcm::common::plan(a, Distribution::regular(Layout::kBlock, 11, 1, 1, 0, 2)); }),
       PCM_ERR_ARG);
   EXPECT_EQ(
-      code_of([&] { pcm::detail::plan(a, Distribution::regular(Layout::kBlock, 10, 2, 1, 0, 2)); }),
+      code_of([&] { pcm::common::plan(a, Distribution::regular(Layout::kBlock, 10, 2, 1, 0, 2)); }),
       PCM_ERR_ARG);
 }
 
@@ -881,7 +881,7 @@ TEST(DistributionJsonHostile, RejectedCleanly) {
   };
   for (const char* text : bad) {
     try {
-      pcm::detail::Distribution::from_json(nlohmann::json::parse(text));
+      pcm::common::Distribution::from_json(nlohmann::json::parse(text));
       ADD_FAILURE() << "accepted: " << text;
     } catch (const pcm::Error& e) {
       EXPECT_EQ(e.code(), PCM_ERR_ARG) << text;
@@ -943,7 +943,7 @@ TEST(DistributionInPlace, GrowingTheOldBufferGivesTheNewOne) {
               cases.emplace_back(merged, of);
             }
             for (const auto& [to, new_of] : cases) {
-              const auto moves = pcm::detail::plan(from, to);
+              const auto moves = pcm::common::plan(from, to);
               for (int r = 0; r < m; ++r) {
                 const int n = new_of[r];
                 bool expect = n >= 0;
@@ -952,7 +952,7 @@ TEST(DistributionInPlace, GrowingTheOldBufferGivesTheNewOne) {
                   const std::int64_t at = n >= 0 ? to.unit_offset(u, &o) : -1;
                   if (o != n || at != from.unit_offset(u, nullptr)) expect = false;
                 }
-                const bool got = pcm::detail::keeps_in_place(moves, from, to, r, n);
+                const bool got = pcm::common::keeps_in_place(moves, from, to, r, n);
                 ASSERT_EQ(got, expect) << describe(from) << " -> " << describe(to) << " rank " << r;
                 ++checked;
                 if (!got) continue;
@@ -984,11 +984,11 @@ TEST(DistributionInPlace, GrowingTheOldBufferGivesTheNewOne) {
 TEST(DistributionInPlace, ExplicitCases) {
   const Distribution b2 = Distribution::regular(Layout::kBlock, 10, 4, 1, 1, 2);
   const Distribution b1 = b2.resized(1);
-  const auto moves = pcm::detail::plan(b2, b1);
-  EXPECT_TRUE(pcm::detail::keeps_in_place(moves, b2, b1, 0, 0));
-  EXPECT_FALSE(pcm::detail::keeps_in_place(moves, b2, b1, 1, 0));   // its units move up
-  EXPECT_FALSE(pcm::detail::keeps_in_place(moves, b2, b1, 1, -1));  // a leaver
+  const auto moves = pcm::common::plan(b2, b1);
+  EXPECT_TRUE(pcm::common::keeps_in_place(moves, b2, b1, 0, 0));
+  EXPECT_FALSE(pcm::common::keeps_in_place(moves, b2, b1, 1, 0));   // its units move up
+  EXPECT_FALSE(pcm::common::keeps_in_place(moves, b2, b1, 1, -1));  // a leaver
   const Distribution c2 = Distribution::regular(Layout::kCyclic, 10, 4, 1, 0, 2);
   const Distribution c1 = c2.resized(1);
-  EXPECT_FALSE(pcm::detail::keeps_in_place(pcm::detail::plan(c2, c1), c2, c1, 0, 0));
+  EXPECT_FALSE(pcm::common::keeps_in_place(pcm::common::plan(c2, c1), c2, c1, 0, 0));
 }

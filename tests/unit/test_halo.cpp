@@ -16,20 +16,20 @@
 #include "pcm_types.h"
 #include "test_util.h"
 
-using pcm::detail::Distribution;
-using pcm::detail::halo_plan;
-using pcm::detail::HaloPlan;
-using pcm::detail::HaloRun;
-using pcm::detail::Layout;
-using pcm::detail::Segment;
+using pcm::common::Distribution;
+using pcm::common::halo_plan;
+using pcm::common::HaloPlan;
+using pcm::common::HaloRun;
+using pcm::common::Layout;
+using pcm::common::Segment;
 
 // gtest prints runs this way in failed comparisons.
-namespace pcm::detail {
+namespace pcm::common {
 void PrintTo(const HaloRun& r, std::ostream* os) {
   *os << "{peer " << r.peer << ", ghost " << r.ghost_offset << ", source " << r.source_offset
       << ", units " << r.units << "}";
 }
-}  // namespace pcm::detail
+}  // namespace pcm::common
 
 namespace {
 
@@ -42,7 +42,7 @@ using ::describe;  // of a map (test_util.h), beside this one of a run
 
 std::string describe(const HaloRun& r) {
   std::ostringstream o;
-  pcm::detail::PrintTo(r, &o);
+  pcm::common::PrintTo(r, &o);
   return o.str();
 }
 

@@ -15,23 +15,23 @@
 #include "pcm_types.h"
 #include "test_util.h"
 
-using pcm::detail::expand_slurm_nodelist;
-using pcm::detail::expand_slurm_tasks;
-using pcm::detail::Host;
-using pcm::detail::HostSlots;
-using pcm::detail::parse_hostfile;
-using pcm::detail::parse_placement;
-using pcm::detail::place;
-using pcm::detail::Placement;
-using pcm::detail::slurm_hosts;
+using pcm::common::expand_slurm_nodelist;
+using pcm::common::expand_slurm_tasks;
+using pcm::common::Host;
+using pcm::common::HostSlots;
+using pcm::common::parse_hostfile;
+using pcm::common::parse_placement;
+using pcm::common::place;
+using pcm::common::Placement;
+using pcm::common::slurm_hosts;
 using Names = std::vector<std::string>;
 
-namespace pcm::detail {
+namespace pcm::common {
 // For EXPECT_EQ on vectors (found by argument-dependent lookup).
 bool operator==(const HostSlots& a, const HostSlots& b) {
   return a.name == b.name && a.slots == b.slots;
 }
-}  // namespace pcm::detail
+}  // namespace pcm::common
 
 namespace {
 
@@ -358,7 +358,7 @@ TEST(Placement, LargeCountsAreCheap) {
 
 // pcmd --hosts: NAME[:SLOTS][@SITE] (issue 26: the site of a host reached through a relay).
 TEST(HostSpec, NameSlotsAndSite) {
-  using pcm::detail::parse_host_spec;
+  using pcm::common::parse_host_spec;
   auto h = parse_host_spec("node1", 8);
   EXPECT_EQ(h.name, "node1");
   EXPECT_EQ(h.slots, 8);
@@ -381,12 +381,12 @@ TEST(HostSpec, NameSlotsAndSite) {
 
 // pcmd --site-link A:B:LOW-HIGH (issue 26 item 3).
 TEST(SiteLink, SitesAndPortRange) {
-  auto l = pcm::detail::parse_site_link("a:b:50000-50100");
+  auto l = pcm::common::parse_site_link("a:b:50000-50100");
   EXPECT_EQ(l.a, "a");
   EXPECT_EQ(l.b, "b");
   EXPECT_EQ(l.low, 50000);
   EXPECT_EQ(l.high, 50100);
   for (const char* bad : {"a:b", "a:b:", "a:a:1-2", "a:b:2-1", "a:b:0-5", "a:b:1-70000", "a:b:5",
                           "a/x:b:1-2", ":b:1-2", "a:b:x-2"})
-    EXPECT_THROW(pcm::detail::parse_site_link(bad), pcm::Error) << bad;
+    EXPECT_THROW(pcm::common::parse_site_link(bad), pcm::Error) << bad;
 }

@@ -319,7 +319,7 @@ TEST_F(ClosedSitesTest, AOneProcessJobDoesNotMigrateToAnUnlinkedSite) {
 class SiteLinkTest : public ClosedSitesTest {
  protected:
   void SetUp() override {
-    site_links_ = {pcm::detail::parse_site_link("west:default:50000-50100")};
+    site_links_ = {pcm::common::parse_site_link("west:default:50000-50100")};
     ClosedSitesTest::SetUp();
   }
 };

@@ -132,12 +132,12 @@ TEST(JobTable, ADamagedTableIsSetAside) {
     TempDir d;
     std::ofstream(d.path() / "pcmd-jobs.json") << bad;
     zmq::context_t ctx(1);
-    pcm::detail::ServerOptions o;
+    pcm::daemon::ServerOptions o;
     o.data_dir = d.path().string();
     o.secret = "right-secret";
     o.probe_port = 0;
     {
-      pcm::detail::Server server(ctx, o);
+      pcm::daemon::Server server(ctx, o);
       std::vector<char> data;
       auto st =
           server.handle({{"v", pcm::proto::kVersion}, {"op", "status"}, {"secret", "right-secret"}},

@@ -17,7 +17,7 @@
 #include "test_util.h"
 
 namespace fs = std::filesystem;
-using namespace pcm::detail;
+using namespace pcm::daemon;
 using nlohmann::json;
 
 namespace {

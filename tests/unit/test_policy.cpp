@@ -4,7 +4,7 @@
 
 #include "policy.h"
 
-namespace d = pcm::detail;
+namespace d = pcm::daemon;
 using Kind = pcm::proto::Command::Kind;
 
 namespace {

@@ -13,15 +13,15 @@ TEST(Probe, TimesAnAcceptedAndARefusedConnection) {
   socklen_t len = sizeof a;
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
   int open_port = ntohs(a.sin_port);
-  auto t = pcm::detail::tcp_round_trip_ms("127.0.0.1", open_port, 1000);
+  auto t = pcm::common::tcp_round_trip_ms("127.0.0.1", open_port, 1000);
   ASSERT_TRUE(t.has_value());
   EXPECT_GE(*t, 0.0);
   EXPECT_LT(*t, 1000.0);
   ::close(fd);  // now nothing listens there: refused
-  t = pcm::detail::tcp_round_trip_ms("127.0.0.1", open_port, 1000);
+  t = pcm::common::tcp_round_trip_ms("127.0.0.1", open_port, 1000);
   ASSERT_TRUE(t.has_value());
   // The prober measures a watched host soon after it is watched.
-  pcm::detail::RttProber prober(open_port, std::chrono::milliseconds(60000), 500);
+  pcm::common::RttProber prober(open_port, std::chrono::milliseconds(60000), 500);
   prober.watch("localhost");
   std::optional<double> got;
   for (int i = 0; i < 100 && !got; ++i) {

@@ -6,8 +6,8 @@
 #include "profile.h"
 
 using nlohmann::json;
-using pcm::detail::JobProfile;
-using pcm::detail::RankProfile;
+using pcm::common::JobProfile;
+using pcm::common::RankProfile;
 
 namespace {
 

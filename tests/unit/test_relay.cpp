@@ -23,8 +23,8 @@
 
 namespace {
 
-using pcm::detail::Relay;
-using pcm::detail::RelayOptions;
+using pcm::relay::Relay;
+using pcm::relay::RelayOptions;
 
 // A listening socket on 127.0.0.1, any port ("pcmd" for the relay).
 struct Upstream {
@@ -92,17 +92,17 @@ struct RunningRelay {
   explicit RunningRelay(std::vector<int> to_ports, RelayOptions o = {}) {
     for (int p : to_ports)
       o.routes.push_back(
-          pcm::detail::parse_relay_port("0:" + std::to_string(p), "127.0.0.1", "127.0.0.1"));
+          pcm::relay::parse_relay_port("0:" + std::to_string(p), "127.0.0.1", "127.0.0.1"));
     start(std::move(o));
   }
   // Routes as given: PORT or PORT:TOPORT specs on 127.0.0.1.
   RunningRelay(RelayOptions o, const std::vector<std::string>& specs) {
     for (const auto& spec : specs)
-      o.routes.push_back(pcm::detail::parse_relay_port(spec, "127.0.0.1", "127.0.0.1"));
+      o.routes.push_back(pcm::relay::parse_relay_port(spec, "127.0.0.1", "127.0.0.1"));
     start(std::move(o));
   }
   void start(RelayOptions o) {
-    relay = std::make_unique<Relay>(o, pcm::detail::logger("pcm-relay", spdlog::level::warn));
+    relay = std::make_unique<Relay>(o, pcm::common::logger("pcm-relay", spdlog::level::warn));
     thread = std::thread([this] { relay->run(); });
   }
   ~RunningRelay() {
@@ -115,16 +115,16 @@ struct RunningRelay {
 }  // namespace
 
 TEST(Relay, PortSpecs) {
-  auto r = pcm::detail::parse_relay_port("4000", "10.0.0.254", "10.1.0.1");
+  auto r = pcm::relay::parse_relay_port("4000", "10.0.0.254", "10.1.0.1");
   EXPECT_EQ(r.listen_port, 4000);
   EXPECT_EQ(r.to_port, 4000);
   EXPECT_EQ(r.listen_host, "10.0.0.254");
   EXPECT_EQ(r.to_host, "10.1.0.1");
-  r = pcm::detail::parse_relay_port("0:5000", "a", "b");
+  r = pcm::relay::parse_relay_port("0:5000", "a", "b");
   EXPECT_EQ(r.listen_port, 0);
   EXPECT_EQ(r.to_port, 5000);
   for (const char* bad : {"", "x", "0", "70000", "1:0", "1:", ":1", "-1", "1:2:3"})
-    EXPECT_THROW(pcm::detail::parse_relay_port(bad, "a", "b"), pcm::Error) << bad;
+    EXPECT_THROW(pcm::relay::parse_relay_port(bad, "a", "b"), pcm::Error) << bad;
 }
 
 // Megabytes each way (more than the buffers: the relay must stop reading while it cannot write),
@@ -184,7 +184,7 @@ TEST(Relay, PassesResetsOn) {
 // gets the reply to its own request.
 TEST(Relay, CurveEndToEndKeepsEachClientsIdentity) {
   zmq::context_t ctx;
-  const auto server_keys = pcm::detail::curve_keypair();
+  const auto server_keys = pcm::common::curve_keypair();
   zmq::socket_t router(ctx, zmq::socket_type::router);
   router.set(zmq::sockopt::curve_server, 1);
   router.set(zmq::sockopt::curve_secretkey, server_keys.secret_key);
@@ -195,7 +195,7 @@ TEST(Relay, CurveEndToEndKeepsEachClientsIdentity) {
   RunningRelay relay({port});
   std::vector<zmq::socket_t> clients;
   for (int i = 0; i < 2; ++i) {
-    const auto keys = pcm::detail::curve_keypair();
+    const auto keys = pcm::common::curve_keypair();
     zmq::socket_t req(ctx, zmq::socket_type::req);
     req.set(zmq::sockopt::curve_serverkey, server_keys.public_key);
     req.set(zmq::sockopt::curve_publickey, keys.public_key);
@@ -324,8 +324,8 @@ TEST(Relay, DemuxRefusesBadHeadersWithoutReachingTheTarget) {
   d.demux_port = 0;
   d.header_timeout = std::chrono::milliseconds(200);
   RunningRelay demux(d, {p});
-  auto other = pcm::detail::encode_mux_header(up.port == 65535 ? 1 : up.port + 1);
-  auto version = pcm::detail::encode_mux_header(up.port);
+  auto other = pcm::relay::encode_mux_header(up.port == 65535 ? 1 : up.port + 1);
+  auto version = pcm::relay::encode_mux_header(up.port);
   version[4] = 2;
   for (const std::string& bad :
        {std::string("GET / HTTP/1.1\r\n\r\n"), std::string(other.data(), other.size()),
@@ -341,7 +341,7 @@ TEST(Relay, DemuxRefusesBadHeadersWithoutReachingTheTarget) {
   EXPECT_EQ(k.bad_headers.load(), 4u);
   EXPECT_EQ(k.failed.load(), 0u);
   EXPECT_FALSE(pending_connection(up.fd));
-  auto good = pcm::detail::encode_mux_header(up.port);
+  auto good = pcm::relay::encode_mux_header(up.port);
   int c = connect_to(demux.port());
   send_all(c, std::string(good.data(), good.size()) + "hi");
   int s = up.accept_one();
@@ -351,12 +351,12 @@ TEST(Relay, DemuxRefusesBadHeadersWithoutReachingTheTarget) {
   ::close(s);
   ::close(c);
   std::string why;
-  EXPECT_EQ(pcm::detail::decode_mux_header(good, why), up.port);
-  EXPECT_EQ(pcm::detail::decode_mux_header(version, why), 0);
+  EXPECT_EQ(pcm::relay::decode_mux_header(good, why), up.port);
+  EXPECT_EQ(pcm::relay::decode_mux_header(version, why), 0);
   EXPECT_FALSE(why.empty());
   RelayOptions both;
   both.mux_port = 1;
   both.demux_port = 0;
-  both.routes.push_back(pcm::detail::parse_relay_port(p, "127.0.0.1", "127.0.0.1"));
-  EXPECT_THROW(Relay r(both, pcm::detail::logger("pcm-relay", spdlog::level::warn)), pcm::Error);
+  both.routes.push_back(pcm::relay::parse_relay_port(p, "127.0.0.1", "127.0.0.1"));
+  EXPECT_THROW(Relay r(both, pcm::common::logger("pcm-relay", spdlog::level::warn)), pcm::Error);
 }

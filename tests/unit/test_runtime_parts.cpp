@@ -13,11 +13,11 @@
 #include "status_window.h"
 #include "test_util.h"
 
-using pcm::detail::Distribution;
+using pcm::common::Distribution;
+using pcm::common::Layout;
+using pcm::common::Segment;
 using pcm::detail::ItemKind;
-using pcm::detail::Layout;
 using pcm::detail::Registry;
-using pcm::detail::Segment;
 using pcm::proto::Command;
 namespace d = pcm::detail;
 

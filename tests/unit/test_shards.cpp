@@ -24,7 +24,7 @@
 #include "test_util.h"
 
 namespace fs = std::filesystem;
-using namespace pcm::detail;
+using namespace pcm::daemon;
 
 namespace {
 

@@ -27,15 +27,15 @@
 #include "slurm/slurm_growth.h"
 #include "slurm/slurm_resources.h"
 
-using pcm::detail::Changes;
-using pcm::detail::CommandDesk;
-using pcm::detail::Inventory;
-using pcm::detail::Job;
-using pcm::detail::JobState;
-using pcm::detail::JobTable;
-using pcm::detail::ServerOptions;
-using pcm::detail::SlurmAllocation;
-using pcm::detail::SlurmGrowth;
+using pcm::daemon::Changes;
+using pcm::daemon::CommandDesk;
+using pcm::daemon::Inventory;
+using pcm::daemon::Job;
+using pcm::daemon::JobState;
+using pcm::daemon::JobTable;
+using pcm::daemon::ServerOptions;
+using pcm::daemon::SlurmAllocation;
+using pcm::daemon::SlurmGrowth;
 using pcm::proto::json;
 using Kind = pcm::proto::Command::Kind;
 
@@ -68,7 +68,7 @@ struct FakeGrowth : CommandDesk::Growth {
     if (make_respawn) c.respawn = true;
   }
   bool releasable(const std::string&) const override { return false; }
-  std::optional<pcm::detail::PolicyQueue> queue() const override { return std::nullopt; }
+  std::optional<pcm::daemon::PolicyQueue> queue() const override { return std::nullopt; }
 };
 
 pcm::proto::Command split(int rank, int into) {

@@ -24,16 +24,16 @@
 #include "server_fixture.h"
 #include "slurm/slurm_resources.h"
 
-using pcm::detail::Child;
-using pcm::detail::CommandResult;
-using pcm::detail::count_cpu_ids;
-using pcm::detail::environment_outside_slurm;
-using pcm::detail::HostSlots;
-using pcm::detail::parse_scontrol_job;
-using pcm::detail::parse_slurm_time;
-using pcm::detail::run_command;
-using pcm::detail::slurm_allocation;
-using pcm::detail::SlurmAllocation;
+using pcm::common::HostSlots;
+using pcm::daemon::Child;
+using pcm::daemon::CommandResult;
+using pcm::daemon::count_cpu_ids;
+using pcm::daemon::environment_outside_slurm;
+using pcm::daemon::parse_scontrol_job;
+using pcm::daemon::parse_slurm_time;
+using pcm::daemon::run_command;
+using pcm::daemon::slurm_allocation;
+using pcm::daemon::SlurmAllocation;
 
 namespace {
 

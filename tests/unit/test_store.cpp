@@ -20,7 +20,7 @@
 #include "test_util.h"
 
 namespace fs = std::filesystem;
-using pcm::detail::Store;
+using pcm::daemon::Store;
 
 class StoreTest : public ::testing::Test {
  protected:
@@ -136,7 +136,7 @@ class StoreNoSpaceTest : public ::testing::Test {
 
 TEST_F(StoreNoSpaceTest, AFullDiskKeepsThePreviousDataAndSaysSo) {
   Store s(mnt_ / "data");
-  pcm::detail::Checkpoints cp(mnt_ / "data");
+  pcm::daemon::Checkpoints cp(mnt_ / "data");
   const std::size_t mib = 131072;  // doubles per MiB
   auto ones = values(mib, 1.0), twos = values(mib, 2.0), big = values(3 * mib, 3.0);
   s.put("j", 0, "grid", PCM_DOUBLE, ones.data(), ones.size());

@@ -74,13 +74,13 @@ inline int code_of(const std::function<void()>& f) {
 }
 
 // A compact description of a map, for failure messages.
-inline std::string describe(const pcm::detail::Distribution& d) {
+inline std::string describe(const pcm::common::Distribution& d) {
   std::ostringstream o;
   o << "{units " << d.units() << ", unit_len " << d.unit_len() << ", halo " << d.halo()
     << ", layout " << static_cast<int>(d.layout()) << ", block " << d.block() << ", ranks [";
   for (int r = 0; r < d.size(); ++r) {
     o << (r ? " " : "") << "[";
-    for (const pcm::detail::Segment& s : d.segments(r))
+    for (const pcm::common::Segment& s : d.segments(r))
       o << "(" << s.first << "+" << s.count << ")";
     o << "]";
   }

@@ -3,8 +3,8 @@
 #include "server_fixture.h"
 
 TEST(Watcher, HelloByeAndLoss) {
-  using Kind = pcm::detail::WatchEvent::Kind;
-  pcm::detail::Watcher w("127.0.0.1", "s3cret");
+  using Kind = pcm::daemon::WatchEvent::Kind;
+  pcm::daemon::Watcher w("127.0.0.1", "s3cret");
   ASSERT_EQ(w.endpoint().rfind("tcp://127.0.0.1:", 0), 0u) << w.endpoint();
   int a = connect_to(w.endpoint()), b = connect_to(w.endpoint());
   ASSERT_GE(a, 0);
@@ -29,8 +29,8 @@ TEST(Watcher, HelloByeAndLoss) {
 }
 
 TEST(Watcher, RefusesWrongSecretsMalformedAndOversizedHellos) {
-  using pcm::detail::watch_proof;
-  pcm::detail::Watcher w("127.0.0.1", "s3cret");
+  using pcm::common::watch_proof;
+  pcm::daemon::Watcher w("127.0.0.1", "s3cret");
   // Each case: the hello for this connection's nonce.
   std::vector<std::function<std::string(const std::string&)>> hellos{
       // The old hello that carried the secret in clear.

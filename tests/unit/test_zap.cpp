@@ -6,19 +6,19 @@
 TEST(CurveServer, AdmitsOnlyTheConfiguredClientKey) {
   TempDir dir;
   zmq::context_t ctx;
-  auto server_keys = pcm::detail::curve_keypair();
-  auto client_keys = pcm::detail::curve_keypair();
-  auto other_keys = pcm::detail::curve_keypair();
-  pcm::detail::ServerOptions o;
+  auto server_keys = pcm::common::curve_keypair();
+  auto client_keys = pcm::common::curve_keypair();
+  auto other_keys = pcm::common::curve_keypair();
+  pcm::daemon::ServerOptions o;
   o.bind = "tcp://127.0.0.1:*";
   o.data_dir = dir.path().string();
   o.secret = "right-secret";
   o.probe_port = 0;
   o.curve = {server_keys.secret_key, client_keys.public_key};
-  auto server = std::make_unique<pcm::detail::Server>(ctx, o);
+  auto server = std::make_unique<pcm::daemon::Server>(ctx, o);
   std::atomic<bool> stop{false};
   std::thread thread([&] { server->run(stop); });
-  auto ping = [&](const pcm::detail::CurveClientKeys& keys) {
+  auto ping = [&](const pcm::common::CurveClientKeys& keys) {
     Client c(ctx, server->endpoint(), "right-secret", keys);
     try {
       c.request({{"op", "ping"}}, nullptr, 0, 1500);
