@@ -19,18 +19,18 @@ using proto::json;
 
 int Runtime::resume(MPI_Comm* comm) {
   if (!comm) fail(PCM_ERR_ARG, "comm is NULL");
-  if (process_status_ == PCM_RETIRED) fail(PCM_ERR_STATE, "this process has retired");
-  if (phase_ != Phase::kActive) fail(PCM_ERR_STATE, "call PCM_Init first");
+  if (life_.process_status == PCM_RETIRED) fail(PCM_ERR_STATE, "this process has retired");
+  if (life_.phase != Phase::kActive) fail(PCM_ERR_STATE, "call PCM_Init first");
   if (resumed_) fail(PCM_ERR_STATE, "PCM_Resume was already called");
   resumed_ = true;
-  switch (process_status_) {
+  switch (life_.process_status) {
     case PCM_MIGRATED:
       registered_.receive_migrated();
       break;
     case PCM_SPLITTED:
       agreed(world_.comm(), [&] {
         json extra;
-        receive_split(arrays_of(registry_), &extra);
+        reshaper_.receive_split(arrays_of(registry_), &extra);
         const auto& values = extra.at("values").get_binary();
         registry_.unpack(ItemKind::kValue, std::string(values.begin(), values.end()));
         registry_.zero(ItemKind::kLocal);
@@ -69,7 +69,7 @@ int Runtime::adapt(MPI_Comm* comm) {
   if (!comm) fail(PCM_ERR_ARG, "comm is NULL");
   const int s = status(*comm);
   if (s == PCM_NONE) {
-    if (checkpointer_.due() && resumed_) checkpointer_.write_due(iteration_);
+    if (checkpointer_.due() && resumed_) checkpointer_.write_due(life_.iteration);
     return PCM_NONE;
   }
   if (!resumed_) fail(PCM_ERR_STATE, "call PCM_Resume before PCM_Adapt");
@@ -79,9 +79,9 @@ int Runtime::adapt(MPI_Comm* comm) {
   // finished (PCM_Status switches); meanwhile the application iterates in the old world.
   if ((s == PCM_SPLIT || s == PCM_MERGE) && background_.can_start()) {
     if (s == PCM_SPLIT)
-      background_.start_split(*reconfig_.current, iteration_);
+      background_.start_split(*reconfig_.current, life_.iteration);
     else
-      background_.start_merge(*reconfig_.current, iteration_);
+      background_.start_merge(*reconfig_.current, life_.iteration);
     return PCM_NONE;
   }
   // A version PCM_Checkpoint started while the spawn ran in the background is committed in this
@@ -100,26 +100,26 @@ int Runtime::adapt(MPI_Comm* comm) {
     switch (s) {
       case PCM_MIGRATE: {
         const int me = world_.rank();
-        migrate(nullptr, [this, me](MPI_Comm merged, int child) {
+        reshaper_.migrate(nullptr, [this, me](MPI_Comm merged, int child) {
           registered_.send_migrated(merged, child, me);
         });
         break;
       }
       case PCM_RECONFIGURE:
-        migrate(nullptr, nullptr);
+        reshaper_.migrate(nullptr, nullptr);
         // Pairs with the replacement's agreement at the end of its PCM_Resume.
         agree(world_.comm(), PCM_SUCCESS, "");
         break;
       case PCM_SPLIT: {
         const std::string values = registry_.pack(ItemKind::kValue);
-        send_split(
+        reshaper_.send_split(
             arrays_of(registry_),
             json{{"values", json::binary(std::vector<std::uint8_t>(values.begin(), values.end()))}},
             nullptr);
         break;
       }
       case PCM_MERGE:
-        merge_arrays(arrays_of(registry_));
+        reshaper_.merge_arrays(arrays_of(registry_));
         break;
       default:
         fail(PCM_ERR_INTERNAL, "PCM_Status returned {}", s);
@@ -131,7 +131,7 @@ int Runtime::adapt(MPI_Comm* comm) {
     return PCM_NONE;
   }
   *comm = world_.comm();
-  return process_status_ == PCM_RETIRED ? PCM_RETIRED : PCM_RESHAPED;
+  return life_.process_status == PCM_RETIRED ? PCM_RETIRED : PCM_RESHAPED;
 }
 
 // ---- PCM_Checkpoint ------------------------------------------------------------------------
@@ -139,7 +139,7 @@ int Runtime::adapt(MPI_Comm* comm) {
 int Runtime::checkpoint(MPI_Comm comm, int iteration) {
   require_world(comm);
   if (!resumed_) fail(PCM_ERR_STATE, "call PCM_Resume before PCM_Checkpoint");
-  checkpointer_.checkpoint(iteration, iteration_);
+  checkpointer_.checkpoint(iteration, life_.iteration);
   return PCM_SUCCESS;
 }
 

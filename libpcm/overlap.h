@@ -24,7 +24,7 @@ namespace pcm::detail {
 class Watchdog;
 
 // The arguments of one MPI_Comm_spawn_multiple, owned (the pointers MPI takes point into it):
-// one command per run of consecutive equal hosts (world.cpp: Runtime::spawn says why).
+// one command per run of consecutive equal hosts (spawner.cpp: Spawner::spawn says why).
 struct SpawnPlan {
   std::string exe;
   std::vector<std::string> args;

@@ -1,5 +1,6 @@
 // runtime.cpp — libpcm's lifecycle (MPI_PCM_Init, PCM_Init, PCM_Finalize, PCM_Exit and the state
-// checks) and the per-iteration status check.
+// checks), the per-iteration status check, and the reconfiguration calls' state checks (the
+// reconfigurations themselves: reshaper.h).
 #include "runtime.h"
 
 #include <limits.h>
@@ -18,6 +19,7 @@
 #include "ops.h"
 #include "profiler.h"
 #include "protocol.h"
+#include "reshape.h"
 #include "world.h"
 
 namespace pcm::detail {
@@ -30,7 +32,7 @@ Runtime& Runtime::instance() {
 }
 
 int Runtime::mpi_pcm_init(int* argc, char*** argv) {
-  if (phase_ != Phase::kUninit) fail(PCM_ERR_STATE, "MPI_PCM_Init was already called");
+  if (life_.phase != Phase::kUninit) fail(PCM_ERR_STATE, "MPI_PCM_Init was already called");
   int already = 0;
   MPI_Initialized(&already);
   // PCM_OVERLAP=1: a split's spawn runs in a helper thread (overlap.h), which needs
@@ -48,7 +50,7 @@ int Runtime::mpi_pcm_init(int* argc, char*** argv) {
   } else {
     MPI_Query_thread(&provided);
   }
-  phase_ = Phase::kMpiReady;
+  life_.phase = Phase::kMpiReady;
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
 
   program_ = Program::of_this_process(argc, argv);
@@ -73,7 +75,7 @@ int Runtime::mpi_pcm_init(int* argc, char*** argv) {
   // parents are waiting for it, whatever happens to its own set-up.
   MPI_Comm parent = MPI_COMM_NULL;
   MPI_Comm_get_parent(&parent);
-  if (parent != MPI_COMM_NULL) join_as_child(parent);
+  if (parent != MPI_COMM_NULL) reshaper_.join_as_child(parent);
 
   try {
     int me;
@@ -94,16 +96,16 @@ int Runtime::mpi_pcm_init(int* argc, char*** argv) {
 }
 
 int Runtime::init(MPI_Comm* comm) {
-  if (phase_ == Phase::kUninit) fail(PCM_ERR_STATE, "call MPI_PCM_Init first");
+  if (life_.phase == Phase::kUninit) fail(PCM_ERR_STATE, "call MPI_PCM_Init first");
   if (!init_error_.empty()) fail(PCM_ERR_STATE, "MPI_PCM_Init failed: {}", init_error_);
   if (!comm) fail(PCM_ERR_ARG, "comm is NULL");
-  if (phase_ == Phase::kActive) {
-    if (process_status_ != PCM_MIGRATED && process_status_ != PCM_SPLITTED)
+  if (life_.phase == Phase::kActive) {
+    if (life_.process_status != PCM_MIGRATED && life_.process_status != PCM_SPLITTED)
       fail(PCM_ERR_STATE, "PCM_Init was already called");
     *comm = world_.comm();  // a spawned process got its world while joining
     return PCM_SUCCESS;
   }
-  if (phase_ != Phase::kMpiReady) fail(PCM_ERR_STATE, "PCM_Init was already called");
+  if (life_.phase != Phase::kMpiReady) fail(PCM_ERR_STATE, "PCM_Init was already called");
   if (*comm == MPI_COMM_NULL) fail(PCM_ERR_ARG, "comm is MPI_COMM_NULL");
 
   mpi::Comm dup;
@@ -139,8 +141,8 @@ int Runtime::init(MPI_Comm* comm) {
     auto reply =
         link_.request(ops::request(req), nullptr, 0,
                       req.restart ? settings_.data_timeout_ms : settings_.connect_timeout_ms);
-    job_ = proto::get_string(reply.header, "job", proto::kMaxName);
-    incarnation_ = proto::opt_int(reply.header, "incarnation", 0, INT64_MAX).value_or(0);
+    life_.job = proto::get_string(reply.header, "job", proto::kMaxName);
+    life_.incarnation = proto::opt_int(reply.header, "incarnation", 0, INT64_MAX).value_or(0);
     if (auto it = reply.header.find("restart"); it != reply.header.end() && it->is_object()) {
       restart_.iteration = proto::get_int(*it, "iteration", 0, INT64_MAX);
       restart_.nprocs = static_cast<int>(proto::get_int(*it, "nprocs", 1, 1 << 20));
@@ -148,37 +150,38 @@ int Runtime::init(MPI_Comm* comm) {
   });
   world_.begin(std::move(dup), rank, size);
   profiler().start(settings_.profile_ms, world_.comm(), world_.rank(), world_.size());
-  json shared = bcast_json(json{{"job", job_},
-                                {"incarnation", incarnation_},
+  json shared = bcast_json(json{{"job", life_.job},
+                                {"incarnation", life_.incarnation},
                                 {"restart_iteration", restart_.iteration},
                                 {"restart_nprocs", restart_.nprocs}},
                            0, world_.comm());
-  job_ = shared.at("job").get<std::string>();
-  incarnation_ = shared.at("incarnation").get<std::int64_t>();
-  link_.watch(job_, incarnation_, processor_name(), settings_.connect_timeout_ms);
+  life_.job = shared.at("job").get<std::string>();
+  life_.incarnation = shared.at("incarnation").get<std::int64_t>();
+  link_.watch(life_.job, life_.incarnation, processor_name(), settings_.connect_timeout_ms);
   if (settings_.checkpoint_mtbf_s > 0)
     link_.set_checkpoint_schedule(-1, -1, static_cast<double>(settings_.checkpoint_mtbf_s));
   restart_.iteration = shared.at("restart_iteration").get<std::int64_t>();
   restart_.nprocs = shared.at("restart_nprocs").get<int>();
   if (restart_.restarted()) {
-    process_status_ = PCM_RESTARTED;
+    life_.process_status = PCM_RESTARTED;
     restart_.reading = true;
   }
-  phase_ = Phase::kActive;
+  life_.phase = Phase::kActive;
   *comm = world_.comm();
-  plog()->info("[rank {}] job {} started with {} processes", world_.rank(), job_, world_.size());
+  plog()->info("[rank {}] job {} started with {} processes", world_.rank(), life_.job,
+               world_.size());
   return PCM_SUCCESS;
 }
 
 int Runtime::process_status() const {
-  if (phase_ != Phase::kActive && process_status_ != PCM_RETIRED) return PCM_ERROR;
-  return process_status_;
+  if (life_.phase != Phase::kActive && life_.process_status != PCM_RETIRED) return PCM_ERROR;
+  return life_.process_status;
 }
 
 void Runtime::require_world(MPI_Comm comm) const {
-  if (process_status_ == PCM_RETIRED)
+  if (life_.process_status == PCM_RETIRED)
     fail(PCM_ERR_STATE, "this process has retired; call PCM_Exit");
-  if (phase_ != Phase::kActive) fail(PCM_ERR_STATE, "call PCM_Init first");
+  if (life_.phase != Phase::kActive) fail(PCM_ERR_STATE, "call PCM_Init first");
   if (!world_.is(comm))
     fail(PCM_ERR_ARG,
          "comm is not the PCM world (use the communicator PCM_Init or PCM_Reconfigure returned)");
@@ -205,11 +208,11 @@ int Runtime::status(MPI_Comm comm) {
     fail(PCM_ERR_STATE,
          "this process was spawned by a split: call PCM_Resume (or PCM_Split) first");
   restart_.reading = false;  // a restarted process's set-up is over: loads use the working store
-  if (skip_next_status_) {
-    skip_next_status_ = false;
+  if (life_.skip_next_status) {
+    life_.skip_next_status = false;
     return PCM_NONE;
   }
-  ++iteration_;
+  ++life_.iteration;
   checkpointer_.pump();  // a checkpoint's partner level, behind
   // While a split's spawn or a merge's buffers are made in the background (overlap.h) the
   // windows go on as if nothing were pending, their broadcast carrying whether rank 0's helper
@@ -218,7 +221,7 @@ int Runtime::status(MPI_Comm comm) {
   if (!reconfig_.current || spawning) {
     if (window_.inside()) return PCM_NONE;
     Profiler& prof = profiler();
-    if (prof.on()) prof.agreement(iteration_);
+    if (prof.on()) prof.agreement(life_.iteration);
     // One small broadcast per window is all that the ranks pay when nothing is pending: the
     // pending command's id (0: none), the length of its encoding, the next window's size, and
     // the pid of the pcmd rank 0 talks to (the others follow it when pcmd restarts), whether
@@ -229,13 +232,13 @@ int Runtime::status(MPI_Comm comm) {
     std::string bytes;
     if (world_.rank() == 0) {
       // pcmd sends the next command once this one is reported: none is taken meanwhile.
-      if (auto c = link_.poll(job_, iteration_, world_.size());
+      if (auto c = link_.poll(life_.job, life_.iteration, world_.size());
           c && reconfig_.is_new(*c) && !spawning) {
         std::string refusal;
         if (world_.parking.admit(*c, world_.size(), settings_.max_parked, resumed_, &refusal))
           reconfig_.received = std::move(c);
         else
-          abandon(*c, refusal);
+          reshaper_.abandon(*c, refusal);
       }
       if (reconfig_.received && !spawning) {
         bytes = proto::encode(reconfig_.received->to_json());
@@ -256,12 +259,12 @@ int Runtime::status(MPI_Comm comm) {
     checkpointer_.set_due(msg[5]);
     if (world_.rank() != 0 && msg[3] != link_.pcmd_pid()) link_.follow(static_cast<long>(msg[3]));
     if (msg[4]) {
-      JobProfile p = prof.gather(iteration_);
+      JobProfile p = prof.gather(life_.iteration);
       if (world_.rank() == 0) link_.send_profile(p.to_json());
     }
     if (spawning && msg[6]) {
       // Every process leaves the window here, as for a new command.
-      background_.switch_now(*reconfig_.current, iteration_);
+      background_.switch_now(*reconfig_.current, life_.iteration);
       return reconfig_.status_of(world_.rank(), world_.size(), resumed_);
     }
     if (msg[0] == 0) {
@@ -285,11 +288,86 @@ int Runtime::status(MPI_Comm comm) {
   return reconfig_.status_of(world_.rank(), world_.size(), resumed_);
 }
 
+// ---- reconfigurations: the calls' state checks; the work is the Reshaper's (reshaper.h) ----
+
+int Runtime::reconfigure(MPI_Comm* comm, const char* command) {
+  if (!comm) fail(PCM_ERR_ARG, "comm is NULL");
+  require_world(*comm);
+  reshaper_.migrate(command, nullptr);
+  *comm = world_.comm();
+  return PCM_SUCCESS;
+}
+
+void Runtime::check_pending(MPI_Comm comm, bool want_split) const {
+  require_world(comm);
+  reconfig_.check_pending(want_split, world_.size(), resumed_);
+}
+
+namespace {
+void check_reshape_args(void** buf, PCM_Dist* dist, int* iteration, int* rank, int* size,
+                        MPI_Comm* comm, int type) {
+  if (!buf || !dist || !iteration || !rank || !size || !comm)
+    fail(PCM_ERR_ARG, "buf, dist, iteration, rank, size and comm must not be NULL");
+  if (proto::type_size(type) == 0) fail(PCM_ERR_ARG, "unknown type {}", type);
+}
+}  // namespace
+
+int Runtime::split(void** buf, int type, PCM_Dist* dist, int* iteration, int* rank, int* size,
+                   MPI_Comm* comm, const char* command) {
+  check_reshape_args(buf, dist, iteration, rank, size, comm, type);
+  const std::vector<ArrayRef> arrays{{buf, type, dist}};
+  if (world_.joining.inter) {
+    json extra;
+    reshaper_.receive_split(arrays, &extra);
+    *iteration = extra.at("iteration").get<int>();
+  } else {
+    check_pending(*comm, true);
+    reshaper_.send_split(arrays, json{{"iteration", *iteration}}, command);
+  }
+  *rank = world_.rank();
+  *size = world_.size();
+  *comm = world_.comm();
+  return PCM_SUCCESS;
+}
+
+int Runtime::merge_datacnts(const Distribution* dist, long* count, int* merge_rank, MPI_Comm comm) {
+  check_pending(comm, false);
+  if (!dist || dist->size() != world_.size())
+    fail(PCM_ERR_ARG, "dist does not describe this world");
+  std::vector<int> new_of;
+  Distribution next = merged_distribution(*reconfig_.current, *dist, &new_of);
+  // A respawned merge (PCM_Merge) leaves every element to the new world: none stays here.
+  int me = reconfig_.current->respawn ? -1 : new_of[world_.rank()];
+  if (count) *count = me >= 0 ? static_cast<long>(next.local_elements(me)) : 0;
+  if (merge_rank) *merge_rank = me;
+  return PCM_SUCCESS;
+}
+
+int Runtime::merge(void** buf, int type, PCM_Dist* dist, int* iteration, int* rank, int* size,
+                   MPI_Comm* comm) {
+  check_reshape_args(buf, dist, iteration, rank, size, comm, type);
+  check_pending(*comm, false);
+  if (reconfig_.current->respawn) {
+    // pcmd asked for the merge to leave nothing behind (a node that goes back to Slurm): the
+    // world that remains is spawned anew, as a split's, and receives the merged data there (its
+    // processes start as PCM_SPLITTED and call PCM_Split); every process here retires and the
+    // old world leaves the job at once, with whatever was parked (retirement.h, case d).
+    reshaper_.send_split({{buf, type, dist}}, json{{"iteration", *iteration}}, nullptr);
+  } else {
+    // Nothing spawned: every survivor knows the iteration.
+    reshaper_.merge_arrays({{buf, type, dist}});
+  }
+  *rank = world_.rank();
+  *size = world_.size();
+  *comm = world_.comm();
+  return PCM_SUCCESS;
+}
+
 // ---- pcmd's inventory, for PCM_Topology (topology.cpp) -------------------------------------
 
 std::vector<std::string> Runtime::sites_of(const std::vector<std::string>& hosts) {
   std::vector<std::string> none(hosts.size());
-  if (phase_ != Phase::kActive || !link_.is_open() || job_.empty()) return none;
+  if (life_.phase != Phase::kActive || !link_.is_open() || life_.job.empty()) return none;
   try {
     auto reply =
         link_.request(ops::request(ops::Topology{hosts}), nullptr, 0, settings_.connect_timeout_ms);
@@ -314,27 +392,40 @@ void Runtime::shut_down() {
   profiler().stop();
   checkpointer_.close();
   link_.close();
-  phase_ = Phase::kFinalized;
+  life_.phase = Phase::kFinalized;
   if (!mpi::finalized()) mpi_check(PMPI_Finalize(), "MPI_Finalize");  // not ours (api.cpp)
 }
 
+void Runtime::exit_if_retired() {
+  Runtime& rt = instance();
+  if (!rt.retired_unfinished()) return;
+  plog()->warn(
+      "a retired process is ending without PCM_Exit: it waits for the end of the job as "
+      "PCM_Exit does (call PCM_Exit, or PCM_Finalize, before returning from main)");
+  try {
+    rt.exit_retired();
+  } catch (const std::exception& e) {
+    plog()->error("PCM_Exit at exit failed: {}", e.what());
+  }
+}
+
 int Runtime::exit_retired() {
-  if (process_status_ != PCM_RETIRED)
+  if (life_.process_status != PCM_RETIRED)
     fail(PCM_ERR_STATE, "this process has not retired (call PCM_Finalize)");
-  if (phase_ == Phase::kFinalized) fail(PCM_ERR_STATE, "already finalized");
+  if (life_.phase == Phase::kFinalized) fail(PCM_ERR_STATE, "already finalized");
   // Park until the job ends (retirement.cpp: sleeping between tests for the wake-up).
   retirement_.park();
   checkpointer_.close();
   link_.close();
-  phase_ = Phase::kFinalized;
+  life_.phase = Phase::kFinalized;
   mpi_check(PMPI_Finalize(), "MPI_Finalize");
   return PCM_SUCCESS;
 }
 
 int Runtime::finalize(MPI_Comm comm) {
-  if (phase_ == Phase::kFinalized) fail(PCM_ERR_STATE, "already finalized");
-  if (process_status_ == PCM_RETIRED) return exit_retired();
-  if (phase_ == Phase::kActive) {
+  if (life_.phase == Phase::kFinalized) fail(PCM_ERR_STATE, "already finalized");
+  if (life_.process_status == PCM_RETIRED) return exit_retired();
+  if (life_.phase == Phase::kActive) {
     require_world(comm);
     // A split or merge whose switch the loop did not reach is given up.
     background_.drop(reconfig_.current ? &*reconfig_.current : nullptr);
@@ -343,18 +434,18 @@ int Runtime::finalize(MPI_Comm comm) {
     if (world_.rank() == 0) {
       try {
         // A pcmd that went away gets a short while to come back: the job is over anyway.
-        ops::Finished done{job_, iteration_, std::nullopt};
+        ops::Finished done{life_.job, life_.iteration, std::nullopt};
         if (!t_mpi_failure.empty()) done.error = t_mpi_failure.substr(0, 1900);
         link_.request(ops::request(done), nullptr, 0, settings_.connect_timeout_ms,
                       std::min(settings_.reconnect_ms, settings_.connect_timeout_ms));
       } catch (const Error& e) {
-        plog()->warn("[rank 0] could not tell pcmd that job {} finished: {}", job_, e.what());
+        plog()->warn("[rank 0] could not tell pcmd that job {} finished: {}", life_.job, e.what());
       }
     }
     retirement_.wake_all();
     world_.migrant.clear();
     world_.leave();
-    phase_ = Phase::kMpiReady;
+    life_.phase = Phase::kMpiReady;
   }
   shut_down();
   return PCM_SUCCESS;

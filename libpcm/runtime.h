@@ -1,16 +1,18 @@
 // runtime.h — the per-process state of libpcm behind the C API (one instance per process): the
-// lifecycle and the context (settings, the link to pcmd, the job, this program) holding the named
-// parts (the world, the reconfiguration in flight, the restart's state, the status windows, the
-// registrations, the retirement), each in a header of its own (world.h, reconfig.h,
-// restart_state.h, program.h, settings.h, daemon_link.h, status_window.h, registry.h,
+// lifecycle (lifecycle.h) and the context (settings, the link to pcmd, the job, this program)
+// holding the named parts (the world, the reconfiguration in flight, the restart's state, the
+// status windows, the registrations, the retirement), each in a header of its own (world.h,
+// reconfig.h, restart_state.h, program.h, settings.h, daemon_link.h, status_window.h, registry.h,
 // retirement.h), and the owners of the mechanisms, which work in that context (context.h) and
-// never reach back: checkpoints (checkpointer.h), stores and loads (storage.h), a reconfiguration's
-// bound (bounds.h) and spawn (spawner.h), the background split (background_split.h). Runtime's own
-// member functions live in one file per job:
-//   runtime.cpp  lifecycle (MPI_PCM_Init, PCM_Init, PCM_Finalize, PCM_Exit), PCM_Status, PCM_Commit
-//   world.cpp    adopting a new world, joining as a spawned child, retiring, reports to pcmd
-//   migrate.cpp  migration (PCM_Reconfigure)
-//   reshape.cpp  split and merge (PCM_Split, PCM_Merge, PCM_Merge_datacnts)
+// never reach back: checkpoints (checkpointer.h), stores and loads (storage.h), a
+// reconfiguration's bound (bounds.h) and spawn (spawner.h), the background split
+// (background_split.h), the registered data (registered_data.h), and the reconfigurations that
+// change the world with the worlds they build (reshaper.h: reshaper.cpp, split_merge.cpp).
+// Runtime's own member functions are the C API's entry points, in two files:
+//   runtime.cpp  lifecycle (MPI_PCM_Init, PCM_Init, PCM_Finalize, PCM_Exit), PCM_Status,
+//   PCM_Commit,
+//                and the reconfiguration calls' state checks (PCM_Reconfigure, PCM_Split,
+//                PCM_Merge, PCM_Merge_datacnts), which hand the work to the Reshaper
 //   adapt.cpp    the register-once layer (PCM_Resume, PCM_Adapt, PCM_Checkpoint's state checks)
 #pragma once
 
@@ -31,12 +33,14 @@
 #include "context.h"
 #include "daemon_link.h"
 #include "distribution.h"
+#include "lifecycle.h"
 #include "mpi_util.h"
 #include "pcm.h"
 #include "program.h"
 #include "reconfig.h"
 #include "registered_data.h"
 #include "registry.h"
+#include "reshaper.h"
 #include "restart_state.h"
 #include "retirement.h"
 #include "settings.h"
@@ -51,14 +55,7 @@ using proto::Command;
 
 class Runtime {
  public:
-  // Where the process is in its life. The calls allowed in each are checked by the calls.
-  enum class Phase {
-    kUninit,     // before MPI_PCM_Init
-    kMpiReady,   // MPI_PCM_Init done (perhaps failed: init_error_), PCM_Init not yet
-    kActive,     // in a world (after PCM_Init, or joined as a spawned process)
-    kRetired,    // left the world in a reconfiguration; only PCM_Exit/PCM_Finalize remain
-    kFinalized,  // MPI_Finalize called
-  };
+  using Phase = Lifecycle::Phase;
 
   static Runtime& instance();
   // An atexit handler (registered when a process retires): PCM_Exit for a retired process that
@@ -73,7 +70,7 @@ class Runtime {
   // PCM_Store, PCM_Load, PCM_Load_count, PCM_Load_redistribute (storage.h): in_world, once the
   // process is in one (PCM_Init; PCM_Load_redistribute checks that it is a restart's).
   Storage& storage(bool in_world = true) {
-    if (in_world && phase_ != Phase::kActive) fail(PCM_ERR_STATE, "call PCM_Init first");
+    if (in_world && life_.phase != Phase::kActive) fail(PCM_ERR_STATE, "call PCM_Init first");
     return storage_;
   }
   int reconfigure(MPI_Comm* comm, const char* command);
@@ -86,7 +83,7 @@ class Runtime {
   int exit_retired();
   // Whether this process has retired and not yet ended (PCM_Exit not called).
   bool retired_unfinished() const {
-    return process_status_ == PCM_RETIRED && phase_ != Phase::kFinalized;
+    return life_.process_status == PCM_RETIRED && life_.phase != Phase::kFinalized;
   }
   int finalize(MPI_Comm comm);
 
@@ -113,62 +110,31 @@ class Runtime {
   void require_world(MPI_Comm comm) const;
   void shut_down();
 
-  // Worlds (world.cpp).
-  void join_as_child(MPI_Comm parent);
-  void adopt_world(mpi::Comm world);
-  // key: this process's rank in the old world (a migrated process: the mover's).
-  void finish_reconfigure(mpi::Comm merged, int waker_in_merged, int mover_in_merged,
-                          bool i_am_mover, int key, const Command& cmd);
-  void retire(mpi::Comm waker_comm, int waker_rank, const Command& cmd);
-  void abandon(const Command& cmd, const std::string& why);
-  void report_reconfigured(const Command& cmd, bool success, const std::string& error,
-                           const nlohmann::json& layout = nullptr);
-
-  // Migration (migrate.cpp); in the mover, send(merged, child) runs once the new world is built.
-  using MigrationSender = std::function<void(MPI_Comm merged, int child)>;
-  void migrate(const char* command, const MigrationSender& send);
-
-  // Split and merge (reshape.cpp).
+  // PCM_Split's and PCM_Merge's state checks: a reconfiguration of this kind is pending.
   void check_pending(MPI_Comm comm, bool want_split) const;
-  void agree_reshape_args(const std::vector<ArrayRef>& arrays);
-  // Split: the old world sends arrays (and `extra`, any header) to a newly spawned world and
-  // retires; a process of the new world receives them (replacing *buf and *dist) and `extra`.
-  void send_split(const std::vector<ArrayRef>& arrays, const nlohmann::json& extra,
-                  const char* command);
-  void receive_split(const std::vector<ArrayRef>& arrays, nlohmann::json* extra);
-  void merge_arrays(const std::vector<ArrayRef>& arrays);
 
-  // The header every spawned process receives first (world.cpp; join_as_child reads it).
-  nlohmann::json spawn_context(const char* kind, const Command& cmd) const;
+  // Lifecycle: the phase, how this process came to be, the job, PCM_Status's calls.
+  Lifecycle life_;
+  std::string init_error_;  // why MPI_PCM_Init failed (then only PCM_Finalize is allowed)
 
-  // Lifecycle.
-  Phase phase_ = Phase::kUninit;
-  int process_status_ = PCM_STARTED;  // how this process came to be (PCM_RETIRED once retired)
-  std::string init_error_;            // why MPI_PCM_Init failed (then only PCM_Finalize is allowed)
-
-  // The context every part works in: the settings, pcmd and the job, this program.
+  // The context every part works in: the settings, pcmd, this program.
   Settings settings_;
   DaemonLink link_;
-  std::string job_;
-  std::int64_t incarnation_ = 0;  // pcmd's number for this run of the job (watch hellos)
   Program program_;
 
   World world_;
   Reconfig reconfig_;
   RestartState restart_;
 
-  // PCM_Status: its calls over the job's life, and the agreement windows.
-  std::int64_t iteration_ = 0;
+  // PCM_Status's agreement windows.
   StatusWindow window_;
-  // A spawned process resumes at the iteration whose PCM_Status the others have already made.
-  bool skip_next_status_ = false;
 
   // The register-once layer.
   Registry registry_;
   bool resumed_ = false;
 
   // What the owners below work in (context.h): references to the members above.
-  Context ctx_{settings_, link_, job_, world_, registry_, restart_};
+  Context ctx_{settings_, link_, life_.job, world_, registry_, restart_};
   // PCM_Checkpoint, the versions PCM_Adapt writes by itself (those pcmd asks for: pcmctl
   // checkpoint, its policy before a time limit; those PCM_CHECKPOINT_MTBF schedules) and a
   // restart's reads (checkpointer.h).
@@ -178,13 +144,19 @@ class Runtime {
   Retirement retirement_;
   // The watchdog, after everything it could report on: its thread is stopped before they go.
   Bounds bounds_{ctx_};
-  Spawner spawner_{ctx_, program_, bounds_.watchdog(),
-                   [this](const Command& cmd, const std::string& why) { abandon(cmd, why); }};
+  Spawner spawner_{
+      ctx_, program_, bounds_.watchdog(),
+      [this](const Command& cmd, const std::string& why) { reshaper_.abandon(cmd, why); }};
   // A split's spawn or a merge's buffers made in the background (background_split.h), after the
   // watchdog, which bounds it and names its helper's stage.
   BackgroundSplit background_{ctx_, bounds_.watchdog(), spawner_};
   // The registrations across the processes; a migrated process's state (registered_data.h).
   RegisteredData registered_{ctx_, bounds_};
+  // Migrations, splits and merges, and the worlds they build (reshaper.h).
+  Reshaper reshaper_{ctx_,
+                     life_,
+                     {reconfig_, retirement_, checkpointer_, bounds_, spawner_, background_},
+                     &Runtime::exit_if_retired};
 };
 
 }  // namespace pcm::detail

@@ -19,7 +19,7 @@ namespace pcm::detail {
 
 class Spawner {
  public:
-  // Gives a command up everywhere (Runtime::abandon: pcmd is told, the reconfiguration is over).
+  // Gives a command up everywhere (Reshaper::abandon: pcmd is told, the reconfiguration is over).
   using Abandon = std::function<void(const proto::Command& cmd, const std::string& why)>;
 
   // watchdog: for the "MPI_Comm_spawn" stage a stuck process names.

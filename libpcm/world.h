@@ -1,7 +1,7 @@
 // world.h — the PCM world this process is in: its communicator, rank and size, what a process
-// spawned into it still has to receive, and the job's parked processes; plus the helpers that
-// build worlds without runtime state (the spawn itself and the operations that change the world
-// are Runtime's, in world.cpp).
+// spawned into it still has to receive, and the job's parked processes. Definitions: world.cpp.
+// The operations that change the world are Reshaper's (reshaper.h), the spawn is Spawner's
+// (spawner.h).
 #pragma once
 
 #include <mpi.h>

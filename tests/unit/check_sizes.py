@@ -28,12 +28,7 @@ NOT_PROGRAMS = {"tests", "examples", "bench", "fortran", "python", "docs", "scri
 SUFFIXES = {".c", ".cc", ".cpp", ".h", ".hpp"}
 
 # (folder, class, rule) -> why it is allowed for now. rule: "files" or "members".
-ALLOWED = {
-    # libpcm: Runtime's own reconfigurations (world.cpp, migrate.cpp, reshape.cpp) and the
-    # register-once layer's entry points (adapt.cpp) are still its members: the next owner to carve
-    ("libpcm", "pcm::detail::Runtime", "files"):
-        "libpcm: Runtime's reconfigurations still its own (runtime branch)",
-}
+ALLOWED = {}
 
 
 def program_folders(root: pathlib.Path) -> list:
