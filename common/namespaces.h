@@ -5,7 +5,7 @@
 #pragma once
 
 namespace pcm::common {}
-namespace pcm::detail {  // libpcm's until its rename
+namespace pcm::common {  // libpcm's until its rename
 using namespace pcm::common;
 }
 namespace pcm::lib {

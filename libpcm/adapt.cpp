@@ -11,7 +11,7 @@
 #include "protocol.h"
 #include "runtime.h"
 
-namespace pcm::detail {
+namespace pcm::lib {
 
 using proto::json;
 
@@ -149,4 +149,4 @@ int Runtime::checkpoint_wait(MPI_Comm comm) {
   return PCM_SUCCESS;
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::lib

@@ -9,13 +9,13 @@
 #include "protocol.h"
 #include "runtime.h"
 
-using pcm::detail::Distribution;
-using pcm::detail::guard;
-using pcm::detail::t_last_error;
+using pcm::common::Distribution;
+using pcm::lib::guard;
+using pcm::lib::t_last_error;
 
 namespace {
 
-pcm::detail::Runtime& rt() { return pcm::detail::Runtime::instance(); }
+pcm::lib::Runtime& rt() { return pcm::lib::Runtime::instance(); }
 
 // Registrations are fixed once PCM_Resume has run: processes spawned later register before
 // their PCM_Resume, and must find the same set as the world they join.
@@ -141,7 +141,7 @@ PCM_EXPORT int PCM_Dist_create(int layout, long units, long unit_len, long block
     if (!dist) pcm::fail(PCM_ERR_ARG, "dist is NULL");
     if (layout < PCM_BLOCK || layout > PCM_BLOCK_CYCLIC)
       pcm::fail(PCM_ERR_ARG, "layout {} is not PCM_BLOCK, PCM_CYCLIC or PCM_BLOCK_CYCLIC", layout);
-    *dist = new PCM_Dist_s{Distribution::regular(static_cast<pcm::detail::Layout>(layout), units,
+    *dist = new PCM_Dist_s{Distribution::regular(static_cast<pcm::common::Layout>(layout), units,
                                                  unit_len, block, halo, size)};
     return PCM_SUCCESS;
   });
@@ -245,14 +245,14 @@ PCM_EXPORT int PCM_Register_dist(const char* name, void** buf, PCM_Datatype type
 PCM_EXPORT int PCM_Register_value(const char* name, void* value, PCM_Datatype type, long count) {
   return guard("PCM_Register_value", [&] {
     require_registrable();
-    rt().registry().add_value(name, value, type, count, pcm::detail::ItemKind::kValue);
+    rt().registry().add_value(name, value, type, count, pcm::lib::ItemKind::kValue);
     return PCM_SUCCESS;
   });
 }
 PCM_EXPORT int PCM_Register_local(const char* name, void* value, PCM_Datatype type, long count) {
   return guard("PCM_Register_local", [&] {
     require_registrable();
-    rt().registry().add_value(name, value, type, count, pcm::detail::ItemKind::kLocal);
+    rt().registry().add_value(name, value, type, count, pcm::lib::ItemKind::kLocal);
     return PCM_SUCCESS;
   });
 }

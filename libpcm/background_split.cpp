@@ -11,7 +11,7 @@
 #include "reshape.h"
 #include "split_guard.h"
 
-namespace pcm::detail {
+namespace pcm::lib {
 
 using proto::Command;
 
@@ -229,4 +229,4 @@ void BackgroundSplit::drop(const Command* current) {
   bound_.reset();
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::lib

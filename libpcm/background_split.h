@@ -21,7 +21,7 @@
 #include "spawner.h"
 #include "watchdog.h"
 
-namespace pcm::detail {
+namespace pcm::lib {
 
 class BackgroundSplit {
  public:
@@ -94,4 +94,4 @@ class BackgroundSplit {
   double visible_ = 0;           // seconds the starting call and the switch took
 };
 
-}  // namespace pcm::detail
+}  // namespace pcm::lib

@@ -7,7 +7,7 @@
 
 #include "mpi_util.h"
 
-namespace pcm::detail {
+namespace pcm::lib {
 
 Watchdog::Scope Bounds::bounded(std::string what, int rank, bool tell) {
   return Watchdog::Scope(watchdog_, {std::move(what),
@@ -42,4 +42,4 @@ std::function<std::string()> Bounds::lost_probe(const std::int64_t& iteration) {
   };
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::lib

@@ -13,7 +13,7 @@
 #include "context.h"
 #include "watchdog.h"
 
-namespace pcm::detail {
+namespace pcm::lib {
 
 class Bounds {
  public:
@@ -36,4 +36,4 @@ class Bounds {
   Watchdog watchdog_{end_stuck_process};
 };
 
-}  // namespace pcm::detail
+}  // namespace pcm::lib

@@ -18,7 +18,7 @@
 #include "pcm_types.h"
 #include "settings.h"
 
-namespace pcm::detail {
+namespace pcm::lib {
 
 // Memory for a new buffer, which the user frees with free(). From 4 MiB up it is 2 MiB-aligned
 // and asks for transparent huge pages: the exchange's first touch of a new page is most of a
@@ -133,4 +133,4 @@ void Prefaulted::clear() {
   made_for.clear();
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::lib

@@ -7,7 +7,7 @@
 
 #include "distribution.h"
 
-namespace pcm::detail {
+namespace pcm::lib {
 
 // A malloc-compatible buffer of `bytes` (huge pages from 4 MiB up, unless PCM_HUGEPAGES=0); NULL
 // when memory runs out.
@@ -63,4 +63,4 @@ std::vector<int> identity(int n);
 // MPI_Wtime.
 double wtime();
 
-}  // namespace pcm::detail
+}  // namespace pcm::lib

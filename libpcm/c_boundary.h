@@ -12,7 +12,7 @@
 // libpcm is built with hidden visibility; only the C API is exported.
 #define PCM_EXPORT __attribute__((visibility("default")))
 
-namespace pcm::detail {
+namespace pcm::lib {
 
 // An inline variable: one per thread for the whole library, whichever file's entry point failed,
 // so PCM_Last_error reports the last failure of any call.
@@ -42,4 +42,4 @@ int guard(const char* call, F&& f) noexcept {
   }
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::lib

@@ -13,7 +13,7 @@
 #include "error.h"
 #include "mpi_util.h"
 
-namespace pcm::detail {
+namespace pcm::lib {
 
 namespace fs = std::filesystem;
 
@@ -125,4 +125,4 @@ bool verify_copy(const std::string& path, const ShardRecord& record) {
   }
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::lib

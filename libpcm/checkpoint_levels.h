@@ -16,7 +16,7 @@
 #include "levels.h"
 #include "shard.h"
 
-namespace pcm::detail {
+namespace pcm::lib {
 
 // Every rank's host, as pcmd knows it (processor_name), on every rank (collective over comm).
 struct HostMap {
@@ -54,4 +54,4 @@ void prune_local(const std::string& job_dir, std::int64_t current, std::size_t k
 // Whether the file at path holds the shard record describes: size and every chunk's checksum.
 bool verify_copy(const std::string& path, const ShardRecord& record);
 
-}  // namespace pcm::detail
+}  // namespace pcm::lib

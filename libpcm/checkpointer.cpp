@@ -20,7 +20,7 @@
 #include "shard.h"
 #include "young_daly.h"
 
-namespace pcm::detail {
+namespace pcm::lib {
 
 using proto::json;
 
@@ -484,4 +484,4 @@ void Checkpointer::read_version(const json& info) {
   }
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::lib

@@ -16,7 +16,7 @@
 #include "shard.h"
 #include "shard_writer.h"
 
-namespace pcm::detail {
+namespace pcm::lib {
 
 // PCM_CHECKPOINT_MTBF's schedule: when the last version (anyone's) was written, its measured cost
 // (-1: none yet) and Daly's interval for it. It goes on in a split's or migration's new processes
@@ -113,4 +113,4 @@ class Checkpointer {
   long level_versions_ = 0;
 };
 
-}  // namespace pcm::detail
+}  // namespace pcm::lib

@@ -13,7 +13,7 @@
 
 #include "mpi_util.h"
 
-namespace pcm::detail {
+namespace pcm::lib {
 
 using proto::json;
 
@@ -202,4 +202,4 @@ bool cma_all_read(bool mine, bool old_side, MPI_Comm inter, MPI_Comm world_new,
   return old_side ? all == 1 : ok == 1;
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::lib

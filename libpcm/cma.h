@@ -12,7 +12,7 @@
 #include "mpi_util.h"
 #include "protocol.h"
 
-namespace pcm::detail {
+namespace pcm::lib {
 
 // Collective over the old world: what its rank 0 puts in the split's header so that the new
 // processes can read every old buffer (null unless enabled on rank 0). token must stay at its
@@ -42,4 +42,4 @@ bool cma_merge(const proto::json& olds, const proto::json& news, const std::vect
 bool cma_all_read(bool mine, bool old_side, MPI_Comm inter, MPI_Comm world_new,
                   const Waiter* wait = nullptr);
 
-}  // namespace pcm::detail
+}  // namespace pcm::lib

@@ -12,7 +12,7 @@
 #include "settings.h"
 #include "world.h"
 
-namespace pcm::detail {
+namespace pcm::lib {
 
 struct Context {
   const Settings& settings;
@@ -23,4 +23,4 @@ struct Context {
   RestartState& restart;
 };
 
-}  // namespace pcm::detail
+}  // namespace pcm::lib

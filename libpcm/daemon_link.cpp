@@ -21,7 +21,7 @@
 #include "ops.h"
 #include "pcm_types.h"
 
-namespace pcm::detail {
+namespace pcm::lib {
 
 using proto::json;
 
@@ -323,4 +323,4 @@ std::optional<proto::Command> DaemonLink::poll(const std::string& job, std::int6
   return command;
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::lib

@@ -11,7 +11,7 @@
 #include "command.h"
 #include "config.h"
 
-namespace pcm::detail {
+namespace pcm::lib {
 
 // pcmd may restart while a job runs (kill -9, SIGTERM, an upgrade): its job table is durable,
 // so the job carries on with the new pcmd. A request that was waiting when pcmd went away (its
@@ -109,4 +109,4 @@ class DaemonLink {
   std::int64_t gone_checked_ms_ = 0;
 };
 
-}  // namespace pcm::detail
+}  // namespace pcm::lib

@@ -13,7 +13,7 @@
 #include "ops.h"
 #include "protocol.h"
 
-namespace pcm::detail {
+namespace pcm::lib {
 
 using proto::json;
 
@@ -145,4 +145,4 @@ std::optional<std::pair<std::string, ShardRecord>> DirectStore::in_version(
   return std::make_pair(version_dir_ + "/" + file.file, std::move(file));
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::lib

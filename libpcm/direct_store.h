@@ -14,7 +14,7 @@
 #include "settings.h"
 #include "shard.h"
 
-namespace pcm::detail {
+namespace pcm::lib {
 
 class DirectStore {
  public:
@@ -55,4 +55,4 @@ class DirectStore {
   std::string dir_;
 };
 
-}  // namespace pcm::detail
+}  // namespace pcm::lib

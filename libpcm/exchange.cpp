@@ -8,7 +8,7 @@
 #include "pcm_types.h"
 #include "protocol.h"
 
-namespace pcm::detail {
+namespace pcm::lib {
 
 // Each peer gets one indexed datatype over the application's buffers, so the data goes from the
 // old buffer to the new one with no packing copy in between.
@@ -84,4 +84,4 @@ void exchange(MPI_Comm comm, int npeers, const std::vector<Transfer>& plan, int 
                 sent * unit_bytes, received * unit_bytes, t1 - t0, t2 - t1);
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::lib

@@ -9,7 +9,7 @@
 #include "distribution.h"
 #include "mpi_util.h"
 
-namespace pcm::detail {
+namespace pcm::lib {
 
 // Moves the units of plan between the processes of comm (an intra- or an intercommunicator;
 // npeers is the size of the group addressed). me_from / me_to: the caller's rank in the old / new
@@ -22,4 +22,4 @@ void exchange(MPI_Comm comm, int npeers, const std::vector<Transfer>& plan, int 
               const std::vector<int>& peer_of_old, const char* oldbuf, char* newbuf, int type,
               const Waiter* wait = nullptr);
 
-}  // namespace pcm::detail
+}  // namespace pcm::lib

@@ -21,7 +21,7 @@
 #include "protocol.h"
 #include "runtime.h"
 
-namespace pcm::detail {
+namespace pcm::lib {
 namespace {
 
 // MPI calls are only allowed between MPI_Init and MPI_Finalize; these entry points do not need
@@ -155,18 +155,18 @@ struct PeerType {
 };
 
 }  // namespace
-}  // namespace pcm::detail
+}  // namespace pcm::lib
 
 struct PCM_Halo_s {
   int rank = 0, size = 0;
-  std::size_t elem = 0, unit_bytes = 0;       // bytes of an element, of a unit
-  std::vector<pcm::detail::HaloRun> entries;  // the plan's receives, for PCM_Halo_entry
-  std::vector<pcm::detail::HaloRun> local;    // receives from this rank itself (memcpy)
-  std::vector<pcm::detail::PeerType> recvs, sends;
+  std::size_t elem = 0, unit_bytes = 0;    // bytes of an element, of a unit
+  std::vector<pcm::lib::HaloRun> entries;  // the plan's receives, for PCM_Halo_entry
+  std::vector<pcm::lib::HaloRun> local;    // receives from this rank itself (memcpy)
+  std::vector<pcm::lib::PeerType> recvs, sends;
   std::vector<MPI_Request> requests;  // kept to spare an allocation per exchange
 };
 
-namespace pcm::detail {
+namespace pcm::lib {
 namespace {
 
 std::unique_ptr<PCM_Halo_s> make_halo(const Distribution& d, int rank, std::int64_t width,
@@ -262,9 +262,9 @@ void exchange(PCM_Halo_s& h, void* buf, MPI_Comm comm) {
 }
 
 }  // namespace
-}  // namespace pcm::detail
+}  // namespace pcm::lib
 
-namespace pcm::detail {
+namespace pcm::lib {
 namespace {
 
 void gather(PCM_Dist dist, const void* buf, PCM_Datatype type, int root, MPI_Comm comm,
@@ -349,10 +349,10 @@ void gather(PCM_Dist dist, const void* buf, PCM_Datatype type, int root, MPI_Com
 }
 
 }  // namespace
-}  // namespace pcm::detail
+}  // namespace pcm::lib
 
 using pcm::fail;
-using pcm::detail::guard;
+using pcm::lib::guard;
 
 extern "C" {
 
@@ -360,7 +360,7 @@ PCM_EXPORT int PCM_Halo_create(PCM_Dist dist, int rank, long width, PCM_Datatype
                                PCM_Halo* halo) {
   return guard("PCM_Halo_create", [&] {
     if (!halo) fail(PCM_ERR_ARG, "halo is NULL");
-    *halo = pcm::detail::make_halo(pcm::detail::map_of(dist), rank, width, type).release();
+    *halo = pcm::lib::make_halo(pcm::lib::map_of(dist), rank, width, type).release();
     return PCM_SUCCESS;
   });
 }
@@ -368,8 +368,8 @@ PCM_EXPORT int PCM_Halo_create(PCM_Dist dist, int rank, long width, PCM_Datatype
 PCM_EXPORT int PCM_Halo_exchange(PCM_Halo halo, void* buf, MPI_Comm comm) {
   return guard("PCM_Halo_exchange", [&] {
     if (!halo) fail(PCM_ERR_ARG, "halo is NULL");
-    const pcm::detail::Unquiet app;  // the application's communication, made for it: profiled
-    pcm::detail::exchange(*halo, buf, comm);
+    const pcm::lib::Unquiet app;  // the application's communication, made for it: profiled
+    pcm::lib::exchange(*halo, buf, comm);
     return PCM_SUCCESS;
   });
 }
@@ -389,7 +389,7 @@ PCM_EXPORT int PCM_Halo_entry(PCM_Halo halo, long index, int* peer, long* ghost_
     if (!halo) fail(PCM_ERR_ARG, "halo is NULL");
     if (index < 0 || static_cast<std::size_t>(index) >= halo->entries.size())
       fail(PCM_ERR_ARG, "entry {} is not in [0, {})", index, halo->entries.size());
-    const pcm::detail::HaloRun& r = halo->entries[static_cast<std::size_t>(index)];
+    const pcm::lib::HaloRun& r = halo->entries[static_cast<std::size_t>(index)];
     if (peer) *peer = r.peer;
     if (ghost_offset) *ghost_offset = static_cast<long>(r.ghost_offset);
     if (source_offset) *source_offset = static_cast<long>(r.source_offset);
@@ -411,8 +411,8 @@ PCM_EXPORT int PCM_Halo_free(PCM_Halo* halo) {
 PCM_EXPORT int PCM_Dist_gather(PCM_Dist dist, const void* buf, PCM_Datatype type, int root,
                                MPI_Comm comm, void* global) {
   return guard("PCM_Dist_gather", [&] {
-    const pcm::detail::Unquiet app;
-    pcm::detail::gather(dist, buf, type, root, comm, global);
+    const pcm::lib::Unquiet app;
+    pcm::lib::gather(dist, buf, type, root, comm, global);
     return PCM_SUCCESS;
   });
 }

@@ -9,7 +9,7 @@
 
 #include "pcm.h"
 
-namespace pcm::detail {
+namespace pcm::lib {
 
 struct Lifecycle {
   // Where the process is in its life. The calls allowed in each are checked by the calls.
@@ -30,4 +30,4 @@ struct Lifecycle {
   bool skip_next_status = false;
 };
 
-}  // namespace pcm::detail
+}  // namespace pcm::lib

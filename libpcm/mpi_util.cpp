@@ -13,7 +13,7 @@
 #include "pcm_types.h"
 #include "protocol.h"
 
-namespace pcm::detail {
+namespace pcm::lib {
 
 using proto::json;
 
@@ -171,4 +171,4 @@ std::vector<std::string> gather_hosts(MPI_Comm comm) {
   return hosts;
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::lib

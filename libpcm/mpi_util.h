@@ -17,7 +17,7 @@
 #include "error.h"
 #include "pcm_types.h"
 
-namespace pcm::detail {
+namespace pcm::lib {
 
 namespace mpi {
 
@@ -169,4 +169,4 @@ std::vector<std::string> gather_hosts(MPI_Comm comm);
 // This process's host as pcmd knows it: MPI_Get_processor_name, "unknown" if that is no host name.
 std::string processor_name();
 
-}  // namespace pcm::detail
+}  // namespace pcm::lib

@@ -13,15 +13,15 @@
 #include "profiler.h"
 #include "runtime.h"
 
-using pcm::detail::guard;
-using pcm::detail::profiler;
+using pcm::lib::guard;
+using pcm::lib::profiler;
 
 namespace {
 
-pcm::detail::Runtime& rt() { return pcm::detail::Runtime::instance(); }
+pcm::lib::Runtime& rt() { return pcm::lib::Runtime::instance(); }
 
-using pcm::detail::counted;
-using pcm::detail::ticks;
+using pcm::lib::counted;
+using pcm::lib::ticks;
 
 // Times one PMPI call for the profile.
 template <typename F>
@@ -51,7 +51,7 @@ extern "C" {
 // to PMPI_Finalize.
 PCM_EXPORT int MPI_Finalize(void) {
   if (!rt().retired_unfinished()) return PMPI_Finalize();
-  pcm::detail::plog()->warn(
+  pcm::lib::plog()->warn(
       "a retired process called MPI_Finalize: it waits for the end of the job as PCM_Exit "
       "does (call PCM_Exit instead)");
   return guard("MPI_Finalize", [&] { return rt().exit_retired(); }) == PCM_SUCCESS ? MPI_SUCCESS

@@ -13,7 +13,7 @@
 #include "log.h"
 #include "watchdog.h"
 
-namespace pcm::detail {
+namespace pcm::lib {
 
 std::unique_ptr<SpawnPlan> SpawnPlan::make(const std::string& exe,
                                            const std::vector<std::string>& args,
@@ -172,4 +172,4 @@ void BackgroundPrefault::finish(Prefaulted* out) {
   bufs_.clear();
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::lib

@@ -19,7 +19,7 @@
 #include "distribution.h"
 #include "mpi_util.h"
 
-namespace pcm::detail {
+namespace pcm::lib {
 
 class Watchdog;
 
@@ -146,4 +146,4 @@ class BackgroundPrefault {
   std::thread thread_;
 };
 
-}  // namespace pcm::detail
+}  // namespace pcm::lib

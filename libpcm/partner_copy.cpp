@@ -6,7 +6,7 @@
 
 #include "protocol.h"
 
-namespace pcm::detail {
+namespace pcm::lib {
 
 using proto::json;
 
@@ -156,4 +156,4 @@ void PartnerCopy::end(const Outcome& outcome) {
   handoff_->deliver(outcome);
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::lib

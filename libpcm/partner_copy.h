@@ -19,7 +19,7 @@
 #include "mpi_util.h"
 #include "shard.h"
 
-namespace pcm::detail {
+namespace pcm::lib {
 
 // A partner's shard kept by this rank: its staged bytes and what they hold.
 struct KeptCopy {
@@ -83,4 +83,4 @@ class PartnerCopy {
   PartnerHandoff* handoff_ = nullptr;
 };
 
-}  // namespace pcm::detail
+}  // namespace pcm::lib

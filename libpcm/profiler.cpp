@@ -8,7 +8,7 @@
 #include "error.h"
 #include "mpi_util.h"
 
-namespace pcm::detail {
+namespace pcm::lib {
 
 namespace {
 
@@ -169,4 +169,4 @@ JobProfile Profiler::gather(std::int64_t iteration) {
   return p;
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::lib

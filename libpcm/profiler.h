@@ -18,7 +18,7 @@
 
 #include "profile.h"
 
-namespace pcm::detail {
+namespace pcm::lib {
 
 // What every wrapper reads first: profiling is on and the PCM world alive (plain globals, set
 // by the thread that called PCM_Init; only its calls are counted).
@@ -127,4 +127,4 @@ class Profiler {
 // The process's profiler (the wrappers have no other way to reach it).
 Profiler& profiler();
 
-}  // namespace pcm::detail
+}  // namespace pcm::lib

@@ -4,7 +4,7 @@
 #include <limits.h>
 #include <unistd.h>
 
-namespace pcm::detail {
+namespace pcm::lib {
 
 Program Program::of_this_process(int* argc, char*** argv) {
   Program p;
@@ -24,4 +24,4 @@ std::string Program::spawn_command(const char* command) const {
   return c;
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::lib

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-namespace pcm::detail {
+namespace pcm::lib {
 
 struct Program {
   std::vector<std::string> args;  // argv without argv[0]
@@ -20,4 +20,4 @@ struct Program {
   std::string spawn_command(const char* command) const;
 };
 
-}  // namespace pcm::detail
+}  // namespace pcm::lib

@@ -10,7 +10,7 @@
 #include "pcm_types.h"
 #include "protocol.h"
 
-namespace pcm::detail {
+namespace pcm::lib {
 
 using proto::Command;
 using proto::json;
@@ -68,4 +68,4 @@ void Reconfig::times(double* spawn, double* data, double* rebuild) const {
   if (rebuild) *rebuild = t_rebuild;
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::lib

@@ -9,7 +9,7 @@
 
 #include "command.h"
 
-namespace pcm::detail {
+namespace pcm::lib {
 
 struct Reconfig {
   std::optional<proto::Command> received;  // rank 0: from pcmd, not yet broadcast
@@ -53,4 +53,4 @@ struct Reconfig {
   void times(double* spawn, double* data, double* rebuild) const;
 };
 
-}  // namespace pcm::detail
+}  // namespace pcm::lib

@@ -11,7 +11,7 @@
 #include "mpi_util.h"
 #include "protocol.h"
 
-namespace pcm::detail {
+namespace pcm::lib {
 
 using proto::json;
 
@@ -153,4 +153,4 @@ void RegisteredData::receive_migrated() {
   });
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::lib

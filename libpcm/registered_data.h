@@ -9,7 +9,7 @@
 #include "bounds.h"
 #include "context.h"
 
-namespace pcm::detail {
+namespace pcm::lib {
 
 class RegisteredData {
  public:
@@ -32,4 +32,4 @@ class RegisteredData {
   Bounds& bounds_;
 };
 
-}  // namespace pcm::detail
+}  // namespace pcm::lib

@@ -8,7 +8,7 @@
 #include "error.h"
 #include "protocol.h"
 
-namespace pcm::detail {
+namespace pcm::lib {
 
 namespace {
 
@@ -152,4 +152,4 @@ std::vector<ArrayRef> arrays_of(const Registry& reg) {
   return arrays;
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::lib

@@ -13,10 +13,10 @@ typedef struct PCM_Dist_s* PCM_Dist;
 
 // What a PCM_Dist handle points to.
 struct PCM_Dist_s {
-  pcm::detail::Distribution d;
+  pcm::common::Distribution d;
 };
 
-namespace pcm::detail {
+namespace pcm::lib {
 
 enum class ItemKind { kDist = 1, kValue = 2, kLocal = 3 };
 
@@ -91,4 +91,4 @@ void hand_over(const Item& item, char* buf, Distribution map);
 Distribution restart_map(const Item& item, const Distribution& from, int saved_nprocs, int size,
                          int damage);
 
-}  // namespace pcm::detail
+}  // namespace pcm::lib

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-namespace pcm::detail {
+namespace pcm::lib {
 
 using proto::Command;
 
@@ -61,4 +61,4 @@ std::vector<Distribution> next_maps(const Command& cmd, const std::vector<Distri
   return next;
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::lib

@@ -7,7 +7,7 @@
 #include "command.h"
 #include "distribution.h"
 
-namespace pcm::detail {
+namespace pcm::lib {
 
 // A split or a growing resize: the new world's map.
 Distribution grown_distribution(const proto::Command& cmd, const Distribution& d);
@@ -33,4 +33,4 @@ std::vector<Distribution> merged_maps(const proto::Command& cmd,
 std::vector<Distribution> next_maps(const proto::Command& cmd,
                                     const std::vector<Distribution>& maps, int size);
 
-}  // namespace pcm::detail
+}  // namespace pcm::lib

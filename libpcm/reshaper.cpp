@@ -18,7 +18,7 @@
 #include "split_guard.h"
 #include "world.h"
 
-namespace pcm::detail {
+namespace pcm::lib {
 
 using proto::Command;
 using proto::json;
@@ -215,4 +215,4 @@ void Reshaper::migrate(const char* command, const MigrationSender& send) {
   if (mover && send) send(merged_handle, child);
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::lib

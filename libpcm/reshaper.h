@@ -26,7 +26,7 @@
 #include "retirement.h"
 #include "spawner.h"
 
-namespace pcm::detail {
+namespace pcm::lib {
 
 class Reshaper {
  public:
@@ -95,4 +95,4 @@ class Reshaper {
   void (*at_exit_)();
 };
 
-}  // namespace pcm::detail
+}  // namespace pcm::lib

@@ -13,7 +13,7 @@
 #include "levels.h"
 #include "mpi_util.h"
 
-namespace pcm::detail {
+namespace pcm::lib {
 
 using proto::json;
 
@@ -171,4 +171,4 @@ std::vector<std::vector<bool>> Checkpointer::readers_of_shards(
   return out;
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::lib

@@ -8,7 +8,7 @@
 #include "error.h"
 #include "pcm_types.h"
 
-namespace pcm::detail {
+namespace pcm::lib {
 
 struct RestartState {
   std::int64_t iteration = -1;  // the version's iteration (-1: the job was not restarted)
@@ -32,4 +32,4 @@ struct RestartState {
   }
 };
 
-}  // namespace pcm::detail
+}  // namespace pcm::lib

@@ -3,7 +3,7 @@
 
 #include <time.h>
 
-namespace pcm::detail {
+namespace pcm::lib {
 
 namespace {
 constexpr int kTagWake = 7701;
@@ -60,4 +60,4 @@ void Retirement::park() {
   waker_comm_.reset();
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::lib

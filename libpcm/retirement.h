@@ -24,7 +24,7 @@
 
 #include "mpi_util.h"
 
-namespace pcm::detail {
+namespace pcm::lib {
 
 // MPI_Comm_disconnect of c (collective over c, with both groups of an intercommunicator).
 void disconnect(mpi::Comm& c);
@@ -59,4 +59,4 @@ class Retirement {
   int waker_rank_ = -1;
 };
 
-}  // namespace pcm::detail
+}  // namespace pcm::lib

@@ -22,7 +22,7 @@
 #include "reshape.h"
 #include "world.h"
 
-namespace pcm::detail {
+namespace pcm::lib {
 
 using proto::json;
 
@@ -451,4 +451,4 @@ int Runtime::finalize(MPI_Comm comm) {
   return PCM_SUCCESS;
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::lib

@@ -49,7 +49,7 @@
 #include "storage.h"
 #include "world.h"
 
-namespace pcm::detail {
+namespace pcm::lib {
 
 using proto::Command;
 
@@ -159,4 +159,4 @@ class Runtime {
                      &Runtime::exit_if_retired};
 };
 
-}  // namespace pcm::detail
+}  // namespace pcm::lib

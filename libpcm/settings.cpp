@@ -8,7 +8,7 @@
 #include "error.h"
 #include "pcm_types.h"
 
-namespace pcm::detail {
+namespace pcm::lib {
 
 namespace {
 
@@ -91,4 +91,4 @@ bool Settings::overlap_requested() {
   return v && std::string(v) == "1";
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::lib

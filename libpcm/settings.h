@@ -4,7 +4,7 @@
 
 #include <string>
 
-namespace pcm::detail {
+namespace pcm::lib {
 
 struct Settings {
   int connect_timeout_ms = 5000;   // PCM_CONNECT_TIMEOUT_MS: pcmd's answer to a small request
@@ -81,4 +81,4 @@ struct Settings {
   static bool hugepages();
 };
 
-}  // namespace pcm::detail
+}  // namespace pcm::lib

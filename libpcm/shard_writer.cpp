@@ -15,7 +15,7 @@
 #include "ops.h"
 #include "protocol.h"
 
-namespace pcm::detail {
+namespace pcm::lib {
 
 void ShardWriter::FreeDeleter::operator()(char* p) const { std::free(p); }
 
@@ -138,4 +138,4 @@ void ShardWriter::close() {
   kept_.clear();
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::lib

@@ -20,7 +20,7 @@
 #include "partner_copy.h"
 #include "shard.h"
 
-namespace pcm::detail {
+namespace pcm::lib {
 
 // One rank's shard of one version: where it goes and what it holds.
 struct ShardTask {
@@ -90,4 +90,4 @@ class ShardWriter {
   PartnerHandoff handoff_;
 };
 
-}  // namespace pcm::detail
+}  // namespace pcm::lib

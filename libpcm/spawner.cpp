@@ -8,7 +8,7 @@
 
 #include "error.h"
 
-namespace pcm::detail {
+namespace pcm::lib {
 
 using proto::Command;
 
@@ -59,4 +59,4 @@ mpi::Comm Spawner::spawn(const std::string& exe, const std::vector<std::string>&
   return inter;
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::lib

@@ -15,7 +15,7 @@
 #include "program.h"
 #include "watchdog.h"
 
-namespace pcm::detail {
+namespace pcm::lib {
 
 class Spawner {
  public:
@@ -49,4 +49,4 @@ class Spawner {
   Abandon abandon_;
 };
 
-}  // namespace pcm::detail
+}  // namespace pcm::lib

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <ctime>
 
-namespace pcm::detail {
+namespace pcm::lib {
 
 namespace {
 
@@ -194,4 +194,4 @@ void NewSideGuard::await_verdict() {
   }
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::lib

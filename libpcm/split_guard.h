@@ -28,7 +28,7 @@
 
 #include "mpi_util.h"
 
-namespace pcm::detail {
+namespace pcm::lib {
 
 // Whether a split's waits are guarded at all: the same on every process. MPICH only. Open MPI's
 // mpirun ends the whole job at a lost process anyway, and with 4.1 the guarded split's
@@ -113,4 +113,4 @@ class NewSideGuard {
 // The tag of the verdict on a split's intercommunicator (which only PCM uses).
 constexpr int kVerdictTag = 7;
 
-}  // namespace pcm::detail
+}  // namespace pcm::lib

@@ -18,7 +18,7 @@
 #include "split_guard.h"
 #include "world.h"
 
-namespace pcm::detail {
+namespace pcm::lib {
 
 using proto::Command;
 using proto::json;
@@ -378,4 +378,4 @@ void Reshaper::merge_arrays(const std::vector<ArrayRef>& arrays) {
   reconfig_.t_rebuild = wtime() - t1;
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::lib

@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-namespace pcm::detail {
+namespace pcm::lib {
 
 long long window_calls(double elapsed_s, long long calls, double target_us, long long cap) {
   const double per_call_us = elapsed_s * 1e6 / static_cast<double>(calls);
@@ -21,4 +21,4 @@ long long StatusWindow::next_calls() {
   return n;
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::lib

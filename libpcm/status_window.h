@@ -2,7 +2,7 @@
 // broadcast) once per window of calls, and the calls in between only count down.
 #pragma once
 
-namespace pcm::detail {
+namespace pcm::lib {
 
 // The number of PCM_Status calls until the next agreement, from the window that ends now:
 // `calls` calls in `elapsed_s` seconds. A window lasts about target_us (0: agree at every call),
@@ -39,4 +39,4 @@ class StatusWindow {
   double start_ = 0;     // rank 0: MPI_Wtime() of the last agreement
 };
 
-}  // namespace pcm::detail
+}  // namespace pcm::lib

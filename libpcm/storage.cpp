@@ -13,7 +13,7 @@
 #include "protocol.h"
 #include "registry.h"
 
-namespace pcm::detail {
+namespace pcm::lib {
 
 using proto::json;
 
@@ -185,4 +185,4 @@ void Storage::read_registered() {
   });
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::lib

@@ -8,7 +8,7 @@
 #include "direct_store.h"
 #include "distribution.h"
 
-namespace pcm::detail {
+namespace pcm::lib {
 
 class Storage {
  public:
@@ -33,4 +33,4 @@ class Storage {
   DirectStore direct_store_;  // PCM_Store's keys written here
 };
 
-}  // namespace pcm::detail
+}  // namespace pcm::lib

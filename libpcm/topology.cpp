@@ -18,7 +18,7 @@
 #include "runtime.h"
 #include "settings.h"
 
-namespace pcm::detail {
+namespace pcm::lib {
 namespace {
 
 constexpr int kHostLen = 256;  // kMaxHost + NUL
@@ -101,15 +101,15 @@ void topology(MPI_Comm comm, int colors[PCM_TOPO_LEVELS]) {
   for (int l = 0; l < PCM_TOPO_LEVELS; ++l) colors[l] = mine_out[l];
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::lib
 
-using pcm::detail::guard;
+using pcm::lib::guard;
 
 PCM_EXPORT int PCM_Topology(MPI_Comm comm, int* nlevels, int colors[PCM_TOPO_LEVELS]) {
   return guard("PCM_Topology", [&] {
     if (!nlevels || !colors) pcm::fail(PCM_ERR_ARG, "nlevels and colors must not be NULL");
     int c[PCM_TOPO_LEVELS];
-    pcm::detail::topology(comm, c);
+    pcm::lib::topology(comm, c);
     *nlevels = PCM_TOPO_LEVELS;
     for (int l = 0; l < PCM_TOPO_LEVELS; ++l) colors[l] = c[l];
     return PCM_SUCCESS;
@@ -120,10 +120,9 @@ PCM_EXPORT int PCM_Host_comm(MPI_Comm comm, MPI_Comm* host_comm) {
   return guard("PCM_Host_comm", [&] {
     if (!host_comm) pcm::fail(PCM_ERR_ARG, "host_comm must not be NULL");
     int c[PCM_TOPO_LEVELS], rank = 0;
-    pcm::detail::topology(comm, c);
-    pcm::detail::mpi_check(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
-    pcm::detail::mpi_check(MPI_Comm_split(comm, c[PCM_TOPO_HOST], rank, host_comm),
-                           "MPI_Comm_split");
+    pcm::lib::topology(comm, c);
+    pcm::lib::mpi_check(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
+    pcm::lib::mpi_check(MPI_Comm_split(comm, c[PCM_TOPO_HOST], rank, host_comm), "MPI_Comm_split");
     return PCM_SUCCESS;
   });
 }

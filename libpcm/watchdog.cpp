@@ -14,7 +14,7 @@
 #include "config.h"
 #include "ops.h"
 
-namespace pcm::detail {
+namespace pcm::lib {
 
 namespace {
 // How long the stuck process waits for pcmd to take its event: it is ending anyway.
@@ -149,4 +149,4 @@ void end_stuck_process(const Watchdog::Deadline& d) {
   ::_exit(kExitReconfigTimeout);
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::lib

@@ -11,7 +11,7 @@
 #include <string>
 #include <thread>
 
-namespace pcm::detail {
+namespace pcm::lib {
 
 // The exit code of a process the watchdog ended (EX_TEMPFAIL of sysexits.h: try again; pcmctl run
 // relaunches the job from its newest version), where it ends by exiting (Deadline::kill_self).
@@ -102,4 +102,4 @@ std::string expiry_line(const Watchdog::Deadline& d);
 // d.kill_self, else _exit(kExitReconfigTimeout).
 [[noreturn]] void end_stuck_process(const Watchdog::Deadline& d);
 
-}  // namespace pcm::detail
+}  // namespace pcm::lib

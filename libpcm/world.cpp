@@ -7,7 +7,7 @@
 
 #include "log.h"
 
-namespace pcm::detail {
+namespace pcm::lib {
 
 using proto::Command;
 
@@ -79,4 +79,4 @@ void World::leave() {
   size_ = 0;
 }
 
-}  // namespace pcm::detail
+}  // namespace pcm::lib

@@ -16,7 +16,7 @@
 #include "mpi_util.h"
 #include "split_guard.h"
 
-namespace pcm::detail {
+namespace pcm::lib {
 
 // The job's processes parked by merges and migrations (retirement.h): the same on every rank,
 // handed to spawned processes in the spawn context.
@@ -96,4 +96,4 @@ class World {
   int size_ = 0;
 };
 
-}  // namespace pcm::detail
+}  // namespace pcm::lib

@@ -19,7 +19,7 @@
 #include "test_util.h"
 
 namespace fs = std::filesystem;
-using namespace pcm::detail;
+using namespace pcm::lib;
 
 namespace {
 

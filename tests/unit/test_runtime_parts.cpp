@@ -16,10 +16,10 @@
 using pcm::common::Distribution;
 using pcm::common::Layout;
 using pcm::common::Segment;
-using pcm::detail::ItemKind;
-using pcm::detail::Registry;
+using pcm::lib::ItemKind;
+using pcm::lib::Registry;
 using pcm::proto::Command;
-namespace d = pcm::detail;
+namespace d = pcm::lib;
 
 // ---- window sizing -------------------------------------------------------------------------
 

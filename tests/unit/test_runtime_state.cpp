@@ -21,7 +21,7 @@
 #include "young_daly.h"
 
 using pcm::proto::Command;
-namespace d = pcm::detail;
+namespace d = pcm::lib;
 using Verdict = d::Parking::Verdict;
 
 namespace {

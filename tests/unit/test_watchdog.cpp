@@ -14,7 +14,7 @@
 #include "settings.h"
 #include "watchdog.h"
 
-namespace d = pcm::detail;
+namespace d = pcm::lib;
 using Scope = d::Watchdog::Scope;
 using Clock = std::chrono::steady_clock;
 
