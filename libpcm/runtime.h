@@ -10,9 +10,8 @@
 // change the world with the worlds they build (reshaper.h: reshaper.cpp, split_merge.cpp).
 // Runtime's own member functions are the C API's entry points, in two files:
 //   runtime.cpp  lifecycle (MPI_PCM_Init, PCM_Init, PCM_Finalize, PCM_Exit), PCM_Status,
-//   PCM_Commit,
-//                and the reconfiguration calls' state checks (PCM_Reconfigure, PCM_Split,
-//                PCM_Merge, PCM_Merge_datacnts), which hand the work to the Reshaper
+//                PCM_Commit, and the reconfiguration calls' state checks (PCM_Reconfigure,
+//                PCM_Split, PCM_Merge, PCM_Merge_datacnts), which hand the work to the Reshaper
 //   adapt.cpp    the register-once layer (PCM_Resume, PCM_Adapt, PCM_Checkpoint's state checks)
 #pragma once
 
