@@ -38,8 +38,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "testbed"))
 from cluster import Failure, heat2d_plain  # noqa: E402
-from slurm_heat2d import (ENDED, FAMILIES, SKIP, SlurmCluster, mpi_family,  # noqa: E402
-                          pcmd_says, poll, run_on_cluster, steps_on)
+from slurm_heat2d import (ENDED, SlurmCluster, pcmd_says, poll, run_on_cluster,  # noqa: E402
+                          runnable_family, steps_on)
 
 GROW_TIMEOUT = 5
 SHOW = False  # --show (scripts/slurm_demo.sh): Slurm's queue and pcmd's view at every step
@@ -47,11 +47,6 @@ SHOW = False  # --show (scripts/slurm_demo.sh): Slurm's queue and pcmd's view at
 
 def log(msg):
     print(f"slurm.grow: {msg}", flush=True)
-
-
-def skip(why):
-    print(f"SKIPPED: slurm.grow: {why}", flush=True)
-    sys.exit(SKIP)
 
 
 class Cluster(SlurmCluster):
@@ -309,12 +304,7 @@ def main():
         print(f"usage: {sys.argv[0]} BUILD [--show]", file=sys.stderr)
         return 2
     build = os.path.abspath(argv[0])
-    if os.geteuid() != 0:
-        skip(f"needs root to make namespace hosts and run slurmd (uid {os.geteuid()})")
-    family = mpi_family()
-    if family not in FAMILIES:
-        skip(f"the job script launches with MPICH's hydra or Open MPI's mpirun; "
-             f"{os.environ.get('MPIEXEC', 'mpiexec')} is {family or '?'}")
+    family = runnable_family("slurm.grow")
     return run_on_cluster("slurm.grow", lambda tmp: Cluster(build, tmp, family), scenario,
                           logs=("job.out", "pcmd.log", "pcmd2.log"))
 

@@ -37,6 +37,7 @@ LAUNCHER = os.path.abspath(os.path.join(ROOT, "testbed", "launcher_slurm.sh"))
 JOB_SCRIPT = os.path.join(HERE, "slurm_heat2d_job.sh")
 SKIP = 77
 FAMILIES = ("mpich", "openmpi")  # the launch syntaxes slurm_heat2d_job.sh knows
+LAUNCHERS = {"mpich": "MPICH's hydra", "openmpi": "Open MPI's mpirun"}
 ENDED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY",
          "BOOT_FAIL", "DEADLINE", "PREEMPTED"}
 
@@ -45,9 +46,21 @@ def log(msg):
     print(f"slurm.heat2d: {msg}", flush=True)
 
 
-def skip(why):
-    print(f"SKIPPED: slurm.heat2d: {why}", flush=True)
+def skip(why, test="slurm.heat2d"):
+    print(f"SKIPPED: {test}: {why}", flush=True)
     sys.exit(SKIP)
+
+
+def runnable_family(test, families=FAMILIES):
+    """The MPI family these tests launch with; exits SKIPPED (77) with the reason without root or
+    with an MPI whose launcher the job script does not know."""
+    if os.geteuid() != 0:
+        skip(f"needs root to make namespace hosts and run slurmd (uid {os.geteuid()})", test)
+    family = mpi_family()
+    if family not in families:
+        skip(f"the job script launches with {' or '.join(LAUNCHERS[f] for f in families)}; "
+             f"{os.environ.get('MPIEXEC', 'mpiexec')} is {family or '?'}", test)
+    return family
 
 
 def poll(what, seconds, fn, every=0.2):
@@ -347,12 +360,7 @@ def main():
         print(f"usage: {sys.argv[0]} BUILD", file=sys.stderr)
         return 2
     build = os.path.abspath(sys.argv[1])
-    if os.geteuid() != 0:
-        skip(f"needs root to make namespace hosts and run slurmd (uid {os.geteuid()})")
-    family = mpi_family()
-    if family not in FAMILIES:
-        skip(f"the job script launches with MPICH's hydra or Open MPI's mpirun; "
-             f"{os.environ.get('MPIEXEC', 'mpiexec')} is {family or '?'}")
+    family = runnable_family("slurm.heat2d")
     return run_on_cluster("slurm.heat2d", lambda tmp: SlurmCluster(build, tmp, family), scenario,
                           tail=4000)
 

@@ -32,7 +32,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "..", "testbed"))
 from cluster import Failure  # noqa: E402
-from slurm_heat2d import (ENDED, FAMILIES, SKIP, mpi_family, poll, run_on_cluster)  # noqa: E402
+from slurm_heat2d import ENDED, poll, run_on_cluster, runnable_family  # noqa: E402
 from slurm_grow import Cluster  # noqa: E402
 
 MODES = ("merge", "stop", "kill9")
@@ -144,14 +144,7 @@ def main():
         print(f"usage: {sys.argv[0]} BUILD {'|'.join(MODES)}", file=sys.stderr)
         return 2
     build, mode = os.path.abspath(sys.argv[1]), sys.argv[2]
-    if os.geteuid() != 0:
-        print(f"SKIPPED: slurm.paper: needs root (uid {os.geteuid()})", flush=True)
-        return SKIP
-    family = mpi_family()
-    if family not in FAMILIES:
-        print(f"SKIPPED: slurm.paper: {os.environ.get('MPIEXEC', 'mpiexec')} is {family or '?'}, "
-              "not MPICH's hydra or Open MPI's mpirun", flush=True)
-        return SKIP
+    family = runnable_family("slurm.paper")
     return run_on_cluster(f"slurm.paper ({mode})", lambda tmp: Cluster(build, tmp, family),
                           lambda c: scenario(c, mode))
 

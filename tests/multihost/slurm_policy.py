@@ -30,17 +30,12 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "testbed"))
 from cluster import Failure, heat2d_plain  # noqa: E402
-from slurm_heat2d import (ENDED, SKIP, mpi_family, poll, run_on_cluster)  # noqa: E402
+from slurm_heat2d import ENDED, poll, run_on_cluster, runnable_family  # noqa: E402
 from slurm_grow import Cluster  # noqa: E402
 
 
 def log(msg):
     print(f"slurm.policy: {msg}", flush=True)
-
-
-def skip(why):
-    print(f"SKIPPED: slurm.policy: {why}", flush=True)
-    sys.exit(SKIP)
 
 
 def wait_event(c, job, pattern, seconds, start=0):
@@ -192,11 +187,8 @@ def main():
         print(f"usage: {sys.argv[0]} BUILD", file=sys.stderr)
         return 2
     build = os.path.abspath(sys.argv[1])
-    if os.geteuid() != 0:
-        skip(f"needs root to make namespace hosts and run slurmd (uid {os.geteuid()})")
-    family = mpi_family()
-    if family != "mpich":
-        skip(f"the launcher is hydra's ssh-style -launcher-exec; this MPI is {family or '?'}")
+    family = runnable_family("slurm.policy", ("mpich",))
+
     def both(c):
         scenario(c)
         time_limit(c)
