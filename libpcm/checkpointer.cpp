@@ -312,6 +312,11 @@ void Checkpointer::write_due(std::int64_t call) {
   const std::string what = id > 0 ? fmt::format("checkpoint {} asked by pcmd", id)
                                   : fmt::format("scheduled checkpoint (PCM_CHECKPOINT_MTBF={})",
                                                 ctx_.settings.checkpoint_mtbf_s);
+  // The interval that made it due (the line says it: a reader can check the gaps against it).
+  const std::string due = id > 0 ? std::string()
+                          : schedule_.interval < 0
+                              ? std::string(" (the first: it measures the cost)")
+                              : fmt::format(" (due after {:.3f} s)", schedule_.interval);
   const double t0 = wtime();
   settle_quietly("before a new version");
   try {
@@ -319,8 +324,8 @@ void Checkpointer::write_due(std::int64_t call) {
     label_ = label;
     at_call_ = call;
     if (ctx_.world.rank() == 0)
-      plog()->info("[rank 0] {}: version of iteration {} {} in {:.3f} s", what, label,
-                   ctx_.settings.checkpoint_async ? "staged" : "written", wtime() - t0);
+      plog()->info("[rank 0] {}: version of iteration {} {} in {:.3f} s{}", what, label,
+                   ctx_.settings.checkpoint_async ? "staged" : "written", wtime() - t0, due);
   } catch (const Error& e) {
     // Agreed (write_version's steps are): the job goes on; pcmd still shows a request. The
     // schedule tries again an interval later (a tenth of the MTBF while no cost is known).

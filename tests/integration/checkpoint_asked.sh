@@ -62,7 +62,7 @@ second=$(field "$job" "max(x['iteration'] for x in v)")
 procs=$(field "$job" "[x['nprocs'] for x in v if x['iteration'] == $second][0]")
 [ "$second" -gt "$first" ] && [ "$procs" = 3 ] ||
   fail "second version $second on $procs processes (expected after $first, on 3)"
-kill -9 -- -"$mpi"
+"$PCM_KILL_TREE" "$mpi"
 wait "$mpi" 2>/dev/null
 "$pcmctl" wait "$job" --ended --timeout 30 >/dev/null || fail "pcmd did not notice that the job died"
 grep -q '^checksum' "$PCM_TEST_DIR/run.out" && fail "the job finished before it was killed"

@@ -4,7 +4,7 @@
 # 2 processes with PCM_CHECKPOINT_LOCAL_DIR, a version every 10 iterations, flush every 3rd, so
 # versions 10 and 30 are also on the shared level and 20 and 40 on the local one only. Rank 0
 # holds its report of version 50 (PCM_TEST_SHARD_HOLD), so 40 stays the newest; the job is killed
-# (its process group). Restarted on 3 processes it reads version 40 from the local level; killed
+# (kill_tree.sh: every process at once). Restarted on 3 processes it reads version 40 from the local level; killed
 # again the same way and restarted with the local directory away, version 40 is refused as out
 # of reach (its shards are on no level left) and it goes on from 30, the last shared one; with
 # the directory back (a host that returns) the next restart reads version 40 again. With it gone
@@ -22,7 +22,7 @@ mkdir -p "$local_dir"
 export PCM_CHECKPOINT_LOCAL_DIR=$local_dir PCM_CHECKPOINT_FLUSH_EVERY=3 PCM_LOG_LEVEL=info
 
 # Runs job on NP processes (PCM_RESTART=RESTART) with rank 0's report of version HELD held (so
-# that version is never made) until `CHECK...` succeeds, then kills it (its own process group)
+# that version is never made) until `CHECK...` succeeds, then kills it (kill_tree.sh)
 # and waits until pcmd has seen it end. WHAT names the moment in a failure.
 held_run() {
   local job=$1 out=$2 held=$3 np=$4 restart=$5 what=$6 hold=$PCM_TEST_DIR/hold.$1
@@ -36,7 +36,7 @@ held_run() {
     kill -0 "$pid" 2>/dev/null || fail "$job ended before $what: $(show "$out")"
     sleep 0.1
   done
-  kill -KILL -- "-$pid" 2>/dev/null
+  "$PCM_KILL_TREE" "$pid"
   wait "$pid" 2>/dev/null
   rm -f "$hold"
   "$pcmctl" wait "$job" --ended --timeout 30 >/dev/null || fail "pcmd did not see $job end"
@@ -46,7 +46,7 @@ has_version() {  # has_version JOB IT: pcmd lists version IT of JOB as valid
   "$pcmctl" checkpoints "$1" --json 2>/dev/null | python3 -c '
 import json, sys
 sys.exit(0 if int(sys.argv[1]) in [v["iteration"] for v in json.load(sys.stdin) if v["valid"]]
-         else 1)' "$2"
+         else 1)' "$2" 2>/dev/null
 }
 
 # Runs the job until version 40 is its newest (50 held), then kills it.

@@ -71,13 +71,12 @@ reshape)
   ;;
 restart)
   job=heat2d-f-restart-$$
-  # setsid: one kill reaches mpiexec and every rank.
   PCM_JOB=$job setsid "$MPIEXEC" -n 2 "$heat/heat2d_pcm_f" "${args[@]}" --layout block-cyclic \
     --block 3 --commit-every 100 --throttle-us 3000 >"$tmp/run.out" 2>&1 </dev/null &
   mpi=$!
   "$pcmctl" wait "$job" --iteration 350 --timeout 120 ||
     fail "the job did not reach iteration 350: $(show "$tmp/run.out")"
-  kill -9 -- -"$mpi"
+  "$PCM_KILL_TREE" "$mpi"
   wait "$mpi" 2>/dev/null
   "$pcmctl" wait "$job" --ended --timeout 30 || fail "pcmd did not notice that the job died"
   grep -q '^checksum' "$tmp/run.out" && fail "the job finished before it was killed"

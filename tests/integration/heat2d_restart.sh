@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# heat2d_restart.sh BUILD — run under with_pcmd.sh. heat2d_pcm commits a version every 100 iterations
-# and is killed with SIGKILL (its whole process group) mid-run; restarted with PCM_RESTART=1 on 1,
-# 2 and 3 processes, it resumes from the newest version and ends with the plain run's checksum.
+# heat2d_restart.sh BUILD — run under with_pcmd.sh. heat2d_pcm commits a version every 100
+# iterations and is killed with SIGKILL (kill_tree.sh: mpiexec, its proxy and every rank at once)
+# mid-run; restarted with PCM_RESTART=1 on 1, 2 and 3 processes, it resumes from the newest version
+# and ends with the plain run's checksum.
 set -uo pipefail
 MPIEXEC=${MPIEXEC:-mpiexec}
 build=$1
@@ -16,7 +17,6 @@ pcm_args=("${args[@]}" --layout block-cyclic --block 3)
 plain=$(timeout 300 "$MPIEXEC" -n 2 "$heat/heat2d_plain" "${args[@]}" | awk '/^checksum/ {print $2}')
 [ -n "$plain" ] || fail "the plain run printed no checksum"
 
-# setsid: the job gets its own process group, so one kill reaches mpiexec, its proxies and ranks.
 PCM_JOB=$job setsid "$MPIEXEC" -n 2 "$heat/heat2d_pcm" "${pcm_args[@]}" --commit-every 100 \
   --throttle-us 3000 >"$PCM_TEST_DIR/run.out" 2>&1 </dev/null &
 mpi=$!
@@ -26,7 +26,7 @@ mpi=$!
 # kill just after a mark of 300 found version 300 not yet made.
 "$pcmctl" wait "$job" --iteration 350 --timeout 120 ||
   fail "the job did not reach iteration 350: $(show "$PCM_TEST_DIR/run.out")"
-kill -9 -- -"$mpi"
+"$PCM_KILL_TREE" "$mpi"
 wait "$mpi" 2>/dev/null
 "$pcmctl" wait "$job" --ended --timeout 30 || fail "pcmd did not notice that the job died"
 grep -q '^checksum' "$PCM_TEST_DIR/run.out" && fail "the job finished before it was killed"

@@ -23,7 +23,7 @@ for t in $(seq "$trials"); do
   python3 -c "import time; time.sleep($((RANDOM % 300)) / 1000)"
   kill -9 "$(cat "$PCM_TEST_DIR/pcmd.pid")"
   # The job loses pcmd (its next commit fails); end it, whatever it is doing.
-  kill -9 -- -"$mpi" 2>/dev/null
+  "$PCM_KILL_TREE" "$mpi" 2>/dev/null
   wait "$mpi" 2>/dev/null
   start_pcmd
   versions=$("$pcmctl" checkpoints "$job" --json) || fail "cannot list versions"

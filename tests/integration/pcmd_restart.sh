@@ -45,11 +45,11 @@ pause() { python3 -c "import time; time.sleep($1 / 1000)"; }
 stop_pcmd TERM
 start_pcmd
 
-# setsid: one kill of the group ends mpiexec and its ranks if the test fails.
+# On a failure the job is killed (kill_tree.sh) with the test.
 PCM_JOB=$job PCM_RECONNECT_MS=60000 setsid "$MPIEXEC" -n 2 "$heat/heat2d_pcm" "${args[@]}" \
   --commit-every 150 --throttle-us 300 >"$out" 2>&1 </dev/null &
 mpi=$!
-trap 'kill -9 -- -$mpi 2>/dev/null' EXIT
+trap '"$PCM_KILL_TREE" $mpi 2>/dev/null' EXIT
 "$pcmctl" wait "$job" --iteration 200 --timeout 120 >/dev/null || fail "the job did not get going"
 
 restart() {  # restart: stops pcmd with a seeded signal after a seeded delay, starts it again

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # restart.sh BUILD — run under with_pcmd.sh. A job commits a version every 10 iterations and is
-# killed with SIGKILL (its whole process group) mid-run; restarted with PCM_RESTART=1 on 1, 2, 3
-# and 4 processes, it resumes from the newest committed version with every element of its
-# distributed array in place. With the newest version corrupted, a restart falls back to the one
-# before; with no valid version, it fails cleanly.
+# killed with SIGKILL (kill_tree.sh: mpiexec, its proxy and every rank at once) mid-run; restarted
+# with PCM_RESTART=1 on 1, 2, 3 and 4 processes, it resumes from the newest committed version with
+# every element of its distributed array in place. With the newest version corrupted, a restart
+# falls back to the one before; with no valid version, it fails cleanly.
 set -uo pipefail
 MPIEXEC=${MPIEXEC:-mpiexec}
 build=$1
@@ -17,7 +17,7 @@ RESHAPE_COMMIT_EVERY=10 PCM_JOB=$job setsid "$MPIEXEC" -n 3 "$prog" "${args[@]}"
   >"$PCM_TEST_DIR/run.out" 2>&1 </dev/null &
 mpi=$!
 "$pcmctl" wait "$job" --iteration 35 --timeout 120 || fail "the job did not reach iteration 35"
-kill -9 -- -"$mpi"  # the whole job: mpiexec, its proxies and every rank
+"$PCM_KILL_TREE" "$mpi"
 wait "$mpi" 2>/dev/null
 "$pcmctl" wait "$job" --ended --timeout 30 || fail "pcmd did not notice that the job died"
 "$pcmctl" status "$job"

@@ -70,7 +70,7 @@ kill)
   mpi=$!
   "$pcmctl" wait "$job" --iteration 3 --timeout 120 >/dev/null || fail "job did not start"
   python3 -c "import random, time; time.sleep(random.random() * 0.5)"
-  kill -9 -- -"$mpi" 2>/dev/null
+  "$PCM_KILL_TREE" "$mpi" 2>/dev/null
   wait "$mpi" 2>/dev/null
   "$pcmctl" wait "$job" --ended --timeout 30 >/dev/null || fail "pcmd did not notice the job died"
   versions=$("$pcmctl" checkpoints "$job" --json) || fail "cannot list versions"

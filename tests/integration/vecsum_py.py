@@ -7,13 +7,13 @@ against the C++ vecsum, whose history of exact sums is the reference.
 compare: vecsum.py, vecsum_plain.py and the C++ vecsum on 2 processes print the same history.
 reshape: vecsum.py on 2 processes through a split (2->3), a merge (3->2) and a migration (pcmctl),
   ends verified, with 3 reconfigurations and the reference history.
-restart: vecsum.py checkpointing every 50 iterations is killed with SIGKILL (its process group),
-  restarted with PCM_RESTART=1 on 3 processes, and ends verified with the reference history.
+restart: vecsum.py checkpointing every 50 iterations is killed with SIGKILL (kill_tree.sh:
+  every process at once), restarted with PCM_RESTART=1 on 3 processes, and ends verified with
+  the reference history.
 Needs PYTHONPATH to hold the pcm package and MPIEXEC the launcher (ctest sets both).
 """
 import os
 import re
-import signal
 import subprocess
 import sys
 
@@ -74,16 +74,22 @@ def start(np_, iters, throttle, every):
     out = open(os.path.join(tmp, "job.out"), "w")
     cmd = [mpiexec, "-n", str(np_), python, os.path.join(examples, "vecsum.py"), N, str(iters),
            "cyclic", str(throttle), str(every)]
-    # setsid: its own process group, so that one kill reaches mpiexec and every rank.
     return subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                             env=dict(os.environ, PCM_JOB=job), start_new_session=True)
+
+
+def kill(proc):
+    """Kills the job's launcher and every process below it at once (with_pcmd.sh's
+    kill_tree.sh: hydra's ranks are not in mpiexec's process group)."""
+    subprocess.run([os.environ["PCM_KILL_TREE"], str(proc.pid)], check=False)
+    proc.wait()
 
 
 def finish(proc, what):
     try:
         rc = proc.wait(timeout=300)
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
+        kill(proc)
         fail(f"{what} did not end within 300 s", open(os.path.join(tmp, "job.out")).read())
     text = open(os.path.join(tmp, "job.out")).read()
     if rc != 0:
@@ -120,8 +126,7 @@ elif mode == "restart":
     ref = reference(iters)
     proc = start(2, iters, 3000, 50)
     ctl("wait", job, "--iteration", "300", "--timeout", "120")
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
+    kill(proc)
     ctl("wait", job, "--ended", "--timeout", "30")
     if re.search(r"^vecsum: ok", open(os.path.join(tmp, "job.out")).read(), re.M):
         fail("the job finished before it was killed")

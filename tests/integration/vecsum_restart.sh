@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # vecsum_restart.sh BUILD — run under with_pcmd.sh. vecsum (the pcm.hpp example) checkpoints every
-# 50 iterations and is killed with SIGKILL (its whole process group) mid-run; restarted with
-# PCM_RESTART=1 on 1 and 3 processes, it resumes from the newest version and verifies exactly.
+# 50 iterations and is killed with SIGKILL (kill_tree.sh: mpiexec, its proxy and every rank at once)
+# mid-run; restarted with PCM_RESTART=1 on 1 and 3 processes, it resumes from the newest version and
+# verifies exactly.
 set -uo pipefail
 MPIEXEC=${MPIEXEC:-mpiexec}
 build=$1
@@ -13,13 +14,12 @@ show() { sed 's/^/  | /' "$1"; }
 n=997
 iters=1000
 
-# setsid: the job gets its own process group, so one kill reaches mpiexec, its proxies and ranks.
 PCM_JOB=$job setsid "$MPIEXEC" -n 2 "$vecsum" $n $iters cyclic 3000 50 >"$PCM_TEST_DIR/run.out" \
   2>&1 </dev/null &
 mpi=$!
 "$pcmctl" wait "$job" --iteration 300 --timeout 120 ||
   fail "the job did not reach iteration 300: $(show "$PCM_TEST_DIR/run.out")"
-kill -9 -- -"$mpi"
+"$PCM_KILL_TREE" "$mpi"
 wait "$mpi" 2>/dev/null
 "$pcmctl" wait "$job" --ended --timeout 30 || fail "pcmd did not notice that the job died"
 grep -q '^vecsum: ok' "$PCM_TEST_DIR/run.out" && fail "the job finished before it was killed"
