@@ -24,48 +24,55 @@ using json = proto::json;
 
 inline constexpr int kMaxRanks = 1 << 20;  // processes of a job, ranks named in a request
 
+// Whose requests a kind is, for pcmd's fence (server.cpp): a job's own processes stamp the run they
+// belong to (register's "incarnation") on every request's envelope; pcmd refuses a kRun request
+// from any other run of the job, and a kLiveRun one (it writes the job's data) also from a run
+// that has ended (failed or finished), so that a process of a failed run cannot write over the
+// next run's versions. A request without the stamp (pcmctl, an older client) is not fenced.
+enum class Fence { kNone, kRun, kLiveRun };
+
 // The table of requests: X(Type, wire name, may come in pieces (and so carries a data frame),
 // always changes the job table (pcmd marks it after the handler; other requests mark their own
-// changes), its reply carries a data frame).
-#define PCM_OPS(X)                                                 \
-  X(Ping, "ping", false, false, false)                             \
-  X(Register, "register", false, false, false)                     \
-  X(Poll, "poll", false, false, false)                             \
-  X(Reconfigured, "reconfigured", false, false, false)             \
-  X(Finished, "finished", false, false, false)                     \
-  X(JobEvent, "job_event", false, true, false)                     \
-  X(JobMove, "job_move", false, true, false)                       \
-  X(Status, "status", false, false, false)                         \
-  X(Profile, "profile", false, false, false)                       \
-  X(Store, "store", true, false, false)                            \
-  X(Load, "load", false, false, true)                              \
-  X(Commit, "commit", false, false, false)                         \
-  X(Checkpoints, "checkpoints", false, false, false)               \
-  X(Verify, "verify", false, false, false)                         \
-  X(Prune, "prune", false, false, false)                           \
-  X(CheckpointRequest, "checkpoint_request", false, true, false)   \
-  X(CheckpointBegin, "checkpoint_begin", false, false, false)      \
-  X(CheckpointCommit, "checkpoint_commit", true, false, false)     \
-  X(CheckpointBad, "checkpoint_bad", false, false, false)          \
-  X(CheckpointManifest, "checkpoint_manifest", false, false, true) \
-  X(ShardPut, "shard_put", true, false, false)                     \
-  X(ShardDone, "shard_done", true, false, false)                   \
-  X(DirectDir, "direct_dir", false, false, false)                  \
-  X(StoreDirect, "store_direct", false, false, false)              \
-  X(Migrate, "migrate", false, false, false)                       \
-  X(Split, "split", false, false, false)                           \
-  X(Merge, "merge", false, false, false)                           \
-  X(Resize, "resize", false, false, false)                         \
-  X(HostAdd, "host_add", false, true, false)                       \
-  X(HostList, "host_list", false, false, false)                    \
-  X(HostDrain, "host_drain", false, true, false)                   \
-  X(HostRemove, "host_remove", false, true, false)                 \
-  X(AgentReport, "agent_report", false, false, false)              \
-  X(AgentLeave, "agent_leave", false, false, false)                \
-  X(Topology, "topology", false, false, false)
+// changes), its reply carries a data frame, its fence).
+#define PCM_OPS(X)                                                               \
+  X(Ping, "ping", false, false, false, Fence::kNone)                             \
+  X(Register, "register", false, false, false, Fence::kNone)                     \
+  X(Poll, "poll", false, false, false, Fence::kRun)                              \
+  X(Reconfigured, "reconfigured", false, false, false, Fence::kRun)              \
+  X(Finished, "finished", false, false, false, Fence::kRun)                      \
+  X(JobEvent, "job_event", false, true, false, Fence::kNone)                     \
+  X(JobMove, "job_move", false, true, false, Fence::kNone)                       \
+  X(Status, "status", false, false, false, Fence::kNone)                         \
+  X(Profile, "profile", false, false, false, Fence::kRun)                        \
+  X(Store, "store", true, false, false, Fence::kLiveRun)                         \
+  X(Load, "load", false, false, true, Fence::kNone)                              \
+  X(Commit, "commit", false, false, false, Fence::kLiveRun)                      \
+  X(Checkpoints, "checkpoints", false, false, false, Fence::kNone)               \
+  X(Verify, "verify", false, false, false, Fence::kNone)                         \
+  X(Prune, "prune", false, false, false, Fence::kNone)                           \
+  X(CheckpointRequest, "checkpoint_request", false, true, false, Fence::kNone)   \
+  X(CheckpointBegin, "checkpoint_begin", false, false, false, Fence::kLiveRun)   \
+  X(CheckpointCommit, "checkpoint_commit", true, false, false, Fence::kLiveRun)  \
+  X(CheckpointBad, "checkpoint_bad", false, false, false, Fence::kRun)           \
+  X(CheckpointManifest, "checkpoint_manifest", false, false, true, Fence::kNone) \
+  X(ShardPut, "shard_put", true, false, false, Fence::kLiveRun)                  \
+  X(ShardDone, "shard_done", true, false, false, Fence::kLiveRun)                \
+  X(DirectDir, "direct_dir", false, false, false, Fence::kLiveRun)               \
+  X(StoreDirect, "store_direct", false, false, false, Fence::kLiveRun)           \
+  X(Migrate, "migrate", false, false, false, Fence::kNone)                       \
+  X(Split, "split", false, false, false, Fence::kNone)                           \
+  X(Merge, "merge", false, false, false, Fence::kNone)                           \
+  X(Resize, "resize", false, false, false, Fence::kNone)                         \
+  X(HostAdd, "host_add", false, true, false, Fence::kNone)                       \
+  X(HostList, "host_list", false, false, false, Fence::kNone)                    \
+  X(HostDrain, "host_drain", false, true, false, Fence::kNone)                   \
+  X(HostRemove, "host_remove", false, true, false, Fence::kNone)                 \
+  X(AgentReport, "agent_report", false, false, false, Fence::kNone)              \
+  X(AgentLeave, "agent_leave", false, false, false, Fence::kNone)                \
+  X(Topology, "topology", false, false, false, Fence::kNone)
 
 enum class Op {
-#define PCM_OP_ENUM(T, name, pieces, changes, replies_data) k##T,
+#define PCM_OP_ENUM(T, name, pieces, changes, replies_data, fence) k##T,
   PCM_OPS(PCM_OP_ENUM)
 #undef PCM_OP_ENUM
 };
@@ -76,15 +83,16 @@ struct OpTraits {
   bool pieces;        // may come in pieces; carries a data frame
   bool changes;       // always changes the job table
   bool replies_data;  // the reply carries a data frame
+  Fence fence;        // whose requests they are (above)
 };
 
-#define PCM_OP_COUNT(T, name, pieces, changes, replies_data) +1
+#define PCM_OP_COUNT(T, name, pieces, changes, replies_data, fence) +1
 inline constexpr std::size_t kOpCount = 0 PCM_OPS(PCM_OP_COUNT);
 #undef PCM_OP_COUNT
 
 inline constexpr std::array<OpTraits, kOpCount> kOps = {{
-#define PCM_OP_ROW(T, name, pieces, changes, replies_data) \
-  {Op::k##T, name, pieces, changes, replies_data},
+#define PCM_OP_ROW(T, name, pieces, changes, replies_data, fence) \
+  {Op::k##T, name, pieces, changes, replies_data, fence},
     PCM_OPS(PCM_OP_ROW)
 #undef PCM_OP_ROW
 }};

@@ -195,6 +195,7 @@ void Checkpointer::write_version(int iteration, double t0) {
   task.token = where.at("token").get<std::string>();
   task.direct = ctx_.settings.checkpoint_direct;
   task.timeout_ms = ctx_.settings.data_timeout_ms;
+  task.incarnation = ctx_.link.incarnation();
   task.fail_for_test = iteration == ctx_.settings.test_fail_iteration &&
                        ctx_.world.rank() == ctx_.settings.test_fail_rank;
   if (iteration == ctx_.settings.test_hold_iteration &&

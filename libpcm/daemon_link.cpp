@@ -101,9 +101,9 @@ int connect_tcp(const std::string& endpoint, int timeout_ms, std::string* why) {
 
 void DaemonLink::watch(const std::string& job, std::int64_t incarnation, const std::string& host,
                        int timeout_ms) {
+  incarnation_ = incarnation;
   if (watch_fd_ >= 0 || !context_) return;
   watch_job_ = job;
-  watch_incarnation_ = incarnation;
   watch_host_ = host;
   watch_timeout_ms_ = timeout_ms;
   if (watch_endpoint_.empty()) {
@@ -158,6 +158,7 @@ Reply DaemonLink::request(const json& header, const void* data, std::size_t size
   if (!context_) fail(PCM_ERR_CONFIG, "no configuration");
   if (reconnect_ms < 0) reconnect_ms = reconnect_ms_;
   json h = header;
+  if (incarnation_ > 0) h["incarnation"] = incarnation_;  // pcmd's fence (ops::Fence)
   while (true) {
     if (!client_) client_.emplace(*context_, endpoint_, secret_, curve_);
     try {
@@ -215,7 +216,7 @@ bool DaemonLink::adopt_config() {
   if (watch_fd_ >= 0) {
     ::close(watch_fd_);  // no bye: the old pcmd (if any is left) may count this process lost
     watch_fd_ = -1;
-    watch(watch_job_, watch_incarnation_, watch_host_, watch_timeout_ms_);
+    watch(watch_job_, incarnation_, watch_host_, watch_timeout_ms_);
   }
   return true;
 }
@@ -234,7 +235,7 @@ bool DaemonLink::reconnect(int within_ms, std::string* why) {
         watch_fd_ = -1;
       }
       if (watch_fd_ < 0 && !watch_job_.empty())
-        watch(watch_job_, watch_incarnation_, watch_host_, watch_timeout_ms_);
+        watch(watch_job_, incarnation_, watch_host_, watch_timeout_ms_);
       return true;
     } catch (const Error& e) {
       *why = e.what();
@@ -313,6 +314,7 @@ std::optional<proto::Command> DaemonLink::poll(const std::string& job, std::int6
     json req = ops::request(poll);
     req["v"] = proto::kVersion;
     req["secret"] = secret_;
+    if (incarnation_ > 0) req["incarnation"] = incarnation_;
     std::string bytes = proto::encode(req);
     if (poller_.send(zmq::message_t(), zmq::send_flags::sndmore | zmq::send_flags::dontwait) &&
         poller_.send(zmq::buffer(bytes), zmq::send_flags::dontwait)) {

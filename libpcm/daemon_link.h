@@ -31,10 +31,14 @@ class DaemonLink {
   // open and idle until close(). Without a watch port in the configuration, or when it cannot be
   // reached within timeout_ms, logs a warning and goes on: the job runs unwatched.
   // incarnation: pcmd's number for this run of the job (register's reply), so that pcmd never
-  // takes a process of an earlier run of the same job name for one of this run.
+  // takes a process of an earlier run of the same job name for one of this run. Every request
+  // from now on carries it too (pcmd's fence: ops::Fence), even when the job runs unwatched.
   void watch(const std::string& job, std::int64_t incarnation, const std::string& host,
              int timeout_ms);
   bool is_open() const { return static_cast<bool>(context_); }
+  // The run watch() named (0: none yet); a second link of the same process stamps it too.
+  std::int64_t incarnation() const { return incarnation_; }
+  void set_incarnation(std::int64_t incarnation) { incarnation_ = incarnation; }
 
   // A request to pcmd; throws pcm::Error as Client::request does (PCM_ERR_CONFIG when closed).
   // If pcmd goes away meanwhile, waits up to reconnect_ms (default: open()'s) for a pcmd and
@@ -95,7 +99,7 @@ class DaemonLink {
   int watch_fd_ = -1;
   // What watch() said, to say it again to a restarted pcmd.
   std::string watch_job_, watch_host_;
-  std::int64_t watch_incarnation_ = 0;
+  std::int64_t incarnation_ = 0;  // stamped on every request (0: none yet)
   int watch_timeout_ms_ = 5000;
 
   zmq::socket_t poller_;  // a DEALER: PCM_Status never waits for pcmd

@@ -34,7 +34,8 @@ struct Settings {
   long test_fail_iteration = -1;
   int test_fail_rank = -1;
   // PCM_TEST_SHARD_HOLD=FILE:ITERATION:RANK, for the tests: that rank reports its shard of that
-  // version to pcmd only once FILE is gone (120 s at most).
+  // version to pcmd only once FILE is gone (120 s at most); it creates FILE.held as it begins to
+  // wait.
   std::string test_hold_file;
   long test_hold_iteration = -1;
   int test_hold_rank = -1;

@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 
 #include "buffer.h"
 #include "config.h"
@@ -28,6 +29,7 @@ void ShardWriter::open_link(const std::string& config_path, int reconnect_ms) {
 
 void ShardWriter::write_and_report(const ShardTask& task) {
   const ShardHeader& h = task.header;
+  link_.set_incarnation(task.incarnation);
   ops::ShardDone done{h.job, h.iteration, h.rank, h.nprocs, std::nullopt, false, std::nullopt};
   std::string record;
   const Outcome wrote = attempt([&] {
@@ -44,10 +46,14 @@ void ShardWriter::write_and_report(const ShardTask& task) {
     record = proto::encode(rec.to_json());
   });
   if (!wrote.ok()) done.error = wrote.msg.substr(0, 1900);
-  for (int i = 0; !task.hold_for_test.empty() && i < 12000; ++i) {
-    struct stat st;
-    if (::stat(task.hold_for_test.c_str(), &st) != 0) break;
-    ::usleep(10000);
+  if (!task.hold_for_test.empty()) {
+    // FILE.held says that the report is held from now on (a test waits for it).
+    std::ofstream(task.hold_for_test + ".held").put('\n');
+    for (int i = 0; i < 12000; ++i) {
+      struct stat st;
+      if (::stat(task.hold_for_test.c_str(), &st) != 0) break;
+      ::usleep(10000);
+    }
   }
   // pcmd learns either way: a version one rank could not write is no version, at once.
   link_.request(ops::request(done), record.data(), record.size(), task.timeout_ms);

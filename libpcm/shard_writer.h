@@ -28,6 +28,7 @@ struct ShardTask {
   std::string dir, token;  // pcmd's temporary directory of the version, and the file that proves it
   bool direct = true;      // write into dir when this process sees it (PCM_CHECKPOINT_DIRECT)
   int timeout_ms = 0;
+  std::int64_t incarnation = 0;   // the job's run, stamped on the writer's requests (ops::Fence)
   bool fail_for_test = false;     // PCM_TEST_SHARD_FAIL named this shard
   std::string hold_for_test;      // PCM_TEST_SHARD_HOLD: report once this file is gone
   std::vector<ShardItem> items;   // pointing into the application's buffers, or into staging

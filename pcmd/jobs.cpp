@@ -79,6 +79,21 @@ Job& JobTable::find(const std::string& name) {
   return it->second;
 }
 
+void JobTable::fence(const std::string& name, long long run, bool writes, const char* op) const {
+  auto it = jobs_.find(name);
+  if (it == jobs_.end()) return;  // the request's handler says so
+  const Job& job = it->second;
+  if (run != job.incarnation)
+    fail(PCM_ERR_REFUSED,
+         "job '{}': '{}' comes from a process of run {} of the job, and run {} is the job's now "
+         "(a process that outlived its run)",
+         name, op, run, job.incarnation);
+  if (writes && job.state != JobState::kRunning)
+    fail(PCM_ERR_REFUSED,
+         "job '{}': run {} has {}; its processes may no longer write the job's data ('{}')", name,
+         run, state_name(job.state), op);
+}
+
 // A job's latest event, also appended to its history (the last kMaxEvents).
 void JobTable::note(Job& job, std::string event) {
   constexpr std::size_t kMaxEvents = 32;

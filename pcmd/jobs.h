@@ -142,6 +142,10 @@ class JobTable {
   const std::map<std::string, Job>& all() const { return jobs_; }
   Job* get(const std::string& name);
   Job& find(const std::string& name);  // refused: unknown job
+  // pcmd's fence (ops::Fence): refuses op, sent by a process of run `run` of the job, unless that
+  // is the job's current run and, for an op that writes the job's data, the run still runs. An
+  // unknown job passes (the handler refuses it).
+  void fence(const std::string& name, long long run, bool writes, const char* op) const;
   // A job's latest event, also appended to its history; a change of the table.
   void note(Job& job, std::string event);
   // A running job fails: its state, why, and the command it leaves undone.

@@ -398,6 +398,7 @@ json Server::handle(const json& req, const void* data, std::size_t size,
       fail(PCM_ERR_REFUSED, "wrong secret (use the one in pcmd's configuration file)");
     }
     const std::optional<ops::Op> kind = ops::from_name(op);
+    if (kind) fence(*kind, req);
     if (req.contains("total")) {
       if (!kind || !ops::traits(*kind).pieces)
         fail(PCM_ERR_ARG, "operation '{}' takes no data in pieces", op);
@@ -414,6 +415,21 @@ json Server::handle(const json& req, const void* data, std::size_t size,
     log_->error("request '{}' failed unexpectedly: {}", op, e.what());
     reply_data.clear();
     return proto::error_reply(PCM_ERR_INTERNAL, std::string("pcmd: ") + e.what());
+  }
+}
+
+// A job's own processes stamp their run on every request ("incarnation", ops::Fence): a request
+// from a process that outlived its run is refused, and said so in the log (a few lines a second).
+void Server::fence(ops::Op op, const json& req) {
+  const ops::Fence f = ops::traits(op).fence;
+  if (f == ops::Fence::kNone || !req.contains("incarnation")) return;
+  const auto run = proto::get_int(req, "incarnation", 1, INT64_MAX);
+  try {
+    jobs_.fence(proto::get_string(req, "job", proto::kMaxName), run, f == ops::Fence::kLiveRun,
+                ops::name(op));
+  } catch (const Error& e) {
+    if (refusals_.allow(*log_)) log_->warn("refused: {}", e.what());
+    throw;
   }
 }
 

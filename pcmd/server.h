@@ -98,6 +98,8 @@ class Server {
   void check_jobs_alive();
   // The watch port's news now (before a poll or a report), and the hosts they make silent.
   void watch_now();
+  // Refuses a request from a process that outlived its run (ops::Fence, JobTable::fence).
+  void fence(ops::Op op, const proto::json& req);
   proto::json dispatch(ops::Op op, const proto::json& req, Payload data,
                        std::vector<char>& reply_data);
   // A piece of a transfer (protocol.h); the last one carries out the request with all the bytes.

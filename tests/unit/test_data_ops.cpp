@@ -251,3 +251,47 @@ TEST(ServerNoSpace, AStoreOnAFullDiskIsNoSpaceAtTheClient) {
     thread.join();
   }
 }
+
+// pcmd's fence (ops::Fence): a request stamped with another run of the job is refused, and one
+// that writes the job's data also once its run has ended; an unstamped one (pcmctl's) is not
+// fenced. (integration.epoch_fence shows it with a surviving rank.)
+TEST_F(ServerTest, EpochFenceRefusesAnotherRunAndAnEndedRunsWrites) {
+  auto reg =
+      client_->request({{"op", "register"}, {"job", "f"}, {"size", 1}, {"hosts", {"localhost"}}});
+  const long long run = reg.header.at("incarnation");
+  const json begin{{"op", "checkpoint_begin"}, {"job", "f"}, {"iteration", 10}};
+  json other = begin;
+  other["incarnation"] = run + 1;
+  EXPECT_EQ(code(other), PCM_ERR_REFUSED);
+  EXPECT_NE(last_error_.find("run " + std::to_string(run) + " is the job's now"), std::string::npos)
+      << last_error_;
+  json poll{{"op", "poll"}, {"job", "f"}, {"iteration", 3}, {"incarnation", run + 1}};
+  EXPECT_EQ(code(poll), PCM_ERR_REFUSED);
+  poll["incarnation"] = run;
+  EXPECT_EQ(code(poll), PCM_SUCCESS) << last_error_;
+  json mine = begin;
+  mine["incarnation"] = run;
+  EXPECT_EQ(code(mine), PCM_SUCCESS) << last_error_;
+  EXPECT_EQ(code(begin), PCM_SUCCESS) << last_error_;
+  EXPECT_EQ(code({{"op", "finished"}, {"job", "f"}, {"iteration", 9}, {"incarnation", run}}),
+            PCM_SUCCESS)
+      << last_error_;
+  // The run has finished: its writes are refused, in pieces too; reads and pcmctl's are not.
+  EXPECT_EQ(code(mine), PCM_ERR_REFUSED);
+  EXPECT_NE(last_error_.find("has finished; its processes may no longer write"), std::string::npos)
+      << last_error_;
+  json store{{"op", "store"}, {"job", "f"}, {"rank", 0},  {"key", "k"},  {"type", 1},
+             {"count", 1},    {"xfer", 1},  {"total", 4}, {"offset", 0}, {"incarnation", run}};
+  EXPECT_EQ(code(store), PCM_ERR_REFUSED);
+  EXPECT_EQ(code({{"op", "checkpoints"}, {"job", "f"}, {"incarnation", run}}), PCM_SUCCESS)
+      << last_error_;
+  EXPECT_EQ(code({{"op", "checkpoints"}, {"job", "f"}, {"incarnation", "x"}}), PCM_SUCCESS)
+      << "not fenced: the stamp is not read";
+  EXPECT_EQ(code({{"op", "shard_done"},
+                  {"job", "f"},
+                  {"iteration", 10},
+                  {"rank", 0},
+                  {"size", 1},
+                  {"incarnation", "x"}}),
+            PCM_ERR_ARG);
+}

@@ -140,7 +140,8 @@ TEST(Ops, NamesAreUniqueAndFoundAgain) {
 }
 
 TEST(Ops, EveryKindRoundTrips) {
-#define PCM_OP_TRIP(T, name, pieces, changes, replies_data) round_trip<ops::T>(ops::Op::k##T);
+#define PCM_OP_TRIP(T, name, pieces, changes, replies_data, fence) \
+  round_trip<ops::T>(ops::Op::k##T);
   PCM_OPS(PCM_OP_TRIP)
 #undef PCM_OP_TRIP
 }
