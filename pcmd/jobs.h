@@ -55,6 +55,8 @@ struct Job {
   Pending pending;
   // A command that waits for more hosts before it can be placed (pcmd --resources slurm:
   // slurm_growth.h): what it is, the Slurm job asked for ("" until Slurm names it), since when.
+  // Kept in the job table: a pcmd started again says that the command was not carried out (the
+  // allocation is cancelled by its sweep).
   struct Allocating {
     std::string text;
     std::string slurm_job;
@@ -62,8 +64,8 @@ struct Job {
   };
   std::optional<Allocating> allocating;
   // A checkpoint asked of the job (pcmctl checkpoint, the policy before a time limit): rank 0's
-  // polls carry its id, and PCM_Adapt writes a version, until one is committed. Not kept on disk:
-  // a pcmd started again has forgotten it.
+  // polls carry its id, and PCM_Adapt writes a version, until one is committed. Kept in the job
+  // table: a pcmd started again asks it again.
   struct CheckpointWanted {
     std::int64_t id = 0;  // milliseconds since the epoch when asked: never reused
     std::string why;
@@ -73,7 +75,7 @@ struct Job {
   // This run of the job is supervised by `pcmctl run` (it said so), which can carry a move out.
   bool supervised = false;
   // A whole job's move to another site (site_moves.h): asked by an operator, carried out by pcmctl
-  // run, kept over the runs that follow (as the events). In memory only.
+  // run, kept over the runs that follow (as the events) and in the job table.
   struct Move {
     std::string site;
     std::string state;  // asked, under way, done, failed

@@ -56,7 +56,34 @@ json job_to_json(const Job& job) {
          {"nonce", job.nonce},
          {"lost", job.liveness.lost}};
   job.put_events(j);
+  // What the job waits for (each with its age; a new pcmd counts it on from there).
+  const auto now = std::chrono::steady_clock::now();
+  const auto age = [&](std::chrono::steady_clock::time_point since) {
+    return std::chrono::duration<double>(now - since).count();
+  };
+  if (job.checkpoint_wanted)
+    j["checkpoint_wanted"] = {{"id", job.checkpoint_wanted->id},
+                              {"why", job.checkpoint_wanted->why},
+                              {"age_s", age(job.checkpoint_wanted->since)}};
+  if (job.allocating)
+    j["allocating"] = {{"text", job.allocating->text},
+                       {"slurm_job", job.allocating->slurm_job},
+                       {"age_s", age(job.allocating->since)}};
+  if (job.move)
+    j["move"] = {{"site", job.move->site},
+                 {"state", job.move->state},
+                 {"text", job.move->text},
+                 {"age_s", age(job.move->since)}};
   return j;
+}
+
+// A time point age_s seconds before now (a negative or absurd age counts as now).
+std::chrono::steady_clock::time_point aged(const json& j,
+                                           std::chrono::steady_clock::time_point now) {
+  const double age = j.at("age_s").get<double>();
+  if (!(age > 0 && age < 1e9)) return now;
+  return now - std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                   std::chrono::duration<double>(age));
 }
 
 Job job_from_json(const json& j, std::chrono::steady_clock::time_point now) {
@@ -95,6 +122,16 @@ Job job_from_json(const json& j, std::chrono::steady_clock::time_point now) {
   job.incarnation = j.at("incarnation").get<long long>();
   job.nonce = j.at("nonce").get<std::string>();
   job.liveness.lost = j.at("lost").get<std::vector<std::string>>();
+  // Absent in the tables of a pcmd before they were kept.
+  if (auto c = j.find("checkpoint_wanted"); c != j.end() && !c->is_null())
+    job.checkpoint_wanted = Job::CheckpointWanted{c->at("id").get<std::int64_t>(),
+                                                  c->at("why").get<std::string>(), aged(*c, now)};
+  if (auto a = j.find("allocating"); a != j.end() && !a->is_null())
+    job.allocating = Job::Allocating{a->at("text").get<std::string>(),
+                                     a->at("slurm_job").get<std::string>(), aged(*a, now)};
+  if (auto m = j.find("move"); m != j.end() && !m->is_null())
+    job.move = Job::Move{m->at("site").get<std::string>(), m->at("state").get<std::string>(),
+                         m->at("text").get<std::string>(), aged(*m, now)};
   job.last_seen = now;  // its processes have the time a reconnection takes
   return job;
 }
@@ -112,6 +149,7 @@ json JobTable::jobs_json() const {
 void JobTable::put_counters(json& t) const {
   t["next_job"] = next_job_;
   t["next_incarnation"] = next_incarnation_;
+  t["last_checkpoint_id"] = last_checkpoint_id_;
 }
 
 std::map<std::string, Job> JobTable::parse_jobs(const json& t) {
@@ -127,8 +165,22 @@ std::map<std::string, Job> JobTable::parse_jobs(const json& t) {
 void JobTable::take_over(std::map<std::string, Job> jobs, const json& t, bool rebooted) {
   next_job_ = std::max(next_job_, t.at("next_job").get<std::int64_t>());
   next_incarnation_ = std::max(next_incarnation_, t.at("next_incarnation").get<long long>());
+  last_checkpoint_id_ =
+      std::max(last_checkpoint_id_, t.value("last_checkpoint_id", std::int64_t{0}));
   jobs_ = std::move(jobs);
   for (auto& [name, job] : jobs_) {
+    // A second allocation being asked for is not asked any more (SlurmGrowth::sweep cancels what
+    // the last pcmd submitted): the command that waited for it is not carried out.
+    if (job.allocating) {
+      note(job, fmt::format("pcmd restarted while {} waited for a Slurm allocation{}: that "
+                            "command is not carried out and the allocation is cancelled; ask again",
+                            job.allocating->text,
+                            job.allocating->slurm_job.empty()
+                                ? std::string()
+                                : fmt::format(" (Slurm job {})", job.allocating->slurm_job)));
+      log_->warn("job {}: {}", name, job.last_event);
+      job.allocating.reset();
+    }
     if (job.state != JobState::kRunning) continue;
     if (rebooted) {
       fail_job(job, "the machine pcmd runs on restarted: the job's processes are gone");

@@ -4,8 +4,9 @@
 # -9 or SIGTERM) and started again on the same configuration file and data directory: on the same
 # port (PORTS=fixed) or on whatever free port it gets (PORTS=any). After each restart pcmctl must
 # reach the job with a command (split, migrate, resize); once pcmd is also killed between a
-# command and its completion. The job must end with the plain run's checksum, pcmd must show it
-# finished with every reconfiguration, and a version committed after the last restart must exist.
+# command and its completion, and once between a checkpoint asked (pcmctl checkpoint) and its
+# writing. The job must end with the plain run's checksum, pcmd must show it finished with every
+# reconfiguration, and a version committed after the last restart must exist.
 set -uo pipefail
 MPIEXEC=${MPIEXEC:-mpiexec}
 build=$1 ports=$2 seed=$3
@@ -78,7 +79,19 @@ n=$((n + 1))
 "$pcmctl" wait "$job" --reconfigurations $n --timeout 120 >/dev/null ||
   fail "a migration under way while pcmd restarted did not complete"
 echo "migrate $job 0 with pcmd restarted meanwhile: done"
+# A checkpoint asked just before pcmd stops is written (the request is in the job table).
+asked=$("$pcmctl" checkpoint "$job" --why "test: across a pcmd restart") || fail "pcmctl checkpoint: $asked"
+id=$(echo "$asked" | sed -n 's/^checkpoint \([0-9]*\) asked: .*/\1/p')
+[ -n "$id" ] || fail "pcmctl checkpoint said: $asked"
 restart
+for ((i = 0; i < 600; i++)); do
+  "$pcmctl" events "$job" | grep -q "checkpoint $id written .* after it was asked" && break
+  kill -0 "$mpi" 2>/dev/null || fail "the job ended before checkpoint $id was written"
+  sleep 0.1
+done
+"$pcmctl" events "$job" | grep -q "checkpoint $id written" ||
+  fail "checkpoint $id, asked before pcmd restarted, was not written: $("$pcmctl" events "$job")"
+echo "checkpoint $id asked before a pcmd restart: written"
 after=$("$pcmctl" status "$job" --json | python3 -c "import json,sys; print(json.load(sys.stdin)['jobs'][0]['iteration'])")
 
 wait "$mpi"

@@ -85,6 +85,26 @@ TEST_F(ServerTest, TheJobTableSurvivesARestart) {
   EXPECT_GT(reg2.header.at("incarnation").get<long long>(), incarnation);
 }
 
+// What a job waits for is in the table too (issue 38 item 2): a checkpoint asked of a running job
+// is asked again by the next pcmd, with its id, until a version is committed.
+TEST_F(ServerTest, PendingStateSurvivesARestart) {
+  register_job("j", 1);
+  auto asked = client_->request({{"op", "checkpoint_request"}, {"job", "j"}, {"why", "test"}});
+  const long long id = asked.header.at("id");
+  stop();
+  start(dir_);
+  auto j = client_->request({{"op", "status"}, {"job", "j"}}).header.at("jobs").at(0);
+  ASSERT_TRUE(j.at("checkpoint_wanted").is_object()) << j.dump();
+  EXPECT_EQ(j.at("checkpoint_wanted").at("id"), id);
+  EXPECT_EQ(j.at("checkpoint_wanted").at("why"), "test");
+  auto p = client_->request({{"op", "poll"}, {"job", "j"}, {"iteration", 5}});
+  EXPECT_EQ(p.header.at("checkpoint"), id) << p.header.dump();
+  // Asked again after the restart: a new id, never one given before.
+  register_job("k", 1);
+  auto again = client_->request({{"op", "checkpoint_request"}, {"job", "k"}});
+  EXPECT_GT(again.header.at("id").get<long long>(), id);
+}
+
 // A reply says the change is on disk: the table file holds it as soon as the reply arrives, so a
 // pcmd killed right after (its table copied as a kill -9 would leave it) still knows it.
 TEST_F(ServerTest, AChangeIsOnDiskBeforeItsReply) {
@@ -122,6 +142,41 @@ TEST_F(ServerTest, ARegistrationSentTwiceIsOneJob) {
   EXPECT_EQ(client_->request(req).header.at("job"), "named");  // not "in use"
   req["nonce"] = "n-4";
   EXPECT_EQ(code(req), PCM_ERR_REFUSED);  // another registration of a running name
+}
+
+// A command that waited for a second Slurm allocation when pcmd stopped is given up by the next
+// pcmd, which says so (its sweep cancels the allocation); a move keeps its state and age.
+TEST(JobTable, AnAllocationAskedForIsGivenUpByTheNextPcmd) {
+  pcm::daemon::Changes changes;
+  auto log = std::make_shared<spdlog::logger>("quiet");
+  pcm::daemon::JobTable before(changes, log, "localhost");
+  pcm::daemon::Job& job = before.all()["j"];
+  job.name = "j";
+  job.size = 1;
+  job.hosts = {"localhost"};
+  const auto now = std::chrono::steady_clock::now();
+  job.allocating = pcm::daemon::Job::Allocating{"split of rank 0 into 2 (1 more slot(s))", "4242",
+                                                now - std::chrono::seconds(3)};
+  job.move = pcm::daemon::Job::Move{"west", "under way", "", now - std::chrono::seconds(7)};
+  json t{{"jobs", before.jobs_json()}};
+  before.put_counters(t);
+  pcm::daemon::JobTable after(changes, log, "localhost");
+  after.take_over(pcm::daemon::JobTable::parse_jobs(t), t, false);
+  const pcm::daemon::Job& j = after.find("j");
+  EXPECT_FALSE(j.allocating);
+  std::string said;
+  for (const auto& e : j.events) said += e.text + "\n";
+  EXPECT_NE(said.find("pcmd restarted while split of rank 0 into 2 (1 more slot(s)) waited for a "
+                      "Slurm allocation (Slurm job 4242): that command is not carried out"),
+            std::string::npos)
+      << said;
+  ASSERT_TRUE(j.move);
+  EXPECT_EQ(j.move->site, "west");
+  EXPECT_EQ(j.move->state, "under way");
+  const double age =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - j.move->since).count();
+  EXPECT_GE(age, 7.0);
+  EXPECT_LT(age, 60.0);
 }
 
 // A table that cannot be used is set aside, and pcmd starts with no job.
