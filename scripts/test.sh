@@ -7,6 +7,9 @@
 # idle; their logs go to <build>/background-*.log. At the end a table gives each part's time.
 # Extra arguments go to ctest (for example -L unit, or -R heat2d), and then only ctest runs;
 # without them the label soak is left out (ctest -L soak in the build directory runs it).
+# Every ctest of the whole run runs two tests at a time (CTEST_PARALLEL_LEVEL, default 2: most
+# tests wait on pcmd, MPI or the namespace hosts more than they compute); the tests of several
+# hosts take turns and the policy's tests run alone (tests/CMakeLists.txt).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 t_start=$(date +%s)
@@ -18,6 +21,7 @@ if [ $# -gt 0 ]; then
   exec ctest --output-on-failure --timeout 900 "$@"
 fi
 
+export CTEST_PARALLEL_LEVEL=${CTEST_PARALLEL_LEVEL:-2}
 times=()
 t_last=$t_start
 # took PART: records the seconds since the previous part ended.
