@@ -287,8 +287,12 @@ std::optional<proto::Command> DaemonLink::poll(const std::string& job, std::int6
       const zmq::message_t head = frames.size() > 1 ? std::move(frames[1]) : zmq::message_t();
       json reply = proto::decode(head.data(), head.size());
       if (!proto::get_bool(reply, "ok", false)) {
-        plog()->warn("[rank 0] pcmd refused a poll: {}",
-                     proto::opt_string(reply, "error", 4096).value_or("?"));
+        // Once a minute at most: a process that outlived its run is refused every poll.
+        if (refused_logged_ms_ == 0 || now - refused_logged_ms_ >= 60000) {
+          refused_logged_ms_ = now;
+          plog()->warn("[rank 0] pcmd refused a poll: {}",
+                       proto::opt_string(reply, "error", 4096).value_or("?"));
+        }
       } else {
         checkpoint_wanted_ = proto::opt_int(reply, "checkpoint", 0, INT64_MAX).value_or(0);
         lost_new_ = proto::opt_string(reply, "lost", 256).value_or("");

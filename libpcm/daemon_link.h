@@ -111,6 +111,7 @@ class DaemonLink {
   std::int64_t poll_sent_ms_ = 0;
   std::int64_t poll_interval_ms_ = 50;
   std::int64_t gone_checked_ms_ = 0;
+  std::int64_t refused_logged_ms_ = 0;  // when a refused poll was last logged
 };
 
 }  // namespace pcm::lib
