@@ -20,17 +20,46 @@ using proto::json;
 namespace {
 // How long a report of a command in flight may follow the end of the old rank 0 (check_alive).
 constexpr auto kRank0Grace = std::chrono::seconds(5);
+
+using Clock = std::chrono::steady_clock;
+
+double age(Clock::time_point since, Clock::time_point now) {
+  return std::chrono::duration<double>(now - since).count();
+}
+// The time point j["seconds"] before now (a negative or absurd age counts as now).
+Clock::time_point aged(const json& j, Clock::time_point now) {
+  const double s = j.at("seconds").get<double>();
+  if (!(s > 0 && s < 1e9)) return now;
+  return now - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+}
 }  // namespace
 
-json move_json(const Job& job) {
-  if (!job.move) return nullptr;
-  return json{
-      {"site", job.move->site},
-      {"state", job.move->state},
-      {"text", job.move->text},
-      {"seconds",
-       std::chrono::duration<double>(std::chrono::steady_clock::now() - job.move->since).count()}};
+json Job::Allocating::to_json(Clock::time_point now) const {
+  return json{{"text", text},
+              {"slurm_job", slurm_job.empty() ? json(nullptr) : json(slurm_job)},
+              {"seconds", age(since, now)}};
 }
+Job::Allocating Job::Allocating::from_json(const json& j, Clock::time_point now) {
+  const json& id = j.at("slurm_job");
+  return {j.at("text").get<std::string>(), id.is_null() ? "" : id.get<std::string>(), aged(j, now)};
+}
+
+json Job::CheckpointWanted::to_json(Clock::time_point now) const {
+  return json{{"id", id}, {"why", why}, {"seconds", age(since, now)}};
+}
+Job::CheckpointWanted Job::CheckpointWanted::from_json(const json& j, Clock::time_point now) {
+  return {j.at("id").get<std::int64_t>(), j.at("why").get<std::string>(), aged(j, now)};
+}
+
+json Job::Move::to_json(Clock::time_point now) const {
+  return json{{"site", site}, {"state", state}, {"text", text}, {"seconds", age(since, now)}};
+}
+Job::Move Job::Move::from_json(const json& j, Clock::time_point now) {
+  return {j.at("site").get<std::string>(), j.at("state").get<std::string>(),
+          j.at("text").get<std::string>(), aged(j, now)};
+}
+
+json move_json(const Job& job) { return job.move ? job.move->to_json(Clock::now()) : json(); }
 
 const char* state_name(JobState state) {
   switch (state) {
@@ -486,21 +515,9 @@ json JobTable::job_json(const Job& job) const {
   job.put_events(j);
   j["supervised"] = job.supervised;
   j["move"] = move_json(job);
-  if (job.allocating)
-    j["allocating"] = {
-        {"text", job.allocating->text},
-        {"slurm_job",
-         job.allocating->slurm_job.empty() ? json(nullptr) : json(job.allocating->slurm_job)},
-        {"seconds",
-         std::chrono::duration<double>(std::chrono::steady_clock::now() - job.allocating->since)
-             .count()}};
-  if (job.checkpoint_wanted)
-    j["checkpoint_wanted"] = {
-        {"id", job.checkpoint_wanted->id},
-        {"why", job.checkpoint_wanted->why},
-        {"seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                                  job.checkpoint_wanted->since)
-                        .count()}};
+  const auto now = Clock::now();
+  if (job.allocating) j["allocating"] = job.allocating->to_json(now);
+  if (job.checkpoint_wanted) j["checkpoint_wanted"] = job.checkpoint_wanted->to_json(now);
   if (job.pending.command) {
     j["pending"] = job.pending.command->to_json();
     j["pending"]["delivered"] = job.pending.delivered;

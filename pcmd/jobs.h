@@ -61,6 +61,9 @@ struct Job {
     std::string text;
     std::string slurm_job;
     std::chrono::steady_clock::time_point since;
+    // As status shows it and the job table keeps it, its age as "seconds" (now: the clock's).
+    nlohmann::json to_json(std::chrono::steady_clock::time_point now) const;
+    static Allocating from_json(const nlohmann::json& j, std::chrono::steady_clock::time_point now);
   };
   std::optional<Allocating> allocating;
   // A checkpoint asked of the job (pcmctl checkpoint, the policy before a time limit): rank 0's
@@ -70,6 +73,10 @@ struct Job {
     std::int64_t id = 0;  // milliseconds since the epoch when asked: never reused
     std::string why;
     std::chrono::steady_clock::time_point since;
+    // As status shows it and the job table keeps it, its age as "seconds" (now: the clock's).
+    nlohmann::json to_json(std::chrono::steady_clock::time_point now) const;
+    static CheckpointWanted from_json(const nlohmann::json& j,
+                                      std::chrono::steady_clock::time_point now);
   };
   std::optional<CheckpointWanted> checkpoint_wanted;
   // This run of the job is supervised by `pcmctl run` (it said so), which can carry a move out.
@@ -81,6 +88,9 @@ struct Job {
     std::string state;  // asked, under way, done, failed
     std::string text;   // done, failed: what happened
     std::chrono::steady_clock::time_point since;
+    // As status shows it and the job table keeps it, its age as "seconds" (now: the clock's).
+    nlohmann::json to_json(std::chrono::steady_clock::time_point now) const;
+    static Move from_json(const nlohmann::json& j, std::chrono::steady_clock::time_point now);
   };
   std::optional<Move> move;
   // Checkpoints PCM_Adapt schedules itself (PCM_CHECKPOINT_MTBF), as rank 0's polls report them:

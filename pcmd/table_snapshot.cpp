@@ -56,34 +56,12 @@ json job_to_json(const Job& job) {
          {"nonce", job.nonce},
          {"lost", job.liveness.lost}};
   job.put_events(j);
-  // What the job waits for (each with its age; a new pcmd counts it on from there).
+  // What the job waits for, as status shows it (with its age: a new pcmd counts on from there).
   const auto now = std::chrono::steady_clock::now();
-  const auto age = [&](std::chrono::steady_clock::time_point since) {
-    return std::chrono::duration<double>(now - since).count();
-  };
-  if (job.checkpoint_wanted)
-    j["checkpoint_wanted"] = {{"id", job.checkpoint_wanted->id},
-                              {"why", job.checkpoint_wanted->why},
-                              {"age_s", age(job.checkpoint_wanted->since)}};
-  if (job.allocating)
-    j["allocating"] = {{"text", job.allocating->text},
-                       {"slurm_job", job.allocating->slurm_job},
-                       {"age_s", age(job.allocating->since)}};
-  if (job.move)
-    j["move"] = {{"site", job.move->site},
-                 {"state", job.move->state},
-                 {"text", job.move->text},
-                 {"age_s", age(job.move->since)}};
+  if (job.checkpoint_wanted) j["checkpoint_wanted"] = job.checkpoint_wanted->to_json(now);
+  if (job.allocating) j["allocating"] = job.allocating->to_json(now);
+  if (job.move) j["move"] = job.move->to_json(now);
   return j;
-}
-
-// A time point age_s seconds before now (a negative or absurd age counts as now).
-std::chrono::steady_clock::time_point aged(const json& j,
-                                           std::chrono::steady_clock::time_point now) {
-  const double age = j.at("age_s").get<double>();
-  if (!(age > 0 && age < 1e9)) return now;
-  return now - std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                   std::chrono::duration<double>(age));
 }
 
 Job job_from_json(const json& j, std::chrono::steady_clock::time_point now) {
@@ -124,14 +102,11 @@ Job job_from_json(const json& j, std::chrono::steady_clock::time_point now) {
   job.liveness.lost = j.at("lost").get<std::vector<std::string>>();
   // Absent in the tables of a pcmd before they were kept.
   if (auto c = j.find("checkpoint_wanted"); c != j.end() && !c->is_null())
-    job.checkpoint_wanted = Job::CheckpointWanted{c->at("id").get<std::int64_t>(),
-                                                  c->at("why").get<std::string>(), aged(*c, now)};
+    job.checkpoint_wanted = Job::CheckpointWanted::from_json(*c, now);
   if (auto a = j.find("allocating"); a != j.end() && !a->is_null())
-    job.allocating = Job::Allocating{a->at("text").get<std::string>(),
-                                     a->at("slurm_job").get<std::string>(), aged(*a, now)};
+    job.allocating = Job::Allocating::from_json(*a, now);
   if (auto m = j.find("move"); m != j.end() && !m->is_null())
-    job.move = Job::Move{m->at("site").get<std::string>(), m->at("state").get<std::string>(),
-                         m->at("text").get<std::string>(), aged(*m, now)};
+    job.move = Job::Move::from_json(*m, now);
   job.last_seen = now;  // its processes have the time a reconnection takes
   return job;
 }
