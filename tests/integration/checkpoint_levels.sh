@@ -11,12 +11,8 @@
 # for good the job finishes from 30. Every finished run has the plain run's checksum; a restart
 # without PCM_CHECKPOINT_LOCAL_DIR is refused, naming it.
 set -uo pipefail
-mpiexec=$1 pcmctl=$2 heat=$3 plain=$4
-fail() { echo "checkpoint_levels: FAIL: $*" >&2; exit 1; }
-show() { sed 's/^/  | /' "$1" | tail -40; }
-args=(--nx 64 --ny 48 --iters 90 --commit-every 10)
-want=$("$mpiexec" -n 2 "$plain" "${args[@]}" | sed -n 's/^checksum //p')
-[ -n "$want" ] || fail "the plain run printed no checksum"
+# shellcheck source=tests/integration/small_heat2d.sh
+source "$(dirname "$0")/small_heat2d.sh" "$@"
 local_dir=$PCM_TEST_DIR/local
 mkdir -p "$local_dir"
 export PCM_CHECKPOINT_LOCAL_DIR=$local_dir PCM_CHECKPOINT_FLUSH_EVERY=3 PCM_LOG_LEVEL=info

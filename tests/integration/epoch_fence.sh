@@ -15,12 +15,8 @@
 #     before the hold is lifted: the old rank 0's report is refused ("run N+1 is the job's now")
 #     and the new run's versions are its own; it finishes with the plain checksum.
 set -uo pipefail
-mpiexec=$1 pcmctl=$2 heat=$3 plain=$4
-fail() { echo "epoch_fence: FAIL: $*" >&2; exit 1; }
-show() { sed 's/^/  | /' "$1" | tail -30; }
-args=(--nx 64 --ny 48 --iters 90 --commit-every 10)
-want=$("$mpiexec" -n 2 "$plain" "${args[@]}" | sed -n 's/^checksum //p')
-[ -n "$want" ] || fail "the plain run printed no checksum"
+# shellcheck source=tests/integration/small_heat2d.sh
+source "$(dirname "$0")/small_heat2d.sh" "$@"
 # The output is read whole (split_rollback.sh says why).
 version=$("$mpiexec" --version 2>&1 || true)
 if [[ $version != *HYDRA* ]]; then
