@@ -113,6 +113,11 @@ Register Register::from_json(const json& j) {
   r.executable = opt_string(j, "executable", 4096);
   if (auto pid = opt_int(j, "pid", 0, INT32_MAX)) r.pid = static_cast<long>(*pid);
   r.placement = opt_string(j, "placement", 32);
+  r.reshape = opt_string(j, "reshape", 16);
+  if (r.reshape && *r.reshape != "spawn" && *r.reshape != "restart" && *r.reshape != "auto")
+    fail(PCM_ERR_ARG, "reshape must be spawn, restart or auto");
+  r.reshaped_command = opt_int(j, "reshaped_command", 1, INT64_MAX);
+  r.supervised = get_bool(j, "supervised", false);
   return r;
 }
 json Register::to_json() const {
@@ -122,6 +127,9 @@ json Register::to_json() const {
   put(j, "executable", executable);
   put(j, "pid", pid);
   put(j, "placement", placement);
+  put(j, "reshape", reshape);
+  put(j, "reshaped_command", reshaped_command);
+  if (supervised) j["supervised"] = true;
   return j;
 }
 
@@ -187,8 +195,10 @@ JobMove JobMove::from_json(const json& j) {
   r.job = job_of(j);
   r.action = opt_string(j, "action", 16).value_or("ask");
   if (r.action != "ask" && r.action != "supervise" && r.action != "begin" && r.action != "done" &&
-      r.action != "failed")
-    fail(PCM_ERR_ARG, "field \"action\" must be ask, supervise, begin, done or failed");
+      r.action != "failed" && r.action != "reshape_failed" && r.action != "reshape_stop")
+    fail(PCM_ERR_ARG,
+         "field \"action\" must be ask, supervise, begin, done, failed, "
+         "reshape_stop or reshape_failed");
   if (r.action == "ask" || j.contains("site")) r.site = site_of(j);
   r.text = opt_string(j, "text", 2000);
   return r;

@@ -122,6 +122,15 @@ struct Register {
   std::optional<std::string> executable;
   std::optional<long> pid;  // rank 0's
   std::optional<std::string> placement;
+  // How the job reshapes (PCM_RESHAPE): "spawn" (live, MPI_Comm_spawn; the default), "restart"
+  // (the world cannot spawn: pcmctl run carries each command out by a version, a stop and a
+  // relaunch at the new count) or "auto" (live, and by a restart where a spawn fails or hangs).
+  std::optional<std::string> reshape;
+  // This run is the relaunch of a restart reshape: the command it carries out (pcmctl run sets
+  // PCM_RESHAPED_COMMAND).
+  std::optional<std::int64_t> reshaped_command;
+  // Started by pcmctl run (PCM_SUPERVISED=1): supervised from its registration on.
+  bool supervised = false;
   static Register from_json(const json& j);
   json to_json() const;
 };
@@ -185,7 +194,10 @@ struct JobEvent {
 struct JobMove {
   static constexpr Op kOp = Op::kJobMove;
   std::string job;
-  std::string action = "ask";       // ask, supervise, begin, done, failed
+  // ask, supervise, begin, done, failed; for a job that reshapes by restart: reshape_stop,
+  // pcmctl run ends the run to carry its pending command out; reshape_failed, it could not
+  // (text: why), and the job goes on as it was.
+  std::string action = "ask";
   std::optional<std::string> site;  // ask: required
   std::optional<std::string> text;  // done, failed: what happened
   static JobMove from_json(const json& j);

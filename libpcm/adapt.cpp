@@ -70,6 +70,11 @@ int Runtime::adapt(MPI_Comm* comm) {
   const int s = status(*comm);
   if (s == PCM_NONE) {
     if (checkpointer_.due() && resumed_) checkpointer_.write_due(life_.iteration);
+    if (reshaped_by_restart_ && resumed_) {  // every rank has the same environment
+      reshaped_by_restart_ = false;
+      *comm = world_.comm();
+      return PCM_RESHAPED;
+    }
     return PCM_NONE;
   }
   if (!resumed_) fail(PCM_ERR_STATE, "call PCM_Resume before PCM_Adapt");

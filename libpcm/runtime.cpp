@@ -58,6 +58,7 @@ int Runtime::mpi_pcm_init(int* argc, char*** argv) {
   Outcome setup = attempt([&] {
     const Config config = read_config(default_config_path());
     settings_ = Settings::from_env();
+    reshaped_by_restart_ = settings_.reshaped_command > 0;
     world_.parking.split_leaves = settings_.retire_leave >= 0
                                       ? settings_.retire_leave == 1
                                       : Retirement::mpi_lets_spawners_leave();
@@ -136,6 +137,9 @@ int Runtime::init(MPI_Comm* comm) {
       if (!req.job) fail(PCM_ERR_ARG, "PCM_RESTART=1 needs PCM_JOB, the job's name");
       req.restart = true;
     }
+    if (settings_.reshape != "spawn") req.reshape = settings_.reshape;
+    if (settings_.reshaped_command > 0) req.reshaped_command = settings_.reshaped_command;
+    req.supervised = settings_.supervised;
     // A restart waits while pcmd verifies the newest version (every byte's checksum): that
     // grows with the data, like a store or a load. pcmd has answered a ping already.
     auto reply =

@@ -131,6 +131,9 @@ class Runtime {
   // The register-once layer.
   Registry registry_;
   bool resumed_ = false;
+  // This run is the relaunch of a restart reshape (PCM_RESHAPED_COMMAND): the first PCM_Adapt
+  // after PCM_Resume returns PCM_RESHAPED, as after a live reshape.
+  bool reshaped_by_restart_ = false;
 
   // What the owners below work in (context.h): references to the members above.
   Context ctx_{settings_, link_, life_.job, world_, registry_, restart_};

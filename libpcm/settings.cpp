@@ -1,6 +1,7 @@
 // settings.cpp — reading libpcm's PCM_* environment variables (see settings.h).
 #include "settings.h"
 
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -73,6 +74,13 @@ Settings Settings::from_env() {
   if (const char* name = std::getenv("PCM_JOB")) s.job = name;
   if (const char* r = std::getenv("PCM_RESTART")) s.restart = std::string(r) == "1";
   if (const char* p = std::getenv("PCM_PLACEMENT")) s.placement = p;
+  if (const char* m = std::getenv("PCM_RESHAPE"); m && *m) {
+    s.reshape = m;
+    if (s.reshape != "spawn" && s.reshape != "restart" && s.reshape != "auto")
+      fail(PCM_ERR_ARG, "PCM_RESHAPE={} is not spawn, restart or auto", m);
+  }
+  s.reshaped_command = env_long("PCM_RESHAPED_COMMAND", 0, 0, LONG_MAX);
+  s.supervised = env_long("PCM_SUPERVISED", 0, 0, 1) == 1;
   return s;
 }
 

@@ -62,6 +62,16 @@ struct Settings {
   // PCM_JOB and PCM_RESTART (=1) as given; PCM_Init checks them on rank 0 and agrees.
   std::string job;
   bool restart = false;
+  // PCM_RESHAPE: spawn (the default: reconfigurations spawn, MPI_Comm_spawn), restart (this MPI or
+  // launcher cannot spawn: pcmd hands the job no command, and pcmctl run carries each out by a
+  // version, a stop and a relaunch at the new count) or auto (as spawn; told to pcmd, whose
+  // pcmctl run then finishes a command whose spawn hung by a restart).
+  std::string reshape = "spawn";
+  // PCM_RESHAPED_COMMAND, set by pcmctl run: this run is the relaunch of a restart reshape that
+  // carries out that command (0: none); its first PCM_Adapt returns PCM_RESHAPED.
+  long long reshaped_command = 0;
+  // PCM_SUPERVISED=1, set by pcmctl run: the job is supervised from its registration on.
+  bool supervised = false;
   // PCM_PLACEMENT: the job's placement strategy for the processes pcmd places later, as given
   // ("" when unset); pcmd checks it.
   std::string placement;

@@ -1,10 +1,18 @@
-// move.cpp — a whole job's move to another site (issue 26): `pcmctl move JOB --site B`
-// asks pcmd, which records it; `pcmctl run`, which launches the job, sees it in the job's status,
-// asks the job for a checkpoint, waits until that version is committed, ends the run's launcher
-// (its process group) and relaunches the job from that version (PCM_RESTART=1) on the site's
-// hosts, through the site's launcher prefix and with its configuration file. Each step is timed
-// in the job's events; a move that cannot be carried out leaves the job where it was (before the
-// stop) or relaunches it there (after). docs/ops/sites.md.
+// move.cpp — `pcmctl run` stops a whole job and relaunches it elsewhere or otherwise:
+// - A move to another site (issue 26): `pcmctl move JOB --site B` asks pcmd, which records it;
+//   `pcmctl run`, which launches the job, sees it in the job's status, asks the job for a
+//   checkpoint, waits until that version is committed, ends the run's launcher (its process
+//   group) and relaunches the job from that version (PCM_RESTART=1) on the site's hosts, through
+//   the site's launcher prefix and with its configuration file. A move that cannot be carried
+//   out leaves the job where it was (before the stop) or relaunches it there (after).
+//   docs/ops/sites.md.
+// - A restart reshape (issue 36): a job whose processes said PCM_RESHAPE=restart is never handed
+//   its commands by pcmd; `pcmctl run` sees the pending command in the job's status and carries
+//   it out the same way, relaunching on the command's world (its size, and with --on-inventory
+//   its hosts) with PCM_RESHAPED_COMMAND set: pcmd counts the command done when the new run
+//   registers, and the new run's first PCM_Adapt returns PCM_RESHAPED.
+//   docs/user/restart-reshape.md.
+// Each step is timed in the job's events.
 #include <fmt/format.h>
 #include <sys/wait.h>
 
@@ -74,6 +82,63 @@ void Supervisor::move_failed(const std::string& why) {
   moving_.reset();
 }
 
+Supervisor::MoveStep Supervisor::checkpoint_and_stop(pid_t pid, const std::string& reason,
+                                                     int* status, std::string* why,
+                                                     std::int64_t* id,
+                                                     Clock::time_point* checkpointed,
+                                                     std::int64_t reshape_command) {
+  try {
+    *id = pcmd_.request(req_checkpoint(o_.job, reason)).at("id").get<std::int64_t>();
+  } catch (const std::exception& e) {
+    *why = fmt::format("the checkpoint could not be asked ({})", e.what());
+    return MoveStep::kStayed;
+  }
+  // The version must be committed before the run is stopped: until then the job goes on.
+  const auto until = Clock::now() + std::chrono::seconds(o_.move_timeout_s);
+  for (;;) {
+    if (::waitpid(pid, status, WNOHANG) == pid) {
+      *why = "the run ended before its checkpoint was written";
+      return MoveStep::kEnded;
+    }
+    if (pending_signal()) {
+      *why = "pcmctl run was interrupted";
+      return MoveStep::kStayed;
+    }
+    const json s = job_status(pcmd_, o_.job);
+    if (s.is_object() && s.value("state", "") != "running") {
+      *why =
+          fmt::format("the run became {} before its checkpoint was written", s.value("state", "?"));
+      return MoveStep::kStayed;
+    }
+    if (s.is_object() && has_event(s, fmt::format("checkpoint {} written", *id))) break;
+    if (Clock::now() > until) {
+      *why = fmt::format("checkpoint {} was not written within {} s (--move-timeout-s)", *id,
+                         o_.move_timeout_s);
+      return MoveStep::kStayed;
+    }
+    pause_ms(20);
+  }
+  *checkpointed = Clock::now();
+  if (reshape_command > 0) {
+    try {
+      pcmd_.request(ops::request(ops::JobMove{o_.job, "reshape_stop", std::nullopt, std::nullopt}));
+    } catch (const std::exception& e) {
+      *why = fmt::format("pcmd did not take the stop ({})", e.what());
+      return MoveStep::kStayed;
+    }
+    end_group(pid, 3);
+    return MoveStep::kMoved;
+  }
+  end_group(pid, 3);
+  // pcmd must have seen the run end before the relaunch takes the name over (bounded).
+  for (int i = 0; i < 200; ++i) {
+    const json s = job_status(pcmd_, o_.job);
+    if (!s.is_object() || s.value("state", "") != "running") break;
+    pause_ms(20);
+  }
+  return MoveStep::kMoved;
+}
+
 Supervisor::MoveStep Supervisor::move(pid_t pid, const json& j, int* status) {
   const json& m = j.at("move");
   Moving mv;
@@ -88,47 +153,16 @@ Supervisor::MoveStep Supervisor::move(pid_t pid, const json& j, int* status) {
   tell(
       pcmd_, o_.job, "begin", v.to,
       fmt::format("move to site {}: taken by pcmctl run (checkpoint, stop, relaunch there)", v.to));
+  std::string why;
   std::int64_t id = 0;
-  try {
-    id = pcmd_.request(req_checkpoint(o_.job, "move to site " + v.to)).at("id").get<std::int64_t>();
-  } catch (const std::exception& e) {
-    move_failed(fmt::format("the checkpoint could not be asked ({}); the job goes on", e.what()));
-    return MoveStep::kStayed;
-  }
-  // The version must be committed before the run is stopped: until then the job goes on.
-  const auto until = Clock::now() + std::chrono::seconds(o_.move_timeout_s);
-  for (;;) {
-    if (::waitpid(pid, status, WNOHANG) == pid) {
-      move_failed("the run ended before its checkpoint was written");
-      return MoveStep::kEnded;
-    }
-    if (pending_signal()) {
-      move_failed("pcmctl run was interrupted");
-      return MoveStep::kStayed;
-    }
-    const json s = job_status(pcmd_, o_.job);
-    if (s.is_object() && s.value("state", "") != "running") {
-      move_failed(fmt::format("the run became {} before its checkpoint was written",
-                              s.value("state", "?")));
-      return MoveStep::kStayed;
-    }
-    if (s.is_object() && has_event(s, fmt::format("checkpoint {} written", id))) break;
-    if (Clock::now() > until) {
-      move_failed(
-          fmt::format("checkpoint {} was not written within {} s (--move-timeout-s); "
-                      "the job goes on in {}",
-                      id, o_.move_timeout_s, v.from.empty() ? "place" : "site " + v.from));
-      return MoveStep::kStayed;
-    }
-    pause_ms(20);
-  }
-  v.checkpointed = Clock::now();
-  end_group(pid, 3);
-  // pcmd must have seen the run end before the relaunch takes the name over (bounded).
-  for (int i = 0; i < 200; ++i) {
-    const json s = job_status(pcmd_, o_.job);
-    if (!s.is_object() || s.value("state", "") != "running") break;
-    pause_ms(20);
+  const MoveStep step =
+      checkpoint_and_stop(pid, "move to site " + v.to, status, &why, &id, &v.checkpointed);
+  if (step != MoveStep::kMoved) {
+    move_failed(step == MoveStep::kEnded
+                    ? why
+                    : fmt::format("{}; the job goes on in {}", why,
+                                  v.from.empty() ? "place" : "site " + v.from));
+    return step;
   }
   v.stopped = Clock::now();
   detected_.reset();  // the next run is no recovery
@@ -214,6 +248,101 @@ int move_job(Connection& pcmd, const MoveOptions& o) {
   std::cerr << "pcmctl: the move of job '" << o.job << "' did not end within " << o.wait_s
             << " s\n";
   return 1;
+}
+
+// ---- restart reshapes ------------------------------------------------------------------------
+
+namespace {
+
+// Ranks' hosts in order ("a","a","b") as hydra's and mpirun's host list ("a:2,b:1").
+std::string host_slots(const std::vector<std::string>& by_rank) {
+  std::string out;
+  for (std::size_t i = 0; i < by_rank.size();) {
+    std::size_t k = i;
+    while (k < by_rank.size() && by_rank[k] == by_rank[i]) ++k;
+    out += fmt::format("{}{}:{}", out.empty() ? "" : ",", by_rank[i], k - i);
+    i = k;
+  }
+  return out;
+}
+
+}  // namespace
+
+bool Supervisor::reshape_asked(const json& j) {
+  if (j.value("reshape", "") != "restart") return false;
+  const auto p = j.find("pending");
+  return p != j.end() && p->is_object() && p->value("id", 0L) > 0;
+}
+
+void Supervisor::reshape_failed(std::int64_t command, const std::string& why) {
+  std::cerr << "pcmctl run: restart reshape of command " << command << ": " << why << "\n";
+  try {
+    pcmd_.request(
+        ops::request(ops::JobMove{o_.job, "reshape_failed", std::nullopt, why.substr(0, 1900)}));
+  } catch (const std::exception& e) {
+    std::cerr << "pcmctl run: pcmd did not take the reshape's failure: " << e.what() << "\n";
+  }
+  reshaping_.reset();
+}
+
+Supervisor::MoveStep Supervisor::restart_reshape(pid_t pid, const json& j, int* status) {
+  const json& c = j.at("pending");
+  Reshaping r;
+  r.command = c.value("id", 0L);
+  r.what = c.value("text", "command");
+  r.from_np = np_;
+  r.from_hosts = hosts_;
+  r.asked = Clock::now();
+  const int size = c.value("size", 0);
+  const auto hosts = c.value("hosts", std::vector<std::string>());
+  if (size < 1 || (o_.on_inventory && hosts.size() != static_cast<std::size_t>(size))) {
+    reshape_failed(r.command, fmt::format("the command's world ({} processes, {} hosts) cannot be "
+                                          "launched",
+                                          size, hosts.size()));
+    return MoveStep::kStayed;
+  }
+  reshaping_ = r;
+  event(pcmd_, o_.job,
+        fmt::format("{} (command {}): a restart reshape (PCM_RESHAPE=restart): checkpoint, stop, "
+                    "relaunch on {} processes",
+                    r.what, r.command, size));
+  std::string why;
+  std::int64_t id = 0;
+  const MoveStep step = checkpoint_and_stop(pid, r.what + " by a restart reshape", status, &why,
+                                            &id, &reshaping_->checkpointed, r.command);
+  if (step != MoveStep::kMoved) {
+    reshape_failed(r.command, step == MoveStep::kEnded ? why : why + "; the job goes on as it was");
+    return step;
+  }
+  reshaping_->stopped = Clock::now();
+  detected_.reset();  // the next run is no recovery
+  restart_ = true;
+  np_ = target_np_ = size;
+  if (o_.on_inventory) hosts_ = host_slots(hosts);
+  reshaped_command_ = r.command;
+  event(pcmd_, o_.job,
+        fmt::format("{} (command {}): checkpoint {} written {:.2f} s after it was taken; the run "
+                    "on {} processes stopped {:.2f} s later; relaunching on {}{}",
+                    r.what, r.command, id, seconds_between(r.asked, reshaping_->checkpointed),
+                    r.from_np, seconds_between(reshaping_->checkpointed, reshaping_->stopped), np_,
+                    hosts_.empty() ? "" : " (" + hosts_ + ")"));
+  return MoveStep::kMoved;
+}
+
+void Supervisor::reshape_resumed(const json& j) {
+  const std::string state = j.value("state", "");
+  if (!reshaping_ || !(state == "finished" || (state == "running" && j.value("iteration", 0L) > 0)))
+    return;
+  const Reshaping& r = *reshaping_;
+  event(pcmd_, o_.job,
+        fmt::format("restart reshape of command {} done: iterating again {:.2f} s after it was "
+                    "taken (checkpoint {:.2f} s, stop {:.2f} s, relaunch until iterating {:.2f} s; "
+                    "{} processes then, {} now)",
+                    r.command, seconds_between(r.asked, Clock::now()),
+                    seconds_between(r.asked, r.checkpointed),
+                    seconds_between(r.checkpointed, r.stopped),
+                    seconds_between(r.stopped, Clock::now()), r.from_np, np_));
+  reshaping_.reset();
 }
 
 }  // namespace pcm::ctl

@@ -18,6 +18,7 @@
 #include <cstring>
 #include <iostream>
 #include <optional>
+#include <utility>
 
 #include "error.h"
 #include "ops.h"
@@ -57,12 +58,14 @@ struct Placement {
 // PCM_JOB set, PCM_RESTART as asked; in a site, after its prefix and with its PCM_CONFIG (given
 // through env(1), which a prefix such as ssh passes on).
 pid_t launch(const RunOptions& o, int np, const std::string& hosts, bool restart,
-             const SiteLaunch& site) {
+             long long reshaped_command, const SiteLaunch& site) {
+  const std::string reshaped = std::to_string(reshaped_command);
   std::vector<std::string> args = site.prefix;
   if (!site.prefix.empty()) {
-    args.insert(args.end(), {"env", "PCM_JOB=" + o.job});
+    args.insert(args.end(), {"env", "PCM_JOB=" + o.job, "PCM_SUPERVISED=1"});
     args.push_back(restart ? "PCM_RESTART=1" : "-u");
     if (!restart) args.push_back("PCM_RESTART");
+    if (reshaped_command > 0) args.push_back("PCM_RESHAPED_COMMAND=" + reshaped);
     if (!site.config.empty()) args.push_back("PCM_CONFIG=" + site.config);
   }
   args.push_back(o.mpiexec);
@@ -85,11 +88,17 @@ pid_t launch(const RunOptions& o, int np, const std::string& hosts, bool restart
     ::signal(SIGINT, SIG_DFL);
     ::signal(SIGTERM, SIG_DFL);
     ::setenv("PCM_JOB", o.job.c_str(), 1);
+    ::setenv("PCM_SUPERVISED", "1", 1);
     if (!site.config.empty()) ::setenv("PCM_CONFIG", site.config.c_str(), 1);
     if (restart) {
       ::setenv("PCM_RESTART", "1", 1);
     } else {
       ::unsetenv("PCM_RESTART");
+    }
+    if (reshaped_command > 0) {
+      ::setenv("PCM_RESHAPED_COMMAND", reshaped.c_str(), 1);
+    } else {
+      ::unsetenv("PCM_RESHAPED_COMMAND");
     }
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
@@ -185,7 +194,8 @@ namespace {
 // ones too: a process there was lost, and this probe tells whether the host is back) and answer a
 // TCP probe (unless behind a site launcher: not reachable from here), with their free slots, in
 // the inventory's order, filled until o.np processes.
-Placement place_on_inventory(Connection& pcmd, const RunOptions& o, const std::string& site) {
+Placement place_on_inventory(Connection& pcmd, const RunOptions& o, const std::string& site,
+                             int np) {
   Placement p;
   const bool probe = o.site_launchers.count(site) == 0;
   const json reply = pcmd.request(req_host_list());
@@ -199,7 +209,7 @@ Placement place_on_inventory(Connection& pcmd, const RunOptions& o, const std::s
       why = state;
     else if (free <= 0)
       why = "no free slot";
-    else if (p.np >= o.np)
+    else if (p.np >= np)
       why = "not needed";  // not probed: a dead host costs the probe's timeout
     else if (probe && !tcp_round_trip_ms(name, o.probe_port, 500))
       why = "does not answer";
@@ -207,7 +217,7 @@ Placement place_on_inventory(Connection& pcmd, const RunOptions& o, const std::s
       p.left_out.push_back(fmt::format("{} ({})", name, why));
       continue;
     }
-    const int take = std::min(free, o.np - p.np);
+    const int take = std::min(free, np - p.np);
     p.hosts += fmt::format("{}{}:{}", p.hosts.empty() ? "" : ",", name, take);
     p.np += take;
   }
@@ -217,11 +227,11 @@ Placement place_on_inventory(Connection& pcmd, const RunOptions& o, const std::s
 }  // namespace
 
 bool Supervisor::place() {
-  np_ = o_.np;
+  np_ = target_np_;
   if (!o_.on_inventory) return true;
   Placement p;
   try {
-    p = place_on_inventory(pcmd_, o_, site_);
+    p = place_on_inventory(pcmd_, o_, site_, target_np_);
   } catch (const std::exception& e) {
     event(pcmd_, o_.job, fmt::format("cannot read pcmd's inventory: {}", e.what()));
     return false;
@@ -258,7 +268,8 @@ void Supervisor::note_resumed(const json& j, Clock::time_point started) {
 
 int Supervisor::follow_run() {
   const auto started = Clock::now();
-  const pid_t pid = launch(o_, np_, hosts_, restart_, site_launch(o_, site_));
+  const pid_t pid = launch(o_, np_, hosts_, restart_, std::exchange(reshaped_command_, 0),
+                           site_launch(o_, site_));
   bool seen_running = false;
   bool told = false;  // pcmd knows this run is supervised (it may be moved)
   moved_ = false;
@@ -279,11 +290,23 @@ int Supervisor::follow_run() {
       // Every 0.25 s; every 0.05 s while a move waits for its run to iterate (its timings).
       next_look = Clock::now() + std::chrono::milliseconds(moving_ ? 50 : 250);
       const json j = job_status(pcmd_, o_.job);
+      // The run a restart reshape ended, until this one takes the name over.
+      if (j.is_object() && j.contains("reshaping") && !j.at("reshaping").is_null()) {
+        if (seconds_between(started, Clock::now()) > o_.start_timeout_s) {
+          why_ = fmt::format("the run did not register with pcmd within {} s", o_.start_timeout_s);
+          broken_ = true;
+          detected_ = Clock::now();
+          return end_group(pid, 1);
+        }
+        pause_ms(50);
+        continue;
+      }
       const std::string state = j.is_object() ? j.value("state", "") : "";
       if (state == "running") seen_running = true;
       if (state == "running" && !told) told = supervising();
       if (j.is_object()) note_resumed(j, started);
       if (j.is_object() && moving_) move_resumed(j);
+      if (j.is_object() && reshaping_) reshape_resumed(j);
       if (state == "running" && moved_asked(j)) {
         const MoveStep step = move(pid, j, &status);
         if (step == MoveStep::kMoved) {
@@ -291,6 +314,15 @@ int Supervisor::follow_run() {
           return 0;
         }
         if (step == MoveStep::kEnded) break;  // status: the launcher's end
+        continue;
+      }
+      if (state == "running" && reshape_asked(j)) {
+        const MoveStep step = restart_reshape(pid, j, &status);
+        if (step == MoveStep::kMoved) {
+          moved_ = true;  // the reshape placed the next run
+          return 0;
+        }
+        if (step == MoveStep::kEnded) break;
         continue;
       }
       if (state == "finished" && !finished_at) finished_at = Clock::now();
@@ -344,6 +376,7 @@ int Supervisor::run() {
     if (moved_) continue;  // the move placed the next run
     if (!broken_ && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
       if (moving_) move_resumed(job_status(pcmd_, o_.job));
+      if (reshaping_) reshape_resumed(job_status(pcmd_, o_.job));
       return 0;
     }
     if (moving_) move_lost();

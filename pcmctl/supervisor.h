@@ -1,5 +1,6 @@
 // supervisor.h — `pcmctl run`'s supervisor, shared by run.cpp (launch, watch,
-// recover) and move.cpp (a whole job's move to another site).
+// recover) and move.cpp (a whole job stopped and relaunched: a move to another site, a restart
+// reshape).
 #pragma once
 
 #include <sys/types.h>
@@ -38,7 +39,8 @@ SiteLaunch site_launch(const RunOptions& o, const std::string& site);
 // One supervised job: its runs one after another until one ends well or the restarts run out.
 class Supervisor {
  public:
-  Supervisor(Connection& pcmd, const RunOptions& o) : pcmd_(pcmd), o_(o), site_(o.site) {}
+  Supervisor(Connection& pcmd, const RunOptions& o)
+      : pcmd_(pcmd), o_(o), site_(o.site), target_np_(o.np) {}
   int run();
 
  private:
@@ -48,6 +50,14 @@ class Supervisor {
   // A move under way: from which site, and when each of its steps ended.
   struct Moving {
     std::string from, to;
+    std::string from_hosts;
+    int from_np = 0;
+    Clock::time_point asked, checkpointed, stopped;
+  };
+  // A restart reshape under way (move.cpp): the command, and when each step ended.
+  struct Reshaping {
+    std::int64_t command = 0;
+    std::string what;
     std::string from_hosts;
     int from_np = 0;
     Clock::time_point asked, checkpointed, stopped;
@@ -63,6 +73,22 @@ class Supervisor {
   // move.cpp: the run of launcher pid was asked to move (its status j): checkpoint, stop,
   // place in the new site. kEnded: the launcher ended meanwhile (its wait status in *status).
   MoveStep move(pid_t pid, const proto::json& j, int* status);
+  // move.cpp: asks the job for a version (reason: its checkpoint's why), waits until it is
+  // committed (--move-timeout-s), ends the run of launcher pid and waits (bounded) until pcmd saw
+  // it end. kMoved: stopped (*id, *checkpointed); kStayed: the run goes on (*why); kEnded: the
+  // launcher ended meanwhile (its wait status in *status, *why). reshape_command: the run ends
+  // for that command's restart reshape, which pcmd is told first (it then expects the losses and
+  // lets the relaunch take the name over at once).
+  MoveStep checkpoint_and_stop(pid_t pid, const std::string& reason, int* status, std::string* why,
+                               std::int64_t* id, Clock::time_point* checkpointed,
+                               std::int64_t reshape_command = 0);
+  // move.cpp: the job reshapes by restart and has a command pending (status j).
+  static bool reshape_asked(const proto::json& j);
+  // Carries the pending command out: checkpoint, stop, place the next run on the command's world
+  // (kMoved); kStayed: the job goes on as it was (pcmd told why); kEnded: as move's.
+  MoveStep restart_reshape(pid_t pid, const proto::json& j, int* status);
+  void reshape_resumed(const proto::json& j);
+  void reshape_failed(std::int64_t command, const std::string& why);
   // The move's run iterates (done), or was lost before it did (failed: back to the old site).
   void move_resumed(const proto::json& j);
   void move_lost();
@@ -80,7 +106,9 @@ class Supervisor {
   int restarts_ = 0;
   bool restart_ = false;  // the next run restarts from a version
   int np_ = 0;
-  std::string hosts_;                          // the next run's hosts ("" without on_inventory)
+  int target_np_ = 0;  // how many processes a run is placed for: --np, then the last reshape's
+  long long reshaped_command_ = 0;  // the next launch is the relaunch of this restart reshape
+  std::string hosts_;               // the next run's hosts ("" without on_inventory)
   std::optional<Clock::time_point> detected_;  // the last run's failure, while recovering
   std::string why_;
   bool broken_ = false;
@@ -88,6 +116,7 @@ class Supervisor {
   bool moved_ = false;
   bool give_up_ = false;  // a move found no site to run in
   std::optional<Moving> moving_;
+  std::optional<Reshaping> reshaping_;
 };
 
 }  // namespace pcm::ctl

@@ -137,6 +137,11 @@ json CommandDesk::queue(Job& job, proto::Command c, From from) {
   if (const std::string why = inventory_.site_conflict(during);
       !why.empty() && inventory_.site_conflict(job.hosts).empty())
     fail(PCM_ERR_REFUSED, "job '{}': {} would {}", job.name, c.describe(), why);
+  if (job.reshapes_by_restart() && !job.supervised)
+    fail(PCM_ERR_REFUSED,
+         "job '{}' reshapes by restart (PCM_RESHAPE=restart: its MPI cannot spawn), and no "
+         "`pcmctl run` supervises it to stop and relaunch it: start it with pcmctl run",
+         job.name);
   if (growth_) growth_->before_queue(job, c);
   // A spawn of a missing program makes MPICH's hydra abort the whole job: refuse it here.
   const bool spawns =

@@ -20,6 +20,9 @@ using proto::json;
 namespace {
 // How long a report of a command in flight may follow the end of the old rank 0 (check_alive).
 constexpr auto kRank0Grace = std::chrono::seconds(5);
+// How long the relaunch of a restart reshape has to register after pcmctl run said it ends the
+// run (MPI start-up and a restart's verification of the version on a loaded machine).
+constexpr auto kReshapeRelaunch = std::chrono::seconds(120);
 
 using Clock = std::chrono::steady_clock;
 
@@ -138,7 +141,11 @@ void JobTable::note(Job& job, std::string event) {
 
 void JobTable::fail_job(Job& job, std::string why) {
   job.state = JobState::kFailed;
-  if (job.pending.command) {
+  if (job.pending.command && job.reshapes_by_restart() && job.supervised) {
+    // pcmctl run ended the run to carry the command out by a restart: the relaunch says so.
+    why += fmt::format("; {} (command {}) is left to pcmctl run's restart reshape",
+                       job.pending.command->describe(), job.pending.command->id);
+  } else if (job.pending.command) {
     why += fmt::format("; {} (command {}) did not complete", job.pending.command->describe(),
                        job.pending.command->id);
     job.pending.command.reset();
@@ -178,6 +185,7 @@ bool JobTable::take_watch_events(Watcher& watcher) {
         job.liveness.lost.size() < kMaxLost)
       job.liveness.lost.push_back(fmt::format("{} on {}", e.pid, e.host));
     if (job.state != JobState::kRunning) continue;
+    if (job.stopping) continue;  // pcmctl run ends the run for a restart reshape
     // The first loss of a running job: its host may be gone (the losses that follow are the
     // launcher tearing the rest down, or pcmctl run ending it).
     if (e.kind == WatchEvent::Kind::kLost && lost_hosts_.size() < 64) lost_hosts_.push_back(e.host);
@@ -210,6 +218,16 @@ bool JobTable::check_alive(Watcher& watcher) {
   const auto now = std::chrono::steady_clock::now();
   for (auto& [name, job] : jobs_) {
     if (job.state != JobState::kRunning) continue;
+    // A run pcmctl run ends for a restart reshape: its relaunch takes the name over, in time.
+    if (job.stopping) {
+      if (now - job.stopping->since > kReshapeRelaunch) {
+        fail_job(job, fmt::format("the relaunch of the restart reshape of command {} did not "
+                                  "register within {} s",
+                                  job.stopping->command, kReshapeRelaunch.count()));
+        failed = true;
+      }
+      continue;
+    }
     // Every process said bye (or was lost) and rank 0 never said "finished": allow the
     // "finished" request, which travels on another connection, a few seconds to arrive.
     if (job.liveness.ever_watched && job.liveness.watched.empty() && job.liveness.unwatched_since &&
@@ -267,14 +285,18 @@ std::string JobTable::registration_name(const ops::Register& r) {
     if (!proto::valid_name(wanted)) fail(PCM_ERR_ARG, "invalid job name '{}'", wanted);
     auto it = jobs_.find(wanted);
     // A job whose rank 0 died here has failed, whether pcmd has looked yet or not.
-    if (it != jobs_.end() && it->second.state == JobState::kRunning && rank0_gone(it->second))
+    if (it != jobs_.end() && it->second.state == JobState::kRunning && !it->second.stopping &&
+        rank0_gone(it->second))
       fail_job(it->second, fmt::format("rank 0 (pid {}) ended without finishing",
                                        it->second.liveness.rank0_pid));
     // A restart may take over a name whose job is gone: finished, failed, or silent for 10 s
     // (its rank 0 ran where pcmd cannot watch it).
     bool silent = it != jobs_.end() && std::chrono::steady_clock::now() - it->second.last_seen >
                                            std::chrono::seconds(10);
-    if (it != jobs_.end() && it->second.state == JobState::kRunning && !(r.restart && silent))
+    // The relaunch of a restart reshape takes over the run pcmctl run ended for it.
+    const bool reshaped = it != jobs_.end() && it->second.stopping && r.reshaped_command;
+    if (it != jobs_.end() && it->second.state == JobState::kRunning && !(r.restart && silent) &&
+        !reshaped)
       fail(PCM_ERR_REFUSED,
            "job name '{}' is in use by a running job (if it has just died, pcmd notices within "
            "seconds: start again then; `pcmctl status {}` shows its state; or use another PCM_JOB)",
@@ -309,6 +331,8 @@ json JobTable::register_job(const ops::Register& r, const std::string& name,
            *r.placement);
   }
   job.nonce = r.nonce.value_or("");
+  job.reshape = r.reshape.value_or("spawn");
+  job.supervised = r.supervised;
   // A restart, or a new run of a job whose last run failed (pcmctl run relaunching from the
   // start), goes on with the history of the run it replaces (its failure, a recovery).
   if (auto old = jobs_.find(name);
@@ -318,6 +342,8 @@ json JobTable::register_job(const ops::Register& r, const std::string& name,
   }
   forget_ended_jobs();
   note(job, "started");
+  if (auto old = jobs_.find(name); r.reshaped_command && old != jobs_.end())
+    reshaped_by_restart(job, old->second, *r.reshaped_command);
   job.last_seen = std::chrono::steady_clock::now();
   jobs_[name] = std::move(job);
   json reply = registration_reply(jobs_[name]);
@@ -327,6 +353,18 @@ json JobTable::register_job(const ops::Register& r, const std::string& name,
   log_->info("job {} registered with {} processes{}", name, r.size,
              reply.contains("restart") ? " (restart)" : "");
   return reply;
+}
+
+// The relaunch of a restart reshape (pcmctl run) registers: the command the old run had pending is
+// done, and the job's count of reconfigurations goes on from the old run's.
+void JobTable::reshaped_by_restart(Job& job, const Job& old, std::int64_t command) {
+  job.reconfigurations = old.reconfigurations + 1;
+  job.last_done_command = std::max(old.last_done_command, command);
+  const std::string what = old.pending.command && old.pending.command->id == command
+                               ? old.pending.command->describe()
+                               : fmt::format("command {}", command);
+  note(job, fmt::format("{} done by a restart reshape ({} processes then, {} now)", what, old.size,
+                        job.size));
 }
 
 // pcmd remembers the last kMaxEndedJobs jobs that finished or failed (for pcmctl status), not
@@ -377,7 +415,8 @@ json JobTable::poll(const ops::Poll& r, LogLimiter& refusals) {
         {"interval_s", r.checkpoint_interval_s ? json(*r.checkpoint_interval_s) : json()},
         {"mtbf_s", *r.checkpoint_mtbf_s}};
   json reply{{"ok", true}, {"command", nullptr}};
-  if (job.pending.command) {
+  // A job that reshapes by restart is never handed a command: pcmctl run carries it out.
+  if (job.pending.command && !job.reshapes_by_restart()) {
     reply["command"] = job.pending.command->to_json();
     if (!job.pending.delivered)
       log_->info("job {}: command {} delivered", job.name, job.pending.command->id);
@@ -514,6 +553,8 @@ json JobTable::job_json(const Job& job) const {
          {"checkpoint_schedule", job.checkpoint_schedule}};
   job.put_events(j);
   j["supervised"] = job.supervised;
+  j["reshape"] = job.reshape;
+  j["reshaping"] = job.stopping ? json(job.stopping->command) : json(nullptr);
   j["move"] = move_json(job);
   const auto now = Clock::now();
   if (job.allocating) j["allocating"] = job.allocating->to_json(now);

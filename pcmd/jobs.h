@@ -81,6 +81,20 @@ struct Job {
   std::optional<CheckpointWanted> checkpoint_wanted;
   // This run of the job is supervised by `pcmctl run` (it said so), which can carry a move out.
   bool supervised = false;
+  // How the job reshapes, as its processes said at registration (PCM_RESHAPE): "spawn", "auto"
+  // (rank 0 is handed the command and spawns) or "restart" (it cannot spawn: the command is never
+  // handed to the job; pcmctl run, which must supervise it, sees it pending in the job's status
+  // and carries it out by a version, a stop and a relaunch at the command's world: docs/user/
+  // restart-reshape.md).
+  std::string reshape = "spawn";
+  bool reshapes_by_restart() const { return reshape == "restart"; }
+  // pcmctl run is ending this run to carry its pending command out by a restart (JobMove
+  // reshape_stop): its processes' losses are expected, and its relaunch takes the name over.
+  struct Stopping {
+    std::int64_t command = 0;
+    std::chrono::steady_clock::time_point since;
+  };
+  std::optional<Stopping> stopping;
   // A whole job's move to another site (site_moves.h): asked by an operator, carried out by pcmctl
   // run, kept over the runs that follow (as the events) and in the job table.
   struct Move {
@@ -162,6 +176,7 @@ class JobTable {
   void note(Job& job, std::string event);
   // A running job fails: its state, why, and the command it leaves undone.
   void fail_job(Job& job, std::string why);
+  void reshaped_by_restart(Job& job, const Job& old, std::int64_t command);
   // Whether the job's rank 0 ran on this host and its process is gone.
   bool rank0_gone(const Job& job) const;
   // Rank 0's pid and jobs every process of which left; whether a job failed (its hosts are

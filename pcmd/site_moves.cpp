@@ -84,6 +84,25 @@ json job_move(JobTable& jobs, const Inventory& inventory, const ops::JobMove& r)
     job.supervised = true;
     return json{{"ok", true}, {"move", move_json(job)}, {"text", "supervised"}};
   }
+  if (r.action == "reshape_stop") {
+    if (!job.pending.command || !job.reshapes_by_restart() || job.state != JobState::kRunning)
+      fail(PCM_ERR_REFUSED, "job '{}' has no command pending for a restart reshape", job.name);
+    job.stopping = Job::Stopping{job.pending.command->id, std::chrono::steady_clock::now()};
+    text = fmt::format("the run on {} processes ends for the restart reshape of command {}",
+                       job.size, job.pending.command->id);
+    jobs.note(job, text);
+    return json{{"ok", true}, {"text", text}};
+  }
+  if (r.action == "reshape_failed") {
+    if (!job.pending.command || !job.reshapes_by_restart())
+      fail(PCM_ERR_REFUSED, "job '{}' has no command pending for a restart reshape", job.name);
+    text = fmt::format("{} failed: {}", job.pending.command->describe(),
+                       r.text.value_or("the restart reshape was not carried out"));
+    job.last_done_command = job.pending.command->id;
+    job.pending.command.reset();
+    jobs.note(job, text);
+    return json{{"ok", true}, {"text", text}};
+  }
   if (r.action == "ask") {
     if (job.state != JobState::kRunning)
       fail(PCM_ERR_REFUSED, "job '{}' is {}: nothing to move", job.name, state_name(job.state));

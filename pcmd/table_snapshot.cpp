@@ -54,6 +54,8 @@ json job_to_json(const Job& job) {
          {"rank0_host", job.liveness.rank0_host},
          {"incarnation", job.incarnation},
          {"nonce", job.nonce},
+         {"reshape", job.reshape},
+         {"supervised", job.supervised},
          {"lost", job.liveness.lost}};
   job.put_events(j);
   // What the job waits for, as status shows it (with its age: a new pcmd counts on from there).
@@ -98,6 +100,10 @@ Job job_from_json(const json& j, std::chrono::steady_clock::time_point now) {
   job.liveness.rank0_pid = j.at("rank0_pid").get<long>();
   job.liveness.rank0_host = j.at("rank0_host").get<std::string>();
   job.incarnation = j.at("incarnation").get<long long>();
+  job.supervised = j.value("supervised", false);
+  job.reshape = j.value("reshape", "spawn");  // absent from tables before restart reshapes
+  if (job.reshape != "spawn" && job.reshape != "restart" && job.reshape != "auto")
+    fail(PCM_ERR_ARG, "job '{}': unknown reshape '{}'", job.name, job.reshape);
   job.nonce = j.at("nonce").get<std::string>();
   job.liveness.lost = j.at("lost").get<std::vector<std::string>>();
   // Absent in the tables of a pcmd before they were kept.

@@ -243,3 +243,65 @@ TEST_F(ServerTest, PollCarriesTheProfileAndABadOneIsDropped) {
   EXPECT_EQ(client_->request({{"op", "profile"}, {"job", "p"}}).header.at("profile"), profile);
   EXPECT_EQ(code({{"op", "profile"}, {"job", "nosuch"}}), PCM_ERR_REFUSED);  // as every job op
 }
+
+// A job that reshapes by restart (PCM_RESHAPE=restart) is never handed a command: its commands
+// are refused unless pcmctl run supervises it, and wait pending for pcmctl run, which ends the run
+// (reshape_stop: its losses are expected) and relaunches it; the relaunch takes the name over at
+// once and counts the command done.
+TEST_F(ServerTest, ARestartReshapeIsLeftToPcmctlRun) {
+  json reg{{"op", "register"},
+           {"size", 2},
+           {"hosts", {"localhost", "localhost"}},
+           {"job", "u"},
+           {"reshape", "restart"}};
+  client_->request(reg);
+  EXPECT_EQ(code({{"op", "split"}, {"job", "u"}, {"rank", 0}, {"into", 2}}), PCM_ERR_REFUSED);
+  EXPECT_NE(last_error_.find("reshapes by restart"), std::string::npos) << last_error_;
+
+  reg["job"] = "r";
+  reg["supervised"] = true;
+  client_->request(reg);
+  auto c = client_->request({{"op", "split"}, {"job", "r"}, {"rank", 0}, {"into", 2}}).header;
+  const long long id = c.at("command");
+  auto p = client_->request({{"op", "poll"}, {"job", "r"}, {"iteration", 3}}).header;
+  EXPECT_TRUE(p.at("command").is_null()) << p.dump();
+  auto st = client_->request({{"op", "status"}, {"job", "r"}}).header.at("jobs").at(0);
+  EXPECT_EQ(st.at("reshape"), "restart");
+  EXPECT_EQ(st.at("pending").at("id"), id);
+  EXPECT_EQ(st.at("pending").at("size"), 3);
+  EXPECT_FALSE(st.at("pending").at("delivered").get<bool>());
+
+  // No relaunch yet: a second run of the name is refused, the relaunch is not.
+  json again{{"op", "register"},
+             {"size", 3},
+             {"hosts", {"localhost", "localhost", "localhost"}},
+             {"job", "r"},
+             {"reshape", "restart"},
+             {"reshaped_command", id},
+             {"supervised", true}};
+  EXPECT_EQ(code(again), PCM_ERR_REFUSED);
+  client_->request({{"op", "job_move"}, {"job", "r"}, {"action", "reshape_stop"}});
+  st = client_->request({{"op", "status"}, {"job", "r"}}).header.at("jobs").at(0);
+  EXPECT_EQ(st.at("state"), "running");
+  EXPECT_EQ(st.at("reshaping"), id);
+  client_->request(again);
+  st = client_->request({{"op", "status"}, {"job", "r"}}).header.at("jobs").at(0);
+  EXPECT_EQ(st.at("size"), 3);
+  EXPECT_EQ(st.at("reconfigurations"), 1);
+  EXPECT_TRUE(st.at("pending").is_null());
+  EXPECT_TRUE(st.at("reshaping").is_null());
+  bool done = false;
+  for (const auto& e : st.at("events"))
+    done = done || e.get<std::string>().find("split of rank 0 into 2 done by a restart reshape") !=
+                       std::string::npos;
+  EXPECT_TRUE(done) << st.dump();
+
+  // A command pcmctl run could not carry out is given up, and the job goes on.
+  c = client_->request({{"op", "merge"}, {"job", "r"}, {"ranks", {1, 2}}}).header;
+  client_->request(
+      {{"op", "job_move"}, {"job", "r"}, {"action", "reshape_failed"}, {"text", "no version"}});
+  st = client_->request({{"op", "status"}, {"job", "r"}}).header.at("jobs").at(0);
+  EXPECT_TRUE(st.at("pending").is_null());
+  EXPECT_EQ(st.at("last_event"), "merge of ranks 1,2 failed: no version");
+  EXPECT_EQ(st.at("state"), "running");
+}
