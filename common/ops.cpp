@@ -186,9 +186,14 @@ json Reconfigured::to_json() const {
 }
 
 JobEvent JobEvent::from_json(const json& j) {
-  return JobEvent{valid_job_of(j), get_string(j, "text", 2000)};
+  return JobEvent{valid_job_of(j), get_string(j, "text", 2000),
+                  opt_int(j, "stuck_command", 1, INT64_MAX)};
 }
-json JobEvent::to_json() const { return json{{"job", job}, {"text", text}}; }
+json JobEvent::to_json() const {
+  json j{{"job", job}, {"text", text}};
+  put(j, "stuck_command", stuck_command);
+  return j;
+}
 
 JobMove JobMove::from_json(const json& j) {
   JobMove r;

@@ -182,6 +182,8 @@ struct JobEvent {
   static constexpr Op kOp = Op::kJobEvent;
   std::string job;
   std::string text;
+  // Sent by a process's watchdog (libpcm/watchdog.h): the command whose reconfiguration hung.
+  std::optional<std::int64_t> stuck_command;
   static JobEvent from_json(const json& j);
   json to_json() const;
 };

@@ -39,7 +39,8 @@ void BackgroundSplit::bound_background(const Command& cmd) {
                                     ctx_.job,
                                     ctx_.world.rank() == 0,
                                     mpi::is_mpich(),
-                                    {}});
+                                    {},
+                                    cmd.id});
 }
 
 void BackgroundSplit::start_merge(const Command& cmd, std::int64_t iteration) {

@@ -9,20 +9,21 @@
 
 namespace pcm::lib {
 
-Watchdog::Scope Bounds::bounded(std::string what, int rank, bool tell) {
+Watchdog::Scope Bounds::bounded(std::string what, int rank, bool tell, std::int64_t command) {
   return Watchdog::Scope(watchdog_, {std::move(what),
                                      ctx_.settings.reconfig_timeout_s,
                                      rank,
                                      ctx_.job,
                                      tell,
                                      mpi::is_mpich(),
-                                     {}});
+                                     {},
+                                     command});
 }
 
 Watchdog::Scope Bounds::bounded(const proto::Command& cmd) {
   return bounded(fmt::format("the {}{} (command {})", cmd.describe(),
                              cmd.respawn ? " by respawning the world" : "", cmd.id),
-                 ctx_.world.rank(), ctx_.world.rank() == 0);
+                 ctx_.world.rank(), ctx_.world.rank() == 0, cmd.id);
 }
 
 std::optional<std::chrono::steady_clock::time_point> Bounds::split_deadline() const {

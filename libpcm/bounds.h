@@ -23,7 +23,7 @@ class Bounds {
   // The blocking part of a reconfiguration in this process ends within PCM_RECONFIG_TIMEOUT_S
   // while the returned scope lives, or the process ends (watchdog.h); only a reconfiguration
   // touches it. `tell`: this process tells pcmd (the lowest rank involved); by cmd: world rank 0.
-  Watchdog::Scope bounded(std::string what, int rank, bool tell);
+  Watchdog::Scope bounded(std::string what, int rank, bool tell, std::int64_t command = 0);
   Watchdog::Scope bounded(const proto::Command& cmd);
   // A split's old world: when its guard gives up waiting (split_guard.h), shortly before the
   // watchdog's deadline (nullopt: no bound); and what rank 0 asks pcmd meanwhile (null elsewhere;

@@ -140,7 +140,9 @@ void end_stuck_process(const Watchdog::Deadline& d) {
       const Config config = read_config(default_config_path());
       zmq::context_t context;
       Client client(context, config.endpoint, config.secret, config.curve);  // linger 0
-      client.request(ops::request(ops::JobEvent{d.job, line}), nullptr, 0, kTellMs);
+      ops::JobEvent event{d.job, line, std::nullopt};
+      if (d.command > 0) event.stuck_command = d.command;
+      client.request(ops::request(event), nullptr, 0, kTellMs);
     } catch (const std::exception& e) {
       write_stderr(std::string("pcm: could not tell pcmd: ") + e.what() + "\n");
     }

@@ -33,7 +33,8 @@ class Watchdog {
     // ends the job's other process groups, such as a spawned one stuck before MPI_Init, only when
     // a process dies by a signal; after an exit with any code it waits for them.
     bool kill_self = false;
-    std::string stage;  // set at expiry: the Stage it happened in ("" if none)
+    std::string stage;         // set at expiry: the Stage it happened in ("" if none)
+    std::int64_t command = 0;  // the command whose reconfiguration this is (0: none known)
   };
   // Called in the watchdog's thread when a deadline passes (never MPI). The default,
   // end_stuck_process, does not return; a test's may, and then the watchdog stays quiet until the

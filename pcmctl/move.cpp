@@ -269,9 +269,33 @@ std::string host_slots(const std::vector<std::string>& by_rank) {
 }  // namespace
 
 bool Supervisor::reshape_asked(const json& j) {
-  if (j.value("reshape", "") != "restart") return false;
   const auto p = j.find("pending");
-  return p != j.end() && p->is_object() && p->value("id", 0L) > 0;
+  return p != j.end() && p->is_object() && p->value("id", 0L) > 0 && p->value("by_restart", false);
+}
+
+bool Supervisor::reshape_after_hang(const json& j) {
+  if (!j.is_object() || j.value("state", "") != "failed" || !reshape_asked(j)) return false;
+  const json& c = j.at("pending");
+  const int size = c.value("size", 0);
+  const auto hosts = c.value("hosts", std::vector<std::string>());
+  if (size < 1 || (o_.on_inventory && hosts.size() != static_cast<std::size_t>(size))) return false;
+  Reshaping r;
+  r.command = c.value("id", 0L);
+  r.what = c.value("text", "command");
+  r.from_np = np_;
+  r.from_hosts = hosts_;
+  r.asked = r.checkpointed = r.stopped = Clock::now();
+  reshaping_ = r;
+  np_ = target_np_ = size;
+  if (o_.on_inventory) hosts_ = host_slots(hosts);
+  reshaped_command_ = r.command;
+  event(pcmd_, o_.job,
+        fmt::format("{} (command {}) hung and ended the run (PCM_RESHAPE=auto): carried out by a "
+                    "restart reshape from {}, on {} processes{}",
+                    r.what, r.command,
+                    restart_ ? "the newest valid version" : "the start (no version)", np_,
+                    hosts_.empty() ? "" : " (" + hosts_ + ")"));
+  return true;
 }
 
 void Supervisor::reshape_failed(std::int64_t command, const std::string& why) {

@@ -181,7 +181,7 @@ bool has_valid_version(Connection& pcmd, const std::string& job) {
 void event(Connection& pcmd, const std::string& job, const std::string& text) {
   std::cerr << "pcmctl run: " << text << "\n";
   try {
-    ops::JobEvent e{job, text};
+    ops::JobEvent e{job, text, std::nullopt};
     pcmd.request(ops::request(e));
   } catch (const std::exception& e) {
     std::cerr << "pcmctl run: pcmd did not take the event: " << e.what() << "\n";
@@ -394,6 +394,7 @@ int Supervisor::run() {
       pause_ms(50);
     }
     restart_ = has_valid_version(pcmd_, o_.job);
+    if (reshape_after_hang(job_status(pcmd_, o_.job))) continue;
     if (!place()) return 1;
     event(pcmd_, o_.job,
           fmt::format("recovery {} of {}: the run was lost ({}); relaunching on {} processes{} {}",

@@ -88,6 +88,9 @@ class Supervisor {
   // (kMoved); kStayed: the job goes on as it was (pcmd told why); kEnded: as move's.
   MoveStep restart_reshape(pid_t pid, const proto::json& j, int* status);
   void reshape_resumed(const proto::json& j);
+  // After a run was lost: its job (status j) left a command to a restart reshape because the
+  // command hung (PCM_RESHAPE=auto): the next run is placed on the command's world.
+  bool reshape_after_hang(const proto::json& j);
   void reshape_failed(std::int64_t command, const std::string& why);
   // The move's run iterates (done), or was lost before it did (failed: back to the old site).
   void move_resumed(const proto::json& j);

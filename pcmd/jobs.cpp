@@ -141,7 +141,7 @@ void JobTable::note(Job& job, std::string event) {
 
 void JobTable::fail_job(Job& job, std::string why) {
   job.state = JobState::kFailed;
-  if (job.pending.command && job.reshapes_by_restart() && job.supervised) {
+  if (job.restart_pending() && job.supervised) {
     // pcmctl run ended the run to carry the command out by a restart: the relaunch says so.
     why += fmt::format("; {} (command {}) is left to pcmctl run's restart reshape",
                        job.pending.command->describe(), job.pending.command->id);
@@ -355,6 +355,19 @@ json JobTable::register_job(const ops::Register& r, const std::string& name,
   return reply;
 }
 
+// A process's watchdog ended a reconfiguration that hung (JobEvent's stuck_command): with
+// PCM_RESHAPE=auto and pcmctl run supervising, the run's end leaves that command to a restart
+// reshape of pcmctl run's (fail_job keeps it), from the newest version.
+void JobTable::stuck(Job& job, std::int64_t command) {
+  if (job.reshape != "auto" || !job.supervised || !job.pending.command ||
+      job.pending.command->id != command || job.pending.by_restart)
+    return;
+  job.pending.by_restart = true;
+  note(job, fmt::format("{} hung; PCM_RESHAPE=auto: pcmctl run carries it out by a restart "
+                        "reshape from the newest version",
+                        job.pending.command->describe()));
+}
+
 // The relaunch of a restart reshape (pcmctl run) registers: the command the old run had pending is
 // done, and the job's count of reconfigurations goes on from the old run's.
 void JobTable::reshaped_by_restart(Job& job, const Job& old, std::int64_t command) {
@@ -416,7 +429,7 @@ json JobTable::poll(const ops::Poll& r, LogLimiter& refusals) {
         {"mtbf_s", *r.checkpoint_mtbf_s}};
   json reply{{"ok", true}, {"command", nullptr}};
   // A job that reshapes by restart is never handed a command: pcmctl run carries it out.
-  if (job.pending.command && !job.reshapes_by_restart()) {
+  if (job.pending.command && !job.restart_pending()) {
     reply["command"] = job.pending.command->to_json();
     if (!job.pending.delivered)
       log_->info("job {}: command {} delivered", job.name, job.pending.command->id);
@@ -462,6 +475,20 @@ JobTable::Outcome JobTable::reconfigured(
       job.layout_command = job.pending.command->id;
       job.layout = d.to_json();
     }
+  } else if (job.reshape == "auto" && job.supervised && !job.pending.by_restart) {
+    // PCM_RESHAPE=auto: the job went on as it was; pcmctl run carries the command out by a
+    // restart instead (the same command, pending again, never handed to rank 0 again).
+    note(job, fmt::format("{} failed live ({}); PCM_RESHAPE=auto: left to pcmctl run's restart "
+                          "reshape",
+                          job.pending.command->describe(), r.error.value_or("?")));
+    job.liveness.abandoned.insert(job.liveness.joining.begin(), job.liveness.joining.end());
+    job.liveness.joining.clear();
+    job.pending.by_restart = true;
+    job.pending.delivered = false;
+    job.iteration = r.iteration.value_or(job.iteration);
+    job.last_seen = std::chrono::steady_clock::now();
+    log_->info("job {}: {}", job.name, job.last_event);
+    return Outcome::kDone;
   } else {
     note(job, fmt::format("{} failed: {}", job.pending.command->describe(), r.error.value_or("?")));
     job.liveness.abandoned.insert(job.liveness.joining.begin(), job.liveness.joining.end());
@@ -533,48 +560,6 @@ void JobTable::checkpoint_written(Job& job) {
   note(job, fmt::format("checkpoint {} written {:.1f} s after it was asked ({})",
                         job.checkpoint_wanted->id, waited, job.checkpoint_wanted->why));
   job.checkpoint_wanted.reset();
-}
-
-json JobTable::job_json(const Job& job) const {
-  json j{{"job", job.name},
-         {"state", state_name(job.state)},
-         {"size", job.size},
-         {"hosts", job.hosts},
-         {"iteration", job.iteration},
-         {"reconfigurations", job.reconfigurations},
-         {"layout_command", job.layout_command},
-         {"last_event", job.last_event},
-         {"lost", job.liveness.lost},
-         {"seconds_since_seen",
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - job.last_seen).count()},
-         {"pending", nullptr},
-         {"allocating", nullptr},
-         {"checkpoint_wanted", nullptr},
-         {"checkpoint_schedule", job.checkpoint_schedule}};
-  job.put_events(j);
-  j["supervised"] = job.supervised;
-  j["reshape"] = job.reshape;
-  j["reshaping"] = job.stopping ? json(job.stopping->command) : json(nullptr);
-  j["move"] = move_json(job);
-  const auto now = Clock::now();
-  if (job.allocating) j["allocating"] = job.allocating->to_json(now);
-  if (job.checkpoint_wanted) j["checkpoint_wanted"] = job.checkpoint_wanted->to_json(now);
-  if (job.pending.command) {
-    j["pending"] = job.pending.command->to_json();
-    j["pending"]["delivered"] = job.pending.delivered;
-    j["pending"]["text"] = job.pending.command->describe();
-  }
-  return j;
-}
-
-json JobTable::status(const std::optional<std::string>& name) {
-  json jobs = json::array();
-  if (name) {
-    jobs.push_back(job_json(find(*name)));
-  } else {
-    for (const auto& [n, job] : jobs_) jobs.push_back(job_json(job));
-  }
-  return jobs;
 }
 
 }  // namespace pcm::daemon

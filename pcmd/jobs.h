@@ -51,6 +51,9 @@ struct Job {
     std::optional<proto::Command> command;  // queued by the desk (commands.h)
     bool delivered = false;                 // rank 0 has been told
     bool drain = false;                     // the command is a step of a host's drain
+    // PCM_RESHAPE=auto: its live attempt failed or hung, and pcmctl run carries it out by a
+    // restart (as for a job that reshapes by restart; rank 0 is not handed it again).
+    bool by_restart = false;
   };
   Pending pending;
   // A command that waits for more hosts before it can be placed (pcmd --resources slurm:
@@ -88,6 +91,10 @@ struct Job {
   // restart-reshape.md).
   std::string reshape = "spawn";
   bool reshapes_by_restart() const { return reshape == "restart"; }
+  // A command is pending that pcmctl run is to carry out by a restart reshape.
+  bool restart_pending() const {
+    return pending.command && (reshapes_by_restart() || pending.by_restart);
+  }
   // pcmctl run is ending this run to carry its pending command out by a restart (JobMove
   // reshape_stop): its processes' losses are expected, and its relaunch takes the name over.
   struct Stopping {
@@ -177,6 +184,7 @@ class JobTable {
   // A running job fails: its state, why, and the command it leaves undone.
   void fail_job(Job& job, std::string why);
   void reshaped_by_restart(Job& job, const Job& old, std::int64_t command);
+  void stuck(Job& job, std::int64_t command);
   // Whether the job's rank 0 ran on this host and its process is gone.
   bool rank0_gone(const Job& job) const;
   // Rank 0's pid and jobs every process of which left; whether a job failed (its hosts are

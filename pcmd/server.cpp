@@ -126,6 +126,7 @@ void Server::set_handlers() {
   on<ops::JobEvent>([this](const ops::JobEvent& r, Payload, Out&) {
     Job& job = jobs_.find(r.job);
     jobs_.note(job, r.text);
+    if (r.stuck_command) jobs_.stuck(job, *r.stuck_command);
     log_->info("job {}: {}", job.name, proto::printable(r.text));
     return proto::ok_reply();
   });

@@ -85,7 +85,7 @@ json job_move(JobTable& jobs, const Inventory& inventory, const ops::JobMove& r)
     return json{{"ok", true}, {"move", move_json(job)}, {"text", "supervised"}};
   }
   if (r.action == "reshape_stop") {
-    if (!job.pending.command || !job.reshapes_by_restart() || job.state != JobState::kRunning)
+    if (!job.restart_pending() || job.state != JobState::kRunning)
       fail(PCM_ERR_REFUSED, "job '{}' has no command pending for a restart reshape", job.name);
     job.stopping = Job::Stopping{job.pending.command->id, std::chrono::steady_clock::now()};
     text = fmt::format("the run on {} processes ends for the restart reshape of command {}",
@@ -94,7 +94,7 @@ json job_move(JobTable& jobs, const Inventory& inventory, const ops::JobMove& r)
     return json{{"ok", true}, {"text", text}};
   }
   if (r.action == "reshape_failed") {
-    if (!job.pending.command || !job.reshapes_by_restart())
+    if (!job.restart_pending())
       fail(PCM_ERR_REFUSED, "job '{}' has no command pending for a restart reshape", job.name);
     text = fmt::format("{} failed: {}", job.pending.command->describe(),
                        r.text.value_or("the restart reshape was not carried out"));

@@ -2,7 +2,8 @@
 // pending and last commands, iterations, events, the version a restarted job reads), the inventory
 // (hosts added, drains), and the counters that number jobs, commands and runs, so that a command id
 // is never given twice. Written by the journal (durability.h) after every change; read at start.
-// Each owner writes and reads its part; the Server puts them together.
+// Each owner writes and reads its part; the Server puts them together. Also the jobs as the status
+// request shows them (JobTable::status), beside the form the table keeps.
 #include <fstream>
 
 #include "error.h"
@@ -43,6 +44,7 @@ json job_to_json(const Job& job) {
          {"pending", job.pending.command ? job.pending.command->to_json() : json()},
          {"pending_delivered", job.pending.delivered},
          {"pending_drain", job.pending.drain},
+         {"pending_by_restart", job.pending.by_restart},
          {"last_done_command", job.last_done_command},
          {"last_event", job.last_event},
          {"layout_command", job.layout_command},
@@ -82,6 +84,7 @@ Job job_from_json(const json& j, std::chrono::steady_clock::time_point now) {
     job.pending.command = proto::Command::from_json(j.at("pending"), job.size);
   job.pending.delivered = j.at("pending_delivered").get<bool>();
   job.pending.drain = j.at("pending_drain").get<bool>();
+  job.pending.by_restart = j.value("pending_by_restart", false);
   job.last_done_command = j.at("last_done_command").get<std::int64_t>();
   job.last_event = j.at("last_event").get<std::string>();
   const auto texts = j.at("events").get<std::vector<std::string>>();
@@ -120,6 +123,53 @@ Job job_from_json(const json& j, std::chrono::steady_clock::time_point now) {
 }  // namespace
 
 // ---- the jobs ------------------------------------------------------------------------------
+
+// ---- status --------------------------------------------------------------------------------
+
+json JobTable::job_json(const Job& job) const {
+  json j{{"job", job.name},
+         {"state", state_name(job.state)},
+         {"size", job.size},
+         {"hosts", job.hosts},
+         {"iteration", job.iteration},
+         {"reconfigurations", job.reconfigurations},
+         {"layout_command", job.layout_command},
+         {"last_event", job.last_event},
+         {"lost", job.liveness.lost},
+         {"seconds_since_seen",
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - job.last_seen).count()},
+         {"pending", nullptr},
+         {"allocating", nullptr},
+         {"checkpoint_wanted", nullptr},
+         {"checkpoint_schedule", job.checkpoint_schedule}};
+  job.put_events(j);
+  j["supervised"] = job.supervised;
+  j["reshape"] = job.reshape;
+  j["reshaping"] = job.stopping ? json(job.stopping->command) : json(nullptr);
+  j["move"] = move_json(job);
+  const auto now = std::chrono::steady_clock::now();
+  if (job.allocating) j["allocating"] = job.allocating->to_json(now);
+  if (job.checkpoint_wanted) j["checkpoint_wanted"] = job.checkpoint_wanted->to_json(now);
+  if (job.pending.command) {
+    j["pending"] = job.pending.command->to_json();
+    j["pending"]["delivered"] = job.pending.delivered;
+    j["pending"]["text"] = job.pending.command->describe();
+    j["pending"]["by_restart"] = job.restart_pending();
+  }
+  return j;
+}
+
+json JobTable::status(const std::optional<std::string>& name) {
+  json jobs = json::array();
+  if (name) {
+    jobs.push_back(job_json(find(*name)));
+  } else {
+    for (const auto& [n, job] : jobs_) jobs.push_back(job_json(job));
+  }
+  return jobs;
+}
+
+// ---- the table ---------------------------------------------------------------------------
 
 json JobTable::jobs_json() const {
   json jobs = json::array();

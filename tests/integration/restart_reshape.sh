@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
-# restart_reshape.sh BUILD [LAYOUT] — run under with_pcmd.sh. Reconfiguration without
-# MPI_Comm_spawn (issue 36, docs/user/restart-reshape.md): heat2d_pcm runs under `pcmctl run`
+# restart_reshape.sh BUILD restart|auto — run under with_pcmd.sh. Reconfiguration without
+# MPI_Comm_spawn (issue 36, docs/user/restart-reshape.md).
+# restart: heat2d_pcm runs under `pcmctl run`
 # with PCM_RESHAPE=restart on 2 processes and is split 2 -> 3 (rank 0 into 2), merged 3 -> 2
 # (ranks 1 and 2) and has rank 1 migrated, through pcmctl, as a user would. pcmd hands the job
 # none of them; pcmctl run carries each out by a version, a stop and a relaunch at the command's
 # size, whose first PCM_Adapt returns PCM_RESHAPED. The job ends with the plain run's checksum,
 # reports 3 reconfigurations, and its events time every phase of each reshape. A job with
 # PCM_RESHAPE=restart that no pcmctl run supervises has its commands refused, saying why.
+# auto: heat2d_pcm under `pcmctl run` with PCM_RESHAPE=auto and versions every 50 iterations is
+# split 2 -> 3, and the spawn hangs (PCM_TEST_SPAWN_COMMAND: a script that sleeps, as Open MPI's
+# spawn now and then does); the watchdog (PCM_RECONFIG_TIMEOUT_S=5) ends the run, and pcmctl run
+# carries the split out by a restart reshape from the newest version: the job ends on 3
+# processes with the plain run's checksum, and its events say so.
 set -uo pipefail
-build=$1 layout=${2:-block}
+build=$1 mode=${2:-restart} layout=block
 pcmctl=$build/pcmctl
 heat=$build/examples/heat2d
 mpiexec=${MPIEXEC:-mpiexec}
@@ -18,6 +24,52 @@ args=(--nx 64 --ny 48 --iters 1500 --layout "$layout")
 
 plain=$(timeout 300 "$mpiexec" -n 2 "$heat/heat2d_plain" "${args[@]}" | awk '/^checksum/ {print $2}')
 [ -n "$plain" ] || fail "the plain run printed no checksum"
+
+if [ "$mode" = auto ]; then
+  stuck=$PCM_TEST_DIR/stuck
+  printf '#!/bin/sh\necho $$ >>"%s.pids"\nexec sleep 120\n' "$stuck" >"$stuck"
+  chmod +x "$stuck"
+  job=auto-$$
+  out=$PCM_TEST_DIR/auto.out
+  touch "$PCM_TEST_DIR/slow"
+  PCM_RESHAPE=auto PCM_RECONFIG_TIMEOUT_S=5 PCM_TEST_SPAWN_COMMAND=$stuck timeout 300 \
+    "$pcmctl" run -n 2 --job "$job" --max-restarts 1 -- "$heat/heat2d_pcm" "${args[@]}" \
+    --commit-every 50 --throttle-us 2000 --throttle-while "$PCM_TEST_DIR/slow" >"$out" 2>&1 \
+    </dev/null &
+  run=$!
+  trap 'kill "$run" 2>/dev/null' EXIT
+  "$pcmctl" wait "$job" --iteration 120 --timeout 120 >/dev/null || fail "the job did not start: $(show "$out")"
+  "$pcmctl" split "$job" 0 --into 2 || fail "the split was refused: $(show "$out")"
+  # The events while the new run is slow (its versions' events would push them out).
+  end=$((SECONDS + 120))
+  until "$pcmctl" events "$job" 2>/dev/null | grep -q "restart reshape of command [0-9]* done"; do
+    [ $SECONDS -lt $end ] || fail "the split was not carried out: $(show "$out"); $("$pcmctl" events "$job")"
+    sleep 0.2
+  done
+  ev=$("$pcmctl" events "$job")
+  rm -f "$PCM_TEST_DIR/slow"
+  wait "$run"
+  rc=$?
+  trap - EXIT
+  [ $rc -eq 0 ] || fail "pcmctl run exited with $rc: $(show "$out")"
+  grep -q "(stuck in MPI_Comm_spawn) did not finish within 5 s" "$out" ||
+    fail "the spawn did not hang: $(show "$out")"
+  grep -Eq '^heat2d: restarted from iteration [0-9]+ \(2 -> 3 processes\)$' "$out" ||
+    fail "the relaunch did not restart on 3 processes from a version: $(show "$out")"
+  got=$(awk '/^checksum/ {print $2}' "$out" | tail -1)
+  [ "$got" = "$plain" ] || fail "checksum '$got' differs from the plain run's $plain: $(show "$out")"
+  n=$(awk '/^reconfigurations/ {print $2}' "$out" | tail -1)
+  [ "$n" = 1 ] || fail "heat2d_pcm reports '$n' reconfigurations, expected 1: $(show "$out")"
+  for want in "split of rank 0 into 2 hung; PCM_RESHAPE=auto" \
+    "hung and ended the run (PCM_RESHAPE=auto): carried out by a restart reshape from the newest" \
+    "split of rank 0 into 2 done by a restart reshape (2 processes then, 3 now)"; do
+    echo "$ev" | grep -qF "$want" || fail "no event says '$want': $ev"
+  done
+  for pid in $(cat "$stuck.pids"); do kill -9 "$pid" 2>/dev/null; done
+  echo "$ev" | grep -E "hung|restart reshape"
+  echo "restart_reshape auto: ok: the hung split was carried out by a restart, checksum $got"
+  exit 0
+fi
 
 # Unsupervised: the command is refused, and the job is not touched.
 job=unsupervised-$$

@@ -305,3 +305,36 @@ TEST_F(ServerTest, ARestartReshapeIsLeftToPcmctlRun) {
   EXPECT_EQ(st.at("last_event"), "merge of ranks 1,2 failed: no version");
   EXPECT_EQ(st.at("state"), "running");
 }
+
+// PCM_RESHAPE=auto: a command whose live attempt failed, or whose reconfiguration hung (the
+// watchdog's event names it), is left to pcmctl run's restart reshape, never handed again.
+TEST_F(ServerTest, AnAutoJobsFailedOrHungCommandIsLeftToARestart) {
+  client_->request({{"op", "register"},
+                    {"size", 2},
+                    {"hosts", {"localhost", "localhost"}},
+                    {"job", "a"},
+                    {"reshape", "auto"},
+                    {"supervised", true}});
+  auto c = client_->request({{"op", "split"}, {"job", "a"}, {"rank", 0}, {"into", 2}}).header;
+  auto p = client_->request({{"op", "poll"}, {"job", "a"}, {"iteration", 3}}).header;
+  ASSERT_TRUE(p.at("command").is_object()) << p.dump();  // live first
+  client_->request({{"op", "reconfigured"},
+                    {"job", "a"},
+                    {"command", c.at("command")},
+                    {"success", false},
+                    {"error", "MPI_Comm_spawn failed"}});
+  p = client_->request({{"op", "poll"}, {"job", "a"}, {"iteration", 4}}).header;
+  EXPECT_TRUE(p.at("command").is_null()) << p.dump();
+  auto st = client_->request({{"op", "status"}, {"job", "a"}}).header.at("jobs").at(0);
+  EXPECT_TRUE(st.at("pending").at("by_restart").get<bool>()) << st.dump();
+  EXPECT_NE(st.at("last_event").get<std::string>().find("left to pcmctl run's restart reshape"),
+            std::string::npos);
+  client_->request({{"op", "job_move"}, {"job", "a"}, {"action", "reshape_failed"}});
+
+  c = client_->request({{"op", "merge"}, {"job", "a"}, {"ranks", {0, 1}}}).header;
+  client_->request({{"op", "poll"}, {"job", "a"}, {"iteration", 5}});
+  client_->request(
+      {{"op", "job_event"}, {"job", "a"}, {"text", "stuck"}, {"stuck_command", c.at("command")}});
+  st = client_->request({{"op", "status"}, {"job", "a"}}).header.at("jobs").at(0);
+  EXPECT_TRUE(st.at("pending").at("by_restart").get<bool>()) << st.dump();
+}
