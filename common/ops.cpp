@@ -118,6 +118,8 @@ Register Register::from_json(const json& j) {
     fail(PCM_ERR_ARG, "reshape must be spawn, restart or auto");
   r.reshaped_command = opt_int(j, "reshaped_command", 1, INT64_MAX);
   r.supervised = get_bool(j, "supervised", false);
+  r.launcher = opt_string(j, "launcher", 16);
+  if (r.launcher && *r.launcher != "srun") fail(PCM_ERR_ARG, "launcher must be srun");
   return r;
 }
 json Register::to_json() const {
@@ -130,6 +132,7 @@ json Register::to_json() const {
   put(j, "reshape", reshape);
   put(j, "reshaped_command", reshaped_command);
   if (supervised) j["supervised"] = true;
+  put(j, "launcher", launcher);
   return j;
 }
 

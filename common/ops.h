@@ -131,6 +131,8 @@ struct Register {
   std::optional<std::int64_t> reshaped_command;
   // Started by pcmctl run (PCM_SUPERVISED=1): supervised from its registration on.
   bool supervised = false;
+  // How pcmctl run launched it (PCM_LAUNCHER): "srun", or absent (mpiexec).
+  std::optional<std::string> launcher;
   static Register from_json(const json& j);
   json to_json() const;
 };

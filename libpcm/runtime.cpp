@@ -140,6 +140,7 @@ int Runtime::init(MPI_Comm* comm) {
     if (settings_.reshape != "spawn") req.reshape = settings_.reshape;
     if (settings_.reshaped_command > 0) req.reshaped_command = settings_.reshaped_command;
     req.supervised = settings_.supervised;
+    if (!settings_.launcher.empty()) req.launcher = settings_.launcher;
     // A restart waits while pcmd verifies the newest version (every byte's checksum): that
     // grows with the data, like a store or a load. pcmd has answered a ping already.
     auto reply =

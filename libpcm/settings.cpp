@@ -81,6 +81,10 @@ Settings Settings::from_env() {
   }
   s.reshaped_command = env_long("PCM_RESHAPED_COMMAND", 0, 0, LONG_MAX);
   s.supervised = env_long("PCM_SUPERVISED", 0, 0, 1) == 1;
+  if (const char* l = std::getenv("PCM_LAUNCHER"); l && *l) {
+    s.launcher = l;
+    if (s.launcher != "srun") fail(PCM_ERR_ARG, "PCM_LAUNCHER={} is not srun", l);
+  }
   return s;
 }
 

@@ -72,6 +72,8 @@ struct Settings {
   long long reshaped_command = 0;
   // PCM_SUPERVISED=1, set by pcmctl run: the job is supervised from its registration on.
   bool supervised = false;
+  // PCM_LAUNCHER=srun, set by pcmctl run --launcher srun ("": mpiexec).
+  std::string launcher;
   // PCM_PLACEMENT: the job's placement strategy for the processes pcmd places later, as given
   // ("" when unset); pcmd checks it.
   std::string placement;

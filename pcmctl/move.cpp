@@ -278,7 +278,9 @@ bool Supervisor::reshape_after_hang(const json& j) {
   const json& c = j.at("pending");
   const int size = c.value("size", 0);
   const auto hosts = c.value("hosts", std::vector<std::string>());
-  if (size < 1 || (o_.on_inventory && hosts.size() != static_cast<std::size_t>(size))) return false;
+  if (size < 1 || ((o_.on_inventory || o_.launcher == "srun") &&
+                   hosts.size() != static_cast<std::size_t>(size)))
+    return false;
   Reshaping r;
   r.command = c.value("id", 0L);
   r.what = c.value("text", "command");
@@ -287,7 +289,7 @@ bool Supervisor::reshape_after_hang(const json& j) {
   r.asked = r.checkpointed = r.stopped = Clock::now();
   reshaping_ = r;
   np_ = target_np_ = size;
-  if (o_.on_inventory) hosts_ = host_slots(hosts);
+  if (o_.on_inventory || o_.launcher == "srun") hosts_ = host_slots(hosts);
   reshaped_command_ = r.command;
   event(pcmd_, o_.job,
         fmt::format("{} (command {}) hung and ended the run (PCM_RESHAPE=auto): carried out by a "
@@ -319,7 +321,8 @@ Supervisor::MoveStep Supervisor::restart_reshape(pid_t pid, const json& j, int* 
   r.asked = Clock::now();
   const int size = c.value("size", 0);
   const auto hosts = c.value("hosts", std::vector<std::string>());
-  if (size < 1 || (o_.on_inventory && hosts.size() != static_cast<std::size_t>(size))) {
+  if (size < 1 || ((o_.on_inventory || o_.launcher == "srun") &&
+                   hosts.size() != static_cast<std::size_t>(size))) {
     reshape_failed(r.command, fmt::format("the command's world ({} processes, {} hosts) cannot be "
                                           "launched",
                                           size, hosts.size()));
@@ -342,7 +345,7 @@ Supervisor::MoveStep Supervisor::restart_reshape(pid_t pid, const json& j, int* 
   detected_.reset();  // the next run is no recovery
   restart_ = true;
   np_ = target_np_ = size;
-  if (o_.on_inventory) hosts_ = host_slots(hosts);
+  if (o_.on_inventory || o_.launcher == "srun") hosts_ = host_slots(hosts);
   reshaped_command_ = r.command;
   event(pcmd_, o_.job,
         fmt::format("{} (command {}): checkpoint {} written {:.2f} s after it was taken; the run "

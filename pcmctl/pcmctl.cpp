@@ -365,7 +365,14 @@ void add_run(CLI::App& app, Cli& cli) {
   sub->add_option("--max-restarts", a->max_restarts, "relaunches at most")
       ->check(CLI::Range(0, 1000))
       ->capture_default_str();
-  sub->add_option("--mpiexec", a->mpiexec, "the MPI's launcher (default: $MPIEXEC, else mpiexec)");
+  sub->add_option("--launcher", a->launcher,
+                  "mpiexec (hydra's or Open MPI's), or srun: each run a step of this Slurm "
+                  "allocation, reshaped by restart (PCM_RESHAPE=restart unless set)")
+      ->check(CLI::IsMember({"mpiexec", "srun"}))
+      ->capture_default_str();
+  sub->add_option("--mpiexec", a->mpiexec,
+                  "the launcher's program (default: srun for --launcher srun, else $MPIEXEC, else "
+                  "mpiexec)");
   sub->add_option("--mpiexec-arg", a->mpiexec_args,
                   "an argument of the launcher, before -n (repeat; {hosts}: the run's hosts; "
                   "{launcher:NAME}: the path of PCM's launcher_NAME.sh, e.g. slurm, hosts)")
@@ -399,6 +406,7 @@ void add_run(CLI::App& app, Cli& cli) {
       a->job = env && *env ? env : fmt::format("run-{}", ::getpid());
     }
     if (!proto::valid_name(a->job)) fail(PCM_ERR_ARG, "invalid job name '{}'", a->job);
+    if (a->mpiexec.empty() && a->launcher == "srun") a->mpiexec = "srun";
     if (a->mpiexec.empty()) {
       const char* env = std::getenv("MPIEXEC");
       a->mpiexec = env && *env ? env : "mpiexec";

@@ -73,6 +73,11 @@ struct RunOptions {
   int min_np = 1;  // with on_inventory: the fewest a run may start on
   int max_restarts = 3;
   std::string mpiexec;
+  // "mpiexec" (hydra's or Open MPI's syntax) or "srun": each run is a step of the Slurm
+  // allocation pcmctl run is in (`srun [ARGS] [-w NODES -m arbitrary] -n N --kill-on-bad-exit=1`),
+  // and its processes reshape by restart unless PCM_RESHAPE says otherwise (an srun-launched
+  // world cannot spawn: docs/user/restart-reshape.md).
+  std::string launcher = "mpiexec";
   // The launcher's own arguments (before -n); "{hosts}" in one is replaced by the run's hosts.
   std::vector<std::string> mpiexec_args;
   // Each run goes on the inventory's hosts that are up and answer a TCP probe on probe_port,

@@ -54,6 +54,23 @@ struct Placement {
   std::vector<std::string> left_out;  // the inventory's hosts not used, and why
 };
 
+// A Placement's hosts ("a:2,b:1") as srun's node list for -m arbitrary ("a,a,b").
+std::string srun_nodes(const std::string& hosts) {
+  std::string out;
+  std::size_t from = 0;
+  while (from < hosts.size()) {
+    std::size_t comma = hosts.find(',', from);
+    if (comma == std::string::npos) comma = hosts.size();
+    const std::string item = hosts.substr(from, comma - from);
+    const auto colon = item.rfind(':');
+    const std::string name = item.substr(0, colon);
+    const int n = colon == std::string::npos ? 1 : std::max(1, std::atoi(item.c_str() + colon + 1));
+    for (int i = 0; i < n; ++i) out += (out.empty() ? "" : ",") + name;
+    from = comma + 1;
+  }
+  return out;
+}
+
 // The launcher on np processes (hosts: "" or a Placement's), in a process group of its own;
 // PCM_JOB set, PCM_RESTART as asked; in a site, after its prefix and with its PCM_CONFIG (given
 // through env(1), which a prefix such as ssh passes on).
@@ -69,17 +86,27 @@ pid_t launch(const RunOptions& o, int np, const std::string& hosts, bool restart
     if (!site.config.empty()) args.push_back("PCM_CONFIG=" + site.config);
   }
   args.push_back(o.mpiexec);
+  const bool srun = o.launcher == "srun";
+  const std::string where = srun ? srun_nodes(hosts) : hosts;
   bool placed = false;
   for (std::string a : o.mpiexec_args) {
     const auto at = a.find("{hosts}");
     if (at != std::string::npos) {
-      a.replace(at, 7, hosts);
+      a.replace(at, 7, where);
       placed = true;
     }
     args.push_back(std::move(a));
   }
-  if (!hosts.empty() && !placed) args.insert(args.end(), {"-hosts", hosts});
+  if (!hosts.empty() && !placed) {
+    if (srun) {
+      args.insert(args.end(), {"-w", where, "-m", "arbitrary"});  // a node per rank, in order
+    } else {
+      args.insert(args.end(), {"-hosts", hosts});
+    }
+  }
   args.insert(args.end(), {"-n", std::to_string(np)});
+  // A step whose task fails ends whole, as mpiexec ends a run (pcmctl run then recovers it).
+  if (srun) args.push_back("--kill-on-bad-exit=1");
   args.insert(args.end(), o.command.begin(), o.command.end());
   const pid_t pid = ::fork();
   if (pid < 0) fail(PCM_ERR_INTERNAL, "fork: {}", std::strerror(errno));
@@ -89,6 +116,10 @@ pid_t launch(const RunOptions& o, int np, const std::string& hosts, bool restart
     ::signal(SIGTERM, SIG_DFL);
     ::setenv("PCM_JOB", o.job.c_str(), 1);
     ::setenv("PCM_SUPERVISED", "1", 1);
+    if (srun) {
+      ::setenv("PCM_LAUNCHER", "srun", 1);
+      ::setenv("PCM_RESHAPE", "restart", 0);  // unless the user said otherwise
+    }
     if (!site.config.empty()) ::setenv("PCM_CONFIG", site.config.c_str(), 1);
     if (restart) {
       ::setenv("PCM_RESTART", "1", 1);

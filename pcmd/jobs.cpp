@@ -333,6 +333,7 @@ json JobTable::register_job(const ops::Register& r, const std::string& name,
   job.nonce = r.nonce.value_or("");
   job.reshape = r.reshape.value_or("spawn");
   job.supervised = r.supervised;
+  job.launcher = r.launcher.value_or("");
   // A restart, or a new run of a job whose last run failed (pcmctl run relaunching from the
   // start), goes on with the history of the run it replaces (its failure, a recovery).
   if (auto old = jobs_.find(name);

@@ -90,6 +90,7 @@ struct Job {
   // and carries it out by a version, a stop and a relaunch at the command's world: docs/user/
   // restart-reshape.md).
   std::string reshape = "spawn";
+  std::string launcher;  // "srun" when pcmctl run --launcher srun started it; else ""
   bool reshapes_by_restart() const { return reshape == "restart"; }
   // A command is pending that pcmctl run is to carry out by a restart reshape.
   bool restart_pending() const {

@@ -58,6 +58,7 @@ json job_to_json(const Job& job) {
          {"nonce", job.nonce},
          {"reshape", job.reshape},
          {"supervised", job.supervised},
+         {"launcher", job.launcher},
          {"lost", job.liveness.lost}};
   job.put_events(j);
   // What the job waits for, as status shows it (with its age: a new pcmd counts on from there).
@@ -104,6 +105,7 @@ Job job_from_json(const json& j, std::chrono::steady_clock::time_point now) {
   job.liveness.rank0_host = j.at("rank0_host").get<std::string>();
   job.incarnation = j.at("incarnation").get<long long>();
   job.supervised = j.value("supervised", false);
+  job.launcher = j.value("launcher", "");
   job.reshape = j.value("reshape", "spawn");  // absent from tables before restart reshapes
   if (job.reshape != "spawn" && job.reshape != "restart" && job.reshape != "auto")
     fail(PCM_ERR_ARG, "job '{}': unknown reshape '{}'", job.name, job.reshape);
@@ -145,6 +147,7 @@ json JobTable::job_json(const Job& job) const {
   job.put_events(j);
   j["supervised"] = job.supervised;
   j["reshape"] = job.reshape;
+  j["launcher"] = job.launcher;
   j["reshaping"] = job.stopping ? json(job.stopping->command) : json(nullptr);
   j["move"] = move_json(job);
   const auto now = std::chrono::steady_clock::now();

@@ -166,6 +166,10 @@ write_conf() {
     echo "AuthInfo=socket=$munge_sock"
     echo "StateSaveLocation=$dir/ctld"
     echo "SlurmdSpoolDir=$dir/spool/%n"
+    # Each slurmd's mount namespace has a directory of its own here (start_slurmd): Slurm's PMIx
+    # plugin names its client directories by job and step only, so nodes sharing /tmp would
+    # collide (srun --mpi=pmix: "Cannot create client cli tmpdir ... File exists").
+    echo "TmpFS=$dir/nodetmp"
     echo "SlurmctldPidFile=$ctld_pid"
     echo "SlurmdPidFile=$dir/run/slurmd-%n.pid"
     echo "SlurmctldLogFile=$dir/log/slurmctld.log"
@@ -233,7 +237,7 @@ start_slurmd() {
   local h=$1 pf=$dir/run/slurmd-$1.pid
   [[ -z $(pid_of "$pf" slurmd) ]] || return 0
   rm -f "$pf"
-  mkdir -p "$dir/spool/$h"
+  mkdir -p "$dir/spool/$h" "$dir/tmp/$h" "$dir/nodetmp"
   # The network namespace of the host only (ip netns exec would remount /sys and hide the cgroup
   # mounts slurmd needs), a UTS namespace with the host's name, and a mount namespace (a slave of
   # the machine's, so that the hosts' namespaces removed later are released here too) where the
@@ -241,7 +245,7 @@ start_slurmd() {
   # shellcheck disable=SC2016  # expanded by that sh
   nsenter --net="/var/run/netns/$h" unshare --uts --mount --propagation slave \
     sh -c 'mount --bind "/etc/netns/$1/hosts" /etc/hosts && hostname "$1" &&
-      exec slurmd -f "$2" -N "$1"' sh "$h" "$conf" \
+      mount --bind "$3/tmp/$1" "$3/nodetmp" && exec slurmd -f "$2" -N "$1"' sh "$h" "$conf" "$dir" \
     </dev/null >>"$dir/log/slurmd-$h.out" 2>&1 || fail "slurmd of $h did not start"
   wait_file "$pf" 20 || fail "slurmd of $h wrote no pid file $pf"
 }

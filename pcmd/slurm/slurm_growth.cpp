@@ -149,6 +149,16 @@ std::vector<std::string> SlurmGrowth::sbatch_argv(int missing) const {
 
 json SlurmGrowth::grow(Job& job, const proto::Command& c, const CommandDesk::Where& where,
                        CommandDesk::From from, int missing) {
+  // A step belongs to one Slurm job: a world srun launches cannot span a second allocation.
+  if (job.launcher == "srun") {
+    const std::string why = fmt::format(
+        "{} needs {} more slot(s), and job '{}' is launched by srun, whose world (a step of "
+        "Slurm job {}) cannot span a second allocation: free slots in this allocation, or launch "
+        "with mpiexec (hydra, mpirun), whose worlds can",
+        c.describe(), missing, job.name, parent_.job_id);
+    jobs_.note(job, why);
+    fail(PCM_ERR_REFUSED, "{}", why);
+  }
   if (parent_.end_time && std::difftime(*parent_.end_time, std::time(nullptr)) < 60)
     fail(PCM_ERR_REFUSED,
          "{} needs {} more slot(s) and Slurm job {} ends within a minute: no second allocation",

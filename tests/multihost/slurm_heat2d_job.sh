@@ -18,6 +18,10 @@
 #
 #   sbatch -N2 ... slurm_heat2d_job.sh BUILD DIR LAUNCHER NP PROGRAM ARGS...
 #
+# With PCM_RUN_LAUNCHER=srun the program runs under `pcmctl run --launcher srun` instead: each run
+# a step of this allocation (srun --mpi=pmi2 on MPICH, --mpi=pmix on Open MPI), reshaped by
+# restart (slurm_srun.py).
+#
 # MPIEXEC (the MPI's mpiexec; on Open MPI the build's mpi-bin/mpiexec, which sets what
 # testbed/launcher_mpi.sh sets), PCM_MPI_FAMILY (mpich or openmpi; else exit 77, SKIPPED), PCM_JOB
 # and PCMD_ARGS (more pcmd options, split on spaces) come from the submitter's environment (sbatch
@@ -91,7 +95,19 @@ echo "slurm_heat2d_job: pcmd listens on $addr (job $SLURM_JOB_ID, nodes $SLURM_J
   "MPI $family)"
 
 rc=0
-"${MPIEXEC:-mpiexec}" "${launch[@]}" -n "$np" "$@" || rc=$?
+if [[ ${PCM_RUN_LAUNCHER:-} == srun ]]; then
+  # Each run a step of this allocation, launched by srun and supervised by pcmctl run (which
+  # reshapes it by restart); the MPI takes its PMI from srun: PMI-2's plugin (MPICH's simple PMI
+  # speaks its wire protocol) or PMIx (Open MPI).
+  case $family in
+    mpich) srun_mpi=pmi2 ;;
+    openmpi) srun_mpi=pmix ;;
+  esac
+  "$build/pcmctl" run --launcher srun --mpiexec-arg="--mpi=$srun_mpi" -n "$np" \
+    --job "${PCM_JOB:?}" --max-restarts 0 -- "$@" || rc=$?
+else
+  "${MPIEXEC:-mpiexec}" "${launch[@]}" -n "$np" "$@" || rc=$?
+fi
 echo "slurm_heat2d_job: mpiexec exited $rc"
 # pcmd stays until the test has read the job's end from it (DIR/release; at most 60 s).
 for ((i = 0; i < 600; i++)); do
