@@ -392,6 +392,38 @@ def young_daly(argv):
               f"{'half the run' if spacing is None else f'{spacing / 2:.2f}'} |")
 
 
+def restart_reshape(argv):
+    """bench/restart_reshape.sh: per size and operation, the median seconds from the command to
+    the job iterating again, live, by restart reshape (with its phases) and by hand, and the ratio
+    restart / live. argv: [restart_reshape, CSV]."""
+    with open(argv[1]) as f:
+        rows = list(csv.DictReader(f))
+    keys = []
+    for r in rows:
+        if (int(r["size_mib"]), r["op"]) not in keys:
+            keys.append((int(r["size_mib"]), r["op"]))
+
+    def med(size, op, way, col="total_s"):
+        v = [float(r[col]) for r in rows
+             if int(r["size_mib"]) == size and r["op"] == op and r["way"] == way and r[col]]
+        return median(v) if v else None
+
+    def show(v):
+        return "-" if v is None else f"{v:.2f}"
+
+    print("\n| size | operation | live s | restart reshape s (version, stop, start, read) | "
+          "by hand s | restart / live | by hand / restart |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
+    for size, op in keys:
+        live, rr, hand = (med(size, op, w) for w in ("live", "restart", "by hand"))
+        phases = ", ".join(show(med(size, op, "restart", c))
+                           for c in ("version_s", "stop_s", "start_s", "read_s"))
+        ratio = f"{rr / live:.2f}x" if rr and live else "-"
+        hand_ratio = f"{hand / rr:.2f}x" if hand and rr else "-"
+        print(f"| {size} MiB | {op} | {show(live)} | {show(rr)} ({phases}) | {show(hand)} | "
+              f"{ratio} | {hand_ratio} |")
+
+
 def demo(argv):
     """scripts/demo.sh: the throughput at each process count of heat2d's trace (TRACE.csv:
     time_s,iteration,procs,ms_per_iter,event; event rows have no ms_per_iter), the median of the

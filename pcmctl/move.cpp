@@ -330,7 +330,7 @@ Supervisor::MoveStep Supervisor::restart_reshape(pid_t pid, const json& j, int* 
   }
   reshaping_ = r;
   event(pcmd_, o_.job,
-        fmt::format("{} (command {}): a restart reshape (PCM_RESHAPE=restart): checkpoint, stop, "
+        fmt::format("{} (command {}): a restart reshape: checkpoint, stop, "
                     "relaunch on {} processes",
                     r.what, r.command, size));
   std::string why;

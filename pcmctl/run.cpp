@@ -318,9 +318,13 @@ int Supervisor::follow_run() {
       throw Interrupted{128 + sig};
     }
     if (Clock::now() >= next_look) {
-      // Every 0.25 s; every 0.05 s while a move waits for its run to iterate (its timings).
-      next_look = Clock::now() + std::chrono::milliseconds(moving_ ? 50 : 250);
+      // Every 0.25 s; every 0.1 s for a job that reshapes by restart (a command waits for this
+      // look); every 0.05 s while a move or a reshape waits for its run to iterate (its timings).
+      next_look = Clock::now() + std::chrono::milliseconds(moving_ || reshaping_ ? 50
+                                                           : restart_looks_      ? 100
+                                                                                 : 250);
       const json j = job_status(pcmd_, o_.job);
+      if (j.is_object()) restart_looks_ = j.value("reshape", "spawn") != "spawn";
       // The run a restart reshape ended, until this one takes the name over.
       if (j.is_object() && j.contains("reshaping") && !j.at("reshaping").is_null()) {
         if (seconds_between(started, Clock::now()) > o_.start_timeout_s) {

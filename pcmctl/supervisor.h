@@ -111,6 +111,7 @@ class Supervisor {
   int np_ = 0;
   int target_np_ = 0;  // how many processes a run is placed for: --np, then the last reshape's
   long long reshaped_command_ = 0;  // the next launch is the relaunch of this restart reshape
+  bool restart_looks_ = false;      // the job may reshape by restart: looks come more often
   std::string hosts_;               // the next run's hosts ("" without on_inventory)
   std::optional<Clock::time_point> detected_;  // the last run's failure, while recovering
   std::string why_;

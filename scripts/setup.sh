@@ -3,23 +3,26 @@
 #
 # Environment:
 #   PCM_CACHE_DIR   where a self-built MPICH is kept between runs (default ~/.cache/pcm)
-#   PCM_MPI         mpich (default: one whose spawn works, built once if need be) or openmpi
-#                   (Debian's openmpi-bin and libopenmpi-dev)
+#   PCM_MPI         mpich (default: one whose spawn works, built once if need be), openmpi
+#                   (Debian's openmpi-bin and libopenmpi-dev) or stock-mpich (Debian's own mpich
+#                   and libmpich-dev, which cannot spawn: jobs reshape by restart,
+#                   docs/user/restart-reshape.md)
 #   PCM_MPI_HOME    use the MPI installed under this prefix (must be able to spawn)
 #   PCM_BUILD_DIR   CMake build directory (default <checkout>/build; on Open MPI build-openmpi)
 #   PCM_BUILD_TYPE  CMake build type (default RelWithDebInfo)
 #   PCM_BUILD_TARGETS  build only these targets (space-separated; scripts/demo.sh's programs)
 # Prints `export` lines for the chosen MPI to scripts/.env (sourced by the other scripts); an
 # Open MPI (PCM_MPI=openmpi, or found under PCM_MPI_HOME) gets scripts/.env.openmpi instead, and
-# its own build directory, so that the MPICH set-up stays as it is beside it.
+# its own build directory, so that the MPICH set-up stays as it is beside it; Debian's MPICH
+# (PCM_MPI=stock-mpich) scripts/.env.stock-mpich and build-stock-mpich.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CACHE=${PCM_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/pcm}
 PCM_MPI=${PCM_MPI:-mpich}
 case $PCM_MPI in
-  mpich | openmpi) ;;
-  *) echo "[setup] PCM_MPI=$PCM_MPI: mpich or openmpi expected" >&2; exit 2 ;;
+  mpich | openmpi | stock-mpich) ;;
+  *) echo "[setup] PCM_MPI=$PCM_MPI: mpich, openmpi or stock-mpich expected" >&2; exit 2 ;;
 esac
 BUILD_TYPE=${PCM_BUILD_TYPE:-RelWithDebInfo}
 MPICH_VERSION=4.0.2
@@ -39,6 +42,10 @@ if [ "$PCM_MPI" = openmpi ] && [ -z "${PCM_MPI_HOME:-}" ]; then
   # The Python package pcm (python/): Debian's mpi4py is built against Debian's Open MPI, so it
   # is built and tested on this build only (/usr/bin/python3; a pyenv python3 lacks these).
   PACKAGES+=(python3-dev python3-numpy python3-mpi4py)
+fi
+
+if [ "$PCM_MPI" = stock-mpich ]; then
+  PACKAGES+=(mpich libmpich-dev)
 fi
 
 install_packages() {
@@ -196,7 +203,8 @@ configure_and_build() {
   local gen_args=()
   if [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then
     gen_args=(-DCMAKE_BUILD_TYPE="$BUILD_TYPE" -DMPI_HOME="$(dirname "$MPI_BIN")"
-      -DMPIEXEC_EXECUTABLE="$MPIEXEC" -DMPI_C_COMPILER="$MPICC" -DMPI_CXX_COMPILER="$MPICXX")
+      -DMPIEXEC_EXECUTABLE="$MPIEXEC" -DMPI_C_COMPILER="$MPICC" -DMPI_CXX_COMPILER="$MPICXX"
+      -DPCM_MPI_CAN_SPAWN="$CAN_SPAWN")
   fi
   # PCM_BUILD_UNIT_TESTS=OFF (scripts/test_openmpi.sh's label run) leaves out the GoogleTest
   # programs; given on every configure, so that the next run without it builds them again.
@@ -222,13 +230,31 @@ write_env() {
 
 main() {
   install_packages
+  # --packages-only: the packages of PCM_MPI, nothing more (scripts/test.sh installs those of every
+  # MPI it builds before building them in parallel: apt takes one installation at a time).
+  if [ "${1:-}" = --packages-only ]; then return 0; fi
+  CAN_SPAWN=ON
   PCM_COMPILER_LAUNCHER=$(compiler_launcher)
   # An Open MPI under PCM_MPI_HOME is set up as PCM_MPI=openmpi is.
   if [ "$PCM_MPI" = mpich ] && [ -n "${PCM_MPI_HOME:-}" ] &&
      [ "$(mpi_family "$PCM_MPI_HOME/bin/mpiexec")" = openmpi ]; then
     PCM_MPI=openmpi
   fi
-  if [ "$PCM_MPI" = openmpi ]; then
+  if [ "$PCM_MPI" = stock-mpich ]; then
+    # Debian's own MPICH, by its own names (the mpicc/mpiexec alternatives may be another MPI's);
+    # no spawn probe: it cannot spawn (ch4:ucx), which is what this build is for.
+    BUILD_DIR=${PCM_BUILD_DIR:-$ROOT/build-stock-mpich}
+    MPI_BIN=/usr/bin MPICC=/usr/bin/mpicc.mpich MPICXX=/usr/bin/mpicxx.mpich
+    MPIEXEC=/usr/bin/mpiexec.mpich
+    CAN_SPAWN=OFF
+    [ "$(mpi_family "$MPIEXEC")" = mpich ] || { log "$MPIEXEC is not MPICH's hydra"; exit 1; }
+    write_env "$ROOT/scripts/.env.stock-mpich" <<ENV
+export PCM_BUILD_DIR="$BUILD_DIR"
+export PCM_MPI_FAMILY=mpich
+export MPIEXEC="$MPIEXEC"
+export PCM_COMPILER_LAUNCHER="$PCM_COMPILER_LAUNCHER"
+ENV
+  elif [ "$PCM_MPI" = openmpi ]; then
     BUILD_DIR=${PCM_BUILD_DIR:-$ROOT/build-openmpi}
     choose_openmpi
     # mpi-bin (made by cmake/PCMMpiLauncher.cmake): mpiexec with testbed/launcher_mpi.sh's

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The README's test command: set up (packages, MPI, build) and run the whole test suite, then the
-# tests of the second MPI (scripts/test_openmpi.sh: Debian's Open MPI, ctest -L second-mpi), the
-# sanitizer build's tests (scripts/sanitize.sh) and 60 s of fuzzing (scripts/fuzz.sh --time 60).
-# The builds those three need (the Open MPI build, the instrumented build) run in the background
+# tests of the second MPI (scripts/test_openmpi.sh: Debian's Open MPI, ctest -L second-mpi), those
+# of the third (scripts/test_stock_mpich.sh: Debian's own MPICH, which cannot spawn, ctest -L
+# stock-mpich), the sanitizer build's tests (scripts/sanitize.sh) and 60 s of fuzzing
+# (scripts/fuzz.sh --time 60).
+# The builds those need (the Open MPI, stock MPICH and instrumented builds) run in the background
 # at the lowest CPU priority while the main suite runs, so that they take the time its tests leave
 # idle; their logs go to <build>/background-*.log. At the end a table gives each part's time.
 # Extra arguments go to ctest (for example -L unit, or -R heat2d), and then only ctest runs;
@@ -17,6 +19,11 @@ t_start=$(date +%s)
 bash "$ROOT/scripts/setup.sh"
 # shellcheck source=/dev/null
 source "$ROOT/scripts/.env"
+if [ $# -eq 0 ]; then
+  # The other MPIs' packages now, one installation after the other (their builds run side by side).
+  PCM_MPI=openmpi bash "$ROOT/scripts/setup.sh" --packages-only
+  PCM_MPI=stock-mpich bash "$ROOT/scripts/setup.sh" --packages-only
+fi
 if [ $# -gt 0 ]; then
   cd "$PCM_BUILD_DIR"
   exec ctest --output-on-failure --timeout 900 "$@"
@@ -50,6 +57,7 @@ bg_build() {
   bg_pids+=($!)
 }
 bg_build openmpi "bash '$ROOT/scripts/test_openmpi.sh' --build-only"
+bg_build stock-mpich "bash '$ROOT/scripts/test_stock_mpich.sh' --build-only"
 bg_build instrumented \
   "bash '$ROOT/scripts/sanitize.sh' --build-only && bash '$ROOT/scripts/fuzz.sh' --build-only"
 # wait_background NAME PID: the build's exit status, with its log's end when it failed.
@@ -67,7 +75,8 @@ rc=0
 (cd "$PCM_BUILD_DIR" && ctest --output-on-failure --timeout 900 -LE soak) || rc=$?
 took "main suite"
 wait_background openmpi "${bg_pids[0]}"
-wait_background instrumented "${bg_pids[1]}"
+wait_background stock-mpich "${bg_pids[1]}"
+wait_background instrumented "${bg_pids[2]}"
 bg_pids=()
 took "the other builds, after the suite"
 if [ $rc -eq 0 ]; then
@@ -76,6 +85,10 @@ if [ $rc -eq 0 ]; then
   # "bind on local address (10.77.44.254:0) failed: Cannot assign requested address").
   CTEST_PARALLEL_LEVEL=1 bash "$ROOT/scripts/test_openmpi.sh" || rc=$?
   took "Open MPI subset"
+fi
+if [ $rc -eq 0 ]; then
+  bash "$ROOT/scripts/test_stock_mpich.sh" || rc=$?
+  took "stock MPICH subset"
 fi
 if [ $rc -eq 0 ]; then
   bash "$ROOT/scripts/sanitize.sh" || rc=$?

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# restart_reshape.sh BUILD restart|auto — run under with_pcmd.sh. Reconfiguration without
+# restart_reshape.sh BUILD restart|auto|auto_fail — run under with_pcmd.sh. Reconfiguration without
 # MPI_Comm_spawn (issue 36, docs/user/restart-reshape.md).
 # restart: heat2d_pcm runs under `pcmctl run`
 # with PCM_RESHAPE=restart on 2 processes and is split 2 -> 3 (rank 0 into 2), merged 3 -> 2
@@ -13,6 +13,10 @@
 # spawn now and then does); the watchdog (PCM_RECONFIG_TIMEOUT_S=5) ends the run, and pcmctl run
 # carries the split out by a restart reshape from the newest version: the job ends on 3
 # processes with the plain run's checksum, and its events say so.
+# auto_fail: the same, but the spawn fails at once (PCM_TEST_SPAWN_COMMAND names no program; on
+# an MPI that cannot spawn, PCM_TEST_SPAWN_FAILS=1 leaves the spawn to fail by itself): the job
+# goes on in its old world, and pcmctl run carries the split out by a restart reshape (from the
+# version it asks for), the job ends on 3 processes with the plain run's checksum.
 set -uo pipefail
 build=$1 mode=${2:-restart} layout=block
 pcmctl=$build/pcmctl
@@ -24,6 +28,37 @@ args=(--nx 64 --ny 48 --iters 1500 --layout "$layout")
 
 plain=$(timeout 300 "$mpiexec" -n 2 "$heat/heat2d_plain" "${args[@]}" | awk '/^checksum/ {print $2}')
 [ -n "$plain" ] || fail "the plain run printed no checksum"
+
+if [ "$mode" = auto_fail ]; then
+  job=autofail-$$
+  out=$PCM_TEST_DIR/autofail.out
+  hook=(PCM_TEST_SPAWN_COMMAND="$PCM_TEST_DIR/no-such-program")
+  [ "${PCM_TEST_SPAWN_FAILS:-0}" = 1 ] && hook=()
+  env "${hook[@]}" PCM_RESHAPE=auto timeout 300 "$pcmctl" run -n 2 --job "$job" --max-restarts 0 \
+    -- "$heat/heat2d_pcm" "${args[@]}" --throttle-us 2000 >"$out" 2>&1 </dev/null &
+  run=$!
+  trap 'kill "$run" 2>/dev/null' EXIT
+  "$pcmctl" wait "$job" --iteration 20 --timeout 120 >/dev/null || fail "the job did not start: $(show "$out")"
+  "$pcmctl" split "$job" 0 --into 2 || fail "the split was refused: $(show "$out")"
+  "$pcmctl" wait "$job" --reconfigurations 1 --timeout 120 ||
+    fail "the split was not carried out: $(show "$out")"
+  ev=$("$pcmctl" events "$job")
+  wait "$run"
+  rc=$?
+  trap - EXIT
+  [ $rc -eq 0 ] || fail "pcmctl run exited with $rc: $(show "$out")"
+  grep -Eq '^heat2d: restarted from iteration [0-9]+ \(2 -> 3 processes\)$' "$out" ||
+    fail "the relaunch did not restart on 3 processes from a version: $(show "$out")"
+  got=$(awk '/^checksum/ {print $2}' "$out" | tail -1)
+  [ "$got" = "$plain" ] || fail "checksum '$got' differs from the plain run's $plain: $(show "$out")"
+  for want in "failed live (" "PCM_RESHAPE=auto: left to pcmctl run's restart reshape" \
+    "split of rank 0 into 2 done by a restart reshape (2 processes then, 3 now)"; do
+    echo "$ev" | grep -qF "$want" || fail "no event says '$want': $ev"
+  done
+  echo "$ev" | grep -E "failed live|restart reshape"
+  echo "restart_reshape auto_fail: ok: the failed split was carried out by a restart, checksum $got"
+  exit 0
+fi
 
 if [ "$mode" = auto ]; then
   stuck=$PCM_TEST_DIR/stuck
