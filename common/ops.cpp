@@ -310,11 +310,13 @@ CheckpointRequest CheckpointRequest::from_json(const json& j) {
   r.job = valid_job_of(j);
   if (auto it = j.find("why"); it != j.end() && !it->is_null())
     r.why = proto::Command::clean_why(get_string(j, "why", 4 * proto::Command::kMaxWhy));
+  r.at_once = get_bool(j, "at_once", false);
   return r;
 }
 json CheckpointRequest::to_json() const {
   json j{{"job", job}};
   put(j, "why", why);
+  if (at_once) j["at_once"] = true;
   return j;
 }
 

@@ -290,6 +290,9 @@ struct CheckpointRequest {
   static constexpr Op kOp = Op::kCheckpointRequest;
   std::string job;
   std::optional<std::string> why;
+  // Written at once from the application's buffers, not staged to be written in the background:
+  // the run ends right after it (a restart reshape, a move), so the copy aside would be waste.
+  bool at_once = false;
   static CheckpointRequest from_json(const json& j);
   json to_json() const;
 };

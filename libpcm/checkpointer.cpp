@@ -201,7 +201,7 @@ void Checkpointer::write_version(int iteration, double t0) {
   if (iteration == ctx_.settings.test_hold_iteration &&
       ctx_.world.rank() == ctx_.settings.test_hold_rank)
     task.hold_for_test = ctx_.settings.test_hold_file;
-  const bool background = ctx_.settings.checkpoint_async;
+  const bool background = ctx_.settings.checkpoint_async && !at_once_;
   if (levels)
     task.levels = plan_levels(host_map(ctx_.world.comm()), ctx_.world.rank(),
                               ctx_.settings.checkpoint_local_dir, ctx_.job, iteration,
@@ -305,6 +305,10 @@ void Checkpointer::checkpoint(int iteration, std::int64_t call) {
 // counts them (from the restart's version in a restarted job): the application's own
 // PCM_Checkpoint(world, it) of the same loop uses the same numbers when it counts from 0.
 void Checkpointer::write_due(std::int64_t call) {
+  struct AtOnceForThisOne {  // only the version it was asked for
+    bool& at_once;
+    ~AtOnceForThisOne() { at_once = false; }
+  } at_once_ends{at_once_};
   const std::int64_t id = due_;  // > 0: pcmd's request; -1: the schedule's
   due_ = 0;
   if (id > 0 && ctx_.world.rank() == 0) done_ = id;  // asked once: a failure is not retried
@@ -326,7 +330,8 @@ void Checkpointer::write_due(std::int64_t call) {
     at_call_ = call;
     if (ctx_.world.rank() == 0)
       plog()->info("[rank 0] {}: version of iteration {} {} in {:.3f} s{}", what, label,
-                   ctx_.settings.checkpoint_async ? "staged" : "written", wtime() - t0, due);
+                   ctx_.settings.checkpoint_async && !at_once_ ? "staged" : "written", wtime() - t0,
+                   due);
   } catch (const Error& e) {
     // Agreed (write_version's steps are): the job goes on; pcmd still shows a request. The
     // schedule tries again an interval later (a tenth of the MTBF while no cost is known).

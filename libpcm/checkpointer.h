@@ -62,7 +62,12 @@ class Checkpointer {
     if (ctx_.settings.checkpoint_mtbf_s > 0 && resumed && schedule_.scheduled(wtime())) return -1;
     return 0;
   }
-  void set_due(std::int64_t due) { due_ = due; }
+  // at_once: written from the application's buffers, not staged (pcmd's request says the run
+  // ends right after it).
+  void set_due(std::int64_t due, bool at_once = false) {
+    due_ = due;
+    at_once_ = due != 0 && at_once;
+  }
   bool due() const { return due_ != 0; }
   // PCM_Adapt, when a checkpoint is due: a version of the iteration this call (`call`: PCM_Status
   // calls so far) begins.
@@ -102,6 +107,7 @@ class Checkpointer {
   // last request rank 0 wrote, the version PCM_Adapt last wrote (label, and at which PCM_Status
   // call: the application's own PCM_Checkpoint of that iteration has it already).
   std::int64_t due_ = 0;
+  bool at_once_ = false;
   std::int64_t done_ = 0;
   std::int64_t label_ = -1;
   std::int64_t at_call_ = -1;

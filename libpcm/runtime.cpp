@@ -231,8 +231,9 @@ int Runtime::status(MPI_Comm comm) {
     // pending command's id (0: none), the length of its encoding, the next window's size, and
     // the pid of the pcmd rank 0 talks to (the others follow it when pcmd restarts), whether
     // the ranks gather their profile now (once per PCM_PROFILE_MS), and the checkpoint pcmd asks
-    // for (its id; 0: none; PCM_Adapt writes it); while a split's spawn runs in the background,
-    // whether rank 0's helper has finished it.
+    // for (its id; 0: none; PCM_Adapt writes it) and, but while a split's spawn runs in the
+    // background, whether it is written at once (not staged: the run ends after it); during
+    // that spawn, whether rank 0's helper has finished it.
     long long msg[7] = {0, 0, 1, 0, 0, 0, 0};
     std::string bytes;
     if (world_.rank() == 0) {
@@ -258,10 +259,11 @@ int Runtime::status(MPI_Comm comm) {
         msg[6] = background_.helper_done();
       } else {
         msg[5] = checkpointer_.wanted(resumed_);
+        msg[6] = msg[5] > 0 && link_.checkpoint_at_once();
       }
     }
     mpi_check(MPI_Bcast(msg, 7, MPI_LONG_LONG, 0, world_.comm()), "MPI_Bcast");
-    checkpointer_.set_due(msg[5]);
+    checkpointer_.set_due(msg[5], !spawning && msg[6] != 0);
     if (world_.rank() != 0 && msg[3] != link_.pcmd_pid()) link_.follow(static_cast<long>(msg[3]));
     if (msg[4]) {
       JobProfile p = prof.gather(life_.iteration);

@@ -88,7 +88,7 @@ Supervisor::MoveStep Supervisor::checkpoint_and_stop(pid_t pid, const std::strin
                                                      Clock::time_point* checkpointed,
                                                      std::int64_t reshape_command) {
   try {
-    *id = pcmd_.request(req_checkpoint(o_.job, reason)).at("id").get<std::int64_t>();
+    *id = pcmd_.request(req_checkpoint(o_.job, reason, true)).at("id").get<std::int64_t>();
   } catch (const std::exception& e) {
     *why = fmt::format("the checkpoint could not be asked ({})", e.what());
     return MoveStep::kStayed;
@@ -273,8 +273,14 @@ bool Supervisor::reshape_asked(const json& j) {
   return p != j.end() && p->is_object() && p->value("id", 0L) > 0 && p->value("by_restart", false);
 }
 
+namespace {
+// A command that hung: its run is ending (the watchdog), and no version is asked of it.
+bool hung(const json& j) { return j.at("pending").value("hung", false); }
+}  // namespace
+
 bool Supervisor::reshape_after_hang(const json& j) {
-  if (!j.is_object() || j.value("state", "") != "failed" || !reshape_asked(j)) return false;
+  if (!j.is_object() || j.value("state", "") != "failed" || !reshape_asked(j) || !hung(j))
+    return false;
   const json& c = j.at("pending");
   const int size = c.value("size", 0);
   const auto hosts = c.value("hosts", std::vector<std::string>());

@@ -58,7 +58,9 @@ proto::json req_resize(const std::string& job, int size, const Target& target);
 proto::json req_checkpoints(const std::string& job);
 proto::json req_verify(const std::string& job, long iteration);
 proto::json req_prune(const std::string& job, int keep);
-proto::json req_checkpoint(const std::string& job, const std::string& why);  // "": no reason
+// why "": no reason; at_once: written from the application's buffers, not staged (the run ends
+// right after it).
+proto::json req_checkpoint(const std::string& job, const std::string& why, bool at_once = false);
 proto::json req_host_add(const std::string& host, int slots, const std::string& site,
                          double latency);
 proto::json req_host_list();

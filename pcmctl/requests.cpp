@@ -85,10 +85,11 @@ json req_verify(const std::string& job, long iteration) {
   return ops::request(r);
 }
 
-json req_checkpoint(const std::string& job, const std::string& why) {
+json req_checkpoint(const std::string& job, const std::string& why, bool at_once) {
   ops::CheckpointRequest r;
   r.job = job;
   if (!why.empty()) r.why = why;
+  r.at_once = at_once;
   return ops::request(r);
 }
 

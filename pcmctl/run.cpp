@@ -318,11 +318,10 @@ int Supervisor::follow_run() {
       throw Interrupted{128 + sig};
     }
     if (Clock::now() >= next_look) {
-      // Every 0.25 s; every 0.1 s for a job that reshapes by restart (a command waits for this
-      // look); every 0.05 s while a move or a reshape waits for its run to iterate (its timings).
-      next_look = Clock::now() + std::chrono::milliseconds(moving_ || reshaping_ ? 50
-                                                           : restart_looks_      ? 100
-                                                                                 : 250);
+      // Every 0.25 s; every 0.05 s for a job that may reshape by restart (a command waits for
+      // this look) and while a move or a reshape waits for its run to iterate (its timings).
+      next_look = Clock::now() +
+                  std::chrono::milliseconds(moving_ || reshaping_ || restart_looks_ ? 50 : 250);
       const json j = job_status(pcmd_, o_.job);
       if (j.is_object()) restart_looks_ = j.value("reshape", "spawn") != "spawn";
       // The run a restart reshape ended, until this one takes the name over.
@@ -351,7 +350,7 @@ int Supervisor::follow_run() {
         if (step == MoveStep::kEnded) break;  // status: the launcher's end
         continue;
       }
-      if (state == "running" && reshape_asked(j)) {
+      if (state == "running" && reshape_asked(j) && !j.at("pending").value("hung", false)) {
         const MoveStep step = restart_reshape(pid, j, &status);
         if (step == MoveStep::kMoved) {
           moved_ = true;  // the reshape placed the next run

@@ -48,10 +48,11 @@ Job::Allocating Job::Allocating::from_json(const json& j, Clock::time_point now)
 }
 
 json Job::CheckpointWanted::to_json(Clock::time_point now) const {
-  return json{{"id", id}, {"why", why}, {"seconds", age(since, now)}};
+  return json{{"id", id}, {"why", why}, {"seconds", age(since, now)}, {"at_once", at_once}};
 }
 Job::CheckpointWanted Job::CheckpointWanted::from_json(const json& j, Clock::time_point now) {
-  return {j.at("id").get<std::int64_t>(), j.at("why").get<std::string>(), aged(j, now)};
+  return {j.at("id").get<std::int64_t>(), j.at("why").get<std::string>(), aged(j, now),
+          j.value("at_once", false)};
 }
 
 json Job::Move::to_json(Clock::time_point now) const {
@@ -364,6 +365,7 @@ void JobTable::stuck(Job& job, std::int64_t command) {
       job.pending.command->id != command || job.pending.by_restart)
     return;
   job.pending.by_restart = true;
+  job.pending.hung = true;
   note(job, fmt::format("{} hung; PCM_RESHAPE=auto: pcmctl run carries it out by a restart "
                         "reshape from the newest version",
                         job.pending.command->describe()));
@@ -436,7 +438,10 @@ json JobTable::poll(const ops::Poll& r, LogLimiter& refusals) {
       log_->info("job {}: command {} delivered", job.name, job.pending.command->id);
     job.pending.delivered = true;
   }
-  if (job.checkpoint_wanted) reply["checkpoint"] = job.checkpoint_wanted->id;
+  if (job.checkpoint_wanted) {
+    reply["checkpoint"] = job.checkpoint_wanted->id;
+    if (job.checkpoint_wanted->at_once) reply["checkpoint_at_once"] = true;
+  }
   if (!job.liveness.lost_joining.empty()) reply["lost"] = job.liveness.lost_joining;
   return reply;
 }
@@ -533,7 +538,7 @@ json JobTable::profile(const ops::Profile& r) {
   return reply;
 }
 
-json JobTable::want_checkpoint(Job& job, std::string why) {
+json JobTable::want_checkpoint(Job& job, std::string why, bool at_once) {
   if (job.state != JobState::kRunning)
     fail(PCM_ERR_REFUSED, "job '{}' is {}: no checkpoint to ask of it", job.name,
          state_name(job.state));
@@ -546,6 +551,7 @@ json JobTable::want_checkpoint(Job& job, std::string why) {
     last_checkpoint_id_ = job.checkpoint_wanted->id;
   }
   job.checkpoint_wanted->why = std::move(why);
+  job.checkpoint_wanted->at_once = job.checkpoint_wanted->at_once || at_once;
   const std::string text =
       fmt::format("checkpoint {} asked: {}", job.checkpoint_wanted->id, job.checkpoint_wanted->why);
   note(job, text);

@@ -54,6 +54,9 @@ struct Job {
     // PCM_RESHAPE=auto: its live attempt failed or hung, and pcmctl run carries it out by a
     // restart (as for a job that reshapes by restart; rank 0 is not handed it again).
     bool by_restart = false;
+    // by_restart because it hung: the watchdog ends the run, and pcmctl run relaunches it on the
+    // command's world from the newest version (never a version of the dying run).
+    bool hung = false;
   };
   Pending pending;
   // A command that waits for more hosts before it can be placed (pcmd --resources slurm:
@@ -76,6 +79,7 @@ struct Job {
     std::int64_t id = 0;  // milliseconds since the epoch when asked: never reused
     std::string why;
     std::chrono::steady_clock::time_point since;
+    bool at_once = false;  // written from the application's buffers, not staged (ops.h)
     // As status shows it and the job table keeps it, its age as "seconds" (now: the clock's).
     nlohmann::json to_json(std::chrono::steady_clock::time_point now) const;
     static CheckpointWanted from_json(const nlohmann::json& j,
@@ -217,7 +221,7 @@ class JobTable {
   proto::json profile(const ops::Profile& r);
   // A checkpoint asked of a running job (a request asked already stays, with the newer reason);
   // the reply names it. checkpoint_written: a version of the job was committed.
-  proto::json want_checkpoint(Job& job, std::string why);
+  proto::json want_checkpoint(Job& job, std::string why, bool at_once = false);
   void checkpoint_written(Job& job);
   // Status of one job (named) or all.
   proto::json status(const std::optional<std::string>& name);

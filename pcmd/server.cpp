@@ -145,7 +145,7 @@ void Server::set_handlers() {
     return data_ops_->checkpoints(r, out);
   });
   on<ops::CheckpointRequest>([this](const ops::CheckpointRequest& r, Payload, Out&) {
-    return jobs_.want_checkpoint(jobs_.find(r.job), r.why.value_or("operator request"));
+    return jobs_.want_checkpoint(jobs_.find(r.job), r.why.value_or("operator request"), r.at_once);
   });
   on<ops::Verify>(
       [this](const ops::Verify& r, Payload, Out& out) { return data_ops_->verify(r, out); });

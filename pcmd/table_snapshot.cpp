@@ -45,6 +45,7 @@ json job_to_json(const Job& job) {
          {"pending_delivered", job.pending.delivered},
          {"pending_drain", job.pending.drain},
          {"pending_by_restart", job.pending.by_restart},
+         {"pending_hung", job.pending.hung},
          {"last_done_command", job.last_done_command},
          {"last_event", job.last_event},
          {"layout_command", job.layout_command},
@@ -86,6 +87,7 @@ Job job_from_json(const json& j, std::chrono::steady_clock::time_point now) {
   job.pending.delivered = j.at("pending_delivered").get<bool>();
   job.pending.drain = j.at("pending_drain").get<bool>();
   job.pending.by_restart = j.value("pending_by_restart", false);
+  job.pending.hung = j.value("pending_hung", false);
   job.last_done_command = j.at("last_done_command").get<std::int64_t>();
   job.last_event = j.at("last_event").get<std::string>();
   const auto texts = j.at("events").get<std::vector<std::string>>();
@@ -158,6 +160,7 @@ json JobTable::job_json(const Job& job) const {
     j["pending"]["delivered"] = job.pending.delivered;
     j["pending"]["text"] = job.pending.command->describe();
     j["pending"]["by_restart"] = job.restart_pending();
+    j["pending"]["hung"] = job.pending.hung;
   }
   return j;
 }
