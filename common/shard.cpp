@@ -294,7 +294,7 @@ ShardRecord ShardRecord::from_json(const json& j) {
 }
 
 ShardRecord write_shard(const std::string& dir, const ShardHeader& header,
-                        const std::vector<ShardItem>& items, const std::string& file) {
+                        const std::vector<ShardItem>& items, const std::string& file, bool sync) {
   ShardRecord rec;
   rec.rank = header.rank;
   rec.file = file.empty() ? shard_file_name(header.rank) : file;
@@ -326,7 +326,7 @@ ShardRecord write_shard(const std::string& dir, const ShardHeader& header,
       }
     });
     struct stat st {};
-    if (::fsync(fd) != 0 || ::fstat(fd, &st) != 0)
+    if ((sync && ::fsync(fd) != 0) || ::fstat(fd, &st) != 0)
       fail(PCM_ERR_INTERNAL, "cannot sync {}: {}", path, std::strerror(errno));
     int rc = ::close(fd);
     fd = -1;

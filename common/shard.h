@@ -87,10 +87,13 @@ std::string staged_file_name(int rank, const std::string& key, const std::string
 bool is_staged_file_name(const std::string& name, int rank, const std::string& key);
 
 // Writes the shard into dir/<file> (default shard_file_name(rank); it must not exist), fsyncs
-// it, and returns its record. Throws pcm::Error (PCM_ERR_INTERNAL with the system's reason: a
-// full disk, a missing directory); the partial file is removed.
+// it (unless !sync: a version the next run reads at once, whose loss in a crash before the
+// page cache is written back costs only a fallback to the version before it, as any damaged
+// version does), and returns its record. Throws pcm::Error (PCM_ERR_INTERNAL with the system's
+// reason: a full disk, a missing directory); the partial file is removed.
 ShardRecord write_shard(const std::string& dir, const ShardHeader& header,
-                        const std::vector<ShardItem>& items, const std::string& file = "");
+                        const std::vector<ShardItem>& items, const std::string& file = "",
+                        bool sync = true);
 // The same shard built in memory, for a rank that cannot see the version directory: the bytes
 // of the file (sent through pcmd), and its record.
 ShardRecord image_shard(const ShardHeader& header, const std::vector<ShardItem>& items,

@@ -202,6 +202,7 @@ void Checkpointer::write_version(int iteration, double t0) {
       ctx_.world.rank() == ctx_.settings.test_hold_rank)
     task.hold_for_test = ctx_.settings.test_hold_file;
   const bool background = ctx_.settings.checkpoint_async && !at_once_;
+  task.at_once = at_once_;
   if (levels)
     task.levels = plan_levels(host_map(ctx_.world.comm()), ctx_.world.rank(),
                               ctx_.settings.checkpoint_local_dir, ctx_.job, iteration,

@@ -62,7 +62,8 @@ void ShardWriter::write_and_report(const ShardTask& task) {
 
 ShardRecord ShardWriter::write_shared(const ShardTask& task) {
   const ShardHeader& h = task.header;
-  if (task.direct && holds_token(task.dir, task.token)) return write_shard(task.dir, h, task.items);
+  if (task.direct && holds_token(task.dir, task.token))
+    return write_shard(task.dir, h, task.items, "", !task.at_once);
   std::vector<char> image;
   ShardRecord rec = image_shard(h, task.items, image);
   link_.request(ops::request(ops::ShardPut{h.job, h.iteration, h.rank}), image.data(), image.size(),

@@ -28,9 +28,12 @@ struct ShardTask {
   std::string dir, token;  // pcmd's temporary directory of the version, and the file that proves it
   bool direct = true;      // write into dir when this process sees it (PCM_CHECKPOINT_DIRECT)
   int timeout_ms = 0;
-  std::int64_t incarnation = 0;   // the job's run, stamped on the writer's requests (ops::Fence)
-  bool fail_for_test = false;     // PCM_TEST_SHARD_FAIL named this shard
-  std::string hold_for_test;      // PCM_TEST_SHARD_HOLD: report once this file is gone
+  std::int64_t incarnation = 0;  // the job's run, stamped on the writer's requests (ops::Fence)
+  bool fail_for_test = false;    // PCM_TEST_SHARD_FAIL named this shard
+  std::string hold_for_test;     // PCM_TEST_SHARD_HOLD: report once this file is gone
+  // Written for the next run to read at once (a restart reshape, a move): the shared level's
+  // file is not fsynced (write_shard's sync).
+  bool at_once = false;
   std::vector<ShardItem> items;   // pointing into the application's buffers, or into staging
   std::vector<std::string> maps;  // bytes some items point into (reserved: they never move)
   // Checkpoint levels: where the shard goes; the partners' copies this rank keeps come through
