@@ -44,6 +44,12 @@ void tell(Connection& pcmd, const std::string& job, const std::string& action,
   }
 }
 
+// The run a move or a restart reshape relaunched iterates (or the job finished meanwhile).
+bool iterating_again(const json& j) {
+  const std::string state = j.value("state", "");
+  return state == "finished" || (state == "running" && j.value("iteration", 0L) > 0);
+}
+
 bool has_event(const json& j, const std::string& text) {
   for (const json& e : j.value("events", json::array()))
     if (e.is_string() && e.get<std::string>().find(text) != std::string::npos) return true;
@@ -185,9 +191,7 @@ Supervisor::MoveStep Supervisor::move(pid_t pid, const json& j, int* status) {
 }
 
 void Supervisor::move_resumed(const json& j) {
-  const std::string state = j.value("state", "");
-  if (!moving_ || !(state == "finished" || (state == "running" && j.value("iteration", 0L) > 0)))
-    return;
+  if (!moving_ || !iterating_again(j)) return;
   const Moving& v = *moving_;
   const auto now = Clock::now();
   tell(pcmd_, o_.job, "done", v.to,
@@ -363,9 +367,7 @@ Supervisor::MoveStep Supervisor::restart_reshape(pid_t pid, const json& j, int* 
 }
 
 void Supervisor::reshape_resumed(const json& j) {
-  const std::string state = j.value("state", "");
-  if (!reshaping_ || !(state == "finished" || (state == "running" && j.value("iteration", 0L) > 0)))
-    return;
+  if (!reshaping_ || !iterating_again(j)) return;
   const Reshaping& r = *reshaping_;
   event(pcmd_, o_.job,
         fmt::format("restart reshape of command {} done: iterating again {:.2f} s after it was "

@@ -29,6 +29,19 @@ args=(--nx 64 --ny 48 --iters 1500 --layout "$layout")
 plain=$(timeout 300 "$mpiexec" -n 2 "$heat/heat2d_plain" "${args[@]}" | awk '/^checksum/ {print $2}')
 [ -n "$plain" ] || fail "the plain run printed no checksum"
 
+# ended_on_three: pcmctl run ($run) exits 0, its last run restarted on 3 processes from a version
+# ($out), and the checksum ($got) is the plain run's.
+ended_on_three() {
+  wait "$run"
+  local rc=$?
+  trap - EXIT
+  [ $rc -eq 0 ] || fail "pcmctl run exited with $rc: $(show "$out")"
+  grep -Eq '^heat2d: restarted from iteration [0-9]+ \(2 -> 3 processes\)$' "$out" ||
+    fail "the relaunch did not restart on 3 processes from a version: $(show "$out")"
+  got=$(awk '/^checksum/ {print $2}' "$out" | tail -1)
+  [ "$got" = "$plain" ] || fail "checksum '$got' differs from the plain run's $plain: $(show "$out")"
+}
+
 if [ "$mode" = auto_fail ]; then
   job=autofail-$$
   out=$PCM_TEST_DIR/autofail.out
@@ -43,14 +56,7 @@ if [ "$mode" = auto_fail ]; then
   "$pcmctl" wait "$job" --reconfigurations 1 --timeout 120 ||
     fail "the split was not carried out: $(show "$out")"
   ev=$("$pcmctl" events "$job")
-  wait "$run"
-  rc=$?
-  trap - EXIT
-  [ $rc -eq 0 ] || fail "pcmctl run exited with $rc: $(show "$out")"
-  grep -Eq '^heat2d: restarted from iteration [0-9]+ \(2 -> 3 processes\)$' "$out" ||
-    fail "the relaunch did not restart on 3 processes from a version: $(show "$out")"
-  got=$(awk '/^checksum/ {print $2}' "$out" | tail -1)
-  [ "$got" = "$plain" ] || fail "checksum '$got' differs from the plain run's $plain: $(show "$out")"
+  ended_on_three
   for want in "failed live (" "PCM_RESHAPE=auto: left to pcmctl run's restart reshape" \
     "split of rank 0 into 2 done by a restart reshape (2 processes then, 3 now)"; do
     echo "$ev" | grep -qF "$want" || fail "no event says '$want': $ev"
@@ -83,16 +89,9 @@ if [ "$mode" = auto ]; then
   done
   ev=$("$pcmctl" events "$job")
   rm -f "$PCM_TEST_DIR/slow"
-  wait "$run"
-  rc=$?
-  trap - EXIT
-  [ $rc -eq 0 ] || fail "pcmctl run exited with $rc: $(show "$out")"
+  ended_on_three
   grep -q "(stuck in MPI_Comm_spawn) did not finish within 5 s" "$out" ||
     fail "the spawn did not hang: $(show "$out")"
-  grep -Eq '^heat2d: restarted from iteration [0-9]+ \(2 -> 3 processes\)$' "$out" ||
-    fail "the relaunch did not restart on 3 processes from a version: $(show "$out")"
-  got=$(awk '/^checksum/ {print $2}' "$out" | tail -1)
-  [ "$got" = "$plain" ] || fail "checksum '$got' differs from the plain run's $plain: $(show "$out")"
   n=$(awk '/^reconfigurations/ {print $2}' "$out" | tail -1)
   [ "$n" = 1 ] || fail "heat2d_pcm reports '$n' reconfigurations, expected 1: $(show "$out")"
   for want in "split of rank 0 into 2 hung; PCM_RESHAPE=auto" \
