@@ -26,13 +26,19 @@ echo "size_mib,way,op,total_s,version_s,stop_s,start_s,read_s" >"$csv"
 
 now() { date +%s.%N; }
 grid() { echo --nx $nx --ny $(($1 * 1024 * 1024 / 8 / nx)) --iters 100000000; }
-# event_time JOB TEXT: the wall-clock time of the job's last event holding TEXT.
-event_time() {
+# phases JOB: "version,stop,start,read" seconds of the job's last restart reshape, from the times
+# of its events (one status read): taken -> checkpoint written -> the run's end told -> relaunch
+# -> registered -> iterating again.
+phases() {
   "$ctl" status "$1" --json | python3 -c '
 import json, sys
 j = json.load(sys.stdin)["jobs"][0]
-t = [tm for e, tm in zip(j["events"], j["event_times"]) if sys.argv[1] in e]
-print(t[-1] if t else "")' "$2"
+def at(text):
+    return [tm for e, tm in zip(j["events"], j["event_times"]) if text in e][-1]
+a, b, c, d, e, f = (at(t) for t in (": a restart reshape: checkpoint, stop", "by a restart reshape)",
+                                    "ends for the restart reshape of command", "relaunching on",
+                                    "done by a restart reshape", "done: iterating again"))
+print(f"{b - a:.3f},{d - c:.3f},{e - d:.3f},{f - e:.3f}")'
 }
 # iterating JOB: until the job's current run has polled an iteration.
 iterating() { "$ctl" wait "$1" --iteration 1 --timeout 600 >/dev/null; }
@@ -56,16 +62,8 @@ supervised() {  # supervised WAY MIB K: the three operations under pcmctl run
     iterating "$job"
     t1=$(now)
     if [ "$way" = restart ]; then
-      local a b c d e f
-      a=$(event_time "$job" ": a restart reshape: checkpoint, stop")
-      b=$(event_time "$job" "by a restart reshape)")  # "checkpoint N written ... (<why>)"
-      c=$(event_time "$job" "ends for the restart reshape of command")
-      d=$(event_time "$job" "relaunching on")
-      e=$(event_time "$job" "done by a restart reshape")
-      f=$(event_time "$job" "done: iterating again")
-      echo "$mib,restart,${names[$i]},$(python3 -c "import sys; a,b,c,d,e,f,t=map(float,sys.argv[1:])
-print(f'{t:.3f},{b-a:.3f},{d-c:.3f},{e-d:.3f},{f-e:.3f}')" "$a" "$b" "$c" "$d" "$e" "$f" \
-        "$(python3 -c "print($t1 - $t0)")")" >>"$csv"
+      echo "$mib,restart,${names[$i]},$(python3 -c "print(f'{$t1 - $t0:.3f}')"),$(phases "$job")" \
+        >>"$csv"
     else
       echo "$mib,live,${names[$i]},$(python3 -c "print(f'{$t1 - $t0:.3f}')"),,,," >>"$csv"
     fi

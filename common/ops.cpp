@@ -103,6 +103,10 @@ std::optional<Op> from_name(std::string_view name) {
 Ping Ping::from_json(const json&) { return {}; }
 json Ping::to_json() const { return json::object(); }
 
+bool valid_reshape(const std::string& mode) {
+  return mode == "spawn" || mode == "restart" || mode == "auto";
+}
+
 Register Register::from_json(const json& j) {
   Register r;
   r.size = rank_of(j, "size", 1);
@@ -114,7 +118,7 @@ Register Register::from_json(const json& j) {
   if (auto pid = opt_int(j, "pid", 0, INT32_MAX)) r.pid = static_cast<long>(*pid);
   r.placement = opt_string(j, "placement", 32);
   r.reshape = opt_string(j, "reshape", 16);
-  if (r.reshape && *r.reshape != "spawn" && *r.reshape != "restart" && *r.reshape != "auto")
+  if (r.reshape && !valid_reshape(*r.reshape))
     fail(PCM_ERR_ARG, "reshape must be spawn, restart or auto");
   r.reshaped_command = opt_int(j, "reshaped_command", 1, INT64_MAX);
   r.supervised = get_bool(j, "supervised", false);

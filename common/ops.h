@@ -112,6 +112,9 @@ struct Ping {
 };
 
 // A job starts (or restarts from its newest verified version). Reply: job, incarnation, restart.
+// A reshape mode (PCM_RESHAPE, Register's reshape): spawn, restart or auto.
+bool valid_reshape(const std::string& mode);
+
 struct Register {
   static constexpr Op kOp = Op::kRegister;
   int size = 0;
@@ -122,7 +125,8 @@ struct Register {
   std::optional<std::string> executable;
   std::optional<long> pid;  // rank 0's
   std::optional<std::string> placement;
-  // How the job reshapes (PCM_RESHAPE): "spawn" (live, MPI_Comm_spawn; the default), "restart"
+  // How the job reshapes (PCM_RESHAPE; valid_reshape): "spawn" (live, MPI_Comm_spawn; the
+  // default), "restart"
   // (the world cannot spawn: pcmctl run carries each command out by a version, a stop and a
   // relaunch at the new count) or "auto" (live, and by a restart where a spawn fails or hangs).
   std::optional<std::string> reshape;

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "error.h"
+#include "ops.h"
 #include "pcm_types.h"
 
 namespace pcm::lib {
@@ -76,7 +77,7 @@ Settings Settings::from_env() {
   if (const char* p = std::getenv("PCM_PLACEMENT")) s.placement = p;
   if (const char* m = std::getenv("PCM_RESHAPE"); m && *m) {
     s.reshape = m;
-    if (s.reshape != "spawn" && s.reshape != "restart" && s.reshape != "auto")
+    if (!ops::valid_reshape(s.reshape))
       fail(PCM_ERR_ARG, "PCM_RESHAPE={} is not spawn, restart or auto", m);
   }
   s.reshaped_command = env_long("PCM_RESHAPED_COMMAND", 0, 0, LONG_MAX);

@@ -272,35 +272,56 @@ std::string host_slots(const std::vector<std::string>& by_rank) {
 
 }  // namespace
 
-bool Supervisor::reshape_asked(const json& j) {
+namespace {
+
+// The job's pending command, left to pcmctl run's restart reshape (null: none). hung: it hung
+// (the watchdog ends the run: no version is asked of it) or not.
+const json* restart_pending(const json& j, bool hung) {
+  if (!j.is_object()) return nullptr;
   const auto p = j.find("pending");
-  return p != j.end() && p->is_object() && p->value("id", 0L) > 0 && p->value("by_restart", false);
+  if (p == j.end() || !p->is_object() || p->value("id", 0L) <= 0 ||
+      !p->value("by_restart", false) || p->value("hung", false) != hung)
+    return nullptr;
+  return &*p;
 }
 
-namespace {
-// A command that hung: its run is ending (the watchdog), and no version is asked of it.
-bool hung(const json& j) { return j.at("pending").value("hung", false); }
 }  // namespace
 
-bool Supervisor::reshape_after_hang(const json& j) {
-  if (!j.is_object() || j.value("state", "") != "failed" || !reshape_asked(j) || !hung(j))
-    return false;
-  const json& c = j.at("pending");
-  const int size = c.value("size", 0);
-  const auto hosts = c.value("hosts", std::vector<std::string>());
-  if (size < 1 || ((o_.on_inventory || o_.launcher == "srun") &&
-                   hosts.size() != static_cast<std::size_t>(size)))
-    return false;
+bool Supervisor::reshape_asked(const json& j) { return restart_pending(j, false) != nullptr; }
+
+bool Supervisor::places_hosts() const { return o_.on_inventory || o_.launcher == "srun"; }
+
+std::optional<Supervisor::Reshaping> Supervisor::reshaping_of(const json& c, std::string* why) {
   Reshaping r;
   r.command = c.value("id", 0L);
   r.what = c.value("text", "command");
   r.from_np = np_;
-  r.from_hosts = hosts_;
-  r.asked = r.checkpointed = r.stopped = Clock::now();
-  reshaping_ = r;
-  np_ = target_np_ = size;
-  if (o_.on_inventory || o_.launcher == "srun") hosts_ = host_slots(hosts);
-  reshaped_command_ = r.command;
+  r.asked = Clock::now();
+  r.size = c.value("size", 0);
+  r.hosts = c.value("hosts", std::vector<std::string>());
+  if (r.size < 1 || (places_hosts() && r.hosts.size() != static_cast<std::size_t>(r.size))) {
+    *why = fmt::format("the command's world ({} processes, {} hosts) cannot be launched", r.size,
+                       r.hosts.size());
+    return std::nullopt;
+  }
+  return r;
+}
+
+void Supervisor::place_reshaped() {
+  detected_.reset();  // the next run is no recovery
+  np_ = target_np_ = reshaping_->size;
+  if (places_hosts()) hosts_ = host_slots(reshaping_->hosts);
+  reshaped_command_ = reshaping_->command;
+}
+
+bool Supervisor::reshape_after_hang(const json& j) {
+  if (!j.is_object() || j.value("state", "") != "failed") return false;
+  const json* c = restart_pending(j, true);
+  std::string why;
+  if (!c || !(reshaping_ = reshaping_of(*c, &why))) return false;
+  Reshaping& r = *reshaping_;
+  r.checkpointed = r.stopped = r.asked;
+  place_reshaped();
   event(pcmd_, o_.job,
         fmt::format("{} (command {}) hung and ended the run (PCM_RESHAPE=auto): carried out by a "
                     "restart reshape from {}, on {} processes{}",
@@ -323,45 +344,32 @@ void Supervisor::reshape_failed(std::int64_t command, const std::string& why) {
 
 Supervisor::MoveStep Supervisor::restart_reshape(pid_t pid, const json& j, int* status) {
   const json& c = j.at("pending");
-  Reshaping r;
-  r.command = c.value("id", 0L);
-  r.what = c.value("text", "command");
-  r.from_np = np_;
-  r.from_hosts = hosts_;
-  r.asked = Clock::now();
-  const int size = c.value("size", 0);
-  const auto hosts = c.value("hosts", std::vector<std::string>());
-  if (size < 1 || ((o_.on_inventory || o_.launcher == "srun") &&
-                   hosts.size() != static_cast<std::size_t>(size))) {
-    reshape_failed(r.command, fmt::format("the command's world ({} processes, {} hosts) cannot be "
-                                          "launched",
-                                          size, hosts.size()));
+  std::string why;
+  reshaping_ = reshaping_of(c, &why);
+  if (!reshaping_) {
+    reshape_failed(c.value("id", 0L), why);
     return MoveStep::kStayed;
   }
-  reshaping_ = r;
+  Reshaping& r = *reshaping_;
   event(pcmd_, o_.job,
         fmt::format("{} (command {}): a restart reshape: checkpoint, stop, "
                     "relaunch on {} processes",
-                    r.what, r.command, size));
-  std::string why;
+                    r.what, r.command, r.size));
   std::int64_t id = 0;
   const MoveStep step = checkpoint_and_stop(pid, r.what + " by a restart reshape", status, &why,
-                                            &id, &reshaping_->checkpointed, r.command);
+                                            &id, &r.checkpointed, r.command);
   if (step != MoveStep::kMoved) {
     reshape_failed(r.command, step == MoveStep::kEnded ? why : why + "; the job goes on as it was");
     return step;
   }
-  reshaping_->stopped = Clock::now();
-  detected_.reset();  // the next run is no recovery
+  r.stopped = Clock::now();
   restart_ = true;
-  np_ = target_np_ = size;
-  if (o_.on_inventory || o_.launcher == "srun") hosts_ = host_slots(hosts);
-  reshaped_command_ = r.command;
+  place_reshaped();
   event(pcmd_, o_.job,
         fmt::format("{} (command {}): checkpoint {} written {:.2f} s after it was taken; the run "
                     "on {} processes stopped {:.2f} s later; relaunching on {}{}",
-                    r.what, r.command, id, seconds_between(r.asked, reshaping_->checkpointed),
-                    r.from_np, seconds_between(reshaping_->checkpointed, reshaping_->stopped), np_,
+                    r.what, r.command, id, seconds_between(r.asked, r.checkpointed), r.from_np,
+                    seconds_between(r.checkpointed, r.stopped), np_,
                     hosts_.empty() ? "" : " (" + hosts_ + ")"));
   return MoveStep::kMoved;
 }

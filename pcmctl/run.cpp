@@ -322,19 +322,10 @@ int Supervisor::follow_run() {
       // this look) and while a move or a reshape waits for its run to iterate (its timings).
       next_look = Clock::now() +
                   std::chrono::milliseconds(moving_ || reshaping_ || restart_looks_ ? 50 : 250);
-      const json j = job_status(pcmd_, o_.job);
+      json j = job_status(pcmd_, o_.job);
       if (j.is_object()) restart_looks_ = j.value("reshape", "spawn") != "spawn";
-      // The run a restart reshape ended, until this one takes the name over.
-      if (j.is_object() && j.contains("reshaping") && !j.at("reshaping").is_null()) {
-        if (seconds_between(started, Clock::now()) > o_.start_timeout_s) {
-          why_ = fmt::format("the run did not register with pcmd within {} s", o_.start_timeout_s);
-          broken_ = true;
-          detected_ = Clock::now();
-          return end_group(pid, 1);
-        }
-        pause_ms(50);
-        continue;
-      }
+      // The run a restart reshape ended, until this one takes the name over: not this run's.
+      if (j.is_object() && j.contains("reshaping") && !j.at("reshaping").is_null()) j = json();
       const std::string state = j.is_object() ? j.value("state", "") : "";
       if (state == "running") seen_running = true;
       if (state == "running" && !told) told = supervising();
@@ -350,7 +341,7 @@ int Supervisor::follow_run() {
         if (step == MoveStep::kEnded) break;  // status: the launcher's end
         continue;
       }
-      if (state == "running" && reshape_asked(j) && !j.at("pending").value("hung", false)) {
+      if (state == "running" && reshape_asked(j)) {
         const MoveStep step = restart_reshape(pid, j, &status);
         if (step == MoveStep::kMoved) {
           moved_ = true;  // the reshape placed the next run

@@ -54,12 +54,14 @@ class Supervisor {
     int from_np = 0;
     Clock::time_point asked, checkpointed, stopped;
   };
-  // A restart reshape under way (move.cpp): the command, and when each step ended.
+  // A restart reshape under way (move.cpp): the command, the world it makes (size, hosts by
+  // rank), and when each step ended.
   struct Reshaping {
     std::int64_t command = 0;
     std::string what;
-    std::string from_hosts;
     int from_np = 0;
+    int size = 0;
+    std::vector<std::string> hosts;
     Clock::time_point asked, checkpointed, stopped;
   };
 
@@ -82,8 +84,17 @@ class Supervisor {
   MoveStep checkpoint_and_stop(pid_t pid, const std::string& reason, int* status, std::string* why,
                                std::int64_t* id, Clock::time_point* checkpointed,
                                std::int64_t reshape_command = 0);
-  // move.cpp: the job reshapes by restart and has a command pending (status j).
+  // move.cpp: the job (status j) has a command pending for a restart reshape of the running run
+  // (not one that hung: that run is ending, reshape_after_hang takes it).
   static bool reshape_asked(const proto::json& j);
+  // Whether the runs go on hosts pcmctl run names (--on-inventory, srun), or where the launcher
+  // puts them.
+  bool places_hosts() const;
+  // A pending command (its status) as the reshape that carries it out; nullopt (*why) when its
+  // world cannot be launched.
+  std::optional<Reshaping> reshaping_of(const proto::json& c, std::string* why);
+  // The next run goes on reshaping_'s world, as its relaunch.
+  void place_reshaped();
   // Carries the pending command out: checkpoint, stop, place the next run on the command's world
   // (kMoved); kStayed: the job goes on as it was (pcmd told why); kEnded: as move's.
   MoveStep restart_reshape(pid_t pid, const proto::json& j, int* status);

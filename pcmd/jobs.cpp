@@ -481,28 +481,24 @@ JobTable::Outcome JobTable::reconfigured(
       job.layout_command = job.pending.command->id;
       job.layout = d.to_json();
     }
-  } else if (job.reshape == "auto" && job.supervised && !job.pending.by_restart) {
-    // PCM_RESHAPE=auto: the job went on as it was; pcmctl run carries the command out by a
-    // restart instead (the same command, pending again, never handed to rank 0 again).
-    note(job, fmt::format("{} failed live ({}); PCM_RESHAPE=auto: left to pcmctl run's restart "
-                          "reshape",
-                          job.pending.command->describe(), r.error.value_or("?")));
-    job.liveness.abandoned.insert(job.liveness.joining.begin(), job.liveness.joining.end());
-    job.liveness.joining.clear();
-    job.pending.by_restart = true;
-    job.pending.delivered = false;
-    job.iteration = r.iteration.value_or(job.iteration);
-    job.last_seen = std::chrono::steady_clock::now();
-    log_->info("job {}: {}", job.name, job.last_event);
-    return Outcome::kDone;
   } else {
-    note(job, fmt::format("{} failed: {}", job.pending.command->describe(), r.error.value_or("?")));
+    // PCM_RESHAPE=auto under pcmctl run: the job went on as it was, and pcmctl run carries the
+    // same command out by a restart (pending again, never handed to rank 0 again).
+    job.pending.by_restart = job.reshape == "auto" && job.supervised && !job.pending.by_restart;
+    job.pending.delivered = false;
+    note(job, job.pending.by_restart
+                  ? fmt::format("{} failed live ({}); PCM_RESHAPE=auto: left to pcmctl run's "
+                                "restart reshape",
+                                job.pending.command->describe(), r.error.value_or("?"))
+                  : fmt::format("{} failed: {}", job.pending.command->describe(),
+                                r.error.value_or("?")));
     job.liveness.abandoned.insert(job.liveness.joining.begin(), job.liveness.joining.end());
     job.liveness.joining.clear();
   }
   job.iteration = r.iteration.value_or(job.iteration);
   job.last_seen = std::chrono::steady_clock::now();
   log_->info("job {}: {}", job.name, job.last_event);
+  if (job.pending.by_restart) return Outcome::kDone;  // still pending, for pcmctl run
   if (!r.success && job.pending.drain) {
     job.drain_stalled = job.last_event;
     note(job, "drain stopped for this job: " + job.drain_stalled);

@@ -109,7 +109,7 @@ Job job_from_json(const json& j, std::chrono::steady_clock::time_point now) {
   job.supervised = j.value("supervised", false);
   job.launcher = j.value("launcher", "");
   job.reshape = j.value("reshape", "spawn");  // absent from tables before restart reshapes
-  if (job.reshape != "spawn" && job.reshape != "restart" && job.reshape != "auto")
+  if (!ops::valid_reshape(job.reshape))
     fail(PCM_ERR_ARG, "job '{}': unknown reshape '{}'", job.name, job.reshape);
   job.nonce = j.at("nonce").get<std::string>();
   job.liveness.lost = j.at("lost").get<std::vector<std::string>>();
