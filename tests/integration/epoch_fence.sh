@@ -32,7 +32,11 @@ until_ok() {
   shift 2
   for _ in $(seq 600); do
     "$@" && return 0
-    kill -0 "$pid" 2>/dev/null || fail "the job ended before $what: $(show "$cur_out")"
+    if ! kill -0 "$pid" 2>/dev/null; then
+      # One more look: PID may have ended just after the last one (refused, then gone).
+      "$@" && return 0
+      fail "the job ended before $what: $(show "$cur_out")"
+    fi
     sleep 0.1
   done
   fail "no $what within 60 s"
