@@ -424,6 +424,34 @@ def restart_reshape(argv):
               f"{ratio} | {hand_ratio} |")
 
 
+def preempt(argv):
+    """bench/preempt.sh: per size, the median seconds from the signal to the last version committed
+    and to mpiexec's exit with PCM's stop, and the iterations lost with it and without it (killed:
+    back to the job's own last version). argv: [preempt, CSV]."""
+    with open(argv[1]) as f:
+        rows = list(csv.DictReader(f))
+    sizes = []
+    for r in rows:
+        if int(r["size_mib"]) not in sizes:
+            sizes.append(int(r["size_mib"]))
+
+    def med(size, way, col):
+        v = [float(r[col]) for r in rows if int(r["size_mib"]) == size and r["way"] == way and r[col]]
+        return median(v) if v else None
+
+    def show(v, fmt="{:.2f}"):
+        return "-" if v is None else fmt.format(v)
+
+    print("\n| size | signal -> version committed s | signal -> exit s | iterations lost with "
+          "the stop | without (killed) | version interval |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    for size in sizes:
+        interval = next(r["interval"] for r in rows if int(r["size_mib"]) == size)
+        print(f"| {size} MiB | {show(med(size, 'stop', 'version_s'))} | "
+              f"{show(med(size, 'stop', 'exit_s'))} | {show(med(size, 'stop', 'lost'), '{:.0f}')} | "
+              f"{show(med(size, 'kill', 'lost'), '{:.0f}')} | {interval} |")
+
+
 def demo(argv):
     """scripts/demo.sh: the throughput at each process count of heat2d's trace (TRACE.csv:
     time_s,iteration,procs,ms_per_iter,event; event rows have no ms_per_iter), the median of the

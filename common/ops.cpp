@@ -223,12 +223,15 @@ json JobMove::to_json() const {
 }
 
 Finished Finished::from_json(const json& j) {
-  return Finished{job_of(j), opt_int(j, "iteration", 0, INT64_MAX), opt_string(j, "error", 2000)};
+  return Finished{job_of(j), opt_int(j, "iteration", 0, INT64_MAX), opt_string(j, "error", 2000),
+                  opt_string(j, "stopped", 200), opt_int(j, "stopped_version", 0, INT64_MAX)};
 }
 json Finished::to_json() const {
   json j{{"job", job}};
   put(j, "iteration", iteration);
   put(j, "error", error);
+  put(j, "stopped", stopped);
+  put(j, "stopped_version", stopped_version);
   return j;
 }
 
@@ -314,13 +317,15 @@ CheckpointRequest CheckpointRequest::from_json(const json& j) {
   r.job = valid_job_of(j);
   if (auto it = j.find("why"); it != j.end() && !it->is_null())
     r.why = proto::Command::clean_why(get_string(j, "why", 4 * proto::Command::kMaxWhy));
-  r.at_once = get_bool(j, "at_once", false);
+  r.stop = get_bool(j, "stop", false);
+  r.at_once = r.stop || get_bool(j, "at_once", false);
   return r;
 }
 json CheckpointRequest::to_json() const {
   json j{{"job", job}};
   put(j, "why", why);
   if (at_once) j["at_once"] = true;
+  if (stop) j["stop"] = true;
   return j;
 }
 

@@ -179,6 +179,11 @@ struct Finished {
   // Set when the job ends after an MPI failure in one of its PCM calls (its world broke, e.g. a
   // peer's host died): pcmd records the job failed, with this text, rather than finished.
   std::optional<std::string> error;
+  // Set when the job ended after the version a stop asked for (a signal, `pcmctl stop`): pcmd
+  // records the job stopped, with this reason; a run with PCM_RESTART=1 resumes it.
+  std::optional<std::string> stopped;
+  // The version the stop wrote (its iteration); absent when none could be written.
+  std::optional<std::int64_t> stopped_version;
   static Finished from_json(const json& j);
   json to_json() const;
 };
@@ -297,6 +302,9 @@ struct CheckpointRequest {
   // Written at once from the application's buffers, not staged to be written in the background:
   // the run ends right after it (a restart reshape, a move), so the copy aside would be waste.
   bool at_once = false;
+  // And then the job ends, as after a signal (docs/user/preemption.md): PCM_Adapt writes the
+  // version at once, returns PCM_RETIRED, and PCM_Exit returns PCM_STOPPED. Implies at_once.
+  bool stop = false;
   static CheckpointRequest from_json(const json& j);
   json to_json() const;
 };

@@ -55,6 +55,9 @@ module pcm
   integer(c_int), parameter, public :: PCM_SPLIT = 3
   integer(c_int), parameter, public :: PCM_MERGE = 4
   integer(c_int), parameter, public :: PCM_RESHAPED = 6
+  integer(c_int), parameter, public :: PCM_STOP = 7
+  ! pcm_exit's status in a process whose job a signal or `pcmctl stop` ended (docs/user/preemption.md).
+  integer(c_int), parameter, public :: PCM_EXIT_STOPPED = 75
   ! Layouts (pcm_dist_create).
   integer(c_int), parameter, public :: PCM_BLOCK = 1
   integer(c_int), parameter, public :: PCM_CYCLIC = 2

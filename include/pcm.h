@@ -109,8 +109,11 @@ int PCM_Comm_rank(MPI_Comm comm, int *rank);
  * PCM_Status — call once per iteration, at the top of the loop, with no message outstanding.
  * Rank 0 picks up a command from pcmd (asynchronously: it never waits for pcmd) and broadcasts
  * it. Returns PCM_NONE, PCM_MIGRATE (to the process that moves), PCM_RECONFIGURE (to the others),
- * PCM_SPLIT (the world grows: call PCM_Split), PCM_MERGE (it shrinks: call PCM_Merge), or
- * PCM_ERROR. Collective over comm; every rank learns of a command at the same call.
+ * PCM_SPLIT (the world grows: call PCM_Split), PCM_MERGE (it shrinks: call PCM_Merge),
+ * PCM_STOP (the job is asked to end: a signal of PCM_STOP_SIGNALS reached a process, default
+ * SIGTERM, SIGUSR1, SIGUSR2, or `pcmctl stop`; save the state, PCM_Commit, then PCM_Finalize;
+ * every later call says it again; docs/user/preemption.md), or PCM_ERROR. Collective over comm;
+ * every rank learns of a command at the same call.
  * Cost: the ranks agree (one small broadcast) once per window of calls that rank 0 sizes to last
  * about PCM_STATUS_WINDOW_US microseconds (default 1000; at most 256 calls; 0: agree at every
  * call); the other calls only count. A command from pcmd therefore waits up to one window
@@ -174,6 +177,9 @@ int PCM_Reconfigure(MPI_Comm *comm, const char *command);
 /*
  * PCM_Exit — end a retired process: it waits, using no CPU, until the job finalizes, then
  * finalizes MPI. Call it where the process would otherwise leave main. Local.
+ * In a process whose job a stop ended (PCM_Adapt returned PCM_RETIRED after writing the last
+ * version) it finalizes at once and returns PCM_EXIT_STOPPED (75): `return PCM_Exit();` from main
+ * makes that the exit status, which pcmctl run and batch scripts read as "resume me".
  * Errors: PCM_ERR_STATE (the process has not retired: call PCM_Finalize), PCM_ERR_MPI.
  */
 int PCM_Exit(void);
@@ -429,6 +435,13 @@ int PCM_Resume(MPI_Comm *comm);
  *                 error allows it: call PCM_Finalize).
  * A spawn that fails in a way MPI reports leaves the old world intact: PCM_Adapt logs a warning,
  * pcmd records the failed command, and the call returns PCM_NONE.
+ * When the job is asked to end (a signal of PCM_STOP_SIGNALS, default SIGTERM, SIGUSR1 and
+ * SIGUSR2, reached any of its processes, or `pcmctl stop`), the call writes a last version of the
+ * registered data at once (fsynced, committed before it returns), tells pcmd the job stopped and
+ * returns PCM_RETIRED on every process (*comm is MPI_COMM_NULL): PCM_Exit then returns
+ * PCM_EXIT_STOPPED at once, and a run with PCM_RESTART=1 resumes from that version
+ * (docs/user/preemption.md). libpcm's handler only records the signal; one the application or
+ * the MPI already handles is left alone.
  * When pcmd asks for a checkpoint (`pcmctl checkpoint`, its policy before a time limit), the call
  * also writes one, as PCM_Checkpoint(*comm, it) would, labelled with the iteration this call
  * begins (PCM_Status's count of calls, from the restart's version in a restarted job); a failed

@@ -36,6 +36,12 @@ extern "C" {
 #define PCM_RECONFIGURE 2 /* another process moves: call PCM_Reconfigure */
 #define PCM_SPLIT 3       /* the world grows: call PCM_Split (or PCM_Split_Collective) */
 #define PCM_MERGE 4       /* the world shrinks: call PCM_Merge (or PCM_Merge_Collective) */
+#define PCM_STOP 7        /* the job is asked to end (a signal, pcmctl stop): save, PCM_Finalize */
+
+/* PCM_Exit's return in a process whose job a signal or `pcmctl stop` ended after writing its last
+ * version (PCM_Adapt returned PCM_RETIRED): returned from main, the exit status (EX_TEMPFAIL)
+ * tells pcmctl run and batch scripts that the job resumes with PCM_RESTART=1. */
+#define PCM_EXIT_STOPPED 75
 
 /* Layouts of distributed data (PCM_Dist_create). */
 #define PCM_BLOCK 1        /* near-equal contiguous ranges, in rank order */

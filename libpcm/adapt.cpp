@@ -68,6 +68,7 @@ int Runtime::resume(MPI_Comm* comm) {
 int Runtime::adapt(MPI_Comm* comm) {
   if (!comm) fail(PCM_ERR_ARG, "comm is NULL");
   const int s = status(*comm);
+  if (s == PCM_STOP) return stop_job(comm);
   if (s == PCM_NONE) {
     if (checkpointer_.due() && resumed_) checkpointer_.write_due(life_.iteration);
     if (reshaped_by_restart_ && resumed_) {  // every rank has the same environment
@@ -137,6 +138,33 @@ int Runtime::adapt(MPI_Comm* comm) {
   }
   *comm = world_.comm();
   return life_.process_status == PCM_RETIRED ? PCM_RETIRED : PCM_RESHAPED;
+}
+
+// The job is asked to end (a signal any rank received, pcmd's request): the last version of the
+// registered data, pcmd told the job stopped (not finished: a restart resumes it), and every
+// process of the world out, as a retiree with nothing left to wait for (PCM_Exit returns
+// PCM_EXIT_STOPPED).
+int Runtime::stop_job(MPI_Comm* comm) {
+  if (world_.rank() == 0)
+    plog()->warn("[rank 0] job {}: {}: a last version, then the end", life_.job, stop_reason());
+  ops::Finished done;
+  done.job = life_.job;
+  done.iteration = life_.iteration;
+  done.stopped = stop_reason();
+  if (resumed_ && !registry_.empty()) {
+    done.stopped_version = checkpointer_.write_final(life_.iteration, stop_reason());
+  } else {
+    // Nothing registered: the application's own PCM_Checkpoint versions, settled.
+    if (checkpointer_.in_flight()) checkpointer_.settle_quietly("at the stop");
+    if (world_.rank() == 0)
+      plog()->warn("[rank 0] job {}: nothing registered (PCM_Resume not called): no last version",
+                   life_.job);
+  }
+  end_world(done);
+  life_.process_status = PCM_RETIRED;
+  life_.stopped = true;
+  *comm = MPI_COMM_NULL;
+  return PCM_RETIRED;
 }
 
 // ---- PCM_Checkpoint ------------------------------------------------------------------------

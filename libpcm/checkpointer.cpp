@@ -202,7 +202,7 @@ void Checkpointer::write_version(int iteration, double t0) {
       ctx_.world.rank() == ctx_.settings.test_hold_rank)
     task.hold_for_test = ctx_.settings.test_hold_file;
   const bool background = ctx_.settings.checkpoint_async && !at_once_;
-  task.at_once = at_once_;
+  task.at_once = at_once_ && unsynced_;
   if (levels)
     task.levels = plan_levels(host_map(ctx_.world.comm()), ctx_.world.rank(),
                               ctx_.settings.checkpoint_local_dir, ctx_.job, iteration,
@@ -341,6 +341,42 @@ void Checkpointer::write_due(std::int64_t call) {
       schedule_.interval = static_cast<double>(ctx_.settings.checkpoint_mtbf_s) / 10;
     if (ctx_.world.rank() == 0) plog()->warn("[rank 0] {}, not written: {}", what, e.what());
   }
+}
+
+std::optional<std::int64_t> Checkpointer::write_final(std::int64_t call, const std::string& why) {
+  const double t0 = wtime();
+  settle_quietly("before the last version");
+  const std::int64_t label = std::max<std::int64_t>(ctx_.restart.iteration, 0) + call - 1;
+  if (label == ctx_.restart.iteration) return label;  // restarted here: saved already
+  if (label > INT_MAX) return std::nullopt;
+  // At once, and fsynced: the next run may start anywhere, much later.
+  at_once_ = true;
+  unsynced_ = false;
+  struct Restore {
+    Checkpointer& c;
+    ~Restore() {
+      c.at_once_ = false;
+      c.unsynced_ = true;
+    }
+  } restore{*this};
+  due_ = 0;
+  try {
+    write_version(static_cast<int>(label), t0);
+  } catch (const Error& e) {
+    // Agreed. A version of this iteration made earlier (the application's own, in a call
+    // before) is that version; anything else: the newest one stays the job's.
+    if (e.code() == PCM_ERR_REFUSED) return label;
+    if (ctx_.world.rank() == 0)
+      plog()->error("[rank 0] {}: the last version (iteration {}) was not written: {}", why, label,
+                    e.what());
+    return std::nullopt;
+  }
+  label_ = label;
+  at_call_ = call;
+  if (ctx_.world.rank() == 0)
+    plog()->info("[rank 0] {}: last version, of iteration {}, written in {:.3f} s", why, label,
+                 wtime() - t0);
+  return label;
 }
 
 void Checkpointer::note(double seconds) {

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -72,6 +73,11 @@ class Checkpointer {
   // PCM_Adapt, when a checkpoint is due: a version of the iteration this call (`call`: PCM_Status
   // calls so far) begins.
   void write_due(std::int64_t call);
+  // PCM_Adapt, when the job is asked to end (PCM_STOP): the last version, of the iteration this
+  // call begins, written at once from the application's buffers and made durable (fsynced), the
+  // one in flight settled first. Returns the iteration of the newest version this run made (or
+  // the restart's), none when nothing could be written (logged by rank 0). Collective.
+  std::optional<std::int64_t> write_final(std::int64_t call, const std::string& why);
 
   // The schedule, for a process spawned by a reconfiguration (its header), and taken up there.
   nlohmann::json schedule() const { return schedule_; }
@@ -108,6 +114,7 @@ class Checkpointer {
   // call: the application's own PCM_Checkpoint of that iteration has it already).
   std::int64_t due_ = 0;
   bool at_once_ = false;
+  bool unsynced_ = true;  // an at_once version's file is not fsynced (but write_final's)
   std::int64_t done_ = 0;
   std::int64_t label_ = -1;
   std::int64_t at_call_ = -1;

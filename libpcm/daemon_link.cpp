@@ -296,6 +296,7 @@ std::optional<proto::Command> DaemonLink::poll(const std::string& job, std::int6
       } else {
         checkpoint_wanted_ = proto::opt_int(reply, "checkpoint", 0, INT64_MAX).value_or(0);
         checkpoint_at_once_ = proto::get_bool(reply, "checkpoint_at_once", false);
+        stop_wanted_ = proto::get_bool(reply, "stop", false);
         lost_new_ = proto::opt_string(reply, "lost", 256).value_or("");
         if (auto it = reply.find("command"); it != reply.end() && it->is_object())
           command = proto::Command::from_json(*it, world_size);

@@ -61,6 +61,8 @@ class DaemonLink {
   std::int64_t checkpoint_wanted() const { return checkpoint_wanted_; }
   // That checkpoint is to be written at once, not staged: the run ends right after it.
   bool checkpoint_at_once() const { return checkpoint_at_once_; }
+  // pcmd asks the job to end after a last version (`pcmctl stop`, pcmctl run's signal).
+  bool stop_wanted() const { return stop_wanted_; }
   // A process that joined the job in the command in flight and was lost ("PID on HOST"), as the
   // last poll reply says ("": none): a split's old world then gives the split up.
   const std::string& lost_new() const { return lost_new_; }
@@ -108,6 +110,7 @@ class DaemonLink {
   bool poll_outstanding_ = false;
   std::int64_t checkpoint_wanted_ = 0;
   bool checkpoint_at_once_ = false;
+  bool stop_wanted_ = false;
   std::string lost_new_;
   std::optional<std::array<double, 3>> schedule_;  // cost, interval, MTBF
   nlohmann::json profile_;                         // to send with the next poll (null: none)

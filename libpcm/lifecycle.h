@@ -28,6 +28,13 @@ struct Lifecycle {
   std::int64_t iteration = 0;    // PCM_Status's calls over the job's life
   // A spawned process resumes at the iteration whose PCM_Status the others have already made.
   bool skip_next_status = false;
+  // The job is asked to end (PCM_STOP): the signal agreed on (the largest number any rank had),
+  // or kStopAsked for pcmd's request; 0: not. Once set, every PCM_Status returns PCM_STOP.
+  static constexpr int kStopAsked = 1000;
+  int stop = 0;
+  // PCM_Adapt carried the stop out: this process has left with the others, nobody to wait for
+  // (PCM_Exit finalizes at once and returns PCM_EXIT_STOPPED).
+  bool stopped = false;
 };
 
 }  // namespace pcm::lib

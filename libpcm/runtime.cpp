@@ -20,6 +20,7 @@
 #include "profiler.h"
 #include "protocol.h"
 #include "reshape.h"
+#include "stop_signals.h"
 #include "world.h"
 
 namespace pcm::lib {
@@ -65,6 +66,7 @@ int Runtime::mpi_pcm_init(int* argc, char*** argv) {
     window_ = StatusWindow(settings_.status_window_us);
     link_.open(config, default_config_path(), settings_.poll_interval_ms, settings_.reconnect_ms);
   });
+  if (setup.ok()) stop_signals::install(settings_.stop_signals);
   background_.allow(overlap && mpich && provided == MPI_THREAD_MULTIPLE);
   if (overlap && !(mpich && provided == MPI_THREAD_MULTIPLE))
     plog()->info("PCM_OVERLAP=1: splits block ({})",
@@ -213,6 +215,7 @@ int Runtime::status(MPI_Comm comm) {
     fail(PCM_ERR_STATE,
          "this process was spawned by a split: call PCM_Resume (or PCM_Split) first");
   restart_.reading = false;  // a restarted process's set-up is over: loads use the working store
+  if (life_.stop) return PCM_STOP;  // agreed: the job ends (PCM_Adapt carries it out)
   if (life_.skip_next_status) {
     life_.skip_next_status = false;
     return PCM_NONE;
@@ -233,9 +236,15 @@ int Runtime::status(MPI_Comm comm) {
     // the ranks gather their profile now (once per PCM_PROFILE_MS), and the checkpoint pcmd asks
     // for (its id; 0: none; PCM_Adapt writes it) and, but while a split's spawn runs in the
     // background, whether it is written at once (not staged: the run ends after it); during
-    // that spawn, whether rank 0's helper has finished it.
-    long long msg[7] = {0, 0, 1, 0, 0, 0, 0};
+    // that spawn, whether rank 0's helper has finished it; and a stop (stop_signals.h): the
+    // signal rank 0 received, or pcmd's request. (A reduction would let every rank's signal in,
+    // but it costs twice a broadcast and makes rank 0 wait for the slowest rank at every window,
+    // measured: another rank's signal goes through pcmd instead, tell_stop.)
+    long long msg[8] = {0, 0, 1, 0, 0, 0, 0, 0};
     std::string bytes;
+    // A stop signal: pcmd is told (once), which rank 0's poll brings to an agreement; rank 0's
+    // own is in this broadcast once pcmd has taken it.
+    const int stop_sig = stop_signals::pending() && !stop_told_ ? tell_stop() : 0;
     if (world_.rank() == 0) {
       // pcmd sends the next command once this one is reported: none is taken meanwhile.
       if (auto c = link_.poll(life_.job, life_.iteration, world_.size());
@@ -261,8 +270,15 @@ int Runtime::status(MPI_Comm comm) {
         msg[5] = checkpointer_.wanted(resumed_);
         msg[6] = msg[5] > 0 && link_.checkpoint_at_once();
       }
+      msg[7] = stop_sig ? stop_sig : link_.stop_wanted() ? Lifecycle::kStopAsked : 0;
     }
-    mpi_check(MPI_Bcast(msg, 7, MPI_LONG_LONG, 0, world_.comm()), "MPI_Bcast");
+    mpi_check(MPI_Bcast(msg, 8, MPI_LONG_LONG, 0, world_.comm()), "MPI_Bcast");
+    if (msg[7] && !spawning) {
+      // Every process leaves the window here; the command (if any) stays pending in pcmd.
+      life_.stop = static_cast<int>(msg[7]);
+      stop_signals::taken_up();
+      return PCM_STOP;
+    }
     checkpointer_.set_due(msg[5], !spawning && msg[6] != 0);
     if (world_.rank() != 0 && msg[3] != link_.pcmd_pid()) link_.follow(static_cast<long>(msg[3]));
     if (msg[4]) {
@@ -420,13 +436,57 @@ int Runtime::exit_retired() {
   if (life_.process_status != PCM_RETIRED)
     fail(PCM_ERR_STATE, "this process has not retired (call PCM_Finalize)");
   if (life_.phase == Phase::kFinalized) fail(PCM_ERR_STATE, "already finalized");
-  // Park until the job ends (retirement.cpp: sleeping between tests for the wake-up).
-  retirement_.park();
+  // Park until the job ends (retirement.cpp: sleeping between tests for the wake-up); a stopped
+  // job has ended already.
+  if (!life_.stopped) retirement_.park();
   checkpointer_.close();
   link_.close();
   life_.phase = Phase::kFinalized;
   mpi_check(PMPI_Finalize(), "MPI_Finalize");
-  return PCM_SUCCESS;
+  return life_.stopped ? PCM_EXIT_STOPPED : PCM_SUCCESS;
+}
+
+int Runtime::tell_stop() {
+  stop_told_ = true;  // once, whatever pcmd answers
+  const int sig = stop_signals::pending();
+  ops::CheckpointRequest r;
+  r.job = life_.job;
+  r.why = fmt::format("{} received by rank {}", signal_name(sig), world_.rank());
+  r.at_once = r.stop = true;
+  try {
+    link_.request(ops::request(r), nullptr, 0, settings_.connect_timeout_ms,
+                  std::min(settings_.reconnect_ms, settings_.connect_timeout_ms));
+    return sig;
+  } catch (const Error& e) {
+    // Refused: pcmctl run is ending this run itself (a restart reshape, a move: its version is
+    // written) or the job has ended; unreachable: nobody can carry the stop out. Either way the
+    // signal does what it does without PCM.
+    plog()->info("[rank {}] {}, not a stop ({}): its default action", world_.rank(), *r.why,
+                 e.what());
+    stop_signals::default_action(sig);
+    return 0;
+  }
+}
+
+std::string Runtime::stop_reason() const {
+  return life_.stop == Lifecycle::kStopAsked ? std::string("asked to stop by pcmd")
+                                             : signal_name(life_.stop) + " received";
+}
+
+void Runtime::end_world(ops::Finished done) {
+  if (world_.rank() == 0) {
+    try {
+      // A pcmd that went away gets a short while to come back: the job is over anyway.
+      link_.request(ops::request(done), nullptr, 0, settings_.connect_timeout_ms,
+                    std::min(settings_.reconnect_ms, settings_.connect_timeout_ms));
+    } catch (const Error& e) {
+      plog()->warn("[rank 0] could not tell pcmd that job {} {}: {}", life_.job,
+                   done.stopped ? "stopped" : "finished", e.what());
+    }
+  }
+  retirement_.wake_all();
+  world_.migrant.clear();
+  world_.leave();
 }
 
 int Runtime::finalize(MPI_Comm comm) {
@@ -438,20 +498,13 @@ int Runtime::finalize(MPI_Comm comm) {
     background_.drop(reconfig_.current ? &*reconfig_.current : nullptr);
     // The last version is committed before the job ends (every rank has one in flight, or none).
     if (checkpointer_.in_flight()) checkpointer_.settle_quietly("at PCM_Finalize");
-    if (world_.rank() == 0) {
-      try {
-        // A pcmd that went away gets a short while to come back: the job is over anyway.
-        ops::Finished done{life_.job, life_.iteration, std::nullopt};
-        if (!t_mpi_failure.empty()) done.error = t_mpi_failure.substr(0, 1900);
-        link_.request(ops::request(done), nullptr, 0, settings_.connect_timeout_ms,
-                      std::min(settings_.reconnect_ms, settings_.connect_timeout_ms));
-      } catch (const Error& e) {
-        plog()->warn("[rank 0] could not tell pcmd that job {} finished: {}", life_.job, e.what());
-      }
-    }
-    retirement_.wake_all();
-    world_.migrant.clear();
-    world_.leave();
+    ops::Finished done;
+    done.job = life_.job;
+    done.iteration = life_.iteration;
+    if (!t_mpi_failure.empty()) done.error = t_mpi_failure.substr(0, 1900);
+    // The paper's calls: PCM_Status said PCM_STOP and the application saved its own state.
+    if (life_.stop) done.stopped = stop_reason() + "; the application ended at PCM_STOP";
+    end_world(done);
     life_.phase = Phase::kMpiReady;
   }
   shut_down();

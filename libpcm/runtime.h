@@ -34,6 +34,7 @@
 #include "distribution.h"
 #include "lifecycle.h"
 #include "mpi_util.h"
+#include "ops.h"
 #include "pcm.h"
 #include "program.h"
 #include "reconfig.h"
@@ -108,6 +109,18 @@ class Runtime {
   // Lifecycle (runtime.cpp).
   void require_world(MPI_Comm comm) const;
   void shut_down();
+  // The end of the job in this world (PCM_Finalize, a stop): rank 0 tells pcmd, the processes
+  // parked earlier are woken, this process leaves the world.
+  void end_world(ops::Finished done);
+  // A stop signal was received: pcmd is asked for the stop (once), which rank 0's poll brings to
+  // the next agreement; the signal (rank 0 puts it in the agreement at once). Where pcmd refuses
+  // (pcmctl run ends the run itself) or cannot be reached, the signal's default action.
+  int tell_stop();
+  bool stop_told_ = false;
+  // The stop agreed on (life_.stop), as pcmd's events say it.
+  std::string stop_reason() const;
+  // PCM_Adapt after PCM_STOP: the last version, pcmd told, every process out (adapt.cpp).
+  int stop_job(MPI_Comm* comm);
 
   // PCM_Split's and PCM_Merge's state checks: a reconfiguration of this kind is pending.
   void check_pending(MPI_Comm comm, bool want_split) const;

@@ -9,6 +9,7 @@
 #include "error.h"
 #include "ops.h"
 #include "pcm_types.h"
+#include "stop_signals.h"
 
 namespace pcm::lib {
 
@@ -86,6 +87,8 @@ Settings Settings::from_env() {
     s.launcher = l;
     if (s.launcher != "srun") fail(PCM_ERR_ARG, "PCM_LAUNCHER={} is not srun", l);
   }
+  const char* stop = std::getenv("PCM_STOP_SIGNALS");
+  s.stop_signals = parse_stop_signals(stop ? stop : "TERM,USR1,USR2");
   return s;
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace pcm::lib {
 
@@ -74,6 +75,9 @@ struct Settings {
   bool supervised = false;
   // PCM_LAUNCHER=srun, set by pcmctl run --launcher srun ("": mpiexec).
   std::string launcher;
+  // PCM_STOP_SIGNALS: the signals that make the job write a version and end (stop_signals.h;
+  // docs/user/preemption.md); by default what Slurm sends before it takes a job away.
+  std::vector<int> stop_signals;
   // PCM_PLACEMENT: the job's placement strategy for the processes pcmd places later, as given
   // ("" when unset); pcmd checks it.
   std::string placement;

@@ -11,12 +11,28 @@
 #include <memory>
 #include <thread>
 
+#include "cli.h"
 #include "error.h"
 #include "launchers.h"
 #include "pcm_types.h"
 #include "profile.h"
 
 namespace pcm::ctl {
+
+void on_run(CLI::App* sub, Cli& cli, std::function<int(Connection&)> run) {
+  sub->callback([&cli, run = std::move(run)] {
+    try {
+      Connection pcmd(cli.connect);
+      cli.exit_code = run(pcmd);
+    } catch (const pcm::Error& e) {
+      std::cerr << "pcmctl: " << e.what() << " [" << PCM_Error_string(e.code()) << "]\n";
+      cli.exit_code = e.code() == PCM_ERR_DAEMON || e.code() == PCM_ERR_CONFIG ? 3 : 1;
+    } catch (const std::exception& e) {
+      std::cerr << "pcmctl: " << e.what() << "\n";
+      cli.exit_code = 1;
+    }
+  });
+}
 
 namespace {
 
@@ -41,7 +57,7 @@ int wait_for(Connection& pcmd, const std::string& job, const WaitCondition& unti
       const json r = pcmd.request(req_status(job));
       const auto& j = r.at("jobs").at(0);
       const std::string state = j.value("state", "");
-      bool done = state == "finished" || state == "failed";
+      bool done = state == "finished" || state == "failed" || state == "stopped";
       bool met = (until.iteration < 0 || j.value("iteration", 0L) >= until.iteration) &&
                  (until.reconfigurations < 0 ||
                   j.value("reconfigurations", 0) >= until.reconfigurations) &&
@@ -96,29 +112,6 @@ int wait_drained(Connection& pcmd, const std::string& host, double timeout_s) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-}
-
-// What the subcommands share: how to reach pcmd, and the exit code of the one that ran.
-struct Cli {
-  ConnectOptions connect;
-  int exit_code = 0;
-};
-
-// Makes run sub's callback, with a connection to pcmd. Errors become a message and exit code 3
-// when pcmd or its configuration cannot be used, else 1.
-void on_run(CLI::App* sub, Cli& cli, std::function<int(Connection&)> run) {
-  sub->callback([&cli, run = std::move(run)] {
-    try {
-      Connection pcmd(cli.connect);
-      cli.exit_code = run(pcmd);
-    } catch (const pcm::Error& e) {
-      std::cerr << "pcmctl: " << e.what() << " [" << PCM_Error_string(e.code()) << "]\n";
-      cli.exit_code = e.code() == PCM_ERR_DAEMON || e.code() == PCM_ERR_CONFIG ? 3 : 1;
-    } catch (const std::exception& e) {
-      std::cerr << "pcmctl: " << e.what() << "\n";
-      cli.exit_code = 1;
-    }
-  });
 }
 
 // Each subcommand's options live in a struct of its own, held by its callback.
@@ -334,26 +327,6 @@ void add_host(CLI::App& app, Cli& cli) {
   add_host_remove(host, cli);
 }
 
-void add_checkpoints(CLI::App& app, Cli& cli) {
-  struct Args {
-    std::string job;
-    bool as_json = false;
-  };
-  auto a = std::make_shared<Args>();
-  auto* sub = app.add_subcommand("checkpoints", "list a job's committed versions, verified");
-  sub->add_option("job", a->job, "job name")->required();
-  sub->add_flag("--json", a->as_json, "print JSON for scripts");
-  on_run(sub, cli, [a](Connection& pcmd) {
-    const json r = pcmd.request(req_checkpoints(a->job));
-    if (a->as_json) {
-      std::cout << r.at("versions").dump(2) << "\n";
-    } else {
-      print_versions(r.at("versions"));
-    }
-    return 0;
-  });
-}
-
 void add_run(CLI::App& app, Cli& cli) {
   auto a = std::make_shared<RunOptions>();
   auto* sub = app.add_subcommand(
@@ -391,6 +364,9 @@ void add_run(CLI::App& app, Cli& cli) {
                   "a run not registered with pcmd by then is ended and counts as lost")
       ->check(CLI::Range(1, 86400))
       ->capture_default_str();
+  sub->add_flag("--requeue", a->requeue,
+                "a run that ends stopped (a signal: docs/user/preemption.md) requeues its Slurm "
+                "job; a new run resumes from the newest version");
   sub->add_option("--finish-grace-s", a->finish_grace_s,
                   "a launcher still there this long after the job finished is ended (exit 0)")
       ->check(CLI::Range(1, 86400))
@@ -437,58 +413,6 @@ void add_move(CLI::App& app, Cli& cli) {
   on_run(sub, cli, [a](Connection& pcmd) { return move_job(pcmd, *a); });
 }
 
-void add_checkpoint(CLI::App& app, Cli& cli) {
-  struct Args {
-    std::string job;
-    std::string why;
-  };
-  auto a = std::make_shared<Args>();
-  auto* sub = app.add_subcommand(
-      "checkpoint", "ask a job for a checkpoint now (written at its next PCM_Adapt agreement)");
-  sub->add_option("job", a->job, "job name")->required();
-  sub->add_option("--why", a->why, "the reason, for the job's events");
-  on_run(sub, cli, [a](Connection& pcmd) {
-    const json r = pcmd.request(req_checkpoint(a->job, a->why));
-    std::cout << r.at("text").get<std::string>()
-              << "\n(the job writes it at its next PCM_Adapt agreement; `pcmctl checkpoints "
-              << a->job << "` lists the versions)\n";
-    return 0;
-  });
-}
-
-void add_verify(CLI::App& app, Cli& cli) {
-  struct Args {
-    std::string job;
-    long version = -1;  // every version
-  };
-  auto a = std::make_shared<Args>();
-  auto* sub = app.add_subcommand("verify", "verify a job's versions (checksums included)");
-  sub->add_option("job", a->job, "job name")->required();
-  sub->add_option("iteration", a->version, "only this version");
-  on_run(sub, cli, [a](Connection& pcmd) {
-    const json r = pcmd.request(req_verify(a->job, a->version));
-    return print_versions(r.at("versions")) ? 0 : 1;
-  });
-}
-
-void add_prune(CLI::App& app, Cli& cli) {
-  struct Args {
-    std::string job;
-    int keep = 0;
-  };
-  auto a = std::make_shared<Args>();
-  auto* sub = app.add_subcommand("prune", "remove all but the newest versions");
-  sub->add_option("job", a->job, "job name")->required();
-  sub->add_option("--keep", a->keep, "how many to keep (the newest valid one always stays)")
-      ->required()
-      ->check(CLI::Range(1, 1000000));
-  on_run(sub, cli, [a](Connection& pcmd) {
-    const json r = pcmd.request(req_prune(a->job, a->keep));
-    std::cout << "removed versions: " << r.at("pruned").dump() << "\n";
-    return 0;
-  });
-}
-
 void add_wait(CLI::App& app, Cli& cli) {
   struct Args {
     std::string job;
@@ -502,7 +426,7 @@ void add_wait(CLI::App& app, Cli& cli) {
   sub->add_option("--reconfigurations", a->until.reconfigurations,
                   "until this many reconfigurations have completed");
   sub->add_flag("--finished", a->until.finished, "until the job has finished");
-  sub->add_flag("--ended", a->until.ended, "until the job has finished or failed");
+  sub->add_flag("--ended", a->until.ended, "until the job has finished, failed or stopped");
   sub->add_option("--timeout", a->timeout_s, "give up after this many seconds")
       ->capture_default_str();
   on_run(sub, cli,
@@ -579,8 +503,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   // In this order in --help.
   for (auto add : {add_status, add_migrate, add_split, add_merge, add_resize, add_host,
-                   add_checkpoints, add_checkpoint, add_verify, add_run, add_move, add_prune,
-                   add_wait, add_events, add_profile, add_site_env, add_ping})
+                   add_checkpoints, add_checkpoint, add_stop, add_verify, add_run, add_move,
+                   add_prune, add_wait, add_events, add_profile, add_site_env, add_ping})
     add(app, cli);
   try {
     app.parse(argc, argv);  // runs the subcommand's callback

@@ -60,7 +60,8 @@ proto::json req_verify(const std::string& job, long iteration);
 proto::json req_prune(const std::string& job, int keep);
 // why "": no reason; at_once: written from the application's buffers, not staged (the run ends
 // right after it).
-proto::json req_checkpoint(const std::string& job, const std::string& why, bool at_once = false);
+proto::json req_checkpoint(const std::string& job, const std::string& why, bool at_once = false,
+                           bool stop = false);
 proto::json req_host_add(const std::string& host, int slots, const std::string& site,
                          double latency);
 proto::json req_host_list();
@@ -102,6 +103,10 @@ struct RunOptions {
   std::vector<std::string> site_launcher_specs, site_config_specs;  // SITE=VALUE, as given
   std::map<std::string, std::string> site_launchers, site_configs;  // by site, from the specs
   int move_timeout_s = 120;
+  // A run that ends stopped (a signal, `pcmctl stop`: its last version written) has its Slurm
+  // job requeued (`scontrol requeue $SLURM_JOB_ID`); the next pcmctl run of the job, stopped or
+  // not, resumes from its newest valid version.
+  bool requeue = false;
   std::vector<std::string> command;  // the program and its arguments
 };
 int run_supervised(Connection& pcmd, const RunOptions& options);

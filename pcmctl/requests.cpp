@@ -85,11 +85,12 @@ json req_verify(const std::string& job, long iteration) {
   return ops::request(r);
 }
 
-json req_checkpoint(const std::string& job, const std::string& why, bool at_once) {
+json req_checkpoint(const std::string& job, const std::string& why, bool at_once, bool stop) {
   ops::CheckpointRequest r;
   r.job = job;
   if (!why.empty()) r.why = why;
-  r.at_once = at_once;
+  r.at_once = at_once || stop;
+  r.stop = stop;
   return ops::request(r);
 }
 

@@ -209,6 +209,31 @@ bool has_valid_version(Connection& pcmd, const std::string& job) {
   return false;
 }
 
+std::string requeue_job() {
+  const char* id = std::getenv("SLURM_JOB_ID");
+  const std::string job = id ? id : "";
+  if (job.empty() || job.find_first_not_of("0123456789") != std::string::npos)
+    return "--requeue outside a Slurm job (no SLURM_JOB_ID): not requeued";
+  const pid_t pid = ::fork();
+  if (pid < 0) return fmt::format("scontrol requeue {}: fork: {}", job, std::strerror(errno));
+  if (pid == 0) {
+    ::execlp("scontrol", "scontrol", "requeue", job.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // Requeuing a running job ends it, this process with it: what follows may never run.
+  const auto until = Clock::now() + std::chrono::seconds(30);
+  int status = 0;
+  while (::waitpid(pid, &status, WNOHANG) == 0) {
+    if (Clock::now() > until) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      return fmt::format("scontrol requeue {} did not answer within 30 s", job);
+    }
+    pause_ms(50);
+  }
+  return fmt::format("scontrol requeue {} {}", job, describe(status));
+}
+
 void event(Connection& pcmd, const std::string& job, const std::string& text) {
   std::cerr << "pcmctl run: " << text << "\n";
   try {
@@ -311,11 +336,16 @@ int Supervisor::follow_run() {
   int status = 0;
   for (;;) {
     if (::waitpid(pid, &status, WNOHANG) == pid) break;
-    if (g_signal) {
-      const int sig = g_signal;
-      std::cerr << "pcmctl run: signal " << sig << ": ending the job, no restart\n";
-      end_group(pid, 10);
-      throw Interrupted{128 + sig};
+    if (const int sig = g_signal) {
+      g_signal = 0;
+      // TERM, USR1, USR2 (a preemption, a warning, the batch script's forward): the job writes a
+      // last version and ends by itself (docs/user/preemption.md); INT, or a job pcmd cannot ask:
+      // ended at once, as before.
+      if (sig == SIGINT || !ask_stop(sig)) {
+        std::cerr << "pcmctl run: signal " << sig << ": ending the job, no restart\n";
+        end_group(pid, 10);
+        throw Interrupted{128 + sig};
+      }
     }
     if (Clock::now() >= next_look) {
       // Every 0.25 s; every 0.05 s for a job that may reshape by restart (a command waits for
@@ -350,7 +380,7 @@ int Supervisor::follow_run() {
         if (step == MoveStep::kEnded) break;
         continue;
       }
-      if (state == "finished" && !finished_at) finished_at = Clock::now();
+      if ((state == "finished" || state == "stopped") && !finished_at) finished_at = Clock::now();
       if (finished_at && seconds_between(*finished_at, Clock::now()) > o_.finish_grace_s) {
         // The job ended well, but its launcher stays: processes stuck after the end (in
         // MPI_Finalize, with a peer on a host that died after the last reconfiguration).
@@ -393,12 +423,53 @@ bool Supervisor::supervising() {
   }
 }
 
+bool Supervisor::ask_stop(int sig) {
+  if (stop_asked_) return true;  // once: the copies of one signal come together
+  try {
+    pcmd_.request(req_checkpoint(
+        o_.job, fmt::format("pcmctl run received signal {} ({})", sig, strsignal(sig)), true,
+        true));
+  } catch (const std::exception& e) {
+    std::cerr << "pcmctl run: pcmd did not take the stop (" << e.what() << ")\n";
+    return false;
+  }
+  stop_asked_ = true;
+  std::cerr << "pcmctl run: signal " << sig
+            << ": the job writes a last version and ends (SIGINT ends it at once)\n";
+  return true;
+}
+
+int Supervisor::stopped(const json& j) {
+  event(pcmd_, o_.job,
+        fmt::format("the job stopped ({}); pcmctl run {}exits {}", j.value("last_event", "?"),
+                    o_.requeue ? "requeues its Slurm job and " : "", PCM_EXIT_STOPPED));
+  // Requeuing a running Slurm job ends it, this process too: told first.
+  if (o_.requeue) event(pcmd_, o_.job, requeue_job());
+  return PCM_EXIT_STOPPED;
+}
+
+void Supervisor::resume_if_stopped() {
+  const json j = job_status(pcmd_, o_.job);
+  const bool was_stopped = j.is_object() && j.value("state", "") == "stopped";
+  if (!was_stopped && !o_.requeue) return;
+  restart_ = has_valid_version(pcmd_, o_.job);
+  if (restart_)
+    event(pcmd_, o_.job,
+          fmt::format("pcmctl run{}: the job {}; this run resumes from its newest valid version",
+                      o_.requeue ? " --requeue" : "",
+                      was_stopped ? "stopped before" : "was run before (requeued?)"));
+}
+
 int Supervisor::run() {
+  resume_if_stopped();
   if (!place()) return 1;
   for (;;) {
     const int status = follow_run();
     if (give_up_) return 1;
     if (moved_) continue;  // the move placed the next run
+    if (const json j = job_status(pcmd_, o_.job);
+        j.is_object() && j.value("state", "") == "stopped")
+      return stopped(j);
     if (!broken_ && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
       if (moving_) move_resumed(job_status(pcmd_, o_.job));
       if (reshaping_) reshape_resumed(job_status(pcmd_, o_.job));
@@ -432,8 +503,7 @@ int Supervisor::run() {
 int run_supervised(Connection& pcmd, const RunOptions& o) {
   struct sigaction sa {};
   sa.sa_handler = on_signal;
-  ::sigaction(SIGINT, &sa, nullptr);
-  ::sigaction(SIGTERM, &sa, nullptr);
+  for (int sig : {SIGINT, SIGTERM, SIGUSR1, SIGUSR2}) ::sigaction(sig, &sa, nullptr);
   set_site_port_range(pcmd);  // MPI inside the sites' open port range (site_env.cpp)
   try {
     return Supervisor(pcmd, o).run();

@@ -23,8 +23,10 @@ int end_group(pid_t pid, double grace_s);
 // The job in pcmd's status (null: pcmd does not answer or does not know it).
 proto::json job_status(Connection& pcmd, const std::string& job);
 bool has_valid_version(Connection& pcmd, const std::string& job);
-// The INT or TERM pcmctl run was sent (0: none).
+// The INT, TERM, USR1 or USR2 pcmctl run was sent and has not taken up (0: none).
 int pending_signal();
+// --requeue: `scontrol requeue $SLURM_JOB_ID`; what happened, for the job's events.
+std::string requeue_job();
 // A line of the job's events (and of pcmctl run's standard error).
 void event(Connection& pcmd, const std::string& job, const std::string& text);
 
@@ -109,6 +111,14 @@ class Supervisor {
   void move_failed(const std::string& why);
   // Tells pcmd that this run is supervised (a move may be asked of it); false: not told.
   bool supervising();
+  // A stop signal (TERM, USR1, USR2): asks pcmd to have the job write a last version and end
+  // (once); false when pcmd does not take it (the run is then ended at once).
+  bool ask_stop(int sig);
+  // The run ended stopped (its status j): --requeue's requeue, the exit status PCM_EXIT_STOPPED.
+  int stopped(const proto::json& j);
+  // Before the first run: a job pcmd shows stopped (or any, with --requeue) resumes from its
+  // newest valid version.
+  void resume_if_stopped();
   static bool moved_asked(const proto::json& j) {
     const auto m = j.find("move");
     return m != j.end() && m->is_object() && m->value("state", "") == "asked";
@@ -130,6 +140,7 @@ class Supervisor {
   bool resumed_ = false;
   bool moved_ = false;
   bool give_up_ = false;  // a move found no site to run in
+  bool stop_asked_ = false;
   std::optional<Moving> moving_;
   std::optional<Reshaping> reshaping_;
 };

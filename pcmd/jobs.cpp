@@ -48,11 +48,12 @@ Job::Allocating Job::Allocating::from_json(const json& j, Clock::time_point now)
 }
 
 json Job::CheckpointWanted::to_json(Clock::time_point now) const {
-  return json{{"id", id}, {"why", why}, {"seconds", age(since, now)}, {"at_once", at_once}};
+  return json{
+      {"id", id}, {"why", why}, {"seconds", age(since, now)}, {"at_once", at_once}, {"stop", stop}};
 }
 Job::CheckpointWanted Job::CheckpointWanted::from_json(const json& j, Clock::time_point now) {
   return {j.at("id").get<std::int64_t>(), j.at("why").get<std::string>(), aged(j, now),
-          j.value("at_once", false)};
+          j.value("at_once", false), j.value("stop", false)};
 }
 
 json Job::Move::to_json(Clock::time_point now) const {
@@ -73,6 +74,8 @@ const char* state_name(JobState state) {
       return "finished";
     case JobState::kFailed:
       return "failed";
+    case JobState::kStopped:
+      return "stopped";
   }
   return "unknown";
 }
@@ -183,7 +186,7 @@ bool JobTable::take_watch_events(Watcher& watcher) {
     if (--w->second <= 0) job.liveness.watched.erase(w);
     if (job.liveness.watched.empty()) job.liveness.unwatched_since = now;
     if (e.kind == WatchEvent::Kind::kLost && job.state != JobState::kFinished &&
-        job.liveness.lost.size() < kMaxLost)
+        job.state != JobState::kStopped && job.liveness.lost.size() < kMaxLost)
       job.liveness.lost.push_back(fmt::format("{} on {}", e.pid, e.host));
     if (job.state != JobState::kRunning) continue;
     if (job.stopping) continue;  // pcmctl run ends the run for a restart reshape
@@ -338,7 +341,8 @@ json JobTable::register_job(const ops::Register& r, const std::string& name,
   // A restart, or a new run of a job whose last run failed (pcmctl run relaunching from the
   // start), goes on with the history of the run it replaces (its failure, a recovery).
   if (auto old = jobs_.find(name);
-      old != jobs_.end() && (restarted_from || old->second.state == JobState::kFailed)) {
+      old != jobs_.end() && (restarted_from || old->second.state == JobState::kFailed ||
+                             old->second.state == JobState::kStopped)) {
     job.events = old->second.events;
     job.move = old->second.move;
   }
@@ -441,6 +445,7 @@ json JobTable::poll(const ops::Poll& r, LogLimiter& refusals) {
   if (job.checkpoint_wanted) {
     reply["checkpoint"] = job.checkpoint_wanted->id;
     if (job.checkpoint_wanted->at_once) reply["checkpoint_at_once"] = true;
+    if (job.checkpoint_wanted->stop) reply["stop"] = true;
   }
   if (!job.liveness.lost_joining.empty()) reply["lost"] = job.liveness.lost_joining;
   return reply;
@@ -514,15 +519,26 @@ void JobTable::finished(const ops::Finished& r) {
     fail_job(job, "ended after an MPI failure: " + proto::printable(*r.error));
     return;
   }
-  job.state = JobState::kFinished;
+  job.state = r.stopped ? JobState::kStopped : JobState::kFinished;
   job.last_seen = std::chrono::steady_clock::now();
+  std::string text = "finished";
+  if (r.stopped)
+    text =
+        fmt::format("stopped at iteration {} ({}): {}", job.iteration, proto::printable(*r.stopped),
+                    r.stopped_version ? fmt::format("the last version is of iteration {}; "
+                                                    "PCM_RESTART=1 resumes from it",
+                                                    *r.stopped_version)
+                                      : std::string("no last version written; PCM_RESTART=1 "
+                                                    "resumes from the newest valid one"));
   if (job.pending.command) {
-    note(job, fmt::format("finished before command {} ran", job.pending.command->id));
+    note(job, fmt::format("{} before command {} ran", text, job.pending.command->id));
     job.pending.command.reset();
   } else {
-    note(job, "finished");
+    note(job, text);
   }
-  log_->info("job {} finished at iteration {}", job.name, job.iteration);
+  if (r.stopped) job.checkpoint_wanted.reset();
+  log_->info("job {} {}", job.name,
+             r.stopped ? text : fmt::format("finished at iteration {}", job.iteration));
 }
 
 json JobTable::profile(const ops::Profile& r) {
@@ -534,10 +550,15 @@ json JobTable::profile(const ops::Profile& r) {
   return reply;
 }
 
-json JobTable::want_checkpoint(Job& job, std::string why, bool at_once) {
+json JobTable::want_checkpoint(Job& job, std::string why, bool at_once, bool stop) {
   if (job.state != JobState::kRunning)
     fail(PCM_ERR_REFUSED, "job '{}' is {}: no checkpoint to ask of it", job.name,
          state_name(job.state));
+  // pcmctl run ends this run itself (its version is written): the signal that ends it is not a
+  // stop, and the processes that ask take the signal's default action (libpcm).
+  if (stop && (job.stopping || (job.move && job.move->state == "under way")))
+    fail(PCM_ERR_REFUSED, "job '{}': pcmctl run is ending this run for a {}: no stop", job.name,
+         job.stopping ? "restart reshape" : "move");
   const auto now = std::chrono::steady_clock::now();
   if (!job.checkpoint_wanted) {
     const std::int64_t ms = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -547,16 +568,19 @@ json JobTable::want_checkpoint(Job& job, std::string why, bool at_once) {
     last_checkpoint_id_ = job.checkpoint_wanted->id;
   }
   job.checkpoint_wanted->why = std::move(why);
-  job.checkpoint_wanted->at_once = job.checkpoint_wanted->at_once || at_once;
+  job.checkpoint_wanted->at_once = job.checkpoint_wanted->at_once || at_once || stop;
+  job.checkpoint_wanted->stop = job.checkpoint_wanted->stop || stop;
   const std::string text =
-      fmt::format("checkpoint {} asked: {}", job.checkpoint_wanted->id, job.checkpoint_wanted->why);
+      fmt::format("{} {} asked: {}", job.checkpoint_wanted->stop ? "stop" : "checkpoint",
+                  job.checkpoint_wanted->id, job.checkpoint_wanted->why);
   note(job, text);
   log_->info("job {}: {}", job.name, text);
   return json{{"ok", true}, {"id", job.checkpoint_wanted->id}, {"text", text}};
 }
 
 void JobTable::checkpoint_written(Job& job) {
-  if (!job.checkpoint_wanted) return;
+  // A stop stays asked until the job has stopped (its last version is the one written then).
+  if (!job.checkpoint_wanted || job.checkpoint_wanted->stop) return;
   const double waited =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - job.checkpoint_wanted->since)
           .count();

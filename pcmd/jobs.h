@@ -28,7 +28,9 @@
 namespace pcm::daemon {
 
 // A job's state as pcmctl shows it ("running", "finished", "failed" on the wire).
-enum class JobState { kRunning, kFinished, kFailed };
+// kStopped: ended after the last version a stop asked for (a signal, `pcmctl stop`): a run with
+// PCM_RESTART=1 resumes it.
+enum class JobState { kRunning, kFinished, kFailed, kStopped };
 const char* state_name(JobState state);
 
 // One entry of a job's history: when (wall clock, seconds since the epoch; 0 for entries of a job
@@ -80,6 +82,7 @@ struct Job {
     std::string why;
     std::chrono::steady_clock::time_point since;
     bool at_once = false;  // written from the application's buffers, not staged (ops.h)
+    bool stop = false;     // and then the job ends (ops::CheckpointRequest's stop)
     // As status shows it and the job table keeps it, its age as "seconds" (now: the clock's).
     nlohmann::json to_json(std::chrono::steady_clock::time_point now) const;
     static CheckpointWanted from_json(const nlohmann::json& j,
@@ -221,7 +224,7 @@ class JobTable {
   proto::json profile(const ops::Profile& r);
   // A checkpoint asked of a running job (a request asked already stays, with the newer reason);
   // the reply names it. checkpoint_written: a version of the job was committed.
-  proto::json want_checkpoint(Job& job, std::string why, bool at_once = false);
+  proto::json want_checkpoint(Job& job, std::string why, bool at_once = false, bool stop = false);
   void checkpoint_written(Job& job);
   // Status of one job (named) or all.
   proto::json status(const std::optional<std::string>& name);

@@ -35,6 +35,10 @@ struct ServerOptions : InventoryOptions {
   // --policy auto: pcmd reconfigures jobs by itself (policy.h); manual (default): only commands.
   bool policy_auto = false;
   PolicyConfig policy;
+  // --stop-grace: on SIGTERM, pcmd goes on serving the running jobs whose processes are alive
+  // until they have ended or this long has passed (a preempted job writes its last version
+  // through pcmd: docs/user/preemption.md); a second SIGTERM, or SIGINT, ends it at once.
+  std::chrono::seconds stop_grace{0};
 };
 
 }  // namespace pcm::daemon

@@ -29,8 +29,17 @@
 namespace {
 
 std::atomic<bool> g_stop{false};
+// --stop-grace: the first SIGTERM sets g_ending (the server serves its live jobs a while more);
+// a second, or SIGINT, g_stop.
+std::atomic<bool> g_ending{false};
+bool g_grace = false;
 
-extern "C" void on_signal(int) { g_stop.store(true); }
+extern "C" void on_signal(int sig) {
+  if (sig == SIGTERM && g_grace && !g_ending.load())
+    g_ending.store(true);
+  else
+    g_stop.store(true);
+}
 
 struct Options {
   std::string config;
@@ -44,6 +53,7 @@ struct Options {
   // host is given, else hosts)
   std::string resources;
   int slurm_grow_timeout = 120;
+  int stop_grace = 0;
   std::string placement = "concentrate";
   int probe_port = 9;
   std::string site = "default";
@@ -99,6 +109,7 @@ pcm::daemon::ServerOptions server_options(const Options& o) {
     so.slurm = a;
     so.slurm_grow_timeout = std::chrono::seconds(o.slurm_grow_timeout);
   }
+  so.stop_grace = std::chrono::seconds(o.stop_grace);
   so.placement = *pcm::common::parse_placement(o.placement);
   so.probe_port = o.probe_port;
   so.site = o.site;
@@ -178,7 +189,8 @@ int serve(const Options& o, int ready_fd) {
         so.curve.enabled() ? " (CURVE: encrypted, client key checked)" : " (loopback, no CURVE)",
         o.config, o.data_dir);
     tell("ok");
-    server.run(g_stop);
+    g_grace = so.stop_grace.count() > 0;
+    server.run(g_stop, &g_ending);
     // The configuration file stays: a pcmd started again takes its secret, and the jobs that
     // outlive this one find the new pcmd through it (pcmctl says pcmd does not answer).
     log->info("stopping");
@@ -221,6 +233,11 @@ void add_server_options(CLI::App& app, Options& o) {
       ->check(CLI::Range(1, 86400))
       ->capture_default_str();
   app.add_flag("--slurm", o.slurm, "the same as --resources slurm");
+  app.add_option("--stop-grace", o.stop_grace,
+                 "seconds pcmd, sent SIGTERM, goes on serving running jobs until they end (a "
+                 "preemption: their last versions; a second SIGTERM ends it at once)")
+      ->check(CLI::Range(0, 86400))
+      ->capture_default_str();
   app.add_option("--placement", o.placement,
                  "where new processes go when a job or command says nothing: spread or "
                  "concentrate")

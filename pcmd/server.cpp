@@ -3,6 +3,7 @@
 // its owner's (server.h); the table of handlers below says which owner that is.
 #include "server.h"
 
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -145,7 +146,8 @@ void Server::set_handlers() {
     return data_ops_->checkpoints(r, out);
   });
   on<ops::CheckpointRequest>([this](const ops::CheckpointRequest& r, Payload, Out&) {
-    return jobs_.want_checkpoint(jobs_.find(r.job), r.why.value_or("operator request"), r.at_once);
+    return jobs_.want_checkpoint(jobs_.find(r.job), r.why.value_or("operator request"), r.at_once,
+                                 r.stop);
   });
   on<ops::Verify>(
       [this](const ops::Verify& r, Payload, Out& out) { return data_ops_->verify(r, out); });
@@ -222,13 +224,48 @@ json Server::do_reconfigured(const ops::Reconfigured& r) {
 
 // ---- the loop ------------------------------------------------------------------------------
 
-void Server::run(const std::atomic<bool>& stop) {
+namespace {
+// The running jobs whose processes pcmd still watches (or, not watched yet, that were heard from
+// in the last 10 s), by name.
+std::vector<std::string> live_jobs(const JobTable& jobs) {
+  const auto now = std::chrono::steady_clock::now();
+  std::vector<std::string> out;
+  for (const auto& [name, job] : jobs.all())
+    if (job.state == JobState::kRunning &&
+        (!job.liveness.watched.empty() ||
+         (!job.liveness.ever_watched && now - job.last_seen < std::chrono::seconds(10))))
+      out.push_back(name);
+  return out;
+}
+}  // namespace
+
+void Server::run(const std::atomic<bool>& stop, const std::atomic<bool>* ending) {
   const Durability::Send send = [this](std::vector<zmq::message_t>& frames, const json& reply,
                                        const std::vector<char>& reply_data) {
     send_reply(frames, reply, reply_data);
   };
   auto next_check = std::chrono::steady_clock::now();
+  std::optional<std::chrono::steady_clock::time_point> ending_since;
   while (!stop.load()) {
+    if (ending && ending->load()) {
+      const auto now = std::chrono::steady_clock::now();
+      check_jobs_alive();  // the watch's news first
+      const std::vector<std::string> live = live_jobs(jobs_);
+      if (!ending_since) {
+        ending_since = now;
+        if (!live.empty())
+          log_->info(
+              "SIGTERM: serving {} running job(s) ({}) until they end, {} s at most "
+              "(SIGTERM again, or SIGINT: at once)",
+              live.size(), fmt::join(live, ", "), options_.stop_grace.count());
+      }
+      if (live.empty()) break;
+      if (now - *ending_since > options_.stop_grace) {
+        log_->warn("SIGTERM: {} job(s) still running after {} s (--stop-grace): stopping anyway",
+                   live.size(), options_.stop_grace.count());
+        break;
+      }
+    }
     if (std::chrono::steady_clock::now() >= next_check) {
       check_jobs_alive();
       drains_.check_agents();

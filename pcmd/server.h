@@ -49,7 +49,9 @@ class Server {
   const std::string& watch_endpoint() const { return watcher_->endpoint(); }
 
   // Serves until stop becomes true (checked at least every 200 ms).
-  void run(const std::atomic<bool>& stop);
+  // Serves until stop; once ending is set (a SIGTERM with --stop-grace), until the running jobs
+  // whose processes are alive have ended or the grace has passed.
+  void run(const std::atomic<bool>& stop, const std::atomic<bool>* ending = nullptr);
 
   // For tests: runs f on the data thread, in turn with the requests' disk work (thread-safe).
   void run_on_data_thread(std::function<void()> f) {

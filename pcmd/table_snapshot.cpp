@@ -30,6 +30,7 @@ JobState state_from(const std::string& s) {
   if (s == "running") return JobState::kRunning;
   if (s == "finished") return JobState::kFinished;
   if (s == "failed") return JobState::kFailed;
+  if (s == "stopped") return JobState::kStopped;
   fail(PCM_ERR_ARG, "unknown job state '{}'", s);
 }
 

@@ -560,6 +560,7 @@ static PyObject *py_exit(PyObject *self, PyObject *unused) {
   PyThreadState *ts = PyEval_SaveThread();
   rc = PCM_Exit();
   PyEval_RestoreThread(ts);
+  if (rc == PCM_EXIT_STOPPED) return PyLong_FromLong(rc); /* a stop: the exit status to use */
   if (rc != PCM_SUCCESS) return raise_pcm(rc);
   Py_RETURN_NONE;
 }

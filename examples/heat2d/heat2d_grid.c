@@ -181,11 +181,19 @@ int heat2d_retire(Heat2dGrid *g, Heat2dProgress *p) {
   /* The data lives on elsewhere; this process must not touch the world again. The line shows
    * (and the tests check) that a parked process uses next to no CPU. */
   double wall0, cpu0;
+  int rc;
   heat2d_progress_close(p);
   heat2d_grid_free(g);
   wall0 = heat2d_wall_seconds();
   cpu0 = heat2d_cpu_seconds();
-  if (PCM_Exit() != PCM_SUCCESS) {
+  rc = PCM_Exit();
+  if (rc == PCM_EXIT_STOPPED) {
+    /* A signal or `pcmctl stop`: the last version is written; PCM_RESTART=1 resumes from it. */
+    printf("heat2d: stopped\n");
+    fflush(stdout);
+    return PCM_EXIT_STOPPED;
+  }
+  if (rc != PCM_SUCCESS) {
     fprintf(stderr, "heat2d: PCM_Exit: %s\n", PCM_Last_error());
     return 1;
   }

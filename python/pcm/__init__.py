@@ -157,9 +157,15 @@ def finalize(comm=None):
     _pcm.finalize(comm)
 
 
+EXIT_STOPPED = 75  # PCM_EXIT_STOPPED
+
+
 def exit():  # noqa: A001  (PCM_Exit's name)
-    """PCM_Exit: a retired process waits until the job finalizes, then MPI is finalized."""
-    _pcm.exit()
+    """PCM_Exit: a retired process waits until the job finalizes, then MPI is finalized.
+
+    Returns EXIT_STOPPED (75) when a signal or `pcmctl stop` ended the job after its last version
+    (docs/user/preemption.md), else None: `sys.exit(pcm.exit())` gives the process that status."""
+    return _pcm.exit()
 
 
 __all__ = [n for n in dir() if not n.startswith("_")]

@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# signal_stop.sh MPIEXEC PCMCTL HEAT2D_PCM HEAT2D_PLAIN — run under with_pcmd.sh. A signal, or
+# `pcmctl stop`, makes a job write one agreed version and end cleanly (docs/user/preemption.md):
+# heat2d_pcm's loop is the README's (PCM_Adapt; PCM_RETIRED -> PCM_Exit), nothing more.
+#  A. SIGTERM to one rank only (rank 1 of 3) of a plain mpiexec run: every rank ends with
+#     PCM_EXIT_STOPPED (75), so does mpiexec; pcmd shows the job stopped with its last version,
+#     which is valid, is newer than the job's own versions (every 10 iterations), and a restart
+#     on 2 processes resumes from it and ends with the plain run's checksum.
+#  B. `pcmctl stop JOB` (no signal): the same, from pcmd's request.
+#  C. SIGUSR1 to `pcmctl run` (the batch script's forward of `sbatch --signal=B:USR1@T`): the job
+#     stops, pcmctl run exits 75; a second `pcmctl run` of the job resumes from the last version
+#     by itself and finishes with the plain checksum.
+#  D. SIGTERM at once to pcmd (--stop-grace), mpiexec and every rank, as a Slurm preemption
+#     sends it: the job stops with its last version before pcmd exits; a new pcmd on the same data
+#     directory and a restart resume it to the plain checksum.
+set -uo pipefail
+# shellcheck source=tests/integration/small_heat2d.sh
+source "$(dirname "$0")/small_heat2d.sh" "$@"
+export PCM_LOG_LEVEL=info
+iters=100000  # long enough never to end by itself: each case stops it
+args=(--nx 64 --ny 48 --iters "$iters" --commit-every 10 --throttle-us 3000)
+want_at() {  # want_at N: the plain checksum after N iterations
+  "$mpiexec" -n 2 "$plain" --nx 64 --ny 48 --iters "$1" | sed -n 's/^checksum //p'
+}
+state() { "$pcmctl" status "$1" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["jobs"][0]["state"])'; }
+last_event() { "$pcmctl" status "$1" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["jobs"][0]["last_event"])'; }
+newest() {
+  "$pcmctl" checkpoints "$1" --json | python3 -c '
+import json, sys
+print(max([v["iteration"] for v in json.load(sys.stdin) if v["valid"]], default=-1))'
+}
+# The pid of the job's process of MPI rank RANK (hydra: PMI_RANK; Open MPI: OMPI_COMM_WORLD_RANK).
+rank_pid() {
+  local job=$1 rank=$2 f p
+  for f in $(grep -lzxF "PCM_JOB=$job" /proc/[0-9]*/environ 2>/dev/null); do
+    p=${f#/proc/}
+    p=${p%/environ}
+    [ "$(cat "/proc/$p/comm" 2>/dev/null)" = heat2d_pcm ] || continue
+    grep -qzxE "(PMI_RANK|OMPI_COMM_WORLD_RANK)=$rank" "$f" 2>/dev/null && echo "$p"
+  done
+}
+# stopped_then_resumed JOB OUT RC: the run (its output OUT) ended with RC; checks the stop and
+# resumes the job on 2 processes to the plain checksum.
+stopped_then_resumed() {
+  local job=$1 out=$2 rc=$3 v n ev
+  [ "$rc" = 75 ] || fail "$job: the run exited $rc, not 75 (PCM_EXIT_STOPPED): $(show "$out")"
+  n=$(grep -o "heat2d: stopped" "$out" | wc -l)  # the ranks' lines may run together
+  [ "$n" = "$4" ] || fail "$job: $n of $4 ranks said 'heat2d: stopped': $(show "$out")"
+  [ "$(state "$job")" = stopped ] || fail "$job: pcmd shows it $(state "$job"), not stopped"
+  ev=$(last_event "$job")
+  v=$(sed -n 's/.*the last version is of iteration \([0-9]*\);.*/\1/p' <<<"$ev")
+  [ -n "$v" ] || fail "$job: pcmd's event names no last version: $ev"
+  [ "$(newest "$job")" = "$v" ] || fail "$job: the newest valid version is $(newest "$job"), not the stop's $v"
+  [ "$v" -gt 10 ] || fail "$job: the stop's version $v is not past the job's first ones"
+  local rout=$PCM_TEST_DIR/$job.resume.out
+  PCM_JOB=$job PCM_RESTART=1 timeout 120 "$mpiexec" -n 2 "$heat" --nx 64 --ny 48 \
+    --iters $((v + 30)) >"$rout" 2>&1 </dev/null || fail "$job: the restart exited $?: $(show "$rout")"
+  grep -q "^heat2d: restarted from iteration $v " "$rout" || fail "$job: not restarted from $v: $(show "$rout")"
+  [ "$(sed -n 's/^checksum //p' "$rout")" = "$(want_at $((v + 30)))" ] ||
+    fail "$job: the checksum after the restart differs: $(show "$rout")"
+  echo "signal_stop: $job: $ev"
+}
+wait_iter() {  # wait_iter JOB N PID: until the job has made N iterations (60 s at most)
+  "$pcmctl" wait "$1" --iteration "$2" --timeout 60 >/dev/null ||
+    fail "$1 did not reach iteration $2: $(show "$cur_out")"
+  kill -0 "$3" 2>/dev/null || fail "$1 ended early: $(show "$cur_out")"
+}
+
+# A. SIGTERM to rank 1 of 3.
+job=stop-a-$$
+out=$PCM_TEST_DIR/a.out
+cur_out=$out
+PCM_JOB=$job timeout 120 "$mpiexec" -n 3 "$heat" "${args[@]}" >"$out" 2>&1 </dev/null &
+mpi=$!
+wait_iter $job 25 $mpi
+r1=$(rank_pid $job 1)
+[ -n "$r1" ] || fail "$job: the process of rank 1 not found"
+kill -TERM "$r1"
+wait $mpi
+stopped_then_resumed $job "$out" $? 3
+
+# B. pcmctl stop.
+job=stop-b-$$
+out=$PCM_TEST_DIR/b.out
+cur_out=$out
+PCM_JOB=$job timeout 120 "$mpiexec" -n 2 "$heat" "${args[@]}" >"$out" 2>&1 </dev/null &
+mpi=$!
+wait_iter $job 25 $mpi
+"$pcmctl" stop $job --why "test" >/dev/null || fail "$job: pcmctl stop refused"
+wait $mpi
+stopped_then_resumed $job "$out" $? 2
+
+# C. SIGUSR1 to pcmctl run; a second pcmctl run resumes.
+job=stop-c-$$
+out=$PCM_TEST_DIR/c.out
+cur_out=$out
+# Not under timeout(1), which would take the signal itself (ctest's time-out bounds the test).
+"$pcmctl" run -n 2 --job $job --mpiexec "$mpiexec" -- "$heat" "${args[@]}" >"$out" 2>&1 </dev/null &
+run=$!
+wait_iter $job 25 $run
+kill -USR1 $run
+wait $run
+rc=$?
+[ $rc = 75 ] || fail "$job: pcmctl run exited $rc, not 75: $(show "$out")"
+[ "$(state $job)" = stopped ] || fail "$job: pcmd shows it $(state $job), not stopped"
+v=$(newest $job)
+out2=$PCM_TEST_DIR/c2.out
+timeout 120 "$pcmctl" run -n 2 --job $job --mpiexec "$mpiexec" -- "$heat" --nx 64 --ny 48 \
+  --iters $((v + 30)) >"$out2" 2>&1 </dev/null || fail "$job: the second pcmctl run exited $?: $(show "$out2")"
+grep -q "^heat2d: restarted from iteration $v " "$out2" || fail "$job: the second run did not resume from $v: $(show "$out2")"
+[ "$(sed -n 's/^checksum //p' "$out2")" = "$(want_at $((v + 30)))" ] ||
+  fail "$job: the checksum after the resume differs: $(show "$out2")"
+echo "signal_stop: $job: pcmctl run exited 75 after SIGUSR1; the next run resumed from $v"
+
+# D. A preemption as Slurm makes it, without Slurm: SIGTERM at once to pcmd (--stop-grace 30), to
+#    mpiexec and to every rank. pcmd serves the job until it has stopped, then exits; a pcmd
+#    started again on the same data directory (the requeued batch script's) resumes it.
+pcmd_bin=$(dirname "$pcmctl")/pcmd
+d=$PCM_TEST_DIR/d
+mkdir -p "$d"
+start_pcmd() {
+  "$pcmd_bin" --detach --pidfile "$d/pcmd.pid" --data-dir "$d/data" --config "$d/pcmd.conf" \
+    --stop-grace 30 2>>"$d/pcmd.log" || fail "pcmd --stop-grace did not start: $(show "$d/pcmd.log")"
+}
+start_pcmd
+p2=$(cat "$d/pcmd.pid")
+export PCM_CONFIG=$d/pcmd.conf
+job=stop-d-$$
+out=$PCM_TEST_DIR/d.out
+cur_out=$out
+PCM_JOB=$job "$mpiexec" -n 3 "$heat" "${args[@]}" >"$out" 2>&1 </dev/null &
+mpi=$!
+wait_iter $job 25 $mpi
+ranks=$(for r in 0 1 2; do rank_pid $job $r; done)
+[ "$(wc -w <<<"$ranks")" = 3 ] || fail "$job: the 3 ranks' processes not found: $ranks"
+# shellcheck disable=SC2086  # pids: words
+kill -TERM "$p2" $mpi $ranks
+wait $mpi
+rc=$?
+for _ in $(seq 300); do kill -0 "$p2" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$p2" 2>/dev/null && fail "pcmd still runs 30 s after its SIGTERM: $(show "$d/pcmd.log")"
+grep -q "SIGTERM: serving 1 running job(s) ($job)" "$d/pcmd.log" ||
+  fail "pcmd did not serve the job after SIGTERM: $(show "$d/pcmd.log")"
+start_pcmd
+stopped_then_resumed $job "$out" $rc 3
+kill "$(cat "$d/pcmd.pid")"
+echo "signal_stop: ok"
