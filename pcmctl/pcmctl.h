@@ -104,8 +104,8 @@ struct RunOptions {
   std::map<std::string, std::string> site_launchers, site_configs;  // by site, from the specs
   int move_timeout_s = 120;
   // A run that ends stopped (a signal, `pcmctl stop`: its last version written) has its Slurm
-  // job requeued (`scontrol requeue $SLURM_JOB_ID`); the next pcmctl run of the job, stopped or
-  // not, resumes from its newest valid version.
+  // job requeued (`scontrol requeue $SLURM_JOB_ID`); in a requeued batch script
+  // (SLURM_RESTART_COUNT > 0) the job resumes from its newest valid version, stopped or not.
   bool requeue = false;
   std::vector<std::string> command;  // the program and its arguments
 };

@@ -450,14 +450,19 @@ int Supervisor::stopped(const json& j) {
 
 void Supervisor::resume_if_stopped() {
   const json j = job_status(pcmd_, o_.job);
-  const bool was_stopped = j.is_object() && j.value("state", "") == "stopped";
-  if (!was_stopped && !o_.requeue) return;
+  if (!j.is_object()) return;  // a job pcmd does not know: its first run
+  const bool was_stopped = j.value("state", "") == "stopped";
+  // A batch script Slurm runs again (requeued: by pcmctl run, a preemption, a node's failure).
+  const char* restarts = std::getenv("SLURM_RESTART_COUNT");
+  const bool requeued = o_.requeue && restarts && std::atoi(restarts) > 0;
+  if (!was_stopped && !requeued) return;
   restart_ = has_valid_version(pcmd_, o_.job);
   if (restart_)
-    event(pcmd_, o_.job,
-          fmt::format("pcmctl run{}: the job {}; this run resumes from its newest valid version",
-                      o_.requeue ? " --requeue" : "",
-                      was_stopped ? "stopped before" : "was run before (requeued?)"));
+    event(
+        pcmd_, o_.job,
+        fmt::format("pcmctl run: the job {}; this run resumes from its newest valid version",
+                    was_stopped ? "stopped before"
+                                : fmt::format("was requeued (SLURM_RESTART_COUNT={})", restarts)));
 }
 
 int Supervisor::run() {

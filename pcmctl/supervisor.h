@@ -116,8 +116,8 @@ class Supervisor {
   bool ask_stop(int sig);
   // The run ended stopped (its status j): --requeue's requeue, the exit status PCM_EXIT_STOPPED.
   int stopped(const proto::json& j);
-  // Before the first run: a job pcmd shows stopped (or any, with --requeue) resumes from its
-  // newest valid version.
+  // Before the first run: a job pcmd shows stopped (or, with --requeue, any in a batch script
+  // Slurm runs again: SLURM_RESTART_COUNT > 0) resumes from its newest valid version.
   void resume_if_stopped();
   static bool moved_asked(const proto::json& j) {
     const auto m = j.find("move");

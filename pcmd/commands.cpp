@@ -210,8 +210,8 @@ void CommandDesk::policy_round() {
   std::vector<PolicyJob> jobs;
   for (const auto& [name, job] : jobs_.all()) {
     if (job.state != JobState::kRunning) continue;
-    jobs.push_back(
-        PolicyJob{name, job.size, job.hosts, job.rate(tnow), job.pending.command.has_value()});
+    jobs.push_back(PolicyJob{name, job.size, job.hosts, job.rate(tnow),
+                             job.pending.command.has_value(), job.version_s});
   }
   std::vector<PolicyHost> hosts;
   for (const auto& h : inventory_.hosts())

@@ -120,6 +120,10 @@ std::function<void(json&)> DataOps::note_commit(const Job& job, bool shards) {
                           : fmt::format("checkpoint of iteration {} committed ({} bytes)",
                                         iteration, bytes));
     log_->info("job {}: {}", name, j->last_event);
+    if (j->version_begun != std::chrono::steady_clock::time_point{})
+      j->version_s =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - j->version_begun)
+              .count();
     jobs_.checkpoint_written(*j);
   };
 }
@@ -209,7 +213,8 @@ json DataOps::find_restart(const std::string& name,
 // ---- shards the ranks write (format 2) -------------------------------------------------------
 
 json DataOps::begin(const ops::CheckpointBegin& r, std::vector<char>& reply_data) {
-  const Job& job = jobs_.find(r.job);
+  Job& job = jobs_.find(r.job);
+  job.version_begun = std::chrono::steady_clock::now();
   // The shards of this version are reported from now on (shard_done); an earlier version that
   // never had all of them is no version (its temporary directory goes below).
   pending_[job.name] = PendingVersion{r.iteration, job.incarnation, 0, {}, "", {}};

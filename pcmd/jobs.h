@@ -89,6 +89,10 @@ struct Job {
                                       std::chrono::steady_clock::time_point now);
   };
   std::optional<CheckpointWanted> checkpoint_wanted;
+  // The last version's time from its checkpoint_begin to its commit (seconds; < 0: none yet in
+  // this pcmd): the policy's margin before a time limit.
+  std::chrono::steady_clock::time_point version_begun{};
+  double version_s = -1;
   // This run of the job is supervised by `pcmctl run` (it said so), which can carry a move out.
   bool supervised = false;
   // How the job reshapes, as its processes said at registration (PCM_RESHAPE): "spawn", "auto"

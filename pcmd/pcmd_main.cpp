@@ -327,7 +327,8 @@ void add_policy_options(CLI::App& app, Options& o) {
                 0.0, 86400.0);
   policy_option("--policy-checkpoint-margin-s", pc.checkpoint_margin_s,
                 "with --resources slurm: this long before the allocation's time limit, every job "
-                "is asked once for a checkpoint (written at its next PCM_Adapt), and nothing grows",
+                "is asked once for a checkpoint (written at its next PCM_Adapt), and nothing grows "
+                "(0: 30 s + 4 x the longest last version of a running job; 300 s until measured)",
                 0.0, 31536000.0);
   app.add_option("--policy-min-procs", pc.min_procs,
                  "--policy auto with --resources slurm: no job is shrunk below this many "

@@ -228,9 +228,26 @@ std::optional<PolicyDecision> Policy::grow_onto_idle(Snapshot& snap, const Polic
   return std::nullopt;
 }
 
-bool Policy::near_time_limit(const Snapshot& snap) const {
-  return snap.queue && snap.queue->seconds_left >= 0 &&
-         snap.queue->seconds_left <= config_.checkpoint_margin_s;
+bool Policy::near_time_limit(const Snapshot& snap, double margin) const {
+  return snap.queue && snap.queue->seconds_left >= 0 && snap.queue->seconds_left <= margin;
+}
+
+double Policy::checkpoint_margin(const std::vector<PolicyJob>& jobs, std::string* how) const {
+  if (config_.checkpoint_margin_s > 0) {
+    *how = "--policy-checkpoint-margin-s";
+    return config_.checkpoint_margin_s;
+  }
+  const PolicyJob* slowest = nullptr;
+  for (const PolicyJob& j : jobs)
+    if (j.version_s >= 0 && (!slowest || j.version_s > slowest->version_s)) slowest = &j;
+  if (!slowest) {
+    *how = "no version measured yet";
+    return PolicyConfig::kUnmeasuredMarginS;
+  }
+  *how = fmt::format("{:.0f} s + {:.0f} x {:.2f} s, job {}'s last version",
+                     PolicyConfig::kMarginFloorS, PolicyConfig::kMarginCostFactor,
+                     slowest->version_s, slowest->name);
+  return PolicyConfig::kMarginFloorS + PolicyConfig::kMarginCostFactor * slowest->version_s;
 }
 
 std::vector<PolicyDecision> Policy::decide(double now, const std::vector<PolicyJob>& jobs,
@@ -254,7 +271,9 @@ std::vector<PolicyDecision> Policy::decide(double now, const std::vector<PolicyJ
   }
 
   std::vector<PolicyDecision> out;
-  const bool ending = near_time_limit(snap);
+  std::string margin_how;
+  const double margin = checkpoint_margin(jobs, &margin_how);
+  const bool ending = near_time_limit(snap, margin);
   for (const PolicyJob& job : jobs) {
     JobState& s = jobs_[job.name];
     if (ending && !s.checkpoint_asked && job.size > 0) {
@@ -263,9 +282,9 @@ std::vector<PolicyDecision> Policy::decide(double now, const std::vector<PolicyJ
       d.job = job.name;
       d.checkpoint = true;
       d.reason = fmt::format(
-          "the allocation's time limit is {:.0f} s away (margin {:.0f} s): a version to restart "
-          "from",
-          queue->seconds_left, config_.checkpoint_margin_s);
+          "the allocation's time limit is {:.0f} s away (margin {:.0f} s: {}): a version to "
+          "restart from",
+          queue->seconds_left, margin, margin_how);
       out.push_back(std::move(d));
     }
     if (job.pending || job.size <= 0 || job.hosts.size() != static_cast<std::size_t>(job.size))

@@ -46,8 +46,13 @@ struct PolicyConfig {
   double cap_s = 300;
   double idle_s = 10;  // with the queue: a node idle this long may be grown onto
   int min_procs = 1;   // with the queue: no job is shrunk below this
-  // With the allocation's end known: a job is asked for a checkpoint this long before it.
-  double checkpoint_margin_s = 300;
+  // With the allocation's end known: a job is asked for a checkpoint this long before it. 0
+  // (default): measured, kMarginFloorS + kMarginCostFactor times the longest version a running
+  // job has written (begun to committed); kUnmeasuredMarginS while none has.
+  double checkpoint_margin_s = 0;
+  static constexpr double kMarginFloorS = 30;
+  static constexpr double kMarginCostFactor = 4;
+  static constexpr double kUnmeasuredMarginS = 300;
 };
 
 // What Slurm's queue shows beyond the inventory (pcmd --resources slurm).
@@ -84,6 +89,7 @@ struct PolicyJob {
   std::vector<std::string> hosts;  // by rank
   double rate = -1;                // iterations per second lately (< 0: not known yet)
   bool pending = false;            // a command is in flight
+  double version_s = -1;           // its last version took this long (< 0: none yet)
 };
 
 struct PolicyDecision {
@@ -156,7 +162,9 @@ class Policy {
   std::optional<PolicyDecision> grow_onto_idle(Snapshot& snap, const PolicyJob& job, JobState& s);
   void start_trial(JobState& s, const PolicyJob& job, double now);
   // Within checkpoint_margin_s of the allocation's time limit (with the queue's reading).
-  bool near_time_limit(const Snapshot& snap) const;
+  bool near_time_limit(const Snapshot& snap, double margin) const;
+  // The checkpoint margin for these jobs (PolicyConfig::checkpoint_margin_s), and how it was had.
+  double checkpoint_margin(const std::vector<PolicyJob>& jobs, std::string* how) const;
 
   // Above load_high for load_sustain_s.
   bool loaded(const std::string& host, double now) const;

@@ -2,7 +2,9 @@
 # testbed/slurm.sh — a real Slurm cluster on the namespace hosts of testbed/hosts.sh, for tests
 # and demos of PCM under a resource manager.
 #
-#   slurm.sh up N [--prefix P] [--cpus C]   hosts P1..PN with one slurmd each (default prefix pcms)
+#   slurm.sh up N [--prefix P] [--cpus C] [--preempt]
+#                                           hosts P1..PN with one slurmd each (default prefix pcms);
+#                                           --preempt: a partition "high" that preempts "main"
 #   slurm.sh down [--prefix P]              stop exactly what `up` started, remove the hosts
 #   slurm.sh status [--prefix P]            sinfo and squeue of the cluster, or "not up"
 #
@@ -40,7 +42,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 hosts=$here/hosts.sh
 
 usage() {
-  echo "usage: $0 up N [--prefix P] [--cpus C] | down [--prefix P] | status [--prefix P]" >&2
+  echo "usage: $0 up N [--prefix P] [--cpus C] [--preempt] | down [--prefix P] | status [--prefix P]" >&2
   exit 2
 }
 
@@ -65,8 +67,13 @@ if [[ $cmd == up ]]; then
 fi
 prefix=pcms
 cpus=1
+preempt=0
 while (($#)); do
   case $1 in
+    --preempt)
+      preempt=1
+      shift
+      ;;
     --prefix)
       (($# >= 2)) || usage
       prefix=$2
@@ -163,7 +170,12 @@ write_conf() {
     echo "SlurmdUser=root"
     echo "AuthType=auth/munge"
     echo "CredType=cred/munge"
-    echo "AuthInfo=socket=$munge_sock"
+    # --preempt: a requeued job waits cred_expire (default 120 s) before it may start again.
+    if ((preempt)); then
+      echo "AuthInfo=socket=$munge_sock,cred_expire=10"
+    else
+      echo "AuthInfo=socket=$munge_sock"
+    fi
     echo "StateSaveLocation=$dir/ctld"
     echo "SlurmdSpoolDir=$dir/spool/%n"
     # Each slurmd's mount namespace has a directory of its own here (start_slurmd): Slurm's PMIx
@@ -198,7 +210,18 @@ write_conf() {
     for ((k = 1; k <= n; k++)); do
       echo "NodeName=$prefix$k NodeAddr=$net.$k CPUs=$cpus RealMemory=1 State=UNKNOWN"
     done
-    echo "PartitionName=main Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO"
+    if ((preempt)); then
+      # Preemption by partition priority (slurm.preempt): a job of "high" takes nodes from jobs
+      # of "main", which get SIGTERM (their batch step at the end of GraceTime), then SIGKILL
+      # after KillWait, and are requeued where they asked for it (sbatch --requeue; JobRequeue
+      # stays 0). sinfo -N then lists each node once per partition.
+      echo "PreemptType=preempt/partition_prio"
+      echo "PreemptMode=REQUEUE"
+      echo "PartitionName=main Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO PriorityTier=1 GraceTime=10"
+      echo "PartitionName=high Nodes=ALL MaxTime=INFINITE State=UP OverSubscribe=NO PriorityTier=10"
+    else
+      echo "PartitionName=main Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO"
+    fi
   } >"$conf.tmp"
   mv "$conf.tmp" "$conf"
 }
@@ -254,7 +277,8 @@ start_slurmd() {
 wait_idle() {
   local t0=$SECONDS last=-5 got
   while :; do
-    got=$(sinfo -h -o '%T %D' 2>/dev/null | awk '$1 == "idle" {s += $2} END {print s + 0}')
+    # Each node once, whatever partitions list it (--preempt).
+    got=$(sinfo -h -N -o '%N %T' 2>/dev/null | sort -u | awk '$2 == "idle" {s++} END {print s + 0}')
     ((got == n)) && return 0
     if ((SECONDS - t0 >= $1)); then
       sinfo -N -l >&2 || true

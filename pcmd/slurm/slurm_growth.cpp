@@ -312,15 +312,18 @@ void SlurmGrowth::watch_queue() {
     next_read_ = Clock::now() + kQueuePeriod;
     const std::vector<std::string> env = environment_outside_slurm();
     reading_ = squeue_.start({"squeue", "-h", "-t", "PD", "--sort=-p,i", "-o", "%i|%j|%D"}, env) &&
-               sinfo_.start({"sinfo", "-h", "-N", "-t", "idle", "-o", "%N|%c"}, env);
+               sinfo_.start({"sinfo", "-h", "-N", "-t", "idle", "-o", "%N|%c"}, env) &&
+               own_job_.start({"scontrol", "show", "job", "-o", parent_.job_id}, env);
     if (!reading_) {
       squeue_.stop();
+      sinfo_.stop();
       log_->warn("Slurm's queue cannot be read (squeue, sinfo): the policy does without it");
     }
     return;
   }
-  if (squeue_.poll() || sinfo_.poll()) return;
+  if (squeue_.poll() || sinfo_.poll() || own_job_.poll()) return;
   reading_ = false;
+  follow_end_time();
   if (squeue_.exit_code() != 0 || sinfo_.exit_code() != 0) return;  // the last reading stays
   PolicyQueue q;
   for (const auto& r : rows_of(squeue_.output())) {
@@ -334,6 +337,24 @@ void SlurmGrowth::watch_queue() {
     q.idle.push_back({r[0], std::max(1, std::atoi(r[1].c_str()))});
   }
   queue_ = std::move(q);
+}
+
+void SlurmGrowth::follow_end_time() {
+  if (own_job_.exit_code() != 0) return;
+  std::optional<std::time_t> end;
+  try {
+    end = parse_scontrol_job(own_job_.output()).end_time;
+  } catch (const std::exception&) {
+    return;  // the last reading stays
+  }
+  if (end == parent_.end_time) return;
+  const auto left = [](std::optional<std::time_t> t) {
+    return t ? fmt::format("{:.0f} s left", std::difftime(*t, std::time(nullptr)))
+             : std::string("none");
+  };
+  log_->info("the allocation's time limit moved (scontrol update TimeLimit=?): {} -> {}",
+             left(parent_.end_time), left(end));
+  parent_.end_time = end;
 }
 
 void SlurmGrowth::finish(Request& r) {

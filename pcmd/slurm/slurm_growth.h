@@ -91,7 +91,7 @@ class SlurmGrowth : public CommandDesk::Growth {
   void note_occupied();
   // Whether a process of a running job is (or a queued command puts one) on host.
   bool in_use(const std::string& host) const;
-  // The queue's reading: started every kQueuePeriod, taken when both commands have ended.
+  // The queue's reading: started every kQueuePeriod, taken when its commands have ended.
   void watch_queue();
   void give_back_unused();
   // The nodes where a step of Slurm job id runs (nothing when squeue does not answer).
@@ -120,7 +120,11 @@ class SlurmGrowth : public CommandDesk::Growth {
   std::set<std::string> waiting_logged_;  // what was said to wait for steps (logged once)
   Clock::time_point next_check_{};
   bool watch_queue_ = false;
-  Child squeue_, sinfo_;
+  // The queue (squeue, sinfo) and pcmd's own job (scontrol: its EndTime, which an operator's
+  // `scontrol update TimeLimit=` moves).
+  Child squeue_, sinfo_, own_job_;
+  // own_job_'s reading: the allocation's EndTime followed.
+  void follow_end_time();
   bool reading_ = false;
   Clock::time_point next_read_{};
   std::optional<PolicyQueue> queue_;

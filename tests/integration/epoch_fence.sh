@@ -41,21 +41,6 @@ until_ok() {
   done
   fail "no $what within 60 s"
 }
-# The pid of the job's process of MPI rank RANK (hydra puts PMI_RANK in each rank's environment).
-rank_pid() {
-  local job=$1 rank=$2 f p
-  for f in $(grep -lzxF "PCM_JOB=$job" /proc/[0-9]*/environ 2>/dev/null); do
-    p=${f#/proc/}
-    p=${p%/environ}
-    [ "$(cat "/proc/$p/comm" 2>/dev/null)" = heat2d_pcm ] || continue
-    grep -qzxF "PMI_RANK=$rank" "$f" 2>/dev/null && echo "$p"
-  done
-}
-newest() {
-  "$pcmctl" checkpoints "$1" --json | python3 -c '
-import json, sys
-print(max([v["iteration"] for v in json.load(sys.stdin) if v["valid"]], default=-1))'
-}
 # held_then_failed JOB OUT: the first run, held at 50 on rank 0, its launcher gone, failed by rank
 # 1's loss. Sets $r0 (the surviving rank 0).
 held_then_failed() {

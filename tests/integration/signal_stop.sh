@@ -24,21 +24,6 @@ want_at() {  # want_at N: the plain checksum after N iterations
 }
 state() { "$pcmctl" status "$1" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["jobs"][0]["state"])'; }
 last_event() { "$pcmctl" status "$1" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["jobs"][0]["last_event"])'; }
-newest() {
-  "$pcmctl" checkpoints "$1" --json | python3 -c '
-import json, sys
-print(max([v["iteration"] for v in json.load(sys.stdin) if v["valid"]], default=-1))'
-}
-# The pid of the job's process of MPI rank RANK (hydra: PMI_RANK; Open MPI: OMPI_COMM_WORLD_RANK).
-rank_pid() {
-  local job=$1 rank=$2 f p
-  for f in $(grep -lzxF "PCM_JOB=$job" /proc/[0-9]*/environ 2>/dev/null); do
-    p=${f#/proc/}
-    p=${p%/environ}
-    [ "$(cat "/proc/$p/comm" 2>/dev/null)" = heat2d_pcm ] || continue
-    grep -qzxE "(PMI_RANK|OMPI_COMM_WORLD_RANK)=$rank" "$f" 2>/dev/null && echo "$p"
-  done
-}
 # stopped_then_resumed JOB OUT RC: the run (its output OUT) ended with RC; checks the stop and
 # resumes the job on 2 processes to the plain checksum.
 stopped_then_resumed() {

@@ -92,6 +92,7 @@ class SlurmCluster:
         self.is_up = False
         self.job = None
         self.pcmd_pid = None
+        self.up_args = []  # more of slurm.sh up's options (--preempt)
 
     def run(self, *cmd, check=True, timeout=60):
         r = subprocess.run(list(cmd), env=self.env, capture_output=True, text=True,
@@ -103,7 +104,7 @@ class SlurmCluster:
     def up(self):
         self.is_up = True
         r = self.run("bash", SLURM_SH, "up", "2", "--prefix", self.prefix, "--cpus", "2",
-                     check=False, timeout=180)
+                     *self.up_args, check=False, timeout=180)
         sys.stdout.write(r.stdout + r.stderr)
         if r.returncode == SKIP:
             self.is_up = False

@@ -301,7 +301,8 @@ TEST(PolicyQueue, NearTheTimeLimitEveryJobIsAskedOnceForACheckpointAndNothingGro
   ASSERT_EQ(out.size(), 2u);
   for (const auto& d : out) {
     EXPECT_TRUE(d.checkpoint);
-    EXPECT_NE(d.reason.find("time limit is 90 s away (margin 120 s)"), std::string::npos)
+    EXPECT_NE(d.reason.find("time limit is 90 s away (margin 120 s: --policy-checkpoint-margin-s)"),
+              std::string::npos)
         << d.reason;
   }
   EXPECT_NE(out[0].job, out[1].job);
@@ -311,4 +312,38 @@ TEST(PolicyQueue, NearTheTimeLimitEveryJobIsAskedOnceForACheckpointAndNothingGro
   d::Policy r(c);
   auto unknown = queue({}, {});
   EXPECT_TRUE(r.decide(0, {job({"h1", "h1"}, 50)}, hosts, &unknown).empty());
+}
+
+TEST(PolicyQueue, TheCheckpointMarginComesFromTheMeasuredVersions) {
+  d::PolicyConfig c = config();
+  c.idle_s = 1000;  // nothing grows here
+  std::vector<d::PolicyHost> hosts{host("h1", 2, 2)};
+  auto limit = queue({}, {});
+  // Unmeasured: 300 s, as a fixed margin was.
+  limit.seconds_left = 290;
+  d::Policy p(c);
+  auto out = p.decide(0, {job({"h1", "h1"}, 50)}, hosts, &limit);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_NE(out[0].reason.find("(margin 300 s: no version measured yet)"), std::string::npos)
+      << out[0].reason;
+  // A job whose versions take 20 s: 30 + 4 x 20 = 110 s; another's 2 s does not lower it.
+  auto slow = job({"h1", "h1"}, 50);
+  slow.version_s = 20;
+  auto fast = job({"h1", "h1"}, 50);
+  fast.name = "fast";
+  fast.version_s = 2;
+  d::Policy q(c);
+  limit.seconds_left = 111;
+  EXPECT_TRUE(q.decide(0, {slow, fast}, hosts, &limit).empty());
+  limit.seconds_left = 109;
+  out = q.decide(1, {slow, fast}, hosts, &limit);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_NE(out[0].reason.find("(margin 110 s: 30 s + 4 x 20.00 s, job "), std::string::npos)
+      << out[0].reason;
+  // Fast versions alone: the floor and the cost, 38 s.
+  d::Policy r(c);
+  limit.seconds_left = 40;
+  EXPECT_TRUE(r.decide(0, {fast}, hosts, &limit).empty());
+  limit.seconds_left = 37;
+  EXPECT_EQ(r.decide(1, {fast}, hosts, &limit).size(), 1u);
 }
