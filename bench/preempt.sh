@@ -7,8 +7,8 @@
 #         timed from the signal to the version committed (pcmd's event) and to mpiexec's exit;
 #   kill  the same run with PCM_STOP_SIGNALS=none, as without PCM's stop: the signal ends it, and
 #         a restart goes back to the job's last own version.
-# Each way's iterations lost: the iteration pcmd last heard of before the signal, less the version
-# a restart would read. Prints the medians per size.
+# Each way's iterations lost: the last iteration pcmd heard of (rank 0's polls, every 50 ms), less
+# the version a restart would read. Prints the medians per size.
 # Environment: BENCH_SIZES, BENCH_REPS, BENCH_EVERY.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -56,7 +56,6 @@ one() {  # one WAY MIB K
   # Past two of its own versions, at an iteration between two.
   "$ctl" wait "$job" --iteration $((2 * every + every / 2)) --timeout 900 >/dev/null
   ranks=$(rank_pids "$job")
-  it=$(iteration "$job")
   t0=$(now)
   # shellcheck disable=SC2086
   kill -TERM "$bench_mpi" $ranks 2>/dev/null || true
@@ -64,14 +63,20 @@ one() {  # one WAY MIB K
   wait "$bench_mpi" || rc=$?
   t1=$(now)
   bench_mpi=
+  it=$(iteration "$job")  # the last iteration rank 0 told pcmd of (its polls: every 50 ms)
   if [ "$way" = stop ]; then
-    [ "$rc" = 75 ] || { echo "preempt: $job: mpiexec exited $rc, not 75" >&2; cat "$tmp/$job.out" >&2; exit 1; }
+    # Each rank exits 75; hydra's own exit status, itself sent SIGTERM, is 75 or 0.
+    [ "$(grep -o "heat2d: stopped" "$tmp/$job.out" | wc -l)" = 2 ] || {
+      echo "preempt: $job: not both ranks stopped (mpiexec exited $rc)" >&2
+      cat "$tmp/$job.out" >&2
+      exit 1
+    }
     v=$(newest "$job")
     echo "$mib,stop,$(python3 -c "print(f'{$(stop_time "$job") - $t0:.3f}')"),$(python3 -c "print(f'{$t1 - $t0:.3f}')"),$((it > v ? it - v : 0)),$every" >>"$csv"
   else
     # A failed run: its processes may be gone before pcmd looks; the version is what counts.
     v=$(newest "$job")
-    echo "$mib,kill,,$(python3 -c "print(f'{$t1 - $t0:.3f}')"),$((it - v)),$every" >>"$csv"
+    echo "$mib,kill,,$(python3 -c "print(f'{$t1 - $t0:.3f}')"),$((it > v ? it - v : 0)),$every" >>"$csv"
   fi
   rm -rf "$tmp/data/checkpoints/$job"
 }

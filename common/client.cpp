@@ -2,6 +2,7 @@
 #include "client.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <random>
 
@@ -71,7 +72,15 @@ Reply Client::exchange(const proto::json& header, const void* data, std::size_t 
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
           deadline - std::chrono::steady_clock::now());
       const auto slice = gone ? std::min(left, std::chrono::milliseconds(250)) : left;
-      if (slice.count() > 0 && zmq::poll(&item, 1, slice) > 0) break;
+      int ready = 0;
+      try {
+        ready = slice.count() > 0 ? zmq::poll(&item, 1, slice) : 0;
+      } catch (const zmq::error_t& e) {
+        // A signal the process handles (libpcm's stop signals: stop_signals.h) is no failure.
+        if (e.num() != EINTR) throw;
+        continue;
+      }
+      if (ready > 0) break;
       if (left <= slice) {
         connect();  // a REQ socket that got no reply cannot send again
         // A CURVE handshake that fails is silent: say what the keys may have to do with it.

@@ -461,7 +461,7 @@ int Runtime::tell_stop() {
     // Refused: pcmctl run is ending this run itself (a restart reshape, a move: its version is
     // written) or the job has ended; unreachable: nobody can carry the stop out. Either way the
     // signal does what it does without PCM.
-    plog()->info("[rank {}] {}, not a stop ({}): its default action", world_.rank(), *r.why,
+    plog()->warn("[rank {}] {}, not a stop ({}): its default action", world_.rank(), *r.why,
                  e.what());
     stop_signals::default_action(sig);
     return 0;
