@@ -7,8 +7,8 @@
 #         timed from the signal to the version committed (pcmd's event) and to mpiexec's exit;
 #   kill  the same run with PCM_STOP_SIGNALS=none, as without PCM's stop: the signal ends it, and
 #         a restart goes back to the job's last own version.
-# Each way's iterations lost: the last iteration pcmd heard of (rank 0's polls, every 50 ms), less
-# the version a restart would read. Prints the medians per size.
+# Each way's iterations lost: the iterations done by the last PCM_Status call pcmd heard of (rank
+# 0's polls, every 50 ms), less the version a restart would read. Prints the medians per size.
 # Environment: BENCH_SIZES, BENCH_REPS, BENCH_EVERY.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -63,7 +63,9 @@ one() {  # one WAY MIB K
   wait "$bench_mpi" || rc=$?
   t1=$(now)
   bench_mpi=
-  it=$(iteration "$job")  # the last iteration rank 0 told pcmd of (its polls: every 50 ms)
+  # The last PCM_Status call rank 0 told pcmd of (its polls: every 50 ms); a version of iteration
+  # k holds k of them done (the loop resumes at k): it - 1 - k were lost.
+  it=$(($(iteration "$job") - 1))
   if [ "$way" = stop ]; then
     # Each rank exits 75; hydra's own exit status, itself sent SIGTERM, is 75 or 0.
     [ "$(grep -o "heat2d: stopped" "$tmp/$job.out" | wc -l)" = 2 ] || {
