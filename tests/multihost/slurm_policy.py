@@ -131,6 +131,20 @@ def scenario(c):
         f"{plain} as the plain run's")
 
 
+def job_processes(job):
+    """The pids of this machine's processes of PCM job `job` (its environment's PCM_JOB): the
+    namespace hosts share the machine's process table."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                if f"PCM_JOB={job}".encode() in f.read().split(b"\0"):
+                    found.append(int(pid))
+        except OSError:
+            pass
+    return found
+
+
 def time_limit(c):
     """4. A job with a time limit of one minute, inside the policy's checkpoint margin from the
     start: pcmd asks it for a checkpoint (and grows nothing onto the idle node 2); the version is
@@ -160,6 +174,10 @@ def time_limit(c):
     # The time limit would end it within the minute; the test does not wait for it.
     c.run("scancel", limited)
     poll(f"the end of job {limited}", 60, lambda: c.job_state() in ENDED, every=0.5)
+    # Its ranks outlive the Slurm job's state for up to KillWait: the SIGTERM makes them write a
+    # last version (docs/user/preemption.md), through the next pcmd if theirs is gone. A restart
+    # before they have ended would find the name in use.
+    poll(f"the end of job {limited}'s processes", 60, lambda: not job_processes(job), every=0.5)
     log(f"job {limited} wrote version {saved} when asked and was cancelled ({c.job_state()})")
     c.env["PCM_RESTART"] = "1"
     c.env["PCMD_ARGS"] = ""
