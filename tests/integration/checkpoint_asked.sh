@@ -46,7 +46,7 @@ mpi=$!
   fail "the job did not reach iteration 50: $(show "$PCM_TEST_DIR/run.out")"
 [ "$(field "$job" "len(v)")" = 0 ] || fail "the job has versions before it was asked for one"
 out=$("$pcmctl" checkpoint "$job" --why "test: the first") || fail "pcmctl checkpoint: $out"
-echo "$out" | grep -q "^checkpoint [0-9]* asked: test: the first$" || fail "pcmctl checkpoint said: $out"
+grep -q "^checkpoint [0-9]* asked: test: the first$" <<<"$out" || fail "pcmctl checkpoint said: $out"
 written "$job" 1 || fail "no version written after the request: $("$pcmctl" status "$job")
 $(show "$PCM_TEST_DIR/run.out")"
 "$pcmctl" events "$job" | grep -q "checkpoint [0-9]* written .* after it was asked (test: the first)" ||

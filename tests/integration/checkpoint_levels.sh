@@ -77,7 +77,7 @@ PCM_CHECKPOINT_LOCAL_DIR= PCM_JOB=$job PCM_RESTART=1 timeout 120 "$mpiexec" -n 2
 grep -q "restart with PCM_CHECKPOINT_LOCAL_DIR set" "$r" || fail "no word of the setting: $(show "$r")"
 line=$(restart $job 40) || exit 1
 echo "checkpoint_levels: local: $line"
-echo "$line" | grep -q "r0: local on .*, r1: local on " || fail "not read from the local level: $line"
+grep -q "r0: local on .*, r1: local on " <<<"$line" || fail "not read from the local level: $line"
 
 job=lvl-lost-$$
 run_until_40 $job "$PCM_TEST_DIR/b.out"
@@ -94,7 +94,7 @@ rm -rf "${local_dir:?}/$job"
 mv "$local_dir/$job.away" "$local_dir/$job"
 line=$(restart $job 40) || exit 1
 echo "checkpoint_levels: local level away, then back: $line"
-echo "$line" | grep -q "r0: local on .*, r1: local on " || fail "not read from the local level: $line"
+grep -q "r0: local on .*, r1: local on " <<<"$line" || fail "not read from the local level: $line"
 # Gone for good: 40 is refused again and the job finishes from 30.
 job=lvl-gone-$$
 run_until_40 $job "$PCM_TEST_DIR/c.out"

@@ -24,7 +24,7 @@ refused() {  # refused "WHAT" EXPECTED_MESSAGE_PART pcmctl-args...; EXIT=N check
   rc=$?
   [ $rc -ne 0 ] || fail "$what: accepted (exit 0)"
   [ -z "${EXIT:-}" ] || [ $rc -eq "$EXIT" ] || fail "$what: exit $rc, expected $EXIT"
-  echo "$err" | grep -qi -- "$part" || fail "$what: message '$err' does not mention '$part'"
+  grep -qi -- "$part" <<<"$err" || fail "$what: message '$err' does not mention '$part'"
   echo "refused as expected ($what): $err"
 }
 

@@ -63,7 +63,7 @@ until "$pcmctl" status "$job" --json | grep -q '"state": "failed"'; do
   sleep 0.2
 done
 ev=$("$pcmctl" events "$job")
-echo "$ev" | grep -q "pcm: rank 0 of job $job: the split of rank 1 into 2 .*$line" ||
+grep -q "pcm: rank 0 of job $job: the split of rank 1 into 2 .*$line" <<<"$ev" ||
   fail "the job's events do not show the timeout: $ev"
 reaped "$stuck"
 

@@ -19,13 +19,13 @@ PCM_JOB=$job timeout 300 "$MPIEXEC" -n 2 "$prog" 40 4 block 3000 1500 >"$PCM_TES
 mpi=$!
 "$pcmctl" wait "$job" --iteration 10 --timeout 120 || fail "job did not start"
 err=$("$pcmctl" split "$job" 0 --into 2 --host no-such-host 2>&1) && fail "split to an unknown host accepted"
-echo "$err" | grep -q inventory || fail "unexpected message: $err"
+grep -q inventory <<<"$err" || fail "unexpected message: $err"
 echo "refused as expected: $err"
 "$pcmctl" split "$job" 1 --into 2 || fail "a valid split was refused"
 "$pcmctl" wait "$job" --reconfigurations 1 --timeout 120 || fail "the valid split did not complete"
 rm -f "$prog"
 err=$("$pcmctl" resize "$job" --to 4 2>&1) && fail "a split with the program deleted was accepted"
-echo "$err" | grep -q "no longer executable" || fail "unexpected message: $err"
+grep -q "no longer executable" <<<"$err" || fail "unexpected message: $err"
 echo "refused as expected: $err"
 wait $mpi || fail "the job failed after refused commands: $(cat "$PCM_TEST_DIR/a.out")"
 grep -q '^reshape: ok: 1 reconfigurations, 3 processes, 0 wrong' "$PCM_TEST_DIR/a.out" ||

@@ -59,7 +59,7 @@ if [ "$mode" = auto_fail ]; then
   ended_on_three
   for want in "failed live (" "PCM_RESHAPE=auto: left to pcmctl run's restart reshape" \
     "split of rank 0 into 2 done by a restart reshape (2 processes then, 3 now)"; do
-    echo "$ev" | grep -qF "$want" || fail "no event says '$want': $ev"
+    grep -qF "$want" <<<"$ev" || fail "no event says '$want': $ev"
   done
   echo "$ev" | grep -E "failed live|restart reshape"
   echo "restart_reshape auto_fail: ok: the failed split was carried out by a restart, checksum $got"
@@ -97,7 +97,7 @@ if [ "$mode" = auto ]; then
   for want in "split of rank 0 into 2 hung; PCM_RESHAPE=auto" \
     "hung and ended the run (PCM_RESHAPE=auto): carried out by a restart reshape from the newest" \
     "split of rank 0 into 2 done by a restart reshape (2 processes then, 3 now)"; do
-    echo "$ev" | grep -qF "$want" || fail "no event says '$want': $ev"
+    grep -qF "$want" <<<"$ev" || fail "no event says '$want': $ev"
   done
   for pid in $(cat "$stuck.pids"); do kill -9 "$pid" 2>/dev/null; done
   echo "$ev" | grep -E "hung|restart reshape"
@@ -114,7 +114,7 @@ u=$!
 if msg=$("$pcmctl" split "$job" 0 --into 2 2>&1); then
   fail "a split of an unsupervised restart-reshape job was taken: $msg"
 fi
-echo "$msg" | grep -q "reshapes by restart" || fail "the refusal does not say why: $msg"
+grep -q "reshapes by restart" <<<"$msg" || fail "the refusal does not say why: $msg"
 wait $u || fail "the unsupervised job failed: $(show "$PCM_TEST_DIR/u.out")"
 echo "restart_reshape: unsupervised job's split refused: $msg"
 
@@ -152,7 +152,7 @@ n=$(awk '/^reconfigurations/ {print $2}' "$out" | tail -1)
 [ "$n" = 3 ] || fail "heat2d_pcm reports '$n' reconfigurations, expected 3: $(show "$out")"
 ev=$("$pcmctl" events "$job")
 for what in "split of rank 0 into 2" "merge of ranks 1,2" "migrate of rank 1"; do
-  echo "$ev" | grep -q "$what.* done by a restart reshape" ||
+  grep -q "$what.* done by a restart reshape" <<<"$ev" ||
     fail "no event says the $what was done by a restart reshape: $ev"
 done
 done_lines=$(echo "$ev" | grep -c "restart reshape of command [0-9]* done: iterating again")

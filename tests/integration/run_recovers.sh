@@ -58,9 +58,9 @@ k=$(sed -n 's/^heat2d: restarted from iteration \([0-9]*\) .*/\1/p' "$out")
 got=$(awk '/^checksum/ {print $2}' "$out" | tail -1)
 [ "$got" = "$plain" ] || fail "checksum '$got' differs from the plain run's $plain: $(show "$out")"
 ev=$("$pcmctl" events "$job")
-echo "$ev" | grep -q "recovery 1 of 2: the run was lost (.*); relaunching on 2 processes from the newest valid version" ||
+grep -q "recovery 1 of 2: the run was lost (.*); relaunching on 2 processes from the newest valid version" <<<"$ev" ||
   fail "no recovery event: $ev"
-echo "$ev" | grep -q "recovery 1 of 2: iterating again [0-9.]* s after the loss was seen" ||
+grep -q "recovery 1 of 2: iterating again [0-9.]* s after the loss was seen" <<<"$ev" ||
   fail "no event says the job iterates again: $ev"
 echo "run_recovers: recovered from iteration $k, checksum $got; $(echo "$ev" | grep 'iterating again' | sed 's/^.*recovery/recovery/')"
 

@@ -51,7 +51,7 @@ case_a() {
   ms=$((($(date +%s%N) - t0) / 1000000))
   [ -e "$PCM_TEST_DIR/died" ] || fail "no new process died (REGISTER_DIE_ONCE unused)"
   st=$("$pcmctl" status "$job" --json)
-  echo "$st" | grep -q '"state": "running"' || fail "the job is not running after the rollback: $st"
+  grep -q '"state": "running"' <<<"$st" || fail "the job is not running after the rollback: $st"
   echo "$st" | grep -Eq 'new process [0-9]+ on [^ ]+ was lost' ||
     fail "the event does not name the lost process: $st"
   echo "case A: split given up ${ms} ms after it was asked for; the job runs on"

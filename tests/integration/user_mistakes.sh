@@ -21,7 +21,7 @@ for mode in finalize return; do
   rc=$?
   out=$(cat "$PCM_TEST_DIR/$mode.out")
   [ $rc -eq 0 ] || fail "$mode: the job ended with $rc: $out"
-  echo "$out" | grep -q "^survivor: done" || fail "$mode: the survivor did not finish: $out"
+  grep -q "^survivor: done" <<<"$out" || fail "$mode: the survivor did not finish: $out"
   line=$(echo "$out" | grep "^retired: .* wall" | head -1)
   [ -n "$line" ] || fail "$mode: the retired process did not report: $out"
   echo "user_mistakes: $mode: $line"
@@ -30,7 +30,7 @@ import re, sys
 wall, cpu = map(float, re.search(r"after ([\d.]+) s wall, ([\d.]+) s cpu", sys.argv[1]).groups())
 sys.exit(0 if wall > 1.0 and cpu / wall < 0.25 else 1)
 PY
-  echo "$out" | grep -q "without PCM_Exit\|instead of PCM_Exit\|call PCM_Exit" ||
+  grep -q "without PCM_Exit\|instead of PCM_Exit\|call PCM_Exit" <<<"$out" ||
     fail "$mode: no warning told the user what to call"
 done
 
@@ -39,7 +39,7 @@ PCM_RESTART=1 PCM_JOB=never-saved-$$ timeout 60 "$MPIEXEC" -n 1 "$prog" finalize
   >"$PCM_TEST_DIR/restart.out" 2>&1 </dev/null && fail "a restart without a version started"
 out=$(grep "^start failed" "$PCM_TEST_DIR/restart.out")
 echo "user_mistakes: restart without a version: $out"
-echo "$out" | grep -qi "version" || fail "the restart's message does not mention a version: $out"
-echo "$out" | grep -q "no data stored under that rank and key" &&
+grep -qi "version" <<<"$out" || fail "the restart's message does not mention a version: $out"
+grep -q "no data stored under that rank and key" <<<"$out" &&
   fail "the restart's message still says 'no data stored under that rank and key': $out"
 echo "user_mistakes: ok"
