@@ -162,7 +162,6 @@ int Runtime::stop_job(MPI_Comm* comm) {
   }
   end_world(done);
   life_.process_status = PCM_RETIRED;
-  life_.stopped = true;
   *comm = MPI_COMM_NULL;
   return PCM_RETIRED;
 }

@@ -33,8 +33,9 @@ struct Lifecycle {
   static constexpr int kStopAsked = 1000;
   int stop = 0;
   // PCM_Adapt carried the stop out: this process has left with the others, nobody to wait for
-  // (PCM_Exit finalizes at once and returns PCM_EXIT_STOPPED).
-  bool stopped = false;
+  // (PCM_Exit finalizes at once and returns PCM_EXIT_STOPPED). A stop is the only way out of a
+  // world once it is agreed.
+  bool stopped() const { return stop != 0 && process_status == PCM_RETIRED; }
 };
 
 }  // namespace pcm::lib

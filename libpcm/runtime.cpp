@@ -438,12 +438,12 @@ int Runtime::exit_retired() {
   if (life_.phase == Phase::kFinalized) fail(PCM_ERR_STATE, "already finalized");
   // Park until the job ends (retirement.cpp: sleeping between tests for the wake-up); a stopped
   // job has ended already.
-  if (!life_.stopped) retirement_.park();
+  if (!life_.stopped()) retirement_.park();
   checkpointer_.close();
   link_.close();
   life_.phase = Phase::kFinalized;
   mpi_check(PMPI_Finalize(), "MPI_Finalize");
-  return life_.stopped ? PCM_EXIT_STOPPED : PCM_SUCCESS;
+  return life_.stopped() ? PCM_EXIT_STOPPED : PCM_SUCCESS;
 }
 
 int Runtime::tell_stop() {

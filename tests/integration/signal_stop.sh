@@ -53,13 +53,19 @@ wait_iter() {  # wait_iter JOB N PID: until the job has made N iterations (60 s 
   kill -0 "$3" 2>/dev/null || fail "$1 ended early: $(show "$cur_out")"
 }
 
+# start CASE NP: job stop-CASE-PID on NP processes under mpiexec, until it has made 25 iterations;
+# sets job, out (its output) and mpi (the launcher's pid).
+start() {
+  job=stop-$1-$$
+  out=$PCM_TEST_DIR/$1.out
+  cur_out=$out
+  PCM_JOB=$job timeout 120 "$mpiexec" -n "$2" "$heat" "${args[@]}" >"$out" 2>&1 </dev/null &
+  mpi=$!
+  wait_iter "$job" 25 "$mpi"
+}
+
 # A. SIGTERM to rank 1 of 3.
-job=stop-a-$$
-out=$PCM_TEST_DIR/a.out
-cur_out=$out
-PCM_JOB=$job timeout 120 "$mpiexec" -n 3 "$heat" "${args[@]}" >"$out" 2>&1 </dev/null &
-mpi=$!
-wait_iter $job 25 $mpi
+start a 3
 r1=$(rank_pid $job 1)
 [ -n "$r1" ] || fail "$job: the process of rank 1 not found"
 kill -TERM "$r1"
@@ -67,12 +73,7 @@ wait $mpi
 stopped_then_resumed $job "$out" $? 3
 
 # B. pcmctl stop.
-job=stop-b-$$
-out=$PCM_TEST_DIR/b.out
-cur_out=$out
-PCM_JOB=$job timeout 120 "$mpiexec" -n 2 "$heat" "${args[@]}" >"$out" 2>&1 </dev/null &
-mpi=$!
-wait_iter $job 25 $mpi
+start b 2
 "$pcmctl" stop $job --why "test" >/dev/null || fail "$job: pcmctl stop refused"
 wait $mpi
 stopped_then_resumed $job "$out" $? 2
