@@ -6,8 +6,8 @@
 # heat2d_pcm on 2 processes writes a version every 10 iterations at once (PCM_CHECKPOINT_ASYNC=0);
 # rank 0 holds its report of version 50 (PCM_TEST_SHARD_HOLD), so its main thread waits there,
 # outside MPI, while rank 1 has reported. The launcher (mpiexec and its proxy) is killed first, so
-# that rank 0 outlives it as ranks do when a launcher dies (hydra -disable-auto-cleanup still
-# kills the other ranks now and then), then rank 1: pcmd fails the run.
+# that rank 0 outlives it as ranks do when a launcher dies (both stopped, then killed: a proxy
+# that sees mpiexec go kills its ranks), then rank 1: pcmd fails the run.
 #  A. The hold is lifted while the run is failed: rank 0's report of 50 is refused ("run N has
 #     failed"), 50 is not made (before the fence pcmd committed it), and a restart on 3 processes
 #     resumes from 40 with the plain run's checksum.
@@ -44,7 +44,7 @@ until_ok() {
 # held_then_failed JOB OUT: the first run, held at 50 on rank 0, its launcher gone, failed by rank
 # 1's loss. Sets $r0 (the surviving rank 0).
 held_then_failed() {
-  local job=$1 out=$2 hold=$PCM_TEST_DIR/hold.$1 mpi r1
+  local job=$1 out=$2 hold=$PCM_TEST_DIR/hold.$1 mpi r1 proxy
   cur_out=$out
   touch "$hold"
   PCM_JOB=$job PCM_TEST_SHARD_HOLD=$hold:50:0 "$mpiexec" -n 2 "$heat" "${args[@]}" >"$out" 2>&1 \
@@ -55,7 +55,11 @@ held_then_failed() {
   r0=$(rank_pid "$job" 0)
   r1=$(rank_pid "$job" 1)
   [ -n "$r0" ] && [ -n "$r1" ] || fail "$job: the processes of ranks 0 and 1 not found"
-  kill -KILL $mpi "$(ps -o ppid= -p "$r0" | tr -d ' ')"
+  # Both are stopped before either is killed: a proxy that outlives mpiexec by a moment (under
+  # load) sees its upstream close and kills its ranks with SIGKILL, rank 0 with them.
+  proxy=$(ps -o ppid= -p "$r0" | tr -d ' ')
+  kill -STOP $mpi "$proxy"
+  kill -KILL $mpi "$proxy"
   wait $mpi 2>/dev/null
   kill -KILL "$r1"
   "$pcmctl" wait "$job" --ended --timeout 30 >/dev/null || fail "pcmd did not see $job fail"
