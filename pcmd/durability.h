@@ -52,6 +52,8 @@ class Durability {
               std::uint64_t changes_before, const Send& send);
   // Sends the held replies whose table is written.
   void release(const Send& send);
+  // Whether replies wait for the journal.
+  bool holding() const { return !held_.empty(); }
 
  private:
   struct HeldReply {

@@ -55,6 +55,7 @@ Server::Server(zmq::context_t& context, ServerOptions options)
                                            this_host(), options_.policy_auto, jobs_, inventory_,
                                            desk_, changes_, log_);
     desk_.set_growth(slurm_.get());
+    slurm_->set_drains(&drains_);
     slurm_->sweep();
   }
   std::set<std::string> running;
@@ -259,7 +260,12 @@ void Server::run(const std::atomic<bool>& stop, const std::atomic<bool>* ending)
               "(SIGTERM again, or SIGINT: at once)",
               live.size(), fmt::join(live, ", "), options_.stop_grace.count());
       }
-      if (live.empty()) break;
+      // The jobs' last replies (a stop's `finished`, held until the table is written) go out
+      // before pcmd does, and the socket keeps them until sent (a second at most).
+      if (live.empty() && !durability_->holding()) {
+        socket_.set(zmq::sockopt::linger, 1000);
+        break;
+      }
       if (now - *ending_since > options_.stop_grace) {
         log_->warn("SIGTERM: {} job(s) still running after {} s (--stop-grace): stopping anyway",
                    live.size(), options_.stop_grace.count());

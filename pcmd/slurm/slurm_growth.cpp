@@ -25,44 +25,7 @@ constexpr std::chrono::seconds kGiveBackPeriod{2};
 constexpr std::chrono::milliseconds kStatePeriod{250};  // a submitted allocation's state, read
 // How often a second allocation's batch script asks whether pcmd's job still runs.
 constexpr int kWatchPeriodS = 3;
-constexpr std::chrono::seconds kQueuePeriod{3};  // how often the policy's view of the queue is read
-
-std::string one_line(const std::string& text) {
-  std::string s = text.substr(0, 300);
-  for (char& c : s)
-    if (c == '\n' || c == '\r') c = ' ';
-  while (!s.empty() && s.back() == ' ') s.pop_back();
-  return s;
-}
-
-// A command's output, line by line.
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::size_t start = 0;
-  while (start < text.size()) {
-    std::size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    lines.push_back(text.substr(start, end - start));
-    start = end + 1;
-  }
-  return lines;
-}
-
-// Lines "A|B|C" of a command's output as cells, at most the first 64 (the last cell through
-// one_line).
-std::vector<std::vector<std::string>> rows_of(const std::string& text) {
-  std::vector<std::vector<std::string>> out;
-  for (const std::string& line : lines_of(text)) {
-    if (out.size() == 64) break;
-    std::vector<std::string> cells;
-    std::size_t a = 0;
-    for (std::size_t bar; (bar = line.find('|', a)) != std::string::npos; a = bar + 1)
-      cells.push_back(line.substr(a, bar - a));
-    cells.push_back(one_line(line.substr(a)));
-    out.push_back(std::move(cells));
-  }
-  return out;
-}
+constexpr std::chrono::seconds kWatchPeriod{3};  // how often Slurm is read (slurm_watch.h)
 
 // The job id `sbatch --parsable` prints ("N" or "N;CLUSTER").
 std::string allocation_id(const std::string& output) {
@@ -89,7 +52,8 @@ SlurmGrowth::SlurmGrowth(SlurmAllocation parent, std::chrono::seconds timeout, s
       desk_(desk),
       changes_(changes),
       log_(std::move(log)),
-      watch_queue_(watch_queue) {
+      watch_queue_(watch_queue),
+      watch_(parent_.job_id, watch_queue, kWatchPeriod) {
   for (const auto& h : inventory_.hosts())
     if (!h.slurm_job.empty() && h.slurm_job != parent_.job_id)
       extras_[h.slurm_job].push_back(h.name);
@@ -280,7 +244,7 @@ void SlurmGrowth::tick() {
     next_check_ = Clock::now() + kGiveBackPeriod;
     give_back_unused();
   }
-  if (watch_queue_) watch_queue();
+  look_at_slurm();
 }
 
 void SlurmGrowth::note_occupied() {
@@ -306,47 +270,23 @@ std::optional<PolicyQueue> SlurmGrowth::queue() const {
   return q;
 }
 
-void SlurmGrowth::watch_queue() {
-  if (!reading_) {
-    if (Clock::now() < next_read_) return;
-    next_read_ = Clock::now() + kQueuePeriod;
-    const std::vector<std::string> env = environment_outside_slurm();
-    reading_ = squeue_.start({"squeue", "-h", "-t", "PD", "--sort=-p,i", "-o", "%i|%j|%D"}, env) &&
-               sinfo_.start({"sinfo", "-h", "-N", "-t", "idle", "-o", "%N|%c"}, env) &&
-               own_job_.start({"scontrol", "show", "job", "-o", parent_.job_id}, env);
-    if (!reading_) {
-      squeue_.stop();
-      sinfo_.stop();
-      log_->warn("Slurm's queue cannot be read (squeue, sinfo): the policy does without it");
-    }
-    return;
+void SlurmGrowth::look_at_slurm() {
+  const bool was_readable = watch_.readable();
+  const std::optional<SlurmWatch::Reading> r = watch_.poll();
+  if (was_readable && !watch_.readable())
+    log_->warn(
+        "Slurm cannot be read (scontrol, sinfo, squeue): pcmd does without its time limit, "
+        "its nodes' drains and the queue");
+  if (!r) return;
+  if (r->own) {
+    follow_end_time(r->own->end_time);
+    follow_node_list(*r->own);
   }
-  if (squeue_.poll() || sinfo_.poll() || own_job_.poll()) return;
-  reading_ = false;
-  follow_end_time();
-  if (squeue_.exit_code() != 0 || sinfo_.exit_code() != 0) return;  // the last reading stays
-  PolicyQueue q;
-  for (const auto& r : rows_of(squeue_.output())) {
-    if (r.size() != 3 || r[1].rfind("pcm-grow.", 0) == 0) continue;  // pcmd's own requests
-    const int nodes = std::atoi(r[2].c_str());
-    if (nodes > 0) q.waiting.push_back({r[0], nodes});
-  }
-  std::set<std::string> seen;
-  for (const auto& r : rows_of(sinfo_.output())) {
-    if (r.size() != 2 || r[0].empty() || !seen.insert(r[0]).second) continue;  // one per node
-    q.idle.push_back({r[0], std::max(1, std::atoi(r[1].c_str()))});
-  }
-  queue_ = std::move(q);
+  if (r->leaving) leave_nodes(*r->leaving);
+  if (r->queue) queue_ = std::move(r->queue);  // else the last reading stays
 }
 
-void SlurmGrowth::follow_end_time() {
-  if (own_job_.exit_code() != 0) return;
-  std::optional<std::time_t> end;
-  try {
-    end = parse_scontrol_job(own_job_.output()).end_time;
-  } catch (const std::exception&) {
-    return;  // the last reading stays
-  }
+void SlurmGrowth::follow_end_time(std::optional<std::time_t> end) {
   if (end == parent_.end_time) return;
   const auto left = [](std::optional<std::time_t> t) {
     return t ? fmt::format("{:.0f} s left", std::difftime(*t, std::time(nullptr)))
@@ -355,6 +295,71 @@ void SlurmGrowth::follow_end_time() {
   log_->info("the allocation's time limit moved (scontrol update TimeLimit=?): {} -> {}",
              left(parent_.end_time), left(end));
   parent_.end_time = end;
+}
+
+void SlurmGrowth::follow_node_list(const SlurmAllocation& own) {
+  if (own.hosts.empty()) return;  // not shown: nothing to compare
+  std::vector<std::string> dropped;
+  for (const HostSlots& h : parent_.hosts)
+    if (std::none_of(own.hosts.begin(), own.hosts.end(),
+                     [&](const HostSlots& o) { return o.name == h.name; }))
+      dropped.push_back(h.name);
+  if (dropped.empty()) return;
+  // Not pcmd's doing (give_back_nodes forgets its own first): Slurm killed the job's steps there.
+  const std::string text = fmt::format(
+      "Slurm job {} no longer holds {} (scontrol update NodeList=?): the processes there are "
+      "gone, and no process goes there any more",
+      parent_.job_id, fmt::join(dropped, ", "));
+  log_->warn("{}", text);
+  for (auto& [name, job] : jobs_.all())
+    if (job.state == JobState::kRunning &&
+        std::any_of(dropped.begin(), dropped.end(), [&](const std::string& h) {
+          return std::count(job.hosts.begin(), job.hosts.end(), h) > 0;
+        }))
+      jobs_.note(job, text);
+  for (const auto& h : dropped) occupied_.erase(h);
+  drop_nodes(dropped);
+}
+
+void SlurmGrowth::leave_nodes(const std::map<std::string, std::string>& leaving) {
+  // A node that came back (State=RESUME) may be taken away again later.
+  for (auto it = leaving_.begin(); it != leaving_.end();)
+    it = leaving.count(*it) ? std::next(it) : leaving_.erase(it);
+  for (const auto& [node, state] : leaving) {
+    InventoryHost* host = inventory_.find(node);
+    if (!host || host->slurm_job.empty() || !leaving_.insert(node).second) continue;
+    std::vector<Job*> there;
+    for (auto& [name, job] : jobs_.all())
+      if (job.state == JobState::kRunning &&
+          std::count(job.hosts.begin(), job.hosts.end(), node) > 0)
+        there.push_back(&job);
+    std::string text;
+    if (!releasable(node)) {
+      // The batch host, or pcmd's: it leaves the job only when the Slurm job ends.
+      text = fmt::format(
+          "Slurm takes node {} away: {}; it holds {} of Slurm job {}, which it leaves only when "
+          "that job ends (a version at the time limit or a stop keeps the work)",
+          node, state, node == my_host_ ? "pcmd" : "the batch script", parent_.job_id);
+      log_->warn("{}", text);
+    } else if (host->draining) {
+      continue;
+    } else {
+      text = fmt::format("Slurm takes node {} away: {}; the job is moved off it", node, state);
+      log_->info("{}", text);
+      if (drains_) {
+        try {
+          drains_->start(*host);
+        } catch (const Error& e) {
+          // Nowhere to go now: no new process goes there, and the drain goes on when room comes.
+          host->draining = true;
+          text = fmt::format("Slurm takes node {} away: {}; {}", node, state, e.what());
+          log_->warn("{}", text);
+        }
+      }
+      changes_.bump();
+    }
+    for (Job* job : there) jobs_.note(*job, text);
+  }
 }
 
 void SlurmGrowth::finish(Request& r) {
@@ -544,13 +549,7 @@ void SlurmGrowth::give_back_nodes(const std::vector<std::string>& hosts) {
             h, parent_.job_id, list, one_line(c.output));
     return;
   }
-  forget_hosts(hosts, parent_.job_id);
-  parent_.hosts.erase(std::remove_if(parent_.hosts.begin(), parent_.hosts.end(),
-                                     [&](const HostSlots& h) {
-                                       return std::find(hosts.begin(), hosts.end(), h.name) !=
-                                              hosts.end();
-                                     }),
-                      parent_.hosts.end());
+  drop_nodes(hosts);
   for (const auto& h : hosts) {
     const std::string text = fmt::format(
         "gave node {} of Slurm job {} back (scontrol update NodeList={})", h, parent_.job_id, list);
@@ -562,6 +561,16 @@ void SlurmGrowth::give_back_nodes(const std::vector<std::string>& hosts) {
     waiting_logged_.erase(h);
     log_->info("{}", text);
   }
+}
+
+void SlurmGrowth::drop_nodes(const std::vector<std::string>& hosts) {
+  forget_hosts(hosts, parent_.job_id);
+  parent_.hosts.erase(std::remove_if(parent_.hosts.begin(), parent_.hosts.end(),
+                                     [&](const HostSlots& h) {
+                                       return std::find(hosts.begin(), hosts.end(), h.name) !=
+                                              hosts.end();
+                                     }),
+                      parent_.hosts.end());
 }
 
 void SlurmGrowth::forget_hosts(const std::vector<std::string>& hosts, const std::string& id) {

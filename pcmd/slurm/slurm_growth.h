@@ -8,12 +8,15 @@
 // uses it (scancel), a node of pcmd's own allocation once a job ran there and none does any more
 // (`scontrol update JobId=J NodeList=<the rest>`; never the batch host nor pcmd's), in both cases
 // only when no step of the allocation runs there (retired processes, hydra's proxies). A command
-// that leaves such a node is made a respawn, so that nothing of the job stays there.
+// that leaves such a node is made a respawn, so that nothing of the job stays there. A node Slurm
+// takes away while the job runs (drain, fail: slurm_watch.h) is drained the way `pcmctl host
+// drain` does it, and then given back; the time limit is followed as an operator moves it.
 #pragma once
 
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <ctime>
 #include <map>
 #include <memory>
 #include <optional>
@@ -22,10 +25,12 @@
 #include <vector>
 
 #include "commands.h"
+#include "drains.h"
 #include "durability.h"
 #include "inventory.h"
 #include "jobs.h"
 #include "slurm/slurm_resources.h"
+#include "slurm/slurm_watch.h"
 #include "slurm/subprocess.h"
 
 namespace pcm::daemon {
@@ -51,6 +56,8 @@ class SlurmGrowth : public CommandDesk::Growth {
   // A node of an extra allocation, or of pcmd's own but the batch host and pcmd's host.
   bool releasable(const std::string& host) const override;
   std::optional<PolicyQueue> queue() const override;
+  // Where the nodes Slurm takes away (drain, fail) are drained (pcmctl host drain's way).
+  void set_drains(Drains* drains) { drains_ = drains; }
 
   // From pcmd's loop: the requests under way (granted, refused, out of time) and, every few
   // seconds, the extra allocations that nothing uses any more.
@@ -91,8 +98,13 @@ class SlurmGrowth : public CommandDesk::Growth {
   void note_occupied();
   // Whether a process of a running job is (or a queued command puts one) on host.
   bool in_use(const std::string& host) const;
-  // The queue's reading: started every kQueuePeriod, taken when its commands have ended.
-  void watch_queue();
+  // Slurm's readings (slurm_watch.h), taken as they come: the time limit followed, the nodes
+  // Slurm takes away drained (releasable ones; the others said), the queue kept for the policy.
+  void look_at_slurm();
+  void follow_end_time(std::optional<std::time_t> end);
+  // Nodes an operator took out of pcmd's allocation (scontrol update NodeList=) are forgotten.
+  void follow_node_list(const SlurmAllocation& own);
+  void leave_nodes(const std::map<std::string, std::string>& leaving);
   void give_back_unused();
   // The nodes where a step of Slurm job id runs (nothing when squeue does not answer).
   std::optional<std::set<std::string>> step_nodes(const std::string& id) const;
@@ -100,6 +112,8 @@ class SlurmGrowth : public CommandDesk::Growth {
   std::string give_back(const std::string& id);
   // Nodes `hosts` of pcmd's own allocation back to Slurm (scontrol update NodeList=the rest).
   void give_back_nodes(const std::vector<std::string>& hosts);
+  // Nodes of pcmd's own allocation gone from it: out of the inventory and of parent_.
+  void drop_nodes(const std::vector<std::string>& hosts);
   // The hosts of the inventory gone (they were given back).
   void forget_hosts(const std::vector<std::string>& hosts, const std::string& id);
 
@@ -120,13 +134,9 @@ class SlurmGrowth : public CommandDesk::Growth {
   std::set<std::string> waiting_logged_;  // what was said to wait for steps (logged once)
   Clock::time_point next_check_{};
   bool watch_queue_ = false;
-  // The queue (squeue, sinfo) and pcmd's own job (scontrol: its EndTime, which an operator's
-  // `scontrol update TimeLimit=` moves).
-  Child squeue_, sinfo_, own_job_;
-  // own_job_'s reading: the allocation's EndTime followed.
-  void follow_end_time();
-  bool reading_ = false;
-  Clock::time_point next_read_{};
+  SlurmWatch watch_;
+  std::set<std::string> leaving_;  // nodes Slurm takes away, acted on once each
+  Drains* drains_ = nullptr;
   std::optional<PolicyQueue> queue_;
 };
 

@@ -329,3 +329,28 @@ TEST_F(GrowthDeskTest, SbatchCopiesOnlyWhatTheParentAllocationShows) {
                    changes_, log_);
   EXPECT_TRUE(has(late.sbatch_argv(1), "--time=1")) << joined(late.sbatch_argv(1));
 }
+
+// sinfo lists a node once per partition; a node without a reason says so.
+TEST(SlurmWatch, TheNodesBeingTakenAwayAreReadOncePerNode) {
+  const auto leaving = pcm::daemon::parse_leaving_nodes(
+      "n2|draining|maintenance at 14:00\nn2|draining|maintenance at 14:00\nn3|failing|none\n"
+      "garbage line\n|drained|x\n");
+  ASSERT_EQ(leaving.size(), 2u);
+  EXPECT_EQ(leaving.at("n2"), "draining (maintenance at 14:00)");
+  EXPECT_EQ(leaving.at("n3"), "failing (no reason given)");
+  EXPECT_TRUE(pcm::daemon::parse_leaving_nodes("").empty());
+}
+
+// pcmd's own requests (pcm-grow.*) are not jobs that wait; idle nodes once each, at least 1 CPU.
+TEST(SlurmWatch, TheQueueLeavesPcmdsOwnRequestsOut) {
+  const pcm::daemon::PolicyQueue q = pcm::daemon::parse_queue(
+      "41|big|2\n42|pcm-grow.7|1\n43|zero|0\n", "n1|4\nn1|4\nn2|0\nbad\n");
+  ASSERT_EQ(q.waiting.size(), 1u);
+  EXPECT_EQ(q.waiting[0].id, "41");
+  EXPECT_EQ(q.waiting[0].nodes, 2);
+  ASSERT_EQ(q.idle.size(), 2u);
+  EXPECT_EQ(q.idle[0].name, "n1");
+  EXPECT_EQ(q.idle[0].cpus, 4);
+  EXPECT_EQ(q.idle[1].cpus, 1);
+  EXPECT_LT(q.seconds_left, 0);
+}
