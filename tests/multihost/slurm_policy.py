@@ -14,14 +14,11 @@ make it faster). Then:
    that respawns the world on node 1); pcmd gives node 2 back and the waiting job starts and
    completes;
 3. heat2d ends with the plain run's checksum, bit for bit, and nothing of pcmd's is left in the
-   queue;
-4. a second job with a time limit of one minute, within the policy's checkpoint margin: pcmd asks
-   it for a checkpoint (and grows nothing), it writes one, is cancelled, and a restart from that
-   version ends with the plain run's checksum.
+   queue.
+The policy and the time limit: slurm_time_limit.py (slurm.time_limit).
 
 Exits 77 (SKIPPED) with the reason without root, Slurm, munge or MPICH's hydra.
 """
-import json
 import os
 import re
 import sys
@@ -145,77 +142,12 @@ def job_processes(job):
     return found
 
 
-def time_limit(c):
-    """4. A job with a time limit of one minute, inside the policy's checkpoint margin from the
-    start: pcmd asks it for a checkpoint (and grows nothing onto the idle node 2); the version is
-    written; the job is cancelled as its time limit would end it (SIGTERM: the ranks may write a
-    last version still, docs/user/preemption.md, if pcmd's step outlives them), and restarted in a
-    new sbatch job from the newest version, with the plain run's checksum."""
-    job = "slurm-limit"
-    args = ["--nx", "61", "--ny", "40", "--iters", "6000"]
-    plain = heat2d_plain(c.build, args)
-    c.env["PCM_JOB"] = job
-    c.env["PCMD_ARGS"] = ("--policy auto --policy-idle-s 1 --policy-interval-s 2 "
-                          "--policy-checkpoint-margin-s 90")
-    out = os.path.join(c.tmp, "limit.out")
-    submit(c, out, ["--time=1"], [*args, "--throttle-us", "20000"])
-    limited = c.job
-    c.pcmctl("wait", job, "--iteration", "1", "--timeout", "120")  # registered: pcmd knows it
-    t = time.monotonic()
-    e = wait_event(c, job, r"checkpoint \d+ written .*\(policy: the allocation's time limit is", 60)
-    log(f"{time.monotonic() - t:.1f} s after pcmd was up: {e}")
-    st = c.status(job)
-    if any(re.search(r"policy: (resize|split|migrate)", x) for x in st.get("events", [])):
-        raise Failure(f"the policy reshaped a job whose time limit is near: {st['events']}")
-    versions = json.loads(c.pcmctl("checkpoints", job, "--json").stdout)
-    if not versions or not all(v.get("valid") for v in versions):
-        raise Failure(f"versions after the request: {versions}")
-    saved = max(v["iteration"] for v in versions)
-    # The time limit would end it within the minute; the test does not wait for it.
-    c.run("scancel", limited)
-    poll(f"the end of job {limited}", 60, lambda: c.job_state() in ENDED, every=0.5)
-    # Its ranks outlive the Slurm job's state for up to KillWait: the SIGTERM makes them write a
-    # last version (docs/user/preemption.md), through the next pcmd if theirs is gone. A restart
-    # before they have ended would find the name in use.
-    poll(f"the end of job {limited}'s processes", 60, lambda: not job_processes(job), every=0.5)
-    log(f"job {limited} wrote version {saved} when asked and was cancelled ({c.job_state()})")
-    c.env["PCM_RESTART"] = "1"
-    c.env["PCMD_ARGS"] = ""
-    out2 = os.path.join(c.tmp, "restart.out")
-    try:
-        submit(c, out2, [], args)
-    finally:
-        del c.env["PCM_RESTART"]
-    poll("the restarted job's end", 240, lambda: c.job_state() in ENDED
-         or "mpiexec exited" in open(out2).read(), every=0.5)
-    open(os.path.join(c.tmp, "release"), "w").close()
-    poll(f"the end of job {c.job}", 60, lambda: c.job_state() in ENDED, every=0.5)
-    text = open(out2).read()
-    # From the version asked for, or a later one: the stop's at the cancel's SIGTERM.
-    r = re.search(r"^heat2d: restarted from iteration (\d+) \(2 -> 2 processes\)$", text, re.M)
-    if not r or int(r.group(1)) < saved:
-        raise Failure(f"the restart did not resume from version {saved} or a later one:\n"
-                      f"{text[-3000:]}")
-    if int(r.group(1)) > saved:
-        log(f"the cancel's SIGTERM made a last version, {r.group(1)}: the restart resumed there")
-    saved = int(r.group(1))
-    m = re.search(r"^checksum (\w+)", text, re.M)
-    if c.job_state() != "COMPLETED" or not m or m.group(1) != plain:
-        raise Failure(f"the restarted job ended {c.job_state()}, checksum "
-                      f"{m.group(1) if m else None} (plain {plain}):\n{text[-3000:]}")
-    log(f"restarted from version {saved} in job {c.job}: checksum {plain} as the plain run's")
-
-
 def main():
     if len(sys.argv) != 2:
         print(f"usage: {sys.argv[0]} BUILD", file=sys.stderr)
         return 2
     build = os.path.abspath(sys.argv[1])
     family = runnable_family("slurm.policy", ("mpich",))
-
-    def both(c):
-        scenario(c)
-        time_limit(c)
 
     def events(c):
         try:
@@ -224,7 +156,7 @@ def main():
         except Exception:  # noqa: BLE001 — pcmd may be gone
             pass
 
-    return run_on_cluster("slurm.policy", lambda tmp: Cluster(build, tmp, family), both,
+    return run_on_cluster("slurm.policy", lambda tmp: Cluster(build, tmp, family), scenario,
                           on_failure=events)
 
 
