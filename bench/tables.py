@@ -452,6 +452,42 @@ def preempt(argv):
               f"{show(med(size, 'kill', 'lost'), '{:.0f}')} | {interval} |")
 
 
+def preempt_timeline(argv):
+    """bench/preempt_timeline.sh: one preempt-requeue-resume cycle on the Slurm test cluster, from
+    heat2d's trace (TRACE.csv; event rows have no ms_per_iter) and the outside events (EVENTS.csv:
+    time_s,label). argv: [preempt_timeline, TRACE.csv, EVENTS.csv]."""
+    with open(argv[1]) as f:
+        trace = list(csv.DictReader(f))
+    with open(argv[2]) as f:
+        events = {r["label"]: float(r["time_s"]) for r in csv.DictReader(f)}
+    need = ("preempting job submitted", "last version (SIGTERM)", "preempting job starts",
+            "preempting job ends")
+    missing = [n for n in need if n not in events]
+    if missing:
+        sys.exit(f"preempt_timeline: no event {', '.join(missing)} in {argv[2]}")
+    stop = events["last version (SIGTERM)"]
+    restart = next((r for r in trace if r["event"].startswith("restart")), None)
+    if restart is None:
+        sys.exit(f"preempt_timeline: the trace {argv[1]} shows no restart")
+    resumed = float(restart["time_s"])
+    before = [r for r in trace if r["ms_per_iter"] and float(r["time_s"]) <= stop]
+    after = [r for r in trace if r["ms_per_iter"] and float(r["time_s"]) > resumed]
+    t0 = float(trace[0]["time_s"])
+    end = float(trace[-1]["time_s"])
+    print("\n| moment | seconds from the start | from the preempting job's submission |")
+    print("| --- | ---: | ---: |")
+    for label, at in sorted(list(events.items()) + [("resumed (heat2d's restart)", resumed)],
+                            key=lambda x: x[1]):
+        print(f"| {label} | {at - t0:.1f} | {at - events['preempting job submitted']:+.1f} |")
+    print(f"| the run ends | {end - t0:.1f} | {end - events['preempting job submitted']:+.1f} |")
+    last = int(before[-1]["iteration"]) if before else 0
+    print(f"\nsubmission -> last version: {stop - events['preempting job submitted']:.1f} s; "
+          f"last version -> resumed: {resumed - stop:.1f} s (the preempting job ran "
+          f"{events['preempting job ends'] - events['preempting job starts']:.1f} s of it); "
+          f"resumed from iteration {restart['iteration']} (the last progress row before the stop: "
+          f"{last}); {len(after)} progress rows after the resume")
+
+
 def demo(argv):
     """scripts/demo.sh: the throughput at each process count of heat2d's trace (TRACE.csv:
     time_s,iteration,procs,ms_per_iter,event; event rows have no ms_per_iter), the median of the

@@ -5,6 +5,7 @@
 #   slurm.sh up N [--prefix P] [--cpus C] [--preempt]
 #                                           hosts P1..PN with one slurmd each (default prefix pcms);
 #                                           --preempt: a partition "high" that preempts "main"
+#                                           (requeued) and "cancel" (cancelled)
 #   slurm.sh down [--prefix P]              stop exactly what `up` started, remove the hosts
 #   slurm.sh status [--prefix P]            sinfo and squeue of the cluster, or "not up"
 #
@@ -214,10 +215,12 @@ write_conf() {
       # Preemption by partition priority (slurm.preempt): a job of "high" takes nodes from jobs
       # of "main", which get SIGTERM (their batch step at the end of GraceTime), then SIGKILL
       # after KillWait, and are requeued where they asked for it (sbatch --requeue; JobRequeue
-      # stays 0). sinfo -N then lists each node once per partition.
+      # stays 0); jobs of "cancel" the same, but cancelled (PreemptMode=CANCEL). sinfo -N then
+      # lists each node once per partition.
       echo "PreemptType=preempt/partition_prio"
       echo "PreemptMode=REQUEUE"
       echo "PartitionName=main Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO PriorityTier=1 GraceTime=10"
+      echo "PartitionName=cancel Nodes=ALL MaxTime=INFINITE State=UP OverSubscribe=NO PriorityTier=1 GraceTime=10 PreemptMode=CANCEL"
       echo "PartitionName=high Nodes=ALL MaxTime=INFINITE State=UP OverSubscribe=NO PriorityTier=10"
     else
       echo "PartitionName=main Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO"

@@ -4,7 +4,7 @@ slurm.preempt test; docs/user/preemption.md).
 
 testbed/slurm.sh makes a Slurm cluster of two namespace hosts whose partitions preempt by priority
 (`main`, PriorityTier 1, GraceTime 10 s, requeued when preempted; `high`, PriorityTier 10; a requeued
-job may start again 10 s later, cred_expire). The PCM
+job may start again 10 s later, cred_expire; `cancel`, as `main` but cancelled). The PCM
 job is sbatch'ed as the docs give it (tests/multihost/slurm_preempt_job.sh: pcmd in the batch
 script with --stop-grace, the batch shell's signals forwarded to `pcmctl run --requeue`), heat2d_pcm
 on 2 processes of node 1, its loop the README's, nothing more:
@@ -16,8 +16,15 @@ on 2 processes of node 1, its loop the README's, nothing more:
   B. a job of partition `high` for node 1 preempts it: Slurm's SIGTERM (to every process, at the
      end of the grace time for the batch step) makes it write its last version before the SIGKILL;
      Slurm requeues it, the high job runs, and the PCM job resumes and finishes bit for bit.
+  C. the same in partition `cancel` (PreemptMode=CANCEL): Slurm would cancel the job; after its
+     last version `pcmctl run --requeue` requeues it itself (scontrol requeue), and it resumes and
+     finishes bit for bit.
 Each time pcmd's log (every run's pcmd appends to it) shows the stop with its version and the
 resumed run says it restarted from that iteration. Then nothing of the cluster is left.
+
+With --timeline DIR, case B only, heat2d's trace (DIR/trace.csv) and the events outside the job
+(DIR/events.csv: the preempting job submitted and running, the stop's last version)
+for bench/preempt_timeline.sh's plot.
 
 Exits 77 (SKIPPED) without root, Slurm or munge, or on an MPI other than MPICH's hydra.
 """
@@ -50,13 +57,13 @@ def show(c, job_id):
     return (state.group(1) if state else "?"), int(restarts.group(1)) if restarts else 0
 
 
-def submit(c, case, sbatch_args):
+def submit(c, case, sbatch_args, heat_args=()):
     out = os.path.join(c.tmp, f"{case}.out")
     c.env["PCM_JOB"] = f"pre-{case}"
     heat = os.path.join(c.build, "examples/heat2d/heat2d_pcm")
     r = c.run("sbatch", "--parsable", "--requeue", "--open-mode=append", "-o", out, "-D", c.tmp,
-              "-p", "main", "-N1", "-n2", "-w", c.names[0], "-J", f"pcm-{case}", *sbatch_args,
-              JOB, c.build, c.tmp, "2", heat, *ARGS, "--throttle-us", "8000")
+              "-N1", "-n2", "-w", c.names[0], "-J", f"pcm-{case}", *sbatch_args,
+              JOB, c.build, c.tmp, "2", heat, *ARGS, "--throttle-us", "8000", *heat_args)
     job_id = r.stdout.strip().split(";")[0]
     if not job_id.isdigit():
         raise Failure(f"sbatch --parsable printed {r.stdout!r}")
@@ -113,36 +120,99 @@ def scenario(c):
     finished_resumed(c, "warn", job_id, out, plain)
     log(f"A: {time.monotonic() - t0:.0f} s in all")
 
-    # B. Preempted by a job of partition high on node 1.
-    t0 = time.monotonic()
-    job_id, out = submit(c, "preempt", [])
-    iterating(c, "pre-preempt", 300)
-    r = c.run("sbatch", "--parsable", "-p", "high", "-N1", "-n2", "-w", c.names[0], "-J", "high",
-              "-o", os.path.join(c.tmp, "high.out"), "--wrap", "hostname; sleep 3")
-    high = r.stdout.strip().split(";")[0]
-    log(f"B: Slurm job {job_id} iterating; job {high} of partition high submitted for "
-        f"{c.names[0]}")
+    # B with the timeline, whose table (bench/preempt_timeline.sh's) is printed from it.
+    timeline = os.path.join(c.tmp, "timeline")
+    os.makedirs(timeline)
+    preempted_by_high(c, plain, "B", "preempt", "main", timeline)
+    r = c.run("python3", os.path.join(HERE, "..", "..", "bench", "tables.py"), "preempt_timeline",
+              os.path.join(timeline, "trace.csv"), os.path.join(timeline, "events.csv"))
+    log(f"B's timeline:{r.stdout.rstrip()}")
+    preempted_by_high(c, plain, "C", "cancel", "cancel")
 
-    def preempted():
-        _, restarts = show(c, job_id)
-        return restarts >= 1
-    poll(f"Slurm job {job_id} preempted and requeued", 120, preempted, every=0.5)
-    poll(f"job {high} COMPLETED", 120, lambda: show(c, high)[0] == "COMPLETED", every=0.5)
-    finished_resumed(c, "preempt", job_id, out, plain)
-    log(f"B: {time.monotonic() - t0:.0f} s in all")
+
+def preempted_by_high(c, plain, letter, case, partition, timeline=None):
+    """B and C: a job of partition high for node 1 preempts the PCM job of `partition` (main:
+    requeued by Slurm; cancel: cancelled by Slurm, requeued by pcmctl run --requeue). With
+    timeline (a directory), heat2d's trace and the outside events go there (bench/preempt_timeline.sh)."""
+    t0 = time.monotonic()
+    events = []  # (epoch seconds, label)
+    extra = []
+    if timeline:
+        extra = ["--trace", os.path.join(timeline, "trace.csv")]
+    job_id, out = submit(c, case, ["-p", partition], extra)
+    iterating(c, f"pre-{case}", 300)
+    r = c.run("sbatch", "--parsable", "-p", "high", "-N1", "-n2", "-w", c.names[0], "-J", "high",
+              "-o", os.path.join(c.tmp, f"high-{case}.out"), "--wrap", "hostname; sleep 3")
+    events.append((time.time(), "preempting job submitted"))
+    high = r.stdout.strip().split(";")[0]
+    log(f"{letter}: Slurm job {job_id} (partition {partition}) iterating; job {high} of "
+        f"partition high submitted for {c.names[0]}")
+    seen = {}
+
+    def watch():
+        # The high job's run (a span) and the PCM job's requeue, as often as the poll looks.
+        state, restarts = show(c, job_id)
+        high_state, _ = show(c, high)
+        now = time.time()
+        if high_state in ("RUNNING", "COMPLETING", "COMPLETED") and "high" not in seen:
+            seen["high"] = now
+            events.append((now, "preempting job starts"))
+        if high_state == "COMPLETED" and "high done" not in seen:
+            seen["high done"] = now
+            events.append((now, "preempting job ends"))
+        if restarts >= 1 and "requeued" not in seen:
+            seen["requeued"] = now  # a moment after the last version: not drawn
+        return "requeued" in seen and "high done" in seen
+    poll(f"Slurm job {job_id} preempted and requeued, job {high} COMPLETED", 120, watch,
+         every=0.2)
+    finished_resumed(c, case, job_id, out, plain)
+    pcmd_log = open(os.path.join(c.tmp, "pcmd.log")).read()
+    if partition == "cancel" and \
+            f"job pre-{case}: scontrol requeue {job_id} exited with 0" not in pcmd_log:
+        # Slurm cancels a job of this partition: the requeue is pcmctl run's own (--requeue).
+        raise Failure(f"pcmd's log shows no requeue of Slurm job {job_id} by pcmctl run:\n"
+                      f"{pcmd_log[-3000:]}")
+    log(f"{letter}: {time.monotonic() - t0:.0f} s in all"
+        + (" (requeued by pcmctl run --requeue)" if partition == "cancel" else ""))
+    if timeline:
+        m = re.search(rf"^\[(\d\d):(\d\d):(\d\d\.\d+)\] .*job pre-{case} stopped at iteration",
+                      pcmd_log, re.M)
+        if m:
+            day = time.strftime("%Y-%m-%d", time.localtime(events[0][0]))
+            at = time.mktime(time.strptime(f"{day} {m.group(1)}:{m.group(2)}:00",
+                                           "%Y-%m-%d %H:%M:%S")) + float(m.group(3))
+            events.append((at, "last version (SIGTERM)"))
+        with open(os.path.join(timeline, "events.csv"), "w") as f:
+            f.write("time_s,label\n")
+            for at, label in sorted(events):
+                f.write(f"{at:.3f},{label}\n")
+    return events
 
 
 def main():
-    if len(sys.argv) != 2:
-        print(f"usage: {sys.argv[0]} BUILD", file=sys.stderr)
+    args = sys.argv[1:]
+    timeline = None
+    if len(args) == 3 and args[1] == "--timeline":
+        timeline = os.path.abspath(args[2])
+        os.makedirs(timeline, exist_ok=True)
+        for name in ("trace.csv", "events.csv"):
+            if os.path.exists(os.path.join(timeline, name)):
+                os.unlink(os.path.join(timeline, name))
+    elif len(args) != 1:
+        print(f"usage: {sys.argv[0]} BUILD [--timeline DIR]", file=sys.stderr)
         return 2
-    build = os.path.abspath(sys.argv[1])
+    build = os.path.abspath(args[0])
     family = runnable_family(TEST, families=("mpich",))
+
     def cluster(tmp):
         c = SlurmCluster(build, tmp, family)
         c.up_args = ["--preempt"]
         return c
-    return run_on_cluster(TEST, cluster, scenario, logs=("warn.out", "preempt.out", "pcmd.log"))
+
+    def only_b(c):
+        preempted_by_high(c, heat2d_plain(c.build, ARGS), "B", "preempt", "main", timeline)
+    return run_on_cluster(TEST, cluster, only_b if timeline else scenario,
+                          logs=("warn.out", "preempt.out", "cancel.out", "pcmd.log"))
 
 
 if __name__ == "__main__":
