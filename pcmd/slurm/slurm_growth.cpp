@@ -20,7 +20,6 @@ using proto::json;
 
 namespace {
 
-constexpr std::chrono::milliseconds kSlurmTimeout{20000};  // scontrol, squeue, scancel
 constexpr std::chrono::seconds kGiveBackPeriod{2};
 constexpr std::chrono::milliseconds kStatePeriod{250};  // a submitted allocation's state, read
 // How often a second allocation's batch script asks whether pcmd's job still runs.
@@ -192,11 +191,18 @@ SlurmGrowth::Stage SlurmGrowth::look_at(Request& r, std::string* why) {
     if (Job* job = jobs_.get(r.job); job && job->allocating)
       job->allocating->slurm_job = r.slurm_job;
   }
+  if (r.running) return r.show.poll() ? Stage::kWaiting : Stage::kGranted;
   if (r.state.poll()) return Stage::kWaiting;
   if (r.state.exit_code()) {  // a reading has ended: "STATE REASON"
     const std::string said = one_line(r.state.output());
     const std::string state = said.substr(0, said.find(' '));
-    if (state == "RUNNING") return Stage::kGranted;
+    if (state == "RUNNING") {
+      // Granted: its hosts and CPUs are read (scontrol show job -d) before it is used.
+      r.running = true;
+      r.show.start({"scontrol", "show", "job", "-o", "-d", r.slurm_job},
+                   environment_outside_slurm());
+      return Stage::kWaiting;
+    }
     if (!state.empty() && state != "PENDING" && state != "CONFIGURING" &&
         said.find("error") == std::string::npos) {
       *why = fmt::format("Slurm job {} is {}", r.slurm_job, said);
@@ -212,6 +218,7 @@ SlurmGrowth::Stage SlurmGrowth::look_at(Request& r, std::string* why) {
 }
 
 void SlurmGrowth::tick() {
+  background_.poll();
   for (std::size_t i = 0; i < requests_.size();) {
     Request& r = *requests_[i];
     std::string why;
@@ -232,6 +239,7 @@ void SlurmGrowth::tick() {
     }
     r.sbatch.stop();
     r.state.stop();
+    r.show.stop();
     if (stage == Stage::kWaiting)
       why = job_gone ? "the job ended"
                      : fmt::format("Slurm job {} did not run within {} s{}",
@@ -270,110 +278,18 @@ std::optional<PolicyQueue> SlurmGrowth::queue() const {
   return q;
 }
 
-void SlurmGrowth::look_at_slurm() {
-  const bool was_readable = watch_.readable();
-  const std::optional<SlurmWatch::Reading> r = watch_.poll();
-  if (was_readable && !watch_.readable())
-    log_->warn(
-        "Slurm cannot be read (scontrol, sinfo, squeue): pcmd does without its time limit, "
-        "its nodes' drains and the queue");
-  if (!r) return;
-  if (r->own) {
-    follow_end_time(r->own->end_time);
-    follow_node_list(*r->own);
-  }
-  if (r->leaving) leave_nodes(*r->leaving);
-  if (r->queue) queue_ = std::move(r->queue);  // else the last reading stays
-}
-
-void SlurmGrowth::follow_end_time(std::optional<std::time_t> end) {
-  if (end == parent_.end_time) return;
-  const auto left = [](std::optional<std::time_t> t) {
-    return t ? fmt::format("{:.0f} s left", std::difftime(*t, std::time(nullptr)))
-             : std::string("none");
-  };
-  log_->info("the allocation's time limit moved (scontrol update TimeLimit=?): {} -> {}",
-             left(parent_.end_time), left(end));
-  parent_.end_time = end;
-}
-
-void SlurmGrowth::follow_node_list(const SlurmAllocation& own) {
-  if (own.hosts.empty()) return;  // not shown: nothing to compare
-  std::vector<std::string> dropped;
-  for (const HostSlots& h : parent_.hosts)
-    if (std::none_of(own.hosts.begin(), own.hosts.end(),
-                     [&](const HostSlots& o) { return o.name == h.name; }))
-      dropped.push_back(h.name);
-  if (dropped.empty()) return;
-  // Not pcmd's doing (give_back_nodes forgets its own first): Slurm killed the job's steps there.
-  const std::string text = fmt::format(
-      "Slurm job {} no longer holds {} (scontrol update NodeList=?): the processes there are "
-      "gone, and no process goes there any more",
-      parent_.job_id, fmt::join(dropped, ", "));
-  log_->warn("{}", text);
-  for (auto& [name, job] : jobs_.all())
-    if (job.state == JobState::kRunning &&
-        std::any_of(dropped.begin(), dropped.end(), [&](const std::string& h) {
-          return std::count(job.hosts.begin(), job.hosts.end(), h) > 0;
-        }))
-      jobs_.note(job, text);
-  for (const auto& h : dropped) occupied_.erase(h);
-  drop_nodes(dropped);
-}
-
-void SlurmGrowth::leave_nodes(const std::map<std::string, std::string>& leaving) {
-  // A node that came back (State=RESUME) may be taken away again later.
-  for (auto it = leaving_.begin(); it != leaving_.end();)
-    it = leaving.count(*it) ? std::next(it) : leaving_.erase(it);
-  for (const auto& [node, state] : leaving) {
-    InventoryHost* host = inventory_.find(node);
-    if (!host || host->slurm_job.empty() || !leaving_.insert(node).second) continue;
-    std::vector<Job*> there;
-    for (auto& [name, job] : jobs_.all())
-      if (job.state == JobState::kRunning &&
-          std::count(job.hosts.begin(), job.hosts.end(), node) > 0)
-        there.push_back(&job);
-    std::string text;
-    if (!releasable(node)) {
-      // The batch host, or pcmd's: it leaves the job only when the Slurm job ends.
-      text = fmt::format(
-          "Slurm takes node {} away: {}; it holds {} of Slurm job {}, which it leaves only when "
-          "that job ends (a version at the time limit or a stop keeps the work)",
-          node, state, node == my_host_ ? "pcmd" : "the batch script", parent_.job_id);
-      log_->warn("{}", text);
-    } else if (host->draining) {
-      continue;
-    } else {
-      text = fmt::format("Slurm takes node {} away: {}; the job is moved off it", node, state);
-      log_->info("{}", text);
-      if (drains_) {
-        try {
-          drains_->start(*host);
-        } catch (const Error& e) {
-          // Nowhere to go now: no new process goes there, and the drain goes on when room comes.
-          host->draining = true;
-          text = fmt::format("Slurm takes node {} away: {}; {}", node, state, e.what());
-          log_->warn("{}", text);
-        }
-      }
-      changes_.bump();
-    }
-    for (Job* job : there) jobs_.note(*job, text);
-  }
-}
-
 void SlurmGrowth::finish(Request& r) {
   Job* job = jobs_.get(r.job);
   if (!job || job->state != JobState::kRunning) {
     refuse(r, "the job ended");
     return;
   }
-  const CommandResult shown =
-      run_command({"scontrol", "show", "job", "-o", "-d", r.slurm_job}, kSlurmTimeout);
   SlurmAllocation a;
   try {
-    if (shown.exit_code != 0) fail(PCM_ERR_ARG, "{}", one_line(shown.output));
-    a = parse_scontrol_job(shown.output);
+    if (r.show.exit_code() != 0)
+      fail(PCM_ERR_ARG, "{}",
+           r.show.output().empty() ? std::string("no output") : one_line(r.show.output()));
+    a = parse_scontrol_job(r.show.output());
   } catch (const Error& e) {
     refuse(r, fmt::format("Slurm granted job {}, but scontrol show job says: {}", r.slurm_job,
                           e.what()));
@@ -407,8 +323,11 @@ void SlurmGrowth::finish(Request& r) {
                           fmt::join(added, ", "), waited, reply.value("text", std::string("?")),
                           reply.value("command", 0)));
   } catch (const Error& e) {
-    jobs_.note(*job, fmt::format("Slurm granted job {} after {}, but {} was refused: {}; {}",
-                                 a.job_id, waited, r.text, e.what(), give_back(a.job_id)));
+    jobs_.note(*job, fmt::format("Slurm granted job {} after {}, but {} was refused: {}; it goes "
+                                 "back",
+                                 a.job_id, waited, r.text, e.what()));
+    grown_for_.erase(a.job_id);
+    give_back(a.job_id, job->name);
   }
   log_->info("job {}: {}", job->name, job->last_event);
 }
@@ -417,10 +336,13 @@ void SlurmGrowth::refuse(Request& r, const std::string& why) {
   std::string cancelled;
   const std::string id = r.slurm_job.empty() ? allocation_id(r.sbatch.output()) : r.slurm_job;
   if (!id.empty()) {
-    // A grant that came too late, or a request still pending: never left behind.
-    const CommandResult c = run_command({"scancel", id}, kSlurmTimeout);
-    cancelled = c.exit_code == 0 ? fmt::format("; Slurm job {} cancelled", id)
-                                 : fmt::format("; scancel {} failed: {}", id, one_line(c.output));
+    // A grant that came too late, or a request still pending: never left behind (said again
+    // should scancel fail).
+    cancelled = fmt::format("; Slurm job {} cancelled", id);
+    background_.run({"scancel", id}, kSlurmTimeout, [this, id](const CommandResult& c) {
+      if (c.exit_code != 0 || c.timed_out)
+        log_->warn("scancel {} failed: {}", id, c.timed_out ? "no answer" : one_line(c.output));
+    });
   }
   Job* job = jobs_.get(r.job);
   if (job) job->allocating.reset();
@@ -430,157 +352,6 @@ void SlurmGrowth::refuse(Request& r, const std::string& why) {
   if (job) jobs_.note(*job, text);
   changes_.bump();
   log_->warn("job {}: {}", r.job, text);
-}
-
-bool SlurmGrowth::in_use(const std::string& host) const {
-  if (inventory_.used_slots(host, nullptr) > 0) return true;
-  for (const auto& [name, job] : jobs_.all())
-    if (job.state == JobState::kRunning && job.pending.command &&
-        (job.pending.command->host == host ||
-         std::find(job.pending.command->hosts.begin(), job.pending.command->hosts.end(), host) !=
-             job.pending.command->hosts.end()))
-      return true;
-  return false;
-}
-
-std::optional<std::set<std::string>> SlurmGrowth::step_nodes(const std::string& id) const {
-  const CommandResult st =
-      run_command({"squeue", "-h", "-s", "-j", id, "-o", "%i %N"}, kSlurmTimeout);
-  if (st.timed_out || !st.found) return std::nullopt;
-  std::set<std::string> nodes;
-  for (const std::string& line : lines_of(st.output)) {
-    const std::size_t space = line.find(' ');
-    if (space == std::string::npos) continue;  // not a step line (an error: the job is gone)
-    const std::string step = line.substr(0, space), list = one_line(line.substr(space + 1));
-    if (step.find(".extern") != std::string::npos || step.find(".batch") != std::string::npos ||
-        list.empty())
-      continue;
-    try {
-      for (const auto& n : expand_slurm_nodelist(list)) nodes.insert(n);
-    } catch (const Error&) {
-      return std::nullopt;  // not understood: nothing is given back
-    }
-  }
-  return nodes;
-}
-
-void SlurmGrowth::give_back_unused() {
-  // Extra allocations: all their hosts unused (or out of the inventory: drained, removed); none
-  // while a command waits for another (a grant too small for it waits for the next).
-  if (!requests_.empty()) return;
-  std::vector<std::string> extras_free;
-  for (const auto& [id, hosts] : extras_)
-    if (std::none_of(hosts.begin(), hosts.end(),
-                     [&](const std::string& h) { return inventory_.find(h) && in_use(h); }))
-      extras_free.push_back(id);
-  // pcmd's allocation: nodes a job left (or out of the inventory), never the batch host or pcmd's.
-  // With the policy watching the queue, a node no job ever used goes back too while a job waits.
-  const bool someone_waits = watch_queue_ && queue_ && !queue_->waiting.empty();
-  std::vector<std::string> nodes_free;
-  for (const HostSlots& h : parent_.hosts)
-    if (releasable(h.name) && (!inventory_.find(h.name) ||
-                               ((occupied_.count(h.name) || someone_waits) && !in_use(h.name))))
-      nodes_free.push_back(h.name);
-  for (const auto& id : extras_free) {
-    const auto busy = step_nodes(id);
-    if (!busy) continue;
-    if (!busy->empty()) {
-      if (waiting_logged_.insert(id).second)
-        log_->info(
-            "Slurm job {}: no process of a job is placed there; waiting for its steps "
-            "on {} (retired processes) to end before giving it back",
-            id, fmt::join(*busy, ", "));
-      continue;
-    }
-    // Told to the job it was asked for, else (pcmd restarted since) the last that ran there.
-    std::string owner = grown_for_.count(id) ? grown_for_[id] : "";
-    for (const auto& h : extras_[id])
-      if (owner.empty() && occupied_.count(h)) owner = occupied_[h];
-    for (const auto& h : extras_[id]) occupied_.erase(h);
-    grown_for_.erase(id);
-    const std::string text = give_back(id);
-    if (Job* job = owner.empty() ? nullptr : jobs_.get(owner)) jobs_.note(*job, text);
-    log_->info("{}", text);
-  }
-  if (nodes_free.empty()) return;
-  const auto busy = step_nodes(parent_.job_id);
-  if (!busy) return;
-  std::vector<std::string> now;
-  for (const auto& h : nodes_free) {
-    if (!busy->count(h)) {
-      now.push_back(h);
-    } else if (waiting_logged_.insert(h).second) {
-      log_->info(
-          "node {} of Slurm job {}: no process of a job is placed there; waiting for the "
-          "steps there (retired processes) to end before giving it back",
-          h, parent_.job_id);
-    }
-  }
-  if (!now.empty()) give_back_nodes(now);
-}
-
-std::string SlurmGrowth::give_back(const std::string& id) {
-  const CommandResult c = run_command({"scancel", id}, kSlurmTimeout);
-  const std::vector<std::string> hosts = extras_[id];
-  forget_hosts(hosts, id);
-  extras_.erase(id);
-  waiting_logged_.erase(id);
-  if (c.exit_code != 0)
-    return fmt::format("gave up Slurm job {} ({}): scancel failed: {}", id, fmt::join(hosts, ", "),
-                       one_line(c.output));
-  return fmt::format("gave Slurm job {} back ({})", id, fmt::join(hosts, ", "));
-}
-
-void SlurmGrowth::give_back_nodes(const std::vector<std::string>& hosts) {
-  std::vector<std::string> rest;
-  for (const HostSlots& h : parent_.hosts)
-    if (std::find(hosts.begin(), hosts.end(), h.name) == hosts.end()) rest.push_back(h.name);
-  if (rest.empty()) return;  // the batch host stays: never happens
-  const std::string list = fmt::format("{}", fmt::join(rest, ","));
-  const CommandResult c = run_command(
-      {"scontrol", "update", "JobId=" + parent_.job_id, "NodeList=" + list}, kSlurmTimeout);
-  if (c.exit_code != 0) {
-    // Said once per node; tried again at the next check.
-    for (const auto& h : hosts)
-      if (waiting_logged_.insert("update " + h).second)
-        log_->warn(
-            "giving node {} of Slurm job {} back failed (scontrol update NodeList={}): "
-            "{}",
-            h, parent_.job_id, list, one_line(c.output));
-    return;
-  }
-  drop_nodes(hosts);
-  for (const auto& h : hosts) {
-    const std::string text = fmt::format(
-        "gave node {} of Slurm job {} back (scontrol update NodeList={})", h, parent_.job_id, list);
-    const auto last = occupied_.find(h);
-    if (last != occupied_.end()) {
-      if (Job* job = jobs_.get(last->second)) jobs_.note(*job, text);
-      occupied_.erase(last);
-    }
-    waiting_logged_.erase(h);
-    log_->info("{}", text);
-  }
-}
-
-void SlurmGrowth::drop_nodes(const std::vector<std::string>& hosts) {
-  forget_hosts(hosts, parent_.job_id);
-  parent_.hosts.erase(std::remove_if(parent_.hosts.begin(), parent_.hosts.end(),
-                                     [&](const HostSlots& h) {
-                                       return std::find(hosts.begin(), hosts.end(), h.name) !=
-                                              hosts.end();
-                                     }),
-                      parent_.hosts.end());
-}
-
-void SlurmGrowth::forget_hosts(const std::vector<std::string>& hosts, const std::string& id) {
-  for (const auto& h : hosts)
-    for (std::size_t i = 0; i < inventory_.hosts().size(); ++i)
-      if (inventory_.hosts()[i].name == h && inventory_.hosts()[i].slurm_job == id) {
-        inventory_.erase(i);
-        break;
-      }
-  changes_.bump();
 }
 
 void SlurmGrowth::sweep() {

@@ -86,6 +86,8 @@ class SlurmGrowth : public CommandDesk::Growth {
     Child sbatch;
     Child state;  // squeue of slurm_job's state, every kStatePeriod until it runs
     Clock::time_point next_state{};
+    bool running = false;  // the state said RUNNING: `show` reads the allocation
+    Child show;            // scontrol show job -o -d slurm_job
   };
   // Where a request stands, from its sbatch and its squeue (read without waiting).
   enum class Stage { kWaiting, kGranted, kRefused };
@@ -106,11 +108,16 @@ class SlurmGrowth : public CommandDesk::Growth {
   void follow_node_list(const SlurmAllocation& own);
   void leave_nodes(const std::map<std::string, std::string>& leaving);
   void give_back_unused();
-  // The nodes where a step of Slurm job id runs (nothing when squeue does not answer).
-  std::optional<std::set<std::string>> step_nodes(const std::string& id) const;
-  // scancel of extra allocation id, its hosts out of the inventory; what happened.
-  std::string give_back(const std::string& id);
-  // Nodes `hosts` of pcmd's own allocation back to Slurm (scontrol update NodeList=the rest).
+  // The extra allocations no process uses (or will), and the releasable nodes of pcmd's own.
+  std::vector<std::string> free_extras() const;
+  std::vector<std::string> free_nodes() const;
+  // Hosts that take no new process while they are given back (draining).
+  void take_no_process(const std::vector<std::string>& hosts);
+  // scancel of extra allocation id in the background; then its hosts leave the inventory and
+  // what happened is told to job `owner` (when not empty) and the log.
+  void give_back(const std::string& id, const std::string& owner);
+  // Nodes `hosts` of pcmd's own allocation back to Slurm (scontrol update NodeList=the rest), in
+  // the background.
   void give_back_nodes(const std::vector<std::string>& hosts);
   // Nodes of pcmd's own allocation gone from it: out of the inventory and of parent_.
   void drop_nodes(const std::vector<std::string>& hosts);
@@ -134,7 +141,11 @@ class SlurmGrowth : public CommandDesk::Growth {
   std::set<std::string> waiting_logged_;  // what was said to wait for steps (logged once)
   Clock::time_point next_check_{};
   bool watch_queue_ = false;
+  // Slurm's commands pcmd runs (scontrol, squeue, scancel) are given this long.
+  static constexpr std::chrono::milliseconds kSlurmTimeout{20000};
   SlurmWatch watch_;
+  Background background_;          // Slurm's commands whose answers pcmd's loop does not wait for
+  bool giving_back_ = false;       // a give-back's squeue, scancel or scontrol runs
   std::set<std::string> leaving_;  // nodes Slurm takes away, acted on once each
   Drains* drains_ = nullptr;
   std::optional<PolicyQueue> queue_;

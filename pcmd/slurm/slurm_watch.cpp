@@ -77,12 +77,12 @@ std::optional<SlurmWatch::Reading> SlurmWatch::poll() {
     if (now < next_) return std::nullopt;
     next_ = now + period_;
     const std::vector<std::string> env = environment_outside_slurm();
-    reading_ = own_.start({"scontrol", "show", "job", "-o", job_id_}, env) &&
-               leaving_.start({"sinfo", "-h", "-N", "-t", "drain,fail", "-o", "%N|%T|%E"}, env) &&
-               (!queue_ ||
-                (pending_.start({"squeue", "-h", "-t", "PD", "--sort=-p,i", "-o", "%i|%j|%D"},
-                                env) &&
-                 idle_.start({"sinfo", "-h", "-N", "-t", "idle", "-o", "%N|%c"}, env)));
+    reading_ =
+        own_.start({"scontrol", "show", "job", "-o", job_id_}, env) &&
+        leaving_.start({"sinfo", "-h", "-N", "-t", "drain,fail", "-o", "%N|%T|%E"}, env) &&
+        (!queue_ ||
+         (pending_.start({"squeue", "-h", "-t", "PD", "--sort=-p,i", "-o", "%i|%j|%D"}, env) &&
+          idle_.start({"sinfo", "-h", "-N", "-t", "idle", "-o", "%N|%c"}, env)));
     if (!reading_) {
       for (Child* c : {&own_, &leaving_, &pending_, &idle_}) c->stop();
       readable_ = false;

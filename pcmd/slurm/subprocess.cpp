@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 #include <thread>
+#include <utility>
 
 extern char** environ;
 
@@ -179,6 +180,38 @@ void Child::stop(std::chrono::milliseconds grace) {
     if (out_ >= 0) ::close(out_);
     out_ = -1;
   }
+}
+
+void Background::run(const std::vector<std::string>& argv, std::chrono::milliseconds bound,
+                     Then then) {
+  auto item = std::make_unique<Item>();
+  item->deadline = std::chrono::steady_clock::now() + bound;
+  item->then = std::move(then);
+  item->started = item->child.start(argv, environment_outside_slurm());
+  items_.push_back(std::move(item));
+}
+
+void Background::poll() {
+  std::vector<std::pair<std::unique_ptr<Item>, CommandResult>> done;
+  for (auto it = items_.begin(); it != items_.end();) {
+    Item& item = **it;
+    CommandResult r;
+    if (item.started && item.child.poll()) {
+      if (std::chrono::steady_clock::now() < item.deadline) {
+        ++it;
+        continue;
+      }
+      item.child.stop();
+      r.timed_out = true;
+    }
+    r.exit_code = item.child.exit_code().value_or(127);
+    r.found = item.started && r.exit_code != 127;
+    r.output = item.child.output();
+    done.emplace_back(std::move(*it), std::move(r));
+    it = items_.erase(it);
+  }
+  // Out of the list first: a `then` may run more.
+  for (auto& [item, r] : done) item->then(r);
 }
 
 }  // namespace pcm::daemon

@@ -5,6 +5,8 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -54,6 +56,28 @@ class Child {
   int out_ = -1;
   std::string output_;
   std::optional<int> exit_code_;
+};
+
+// Commands run in the background, each with what to do with its result once it has ended (or
+// was killed at its bound: timed_out): pcmd's loop starts them and polls, never waits for one.
+class Background {
+ public:
+  using Then = std::function<void(const CommandResult&)>;
+  // Starts argv (environment_outside_slurm()); one that cannot start is done at the next poll,
+  // with found false.
+  void run(const std::vector<std::string>& argv, std::chrono::milliseconds bound, Then then);
+  // Calls `then` of each command that has ended (in the order they ended); those may run more.
+  void poll();
+  std::size_t running() const { return items_.size(); }
+
+ private:
+  struct Item {
+    Child child;
+    std::chrono::steady_clock::time_point deadline;
+    Then then;
+    bool started = false;
+  };
+  std::vector<std::unique_ptr<Item>> items_;
 };
 
 }  // namespace pcm::daemon

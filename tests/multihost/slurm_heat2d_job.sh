@@ -24,8 +24,8 @@
 #
 # MPIEXEC (the MPI's mpiexec; on Open MPI the build's mpi-bin/mpiexec, which sets what
 # testbed/launcher_mpi.sh sets), PCM_MPI_FAMILY (mpich or openmpi; else exit 77, SKIPPED), PCM_JOB
-# and PCMD_ARGS (more pcmd options, split on spaces) come from the submitter's environment (sbatch
-# passes it).
+# PCMD_ARGS (more pcmd options, split on spaces) and PCMD_PATH_PREFIX come from the submitter's
+# environment (sbatch passes it).
 # pcmd is stopped (TERM to its pid, then its srun) once mpiexec has, whatever its exit status, and the
 # test has created DIR/release (or 60 s later).
 set -euo pipefail
@@ -54,8 +54,11 @@ addr=$(getent hosts "$node" | awk '{print $1; exit}')
   exit 1
 }
 
+# PCMD_PATH_PREFIX: directories before PATH for pcmd only (slurm.slow_commands' slow Slurm).
+pcmd_env=()
+[[ -n ${PCMD_PATH_PREFIX:-} ]] && pcmd_env=(env "PATH=$PCMD_PATH_PREFIX:$PATH")
 # shellcheck disable=SC2086  # PCMD_ARGS: words
-srun --jobid="$SLURM_JOB_ID" -w "$node" -N1 -n1 --overlap "$build/pcmd" --resources slurm \
+srun --jobid="$SLURM_JOB_ID" -w "$node" -N1 -n1 --overlap "${pcmd_env[@]}" "$build/pcmd" --resources slurm \
   --bind "$addr" --config "$PCM_CONFIG" --data-dir "$dir/data" --pidfile "$dir/pcmd.pid" \
   ${PCMD_ARGS:-} >"$dir/pcmd.log" 2>&1 &
 pcmd_step=$!

@@ -343,8 +343,8 @@ TEST(SlurmWatch, TheNodesBeingTakenAwayAreReadOncePerNode) {
 
 // pcmd's own requests (pcm-grow.*) are not jobs that wait; idle nodes once each, at least 1 CPU.
 TEST(SlurmWatch, TheQueueLeavesPcmdsOwnRequestsOut) {
-  const pcm::daemon::PolicyQueue q = pcm::daemon::parse_queue(
-      "41|big|2\n42|pcm-grow.7|1\n43|zero|0\n", "n1|4\nn1|4\nn2|0\nbad\n");
+  const pcm::daemon::PolicyQueue q =
+      pcm::daemon::parse_queue("41|big|2\n42|pcm-grow.7|1\n43|zero|0\n", "n1|4\nn1|4\nn2|0\nbad\n");
   ASSERT_EQ(q.waiting.size(), 1u);
   EXPECT_EQ(q.waiting[0].id, "41");
   EXPECT_EQ(q.waiting[0].nodes, 2);
