@@ -211,6 +211,20 @@ def nothing_left(c):
         raise Failure(f"left after the test: {left}")
 
 
+def released_bit_for_bit(c, out, plain):
+    """The batch job's end once its program has ended: DIR/release lets pcmd's step go, then the
+    job must be COMPLETED and the last checksum of its output (OUT) the plain run's (PLAIN).
+    Returns that output."""
+    open(os.path.join(c.tmp, "release"), "w").close()
+    poll(f"the end of job {c.job}", 60, lambda: c.job_state() in ENDED, every=0.5)
+    text = open(out).read()
+    m = re.findall(r"^checksum (\w+)", text, re.M)
+    if c.job_state() != "COMPLETED" or not m or m[-1] != plain:
+        raise Failure(f"job {c.job} ended {c.job_state()}, checksum {m[-1] if m else None} "
+                      f"(the plain run's {plain}):\n{text[-3000:]}")
+    return text
+
+
 def scenario(c):
     n1, n2 = c.names
     job = "slurm-heat"
@@ -310,15 +324,7 @@ def scenario(c):
     st = c.status(job)
     if st["state"] != "finished" or st["reconfigurations"] != len(steps):
         raise Failure(f"pcmd showed {st}")
-    open(os.path.join(c.tmp, "release"), "w").close()
-    poll(f"the end of job {c.job}", 60, lambda: c.job_state() in ENDED, every=0.5)
-    state = c.job_state()
-    text = open(out).read()
-    if state != "COMPLETED":
-        raise Failure(f"job {c.job} ended {state}:\n{text[-3000:]}")
-    m = re.search(r"^checksum (\w+)", text, re.M)
-    if not m or m.group(1) != plain:
-        raise Failure(f"checksum {m.group(1) if m else None} differs from the plain run's {plain}")
+    released_bit_for_bit(c, out, plain)
     log(f"job {c.job} COMPLETED; checksum {plain} as the plain run's; reconfigurations took "
         + ", ".join(f"{t:.2f}" for t in times) + " s")
 

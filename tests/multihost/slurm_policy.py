@@ -27,7 +27,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "testbed"))
 from cluster import Failure, heat2d_plain  # noqa: E402
-from slurm_heat2d import ENDED, poll, run_on_cluster, runnable_family  # noqa: E402
+from slurm_heat2d import ENDED, poll, released_bit_for_bit, run_on_cluster, runnable_family  # noqa: E402,E501
 from slurm_grow import Cluster  # noqa: E402
 
 
@@ -116,14 +116,7 @@ def scenario(c):
     if st["state"] != "finished":
         raise Failure(f"pcmd showed {st}")
     poll("pcmd's allocations gone", 30, lambda: not c.grow_jobs(), every=0.5)
-    open(os.path.join(c.tmp, "release"), "w").close()
-    poll(f"the end of job {c.job}", 60, lambda: c.job_state() in ENDED, every=0.5)
-    text = open(out).read()
-    if c.job_state() != "COMPLETED":
-        raise Failure(f"job {c.job} ended {c.job_state()}:\n{text[-3000:]}")
-    m = re.search(r"^checksum (\w+)", text, re.M)
-    if not m or m.group(1) != plain:
-        raise Failure(f"checksum {m.group(1) if m else None} differs from the plain run's {plain}")
+    released_bit_for_bit(c, out, plain)
     log(f"job {c.job} COMPLETED after {st['reconfigurations']} reconfigurations; checksum "
         f"{plain} as the plain run's")
 

@@ -26,7 +26,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "testbed"))
 from cluster import Failure, heat2d_plain  # noqa: E402
-from slurm_heat2d import ENDED, poll, run_on_cluster, runnable_family  # noqa: E402
+from slurm_heat2d import ENDED, poll, released_bit_for_bit, run_on_cluster, runnable_family  # noqa: E402,E501
 from slurm_grow import Cluster  # noqa: E402
 
 TEST = "slurm.slow_commands"
@@ -128,13 +128,7 @@ def scenario(c):
 
     poll("mpiexec's end", 240, lambda: "mpiexec exited" in open(out).read()
          or c.job_state() in ENDED, every=0.5)
-    open(os.path.join(c.tmp, "release"), "w").close()
-    poll(f"the end of job {c.job}", 60, lambda: c.job_state() in ENDED, every=0.5)
-    text = open(out).read()
-    m = re.search(r"^checksum (\w+)", text, re.M)
-    if c.job_state() != "COMPLETED" or not m or m.group(1) != plain:
-        raise Failure(f"job {c.job} ended {c.job_state()}, checksum {m.group(1) if m else None} "
-                      f"(plain {plain}):\n{text[-3000:]}")
+    released_bit_for_bit(c, out, plain)
     log(f"job {c.job} COMPLETED; checksum {plain} as the plain run's")
 
 
