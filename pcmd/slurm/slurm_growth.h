@@ -111,8 +111,8 @@ class SlurmGrowth : public CommandDesk::Growth {
   // The extra allocations no process uses (or will), and the releasable nodes of pcmd's own.
   std::vector<std::string> free_extras() const;
   std::vector<std::string> free_nodes() const;
-  // Hosts that take no new process while they are given back (draining).
-  void take_no_process(const std::vector<std::string>& hosts);
+  // Hosts that take no new process while they are given back (draining); those it marked.
+  std::vector<std::string> take_no_process(const std::vector<std::string>& hosts);
   // scancel of extra allocation id in the background; then its hosts leave the inventory and
   // what happened is told to job `owner` (when not empty) and the log.
   void give_back(const std::string& id, const std::string& owner);

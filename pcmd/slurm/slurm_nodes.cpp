@@ -214,10 +214,15 @@ void SlurmGrowth::give_back_unused() {
       });
 }
 
-void SlurmGrowth::take_no_process(const std::vector<std::string>& hosts) {
+std::vector<std::string> SlurmGrowth::take_no_process(const std::vector<std::string>& hosts) {
+  std::vector<std::string> marked;
   for (const auto& h : hosts)
-    if (InventoryHost* host = inventory_.find(h)) host->draining = true;
+    if (InventoryHost* host = inventory_.find(h); host && !host->draining) {
+      host->draining = true;
+      marked.push_back(h);
+    }
   changes_.bump();
+  return marked;
 }
 
 void SlurmGrowth::give_back(const std::string& id, const std::string& owner) {
@@ -246,16 +251,17 @@ void SlurmGrowth::give_back_nodes(const std::vector<std::string>& hosts) {
     if (std::find(hosts.begin(), hosts.end(), h.name) == hosts.end()) rest.push_back(h.name);
   if (rest.empty()) return;  // the batch host stays: never happens
   const std::string list = fmt::format("{}", fmt::join(rest, ","));
-  take_no_process(hosts);  // while scontrol runs
+  const std::vector<std::string> marked = take_no_process(hosts);  // while scontrol runs
   giving_back_ = true;
   background_.run(
       {"scontrol", "update", "JobId=" + parent_.job_id, "NodeList=" + list}, kSlurmTimeout,
-      [this, hosts, list](const CommandResult& c) {
+      [this, hosts, marked, list](const CommandResult& c) {
         giving_back_ = false;
         if (c.exit_code != 0 || c.timed_out) {
           // Said once per node; tried again at the next check, the nodes usable meanwhile.
-          for (const auto& h : hosts) {
+          for (const auto& h : marked)  // not those drained for another reason
             if (InventoryHost* host = inventory_.find(h)) host->draining = false;
+          for (const auto& h : hosts) {
             if (waiting_logged_.insert("update " + h).second)
               log_->warn(
                   "giving node {} of Slurm job {} back failed (scontrol update NodeList={}): "

@@ -36,6 +36,12 @@ int spawn_piped(const std::vector<std::string>& argv, char* const* envp, pid_t* 
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_adddup2(&fa, out[1], 1);
   posix_spawn_file_actions_adddup2(&fa, out[1], 2);
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
+  // Nothing else of pcmd's: an inherited descriptor of a store file keeps its HDF5 lock (an
+  // open file description's flock) while the command runs, and pcmd's next open of that file
+  // failed with EAGAIN (slurm.paper_merge_gives_back, once).
+  posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+#endif
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);

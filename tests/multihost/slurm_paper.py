@@ -115,9 +115,14 @@ def scenario(c, mode):
         took = gone_within(c, f"Slurm job {extra}'s end after the merge", t)
         log(f"merge off {n2} (PCM_Merge, respawned): Slurm job {extra} gone from squeue "
             f"{took:.2f} s after pcmctl merge")
-        ev = c.status(job).get("events", [])
-        if not any(f"gave Slurm job {extra} back" in e for e in ev):
-            raise Failure(f"no event says Slurm job {extra} was given back: {ev[-4:]}")
+        # pcmd takes scancel's answer in the background: the event may follow squeue by a moment.
+        try:
+            poll(f"the event that Slurm job {extra} was given back", 10,
+                 lambda: any(f"gave Slurm job {extra} back" in e
+                             for e in c.status(job).get("events", [])), every=0.2)
+        except Failure:
+            raise Failure(f"no event says Slurm job {extra} was given back: "
+                          f"{c.status(job).get('events', [])[-4:]}")
         finish_job(c, out, release=False)
         if c.grow_jobs():
             raise Failure(f"pcmd's allocations left at the end: {c.grow_jobs()}")

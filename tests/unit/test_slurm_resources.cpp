@@ -3,8 +3,10 @@
 // Slurm's time stamps, the refusals outside an allocation or without Slurm, the bounded command
 // runner, the background program (Child), the environment Slurm's commands get, and the
 // inventory's Slurm job column kept across a restart.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -277,6 +279,22 @@ TEST(RunCommand, CapturesOutputAndExitAndKillsAfterTheTimeout) {
   r = run_command({"sh", "-c", "exec >/dev/null 2>&1; sleep 30"}, std::chrono::milliseconds(300));
   EXPECT_TRUE(r.timed_out);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(20));
+}
+
+// A command gets pcmd's standard descriptors only: one it inherited would keep a store file's
+// HDF5 lock (flock) while it runs.
+TEST(RunCommand, TheCommandInheritsNoOtherDescriptor) {
+  const int fd = ::open("/dev/null", O_RDONLY);  // no O_CLOEXEC, as HDF5 opens its files
+  ASSERT_GE(fd, 3);
+  const CommandResult r =
+      run_command({"sh", "-c", "ls /proc/$$/fd"}, std::chrono::milliseconds(10000));
+  ::close(fd);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::istringstream names(r.output);
+  std::vector<std::string> open;
+  for (std::string n; names >> n;) open.push_back(n);
+  EXPECT_EQ(std::count(open.begin(), open.end(), std::to_string(fd)), 0) << r.output;
+  EXPECT_EQ(std::count(open.begin(), open.end(), "1"), 1) << r.output;
 }
 
 namespace {
