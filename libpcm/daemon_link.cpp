@@ -52,6 +52,18 @@ void DaemonLink::close() {
 
 namespace {
 
+// Whether p's events came before deadline (now_ms()'s clock); a signal (a stop's, PCM_STOP_SIGNALS)
+// does not cut the wait short.
+bool poll_within(pollfd& p, std::int64_t deadline) {
+  for (;;) {
+    const std::int64_t left = deadline - now_ms();
+    if (left <= 0) return false;
+    const int ready = ::poll(&p, 1, static_cast<int>(left));
+    if (ready >= 0) return ready == 1;
+    if (errno != EINTR) return false;
+  }
+}
+
 // A blocking connect to tcp://HOST:PORT (HOST may be [v6]) within timeout_ms; the socket or -1
 // with errno's reason in *why.
 int connect_tcp(const std::string& endpoint, int timeout_ms, std::string* why) {
@@ -82,7 +94,7 @@ int connect_tcp(const std::string& endpoint, int timeout_ms, std::string* why) {
     err = errno;
     if (err == EINPROGRESS) {
       pollfd p{fd, POLLOUT, 0};
-      err = ::poll(&p, 1, timeout_ms) == 1 ? 0 : ETIMEDOUT;
+      err = poll_within(p, now_ms() + timeout_ms) ? 0 : ETIMEDOUT;
       socklen_t len = sizeof err;
       if (err == 0) ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
     }
@@ -124,11 +136,10 @@ void DaemonLink::watch(const std::string& job, std::int64_t incarnation, const s
   const std::int64_t deadline = now_ms() + timeout_ms;
   while (challenge.find('\n') == std::string::npos && challenge.size() < 256) {
     pollfd p{fd, POLLIN, 0};
-    const std::int64_t left = deadline - now_ms();
     char buf[128];
-    ssize_t n = left > 0 && ::poll(&p, 1, static_cast<int>(left)) == 1
-                    ? ::recv(fd, buf, sizeof buf, 0)
-                    : -1;
+    if (!poll_within(p, deadline)) break;
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     challenge.append(buf, static_cast<std::size_t>(n));
   }

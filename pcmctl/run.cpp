@@ -153,19 +153,31 @@ void pause_ms(long ms) {
   nanosleep(&t, nullptr);
 }
 
-// Ends the launcher's whole group: TERM, then KILL after grace_s; returns its wait status.
-int end_group(pid_t pid, double grace_s) {
-  ::kill(-pid, SIGTERM);
-  const auto until = Clock::now() + std::chrono::duration<double>(grace_s);
+namespace {
+// Waits for child pid up to seconds, then sends SIGKILL to target (pid, or -pid: its group) and
+// waits for it; its wait status, *late saying whether it had to be killed.
+int wait_bounded(pid_t pid, double seconds, pid_t target, bool* late) {
+  const auto until = Clock::now() + std::chrono::duration<double>(seconds);
   int status = 0;
+  *late = false;
   while (::waitpid(pid, &status, WNOHANG) == 0) {
     if (Clock::now() > until) {
-      ::kill(-pid, SIGKILL);
+      ::kill(target, SIGKILL);
       ::waitpid(pid, &status, 0);
+      *late = true;
       break;
     }
     pause_ms(50);
   }
+  return status;
+}
+}  // namespace
+
+// Ends the launcher's whole group: TERM, then KILL after grace_s; returns its wait status.
+int end_group(pid_t pid, double grace_s) {
+  ::kill(-pid, SIGTERM);
+  bool late = false;
+  const int status = wait_bounded(pid, grace_s, -pid, &late);
   ::kill(-pid, SIGKILL);  // whatever of the group outlived the launcher
   return status;
 }
@@ -221,16 +233,9 @@ std::string requeue_job() {
     _exit(127);
   }
   // Requeuing a running job ends it, this process with it: what follows may never run.
-  const auto until = Clock::now() + std::chrono::seconds(30);
-  int status = 0;
-  while (::waitpid(pid, &status, WNOHANG) == 0) {
-    if (Clock::now() > until) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, &status, 0);
-      return fmt::format("scontrol requeue {} did not answer within 30 s", job);
-    }
-    pause_ms(50);
-  }
+  bool late = false;
+  const int status = wait_bounded(pid, 30, pid, &late);
+  if (late) return fmt::format("scontrol requeue {} did not answer within 30 s", job);
   return fmt::format("scontrol requeue {} {}", job, describe(status));
 }
 
