@@ -281,6 +281,8 @@ TEST_F(ServerTest, ARestartReshapeIsLeftToPcmctlRun) {
              {"supervised", true}};
   EXPECT_EQ(code(again), PCM_ERR_REFUSED);
   client_->request({{"op", "job_move"}, {"job", "r"}, {"action", "reshape_stop"}});
+  // A rank that outlives the first killed one sees MPI fail: the end of this run, not the job's.
+  EXPECT_EQ(code({{"op", "finished"}, {"job", "r"}, {"error", "MPI_Bcast failed"}}), PCM_SUCCESS);
   st = client_->request({{"op", "status"}, {"job", "r"}}).header.at("jobs").at(0);
   EXPECT_EQ(st.at("state"), "running");
   EXPECT_EQ(st.at("reshaping"), id);
