@@ -515,7 +515,7 @@ JobTable::Outcome JobTable::reconfigured(
 void JobTable::finished(const ops::Finished& r) {
   Job& job = find(r.job);
   job.iteration = r.iteration.value_or(job.iteration);
-  if (r.error && (job.stopping || (job.move && job.move->state == "under way"))) {
+  if (r.error && job.run_ended_by_pcmctl()) {
     // pcmctl run ends this run itself (restart reshape, move; its version is written): the ranks
     // that outlive the first killed one see MPI fail. That is the run's end, not the job's.
     log_->info("job {}: a process of the run pcmctl run is ending saw MPI fail ({}): expected",
@@ -563,7 +563,7 @@ json JobTable::want_checkpoint(Job& job, std::string why, bool at_once, bool sto
          state_name(job.state));
   // pcmctl run ends this run itself (its version is written): the signal that ends it is not a
   // stop, and the processes that ask take the signal's default action (libpcm).
-  if (stop && (job.stopping || (job.move && job.move->state == "under way")))
+  if (stop && job.run_ended_by_pcmctl())
     fail(PCM_ERR_REFUSED, "job '{}': pcmctl run is ending this run for a {}: no stop", job.name,
          job.stopping ? "restart reshape" : "move");
   const auto now = std::chrono::steady_clock::now();

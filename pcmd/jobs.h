@@ -126,6 +126,9 @@ struct Job {
     static Move from_json(const nlohmann::json& j, std::chrono::steady_clock::time_point now);
   };
   std::optional<Move> move;
+  // pcmctl run is ending this run itself (a restart reshape's stop, a move under way): its
+  // processes' ends are not the job's, and a signal to them is not a stop.
+  bool run_ended_by_pcmctl() const { return stopping || (move && move->state == "under way"); }
   // Checkpoints PCM_Adapt schedules itself (PCM_CHECKPOINT_MTBF), as rank 0's polls report them:
   // {"cost_s", "interval_s", "mtbf_s"} (null: not scheduled).
   nlohmann::json checkpoint_schedule;
