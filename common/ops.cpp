@@ -2,6 +2,7 @@
 #include "ops.h"
 
 #include <climits>
+#include <set>
 
 #include "command.h"
 #include "error.h"
@@ -206,10 +207,11 @@ JobMove JobMove::from_json(const json& j) {
   JobMove r;
   r.job = job_of(j);
   r.action = opt_string(j, "action", 16).value_or("ask");
-  if (r.action != "ask" && r.action != "supervise" && r.action != "begin" && r.action != "done" &&
-      r.action != "failed" && r.action != "reshape_failed" && r.action != "reshape_stop")
+  static const std::set<std::string> kActions{
+      "ask", "supervise", "begin", "stop", "done", "failed", "reshape_failed", "reshape_stop"};
+  if (kActions.count(r.action) == 0)
     fail(PCM_ERR_ARG,
-         "field \"action\" must be ask, supervise, begin, done, failed, "
+         "field \"action\" must be ask, supervise, begin, stop, done, failed, "
          "reshape_stop or reshape_failed");
   if (r.action == "ask" || j.contains("site")) r.site = site_of(j);
   r.text = opt_string(j, "text", 2000);

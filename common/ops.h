@@ -141,7 +141,8 @@ struct Register {
   json to_json() const;
 };
 
-// Rank 0's poll. Reply: command (null or the pending one).
+// Rank 0's poll. Reply: command (null or the pending one); with a checkpoint asked, checkpoint
+// (its id), checkpoint_at_once, and for a stop stop and stop_why (why it was asked).
 struct Poll {
   static constexpr Op kOp = Op::kPoll;
   std::string job;
@@ -207,7 +208,8 @@ struct JobEvent {
 struct JobMove {
   static constexpr Op kOp = Op::kJobMove;
   std::string job;
-  // ask, supervise, begin, done, failed; for a job that reshapes by restart: reshape_stop,
+  // ask, supervise, begin, stop (the run under way to move writes a last version and ends: reply
+  // id, text), done, failed; for a job that reshapes by restart: reshape_stop,
   // pcmctl run ends the run to carry its pending command out; reshape_failed, it could not
   // (text: why), and the job goes on as it was.
   std::string action = "ask";

@@ -149,7 +149,9 @@ int Runtime::stop_job(MPI_Comm* comm) {
     plog()->warn("[rank 0] job {}: {}: a last version, then the end", life_.job, stop_reason());
   ops::Finished done;
   done.job = life_.job;
-  done.iteration = life_.iteration;
+  // The iteration the call begins, counted over the job's runs as the last version's label is
+  // (Checkpointer::write_final), not over this run's calls.
+  done.iteration = std::max<std::int64_t>(restart_.iteration, 0) + life_.iteration;
   done.stopped = stop_reason();
   if (resumed_ && !registry_.empty()) {
     done.stopped_version = checkpointer_.write_final(life_.iteration, stop_reason());

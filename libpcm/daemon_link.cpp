@@ -308,6 +308,7 @@ std::optional<proto::Command> DaemonLink::poll(const std::string& job, std::int6
         checkpoint_wanted_ = proto::opt_int(reply, "checkpoint", 0, INT64_MAX).value_or(0);
         checkpoint_at_once_ = proto::get_bool(reply, "checkpoint_at_once", false);
         stop_wanted_ = proto::get_bool(reply, "stop", false);
+        if (stop_wanted_) stop_why_ = proto::opt_string(reply, "stop_why", 512).value_or("");
         lost_new_ = proto::opt_string(reply, "lost", 256).value_or("");
         if (auto it = reply.find("command"); it != reply.end() && it->is_object())
           command = proto::Command::from_json(*it, world_size);

@@ -63,6 +63,8 @@ class DaemonLink {
   bool checkpoint_at_once() const { return checkpoint_at_once_; }
   // pcmd asks the job to end after a last version (`pcmctl stop`, pcmctl run's signal).
   bool stop_wanted() const { return stop_wanted_; }
+  // Why pcmd asks the stop (a move, pcmctl stop's --why; "" from an older pcmd): rank 0's.
+  const std::string& stop_why() const { return stop_why_; }
   // A process that joined the job in the command in flight and was lost ("PID on HOST"), as the
   // last poll reply says ("": none): a split's old world then gives the split up.
   const std::string& lost_new() const { return lost_new_; }
@@ -111,6 +113,7 @@ class DaemonLink {
   std::int64_t checkpoint_wanted_ = 0;
   bool checkpoint_at_once_ = false;
   bool stop_wanted_ = false;
+  std::string stop_why_;
   std::string lost_new_;
   std::optional<std::array<double, 3>> schedule_;  // cost, interval, MTBF
   nlohmann::json profile_;                         // to send with the next poll (null: none)

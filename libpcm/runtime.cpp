@@ -469,8 +469,9 @@ int Runtime::tell_stop() {
 }
 
 std::string Runtime::stop_reason() const {
-  return life_.stop == Lifecycle::kStopAsked ? std::string("asked to stop by pcmd")
-                                             : signal_name(life_.stop) + " received";
+  if (life_.stop != Lifecycle::kStopAsked) return signal_name(life_.stop) + " received";
+  const std::string& why = link_.stop_why();  // rank 0's (it polls), which tells pcmd
+  return why.empty() ? std::string("asked to stop by pcmd") : "asked to stop by pcmd: " + why;
 }
 
 void Runtime::end_world(ops::Finished done) {

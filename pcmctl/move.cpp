@@ -91,8 +91,7 @@ void Supervisor::move_failed(const std::string& why) {
 Supervisor::MoveStep Supervisor::checkpoint_and_stop(pid_t pid, const std::string& reason,
                                                      int* status, std::string* why,
                                                      std::int64_t* id,
-                                                     Clock::time_point* checkpointed,
-                                                     std::int64_t reshape_command) {
+                                                     Clock::time_point* checkpointed) {
   try {
     *id = pcmd_.request(req_checkpoint(o_.job, reason, true)).at("id").get<std::int64_t>();
   } catch (const std::exception& e) {
@@ -125,23 +124,75 @@ Supervisor::MoveStep Supervisor::checkpoint_and_stop(pid_t pid, const std::strin
     pause_ms(20);
   }
   *checkpointed = Clock::now();
-  if (reshape_command > 0) {
-    try {
-      pcmd_.request(ops::request(ops::JobMove{o_.job, "reshape_stop", std::nullopt, std::nullopt}));
-    } catch (const std::exception& e) {
-      *why = fmt::format("pcmd did not take the stop ({})", e.what());
-      return MoveStep::kStayed;
-    }
-    end_group(pid, 3);
-    return MoveStep::kMoved;
+  try {
+    pcmd_.request(ops::request(ops::JobMove{o_.job, "reshape_stop", std::nullopt, std::nullopt}));
+  } catch (const std::exception& e) {
+    *why = fmt::format("pcmd did not take the stop ({})", e.what());
+    return MoveStep::kStayed;
   }
   end_group(pid, 3);
-  // pcmd must have seen the run end before the relaunch takes the name over (bounded).
-  for (int i = 0; i < 200; ++i) {
+  return MoveStep::kMoved;
+}
+
+Supervisor::MoveStep Supervisor::stop_for_move(pid_t pid, int* status, std::string* why) {
+  Moving& v = *moving_;
+  std::int64_t id = 0;
+  try {
+    id = pcmd_.request(ops::request(ops::JobMove{o_.job, "stop", v.to, std::nullopt}))
+             .at("id")
+             .get<std::int64_t>();
+  } catch (const std::exception& e) {
+    *why = fmt::format("the stop could not be asked ({})", e.what());
+    return MoveStep::kStayed;
+  }
+  // The run writes its last version and stops (pcmd's state "stopped"); until then it goes on,
+  // and a move that fails withdraws the stop.
+  const auto until = Clock::now() + std::chrono::seconds(o_.move_timeout_s);
+  bool ended = false;
+  for (;;) {
+    if (!ended && ::waitpid(pid, status, WNOHANG) == pid) ended = true;
+    if (pending_signal()) {
+      *why = "pcmctl run was interrupted";
+      return ended ? MoveStep::kEnded : MoveStep::kStayed;
+    }
     const json s = job_status(pcmd_, o_.job);
-    if (!s.is_object() || s.value("state", "") != "running") break;
+    const std::string state = s.is_object() ? s.value("state", "") : "";
+    if (state == "stopped") break;
+    if (ended) {
+      *why = fmt::format("the run ended before it stopped for the move (pcmd: {})",
+                         state.empty() ? "no answer" : state);
+      return MoveStep::kEnded;
+    }
+    if (s.is_object() && state != "running") {
+      *why = fmt::format("the run became {} before it stopped", state);
+      return MoveStep::kStayed;
+    }
+    if (Clock::now() > until) {
+      *why = fmt::format("the run did not stop within {} s of stop {} (--move-timeout-s)",
+                         o_.move_timeout_s, id);
+      return MoveStep::kStayed;
+    }
     pause_ms(20);
   }
+  v.checkpointed = Clock::now();
+  // Its processes leave by themselves; the launcher is ended only when they have not within the
+  // finish grace (stuck in MPI_Finalize: a host lost after the last reconfiguration).
+  const auto grace = v.checkpointed + std::chrono::seconds(o_.finish_grace_s);
+  while (!ended && Clock::now() < grace) {
+    if (::waitpid(pid, status, WNOHANG) == pid)
+      ended = true;
+    else
+      pause_ms(20);
+  }
+  v.stopped = Clock::now();
+  if (!ended) {
+    event(pcmd_, o_.job,
+          fmt::format("move to site {}: the job stopped, but its launcher was still there {} s "
+                      "later: ended it",
+                      v.to, o_.finish_grace_s));
+    end_group(pid, 3);
+  }
+  v.launcher_ended = ended ? describe(*status) : "ended by pcmctl run";
   return MoveStep::kMoved;
 }
 
@@ -156,13 +207,12 @@ Supervisor::MoveStep Supervisor::move(pid_t pid, const json& j, int* status) {
                                 std::chrono::duration<double>(m.value("seconds", 0.0)));
   moving_ = mv;
   Moving& v = *moving_;
-  tell(
-      pcmd_, o_.job, "begin", v.to,
-      fmt::format("move to site {}: taken by pcmctl run (checkpoint, stop, relaunch there)", v.to));
+  tell(pcmd_, o_.job, "begin", v.to,
+       fmt::format("move to site {}: taken by pcmctl run (a last version, the run's end, a "
+                   "relaunch there)",
+                   v.to));
   std::string why;
-  std::int64_t id = 0;
-  const MoveStep step =
-      checkpoint_and_stop(pid, "move to site " + v.to, status, &why, &id, &v.checkpointed);
+  const MoveStep step = stop_for_move(pid, status, &why);
   if (step != MoveStep::kMoved) {
     move_failed(step == MoveStep::kEnded
                     ? why
@@ -183,9 +233,10 @@ Supervisor::MoveStep Supervisor::move(pid_t pid, const json& j, int* status) {
     return MoveStep::kMoved;
   }
   event(pcmd_, o_.job,
-        fmt::format("move to site {}: checkpoint {} written {:.2f} s after the move was asked; "
-                    "the run on {} stopped {:.2f} s later; relaunching on {} processes ({})",
-                    v.to, id, seconds_between(v.asked, v.checkpointed), v.from_hosts,
+        fmt::format("move to site {}: the run on {} stopped after its last version {:.2f} s "
+                    "after the move was asked; its launcher {} {:.2f} s later; relaunching on {} "
+                    "processes ({})",
+                    v.to, v.from_hosts, seconds_between(v.asked, v.checkpointed), v.launcher_ended,
                     seconds_between(v.checkpointed, v.stopped), np_, hosts_));
   return MoveStep::kMoved;
 }
@@ -196,7 +247,8 @@ void Supervisor::move_resumed(const json& j) {
   const auto now = Clock::now();
   tell(pcmd_, o_.job, "done", v.to,
        fmt::format("move to site {} done: iterating again {:.2f} s after it was asked "
-                   "(checkpoint {:.2f} s, stop {:.2f} s, relaunch until iterating {:.2f} s; "
+                   "(last version and stop {:.2f} s, processes' end {:.2f} s, relaunch until "
+                   "iterating {:.2f} s; "
                    "{} processes on {}{} then, {} on {} in site {} now)",
                    v.to, seconds_between(v.asked, now), seconds_between(v.asked, v.checkpointed),
                    seconds_between(v.checkpointed, v.stopped), seconds_between(v.stopped, now),
@@ -234,7 +286,35 @@ void finish_run_site_options(RunOptions& o) {
   o.site_configs = by_site(o.site_config_specs, "--site-config");
 }
 
+namespace {
+
+// Waits (bounded by --start-wait, with a line every 10 s) while the job is not running: not
+// registered yet (its pcmctl run is launching it) or between two runs (a recovery, a resumed
+// stop). A finished job does not come back.
+void wait_for_run(Connection& pcmd, const MoveOptions& o) {
+  const auto start = SupervisorClock::now();
+  auto next_line = start;
+  for (;;) {
+    const json j = job_status(pcmd, o.job);
+    const std::string state = j.is_object() ? j.value("state", "") : "";
+    const double waited = seconds_between(start, SupervisorClock::now());
+    if (state == "running" || state == "finished" || waited >= o.start_wait_s) return;
+    if (SupervisorClock::now() >= next_line) {
+      std::cerr << fmt::format(
+          "pcmctl: job '{}' {}: waiting for its run to register ({:.0f} s "
+          "of --start-wait {:.0f} s)\n",
+          o.job, state.empty() ? "is not known to pcmd yet" : "is " + state, waited,
+          o.start_wait_s);
+      next_line += std::chrono::seconds(10);
+    }
+    pause_ms(100);
+  }
+}
+
+}  // namespace
+
 int move_job(Connection& pcmd, const MoveOptions& o) {
+  wait_for_run(pcmd, o);
   const json r = pcmd.request(ops::request(ops::JobMove{o.job, "ask", o.site, std::nullopt}));
   std::cout << r.at("text").get<std::string>() << "\n";
   if (o.wait_s <= 0) return 0;
@@ -357,7 +437,7 @@ Supervisor::MoveStep Supervisor::restart_reshape(pid_t pid, const json& j, int* 
                     r.what, r.command, r.size));
   std::int64_t id = 0;
   const MoveStep step = checkpoint_and_stop(pid, r.what + " by a restart reshape", status, &why,
-                                            &id, &r.checkpointed, r.command);
+                                            &id, &r.checkpointed);
   if (step != MoveStep::kMoved) {
     reshape_failed(r.command, step == MoveStep::kEnded ? why : why + "; the job goes on as it was");
     return step;

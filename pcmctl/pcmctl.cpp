@@ -405,11 +405,16 @@ void add_site_env(CLI::App& app, Cli& cli) {
 void add_move(CLI::App& app, Cli& cli) {
   auto a = std::make_shared<MoveOptions>();
   auto* sub = app.add_subcommand(
-      "move", "move a job run by `pcmctl run` to another site: checkpoint, stop, restart there");
+      "move", "move a job run by `pcmctl run` to another site: last version, stop, restart there");
   sub->add_option("job", a->job, "job name")->required();
   sub->add_option("--site", a->site, "the site to move it to")->required();
   sub->add_option("--wait", a->wait_s,
                   "wait this many seconds for the move to end (exit 1: failed)");
+  sub->add_option("--start-wait", a->start_wait_s,
+                  "a job not running yet (its pcmctl run has not launched it, or it is between "
+                  "two runs): wait this many seconds for its run to register (0: ask at once)")
+      ->check(CLI::Range(0.0, 86400.0))
+      ->capture_default_str();
   on_run(sub, cli, [a](Connection& pcmd) { return move_job(pcmd, *a); });
 }
 

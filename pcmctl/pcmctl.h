@@ -120,6 +120,9 @@ struct MoveOptions {
   std::string job;
   std::string site;
   double wait_s = 0;
+  // A job not running yet (pcmctl run has not launched it or it is between two runs): wait this
+  // long for its run to register before asking.
+  double start_wait_s = 60;
 };
 int move_job(Connection& pcmd, const MoveOptions& options);
 

@@ -182,13 +182,13 @@ int end_group(pid_t pid, double grace_s) {
   return status;
 }
 
-namespace {
-
 std::string describe(int status) {
   if (WIFEXITED(status)) return fmt::format("exited with {}", WEXITSTATUS(status));
   if (WIFSIGNALED(status)) return fmt::format("was killed by signal {}", WTERMSIG(status));
   return "ended";
 }
+
+namespace {
 
 int exit_code(int status) {
   if (WIFEXITED(status)) return WEXITSTATUS(status);

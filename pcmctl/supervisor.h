@@ -20,6 +20,8 @@ double seconds_between(SupervisorClock::time_point a, SupervisorClock::time_poin
 void pause_ms(long ms);
 // Ends the launcher's whole group: TERM, then KILL after grace_s; returns its wait status.
 int end_group(pid_t pid, double grace_s);
+// A wait status as words: "exited with 0", "was killed by signal 9".
+std::string describe(int status);
 // The job in pcmd's status (null: pcmd does not answer or does not know it).
 proto::json job_status(Connection& pcmd, const std::string& job);
 bool has_valid_version(Connection& pcmd, const std::string& job);
@@ -54,7 +56,8 @@ class Supervisor {
     std::string from, to;
     std::string from_hosts;
     int from_np = 0;
-    Clock::time_point asked, checkpointed, stopped;
+    Clock::time_point asked, checkpointed, stopped;  // checkpointed: the run stopped
+    std::string launcher_ended;                      // how its launcher ended
   };
   // A restart reshape under way (move.cpp): the command, the world it makes (size, hosts by
   // rank), and when each step ended.
@@ -77,15 +80,19 @@ class Supervisor {
   // move.cpp: the run of launcher pid was asked to move (its status j): checkpoint, stop,
   // place in the new site. kEnded: the launcher ended meanwhile (its wait status in *status).
   MoveStep move(pid_t pid, const proto::json& j, int* status);
+  // move.cpp: the move under way (moving_) stops the run of launcher pid through PCM: pcmd asks
+  // it for a last version and its end (JobMove "stop"), as for a preemption; the processes leave
+  // by themselves (the launcher is ended only after the finish grace). kMoved: stopped (moving_'s
+  // checkpointed, stopped, launcher_ended); kStayed: the run goes on (*why; the move's failure
+  // withdraws the stop); kEnded: the launcher ended before the job stopped (*status, *why).
+  MoveStep stop_for_move(pid_t pid, int* status, std::string* why);
   // move.cpp: asks the job for a version (reason: its checkpoint's why), waits until it is
-  // committed (--move-timeout-s), ends the run of launcher pid and waits (bounded) until pcmd saw
-  // it end. kMoved: stopped (*id, *checkpointed); kStayed: the run goes on (*why); kEnded: the
-  // launcher ended meanwhile (its wait status in *status, *why). reshape_command: the run ends
-  // for that command's restart reshape, which pcmd is told first (it then expects the losses and
-  // lets the relaunch take the name over at once).
+  // committed (--move-timeout-s), tells pcmd that the run ends for its restart reshape (it then
+  // expects the losses and lets the relaunch take the name over at once) and ends the run of
+  // launcher pid. kMoved: stopped (*id, *checkpointed); kStayed: the run goes on (*why); kEnded:
+  // the launcher ended meanwhile (its wait status in *status, *why).
   MoveStep checkpoint_and_stop(pid_t pid, const std::string& reason, int* status, std::string* why,
-                               std::int64_t* id, Clock::time_point* checkpointed,
-                               std::int64_t reshape_command = 0);
+                               std::int64_t* id, Clock::time_point* checkpointed);
   // move.cpp: the job (status j) has a command pending for a restart reshape of the running run
   // (not one that hung: that run is ending, reshape_after_hang takes it).
   static bool reshape_asked(const proto::json& j);

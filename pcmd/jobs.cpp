@@ -48,12 +48,15 @@ Job::Allocating Job::Allocating::from_json(const json& j, Clock::time_point now)
 }
 
 json Job::CheckpointWanted::to_json(Clock::time_point now) const {
-  return json{
+  json j{
       {"id", id}, {"why", why}, {"seconds", age(since, now)}, {"at_once", at_once}, {"stop", stop}};
+  if (by_move) j["by_move"] = true;
+  return j;
 }
 Job::CheckpointWanted Job::CheckpointWanted::from_json(const json& j, Clock::time_point now) {
-  return {j.at("id").get<std::int64_t>(), j.at("why").get<std::string>(), aged(j, now),
-          j.value("at_once", false), j.value("stop", false)};
+  return {
+      j.at("id").get<std::int64_t>(), j.at("why").get<std::string>(), aged(j, now),
+      j.value("at_once", false),      j.value("stop", false),         j.value("by_move", false)};
 }
 
 json Job::Move::to_json(Clock::time_point now) const {
@@ -445,7 +448,10 @@ json JobTable::poll(const ops::Poll& r, LogLimiter& refusals) {
   if (job.checkpoint_wanted) {
     reply["checkpoint"] = job.checkpoint_wanted->id;
     if (job.checkpoint_wanted->at_once) reply["checkpoint_at_once"] = true;
-    if (job.checkpoint_wanted->stop) reply["stop"] = true;
+    if (job.checkpoint_wanted->stop) {
+      reply["stop"] = true;
+      reply["stop_why"] = job.checkpoint_wanted->why.substr(0, 500);
+    }
   }
   if (!job.liveness.lost_joining.empty()) reply["lost"] = job.liveness.lost_joining;
   return reply;
@@ -557,13 +563,15 @@ json JobTable::profile(const ops::Profile& r) {
   return reply;
 }
 
-json JobTable::want_checkpoint(Job& job, std::string why, bool at_once, bool stop) {
+json JobTable::want_checkpoint(Job& job, std::string why, bool at_once, bool stop, bool by_move) {
   if (job.state != JobState::kRunning)
     fail(PCM_ERR_REFUSED, "job '{}' is {}: no checkpoint to ask of it", job.name,
          state_name(job.state));
-  // pcmctl run ends this run itself (its version is written): the signal that ends it is not a
-  // stop, and the processes that ask take the signal's default action (libpcm).
-  if (stop && job.run_ended_by_pcmctl())
+  // pcmctl run ends this run itself (a restart reshape: its version is written): the signal that
+  // ends it is not a stop, and the processes that ask take the signal's default action (libpcm).
+  // A move stops the run through PCM (by_move): a stop asked meanwhile is that one.
+  const bool move_stops = by_move || (job.checkpoint_wanted && job.checkpoint_wanted->by_move);
+  if (stop && job.run_ended_by_pcmctl() && !move_stops)
     fail(PCM_ERR_REFUSED, "job '{}': pcmctl run is ending this run for a {}: no stop", job.name,
          job.stopping ? "restart reshape" : "move");
   const auto now = std::chrono::steady_clock::now();
@@ -574,7 +582,9 @@ json JobTable::want_checkpoint(Job& job, std::string why, bool at_once, bool sto
     job.checkpoint_wanted = Job::CheckpointWanted{std::max(ms, last_checkpoint_id_ + 1), "", now};
     last_checkpoint_id_ = job.checkpoint_wanted->id;
   }
-  job.checkpoint_wanted->why = std::move(why);
+  // A move's stop merged into a stop asked before is not withdrawn with the move.
+  if (by_move && !job.checkpoint_wanted->stop) job.checkpoint_wanted->by_move = true;
+  if (!job.checkpoint_wanted->by_move || by_move) job.checkpoint_wanted->why = std::move(why);
   job.checkpoint_wanted->at_once = job.checkpoint_wanted->at_once || at_once || stop;
   job.checkpoint_wanted->stop = job.checkpoint_wanted->stop || stop;
   const std::string text =

@@ -83,6 +83,9 @@ struct Job {
     std::chrono::steady_clock::time_point since;
     bool at_once = false;  // written from the application's buffers, not staged (ops.h)
     bool stop = false;     // and then the job ends (ops::CheckpointRequest's stop)
+    // The stop a move asked (JobMove "stop"): the ranks' own stops during the move are taken as
+    // this one, and it is withdrawn when the move fails.
+    bool by_move = false;
     // As status shows it and the job table keeps it, its age as "seconds" (now: the clock's).
     nlohmann::json to_json(std::chrono::steady_clock::time_point now) const;
     static CheckpointWanted from_json(const nlohmann::json& j,
@@ -231,7 +234,8 @@ class JobTable {
   proto::json profile(const ops::Profile& r);
   // A checkpoint asked of a running job (a request asked already stays, with the newer reason);
   // the reply names it. checkpoint_written: a version of the job was committed.
-  proto::json want_checkpoint(Job& job, std::string why, bool at_once = false, bool stop = false);
+  proto::json want_checkpoint(Job& job, std::string why, bool at_once = false, bool stop = false,
+                              bool by_move = false);
   void checkpoint_written(Job& job);
   // Status of one job (named) or all.
   proto::json status(const std::optional<std::string>& name);

@@ -84,6 +84,14 @@ json job_move(JobTable& jobs, const Inventory& inventory, const ops::JobMove& r)
     job.supervised = true;
     return json{{"ok", true}, {"move", move_json(job)}, {"text", "supervised"}};
   }
+  if (r.action == "stop") {
+    // pcmctl run has taken the move over: the run writes a last version and its processes leave
+    // (PCM_RETIRED, exit status 75), as for a preemption; pcmctl run relaunches it in the site.
+    if (!under_way(job) || job.move->state != "under way" || job.state != JobState::kRunning)
+      fail(PCM_ERR_REFUSED, "job '{}' has no move under way to stop for", job.name);
+    return jobs.want_checkpoint(job, fmt::format("move to site {}", job.move->site), true, true,
+                                true);
+  }
   if (r.action == "reshape_stop") {
     if (!job.restart_pending() || job.state != JobState::kRunning)
       fail(PCM_ERR_REFUSED, "job '{}' has no command pending for a restart reshape", job.name);
@@ -122,6 +130,13 @@ json job_move(JobTable& jobs, const Inventory& inventory, const ops::JobMove& r)
     if (!job.move || job.move->site != site)
       job.move = Job::Move{site, "", "", std::chrono::steady_clock::now()};
     job.move->state = r.action == "begin" ? "under way" : r.action;
+    // A move that failed before its run stopped leaves the job running: its stop is withdrawn
+    // (the version it asked is still written, at the next agreement).
+    if (r.action == "failed" && job.checkpoint_wanted && job.checkpoint_wanted->by_move) {
+      job.checkpoint_wanted->stop = job.checkpoint_wanted->by_move = false;
+      jobs.note(job, fmt::format("stop {} withdrawn: the move failed; the job goes on",
+                                 job.checkpoint_wanted->id));
+    }
     job.move->text = r.text.value_or("");
     text = r.text ? *r.text : fmt::format("move to site {}: {}", site, job.move->state);
   }

@@ -3,17 +3,20 @@
 
 Two sites of three namespace hosts (testbed/sites.sh, a prefix of this test's own), pcmd on a1
 and the front-ends' relays as in sites.py. heat2d_pcm runs under `pcmctl run --on-inventory
---site a` (pcmctl run on a1) on a1 and a2; `pcmctl move JOB --site b` has pcmctl run checkpoint
-it, stop it and relaunch it from that version on site b's three hosts (mpiexec inside b1 through
+--site a` (pcmctl run on a1) on a1 and a2; `pcmctl move JOB --site b` has pcmctl run stop it
+through PCM (a last version, the processes' own end) and relaunch it from that version on site b's three hosts (mpiexec inside b1 through
 --site-launcher, the ranks reaching pcmd through b's relay with --site-config). Asserts:
 
+  - a move asked before the job's first run registered waits for it (issue 38 item 8);
   - a move to a site pcmd does not know is refused with the reason;
   - the move is done: the job runs on b1, b2, b3 and restarted there from the move's version
     (2 processes then, 3 now);
   - the policy: b1 drained while site b's hosts are full (and closed to site a), pcmd asks a move
     to site a, which pcmctl run carries out (3 processes then, 2 now);
   - the job finishes with the plain run's checksum, bit for bit;
-  - the events hold the move, asked and done, with its timings (checkpoint, stop, relaunch).
+  - the events hold the move, asked and done, with its timings (last version and stop, the
+    processes' end, relaunch); each run stopped through PCM (its processes ended by themselves,
+    none lost, no TERM from pcmctl run).
 
 Exits 77 (ctest SKIPPED) with the reason where namespaces cannot be made (no root).
 """
@@ -62,22 +65,23 @@ def scenario(c):
     out = os.path.join(c.tmp, "job.out")
     throttle, unthrottle = cluster.stretched(c)
     run = supervised(c, job, out, [*ARGS, *throttle])
-    c.pcmctl("wait", job, "--iteration", "20", "--timeout", "120")
-    wait_supervised(c, job)
-    st = c.status(job)
-    if st["hosts"] != [a1, a2]:
-        raise Failure(f"the job starts on {st['hosts']}, expected {[a1, a2]}")
-    r = c.pcmctl("move", job, "--site", "c", check=False)
-    if r.returncode == 0 or "no host of site 'c'" not in r.stderr:
-        raise Failure(f"a move to an unknown site was not refused with the reason: {r.stderr}")
-    log(f"refused: {r.stderr.strip()}")
+    # Asked before pcmctl run's first run has registered: pcmctl move waits for it (--start-wait).
     t0 = time.monotonic()
     r = c.pcmctl("move", job, "--site", "b", "--wait", "120", check=False)
     took = time.monotonic() - t0
     if r.returncode != 0:
         raise Failure(f"pcmctl move exited {r.returncode}: {r.stdout} {r.stderr}\n"
                       f"{c.pcmctl('host', 'list').stdout}")
-    log(f"pcmctl move {job} --site b ({took:.1f} s): {r.stdout.strip()}")
+    if f"job '{job}' is not known to pcmd yet: waiting for its run to register" not in r.stderr:
+        raise Failure(f"pcmctl move, asked before the job registered, did not wait for it: "
+                      f"{r.stderr}")
+    log(f"pcmctl move {job} --site b, asked before the job registered ({took:.1f} s): "
+        f"{r.stdout.strip()}")
+    r = c.pcmctl("move", job, "--site", "c", check=False)
+    if r.returncode == 0 or "no host of site 'c'" not in r.stderr:
+        raise Failure(f"a move to an unknown site was not refused with the reason: {r.stderr}")
+    log(f"refused: {r.stderr.strip()}")
+    c.pcmctl("wait", job, "--iteration", "20", "--timeout", "120")
     st = c.status(job)
     if st["state"] != "running" or st["hosts"] != [b1, b2, b3]:
         raise Failure(f"after the move pcmd shows {st['state']} on {st['hosts']}, expected "
@@ -101,16 +105,26 @@ def scenario(c):
     if [(x[1], x[2]) for x in restarts] != [("2", "3"), ("3", "2")]:
         raise Failure(f"not one restart from 2 to 3 processes, then from 3 to 2:\n{text[-3000:]}")
     events = c.pcmctl("events", job).stdout
-    wanted = [r"move to site b asked", r"checkpoint \d+ asked: move to site b",
-              r"move to site b: checkpoint \d+ written [\d.]+ s after the move was asked; the "
-              rf"run on {a1}:1,{a2}:1 stopped [\d.]+ s later; relaunching on 3 processes",
+    # Each move stops its run through PCM: a last version, the processes' own end (exit 75, or
+    # hydra's 0), never TERM from pcmctl run; no process is lost.
+    launcher = r"its launcher exited with (0|75) [\d.]+ s later"
+    wanted = [r"move to site b asked", r"stop \d+ asked: move to site b",
+              r"stopped at iteration \d+ \(asked to stop by pcmd: move to site b\): the last version "
+              r"is of iteration",
+              rf"move to site b: the run on {a1}:1,{a2}:1 stopped after its last version [\d.]+ s "
+              rf"after the move was asked; {launcher}; relaunching on 3 processes",
               rf"restarted from iteration {restarts[0][0]} \(2 processes then, 3 now\)",
-              r"move to site b done: iterating again [\d.]+ s after it was asked \(checkpoint "
-              r"[\d.]+ s, stop [\d.]+ s, relaunch until iterating [\d.]+ s",
-              rf"move to site a asked by the drain of {b1} \(", r"move to site a done: "]
+              r"move to site b done: iterating again [\d.]+ s after it was asked \(last version "
+              r"and stop [\d.]+ s, processes' end [\d.]+ s, relaunch until iterating [\d.]+ s",
+              rf"move to site a asked by the drain of {b1} \(",
+              rf"move to site a: the run on {b1}:1,{b2}:1,{b3}:1 stopped after its last version "
+              rf"[\d.]+ s after the move was asked; {launcher}", r"move to site a done: "]
     for w in wanted:
         if not re.search(w, events):
             raise Failure(f"the events lack /{w}/:\n{events}")
+    for unwanted in [r"was lost", r"launcher was still there", r"withdrawn"]:
+        if re.search(unwanted, events):
+            raise Failure(f"the events hold /{unwanted}/:\n{events}")
     log(f"the events:\n{events}")
     log(f"ok: site_move: moved from site a (2 processes) to site b (3) under pcmctl run, and back "
         f"by a drain; checksum {plain} as plain")

@@ -94,7 +94,7 @@ def finished_resumed(c, case, job_id, out, plain):
         raise Failure(f"Slurm job {job_id} completed without being requeued")
     text = open(out).read()
     pcmd_log = open(os.path.join(c.tmp, "pcmd.log")).read()
-    stops = re.findall(rf"job pre-{case} stopped at iteration (\d+) \(([^)]*)\): the last version "
+    stops = re.findall(rf"job pre-{case} stopped at iteration (\d+) \((.*?)\): the last version "
                        rf"is of iteration (\d+)", pcmd_log)
     if not stops:
         raise Failure(f"pcmd's log shows no stop of pre-{case}:\n{pcmd_log[-3000:]}")

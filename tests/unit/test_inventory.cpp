@@ -378,6 +378,67 @@ TEST_F(SiteHostsTest, AMoveIsRecordedForPcmctlRunOrRefusedWithWhy) {
   EXPECT_EQ(code({{"op", "job_move"}, {"job", "nope"}, {"site", "west"}}), PCM_ERR_REFUSED);
 }
 
+// A move stops its run through PCM (issue 38 item 8): pcmctl run's "stop" asks the job for a last
+// version and its end, as a preemption does; a rank's own stop meanwhile is that stop (not refused
+// as during a restart reshape); a move that fails withdraws the stop and the job goes on, and the
+// job stopped for a move is relaunched under its name.
+TEST_F(SiteHostsTest, AMoveStopsItsRunThroughPcmAndAFailedMoveWithdrawsItsStop) {
+  register_job("a", 2);  // on localhost, site default
+  auto move = [&](const std::string& action) {
+    return code({{"op", "job_move"}, {"job", "a"}, {"action", action}, {"site", "west"}});
+  };
+  ASSERT_EQ(move("supervise"), PCM_SUCCESS);
+  ASSERT_EQ(move("ask"), PCM_SUCCESS);
+  EXPECT_EQ(move("stop"), PCM_ERR_REFUSED);  // not taken over by pcmctl run yet
+  EXPECT_NE(last_error_.find("no move under way"), std::string::npos) << last_error_;
+  ASSERT_EQ(move("begin"), PCM_SUCCESS);
+  ASSERT_EQ(move("stop"), PCM_SUCCESS);
+  auto p = client_->request({{"op", "poll"}, {"job", "a"}, {"iteration", 5}}).header;
+  EXPECT_TRUE(p.value("stop", false)) << p.dump();
+  EXPECT_TRUE(p.value("checkpoint_at_once", false)) << p.dump();
+  // SIGTERM to a rank meanwhile: its stop is the move's.
+  EXPECT_EQ(code({{"op", "checkpoint_request"},
+                  {"job", "a"},
+                  {"why", "SIGTERM received by rank 1"},
+                  {"stop", true}}),
+            PCM_SUCCESS);
+  auto st = client_->request({{"op", "status"}, {"job", "a"}}).header["jobs"][0];
+  EXPECT_EQ(st["checkpoint_wanted"]["why"], "move to site west") << st.dump();
+  ASSERT_EQ(code({{"op", "job_move"},
+                  {"job", "a"},
+                  {"action", "failed"},
+                  {"site", "west"},
+                  {"text", "the run did not stop in time"}}),
+            PCM_SUCCESS);
+  p = client_->request({{"op", "poll"}, {"job", "a"}, {"iteration", 6}}).header;
+  EXPECT_FALSE(p.value("stop", false)) << p.dump();
+  st = client_->request({{"op", "status"}, {"job", "a"}}).header["jobs"][0];
+  EXPECT_EQ(st["state"], "running");
+  bool withdrawn = false;
+  for (const auto& e : st["events"])
+    withdrawn =
+        withdrawn || e.get<std::string>().find("withdrawn: the move failed") != std::string::npos;
+  EXPECT_TRUE(withdrawn) << st.dump();
+
+  // Again, and this time the run stops: state stopped, the relaunch takes the name.
+  ASSERT_EQ(move("ask"), PCM_SUCCESS);
+  ASSERT_EQ(move("begin"), PCM_SUCCESS);
+  ASSERT_EQ(move("stop"), PCM_SUCCESS);
+  ASSERT_EQ(code({{"op", "finished"},
+                  {"job", "a"},
+                  {"iteration", 7},
+                  {"stopped", "move to site west"},
+                  {"stopped_version", 7}}),
+            PCM_SUCCESS);
+  st = client_->request({{"op", "status"}, {"job", "a"}}).header["jobs"][0];
+  EXPECT_EQ(st["state"], "stopped");
+  EXPECT_TRUE(st["checkpoint_wanted"].is_null()) << st.dump();
+  register_job("a", 2);
+  st = client_->request({{"op", "status"}, {"job", "a"}}).header["jobs"][0];
+  EXPECT_EQ(st["state"], "running");
+  EXPECT_EQ(st["move"]["state"], "under way");
+}
+
 // The policy when a drain leaves a job of a closed site nowhere to go in its own sites: a job
 // under pcmctl run is asked to move whole to the site with the most free slots (pcmctl run then
 // carries it out); one not supervised stays, its drain stalled.
