@@ -53,7 +53,7 @@ def one(c, size_mib, n, out_dir, plot):
     c.pcmctl("wait", job, "--iteration", str(2 * every + 3), "--timeout", "600")
     at = mh.iteration(c, job)
     t_kill = time.time()
-    mh.kill_host(names[-1], link_down=True)
+    mh.kill_host(names[-1], power_off=True)
     rc = run.wait(timeout=900)
     text = open(out).read()
     if rc != 0:

@@ -386,14 +386,21 @@ int Supervisor::follow_run() {
         continue;
       }
       if ((state == "finished" || state == "stopped") && !finished_at) finished_at = Clock::now();
-      if (finished_at && seconds_between(*finished_at, Clock::now()) > o_.finish_grace_s) {
+      // A run that lost a process (a split's new one given up, its host gone) may never leave
+      // MPI_Finalize: its launcher gets 2 s, not the whole grace.
+      const bool lost_some = j.is_object() && !j.value("lost", json::array()).empty();
+      const double grace =
+          lost_some ? std::min(2.0, double(o_.finish_grace_s)) : double(o_.finish_grace_s);
+      if (finished_at && seconds_between(*finished_at, Clock::now()) > grace) {
         // The job ended well, but its launcher stays: processes stuck after the end (in
         // MPI_Finalize, with a peer on a host that died after the last reconfiguration).
         event(pcmd_, o_.job,
-              fmt::format("the job finished, but its launcher was still there {} s later: "
-                          "ended it (processes stuck in MPI_Finalize? a host lost after the "
-                          "last reconfiguration)",
-                          o_.finish_grace_s));
+              fmt::format("the job finished, but its launcher was still there {:g} s later: "
+                          "ended it (processes stuck in MPI_Finalize? {})",
+                          grace,
+                          lost_some ? "a process of the run was lost: " +
+                                          j.at("lost").at(0).get<std::string>()
+                                    : std::string("a host lost after the last reconfiguration")));
         end_group(pid, 2);
         return 0;
       }

@@ -308,6 +308,15 @@ void Inventory::check_silent() {
   }
 }
 
+void Inventory::probe_again(const std::string& host) {
+  if (prober_->on() && find(host)) prober_->remeasure(host);
+}
+
+std::optional<bool> Inventory::answered(const std::string& host) const {
+  if (!prober_->on() || !prober_->measured(host)) return std::nullopt;
+  return prober_->rtt_ms(host).has_value();
+}
+
 // ---- requests ------------------------------------------------------------------------------
 
 json Inventory::list() const {

@@ -124,6 +124,10 @@ class Inventory {
   void note_lost_process(const std::string& host);
   // Every second: a silent host that answered is back; one that did not is measured again.
   void check_silent();
+  // A host probed again now (host_loss.h); its answer: nullopt while the probe runs (or without
+  // probing), then whether it answered.
+  void probe_again(const std::string& host);
+  std::optional<bool> answered(const std::string& host) const;
 
   // ---- agents ----
   // Notes that name's agent host left the inventory (left) or that an agent joins for it again.

@@ -215,6 +215,9 @@ class JobTable {
   bool take_watch_events(Watcher& watcher);
   // The hosts of the processes lost since the last call (the inventory makes them silent).
   std::vector<std::string> take_lost_hosts() { return std::exchange(lost_hosts_, {}); }
+  void note_lost_host(const std::string& host) {
+    if (lost_hosts_.size() < 64) lost_hosts_.push_back(host);
+  }
 
   // register: the running job a registration sent again made (same nonce), if any; the name a
   // registration takes; the job made.

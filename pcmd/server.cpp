@@ -325,6 +325,7 @@ void Server::watch_now() {
 void Server::check_jobs_alive() {
   watch_now();
   if (jobs_.check_alive(*watcher_)) drains_.progress();
+  if (host_loss_.check(std::chrono::steady_clock::now())) drains_.progress();
   inventory_.check_silent();
 }
 

@@ -19,6 +19,7 @@
 #include "data_ops.h"
 #include "drains.h"
 #include "durability.h"
+#include "host_loss.h"
 #include "inventory.h"
 #include "jobs.h"
 #include "log.h"
@@ -121,6 +122,7 @@ class Server {
   Changes changes_;
   JobTable jobs_;
   Inventory inventory_;
+  HostLoss host_loss_{jobs_, inventory_};
   std::unique_ptr<Policy> policy_;  // --policy auto
   CommandDesk desk_;
   Drains drains_;

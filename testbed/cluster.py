@@ -186,11 +186,13 @@ def stretched(c):
     return ["--throttle-us", "10000", "--throttle-while", flag], lambda: os.unlink(flag)
 
 
-def kill_host(h, link_down=False):
+def kill_host(h, link_down=False, power_off=False):
     """Every process of host h dies at once as far as the rest of the cluster can tell: all are
     stopped first (a stopped MPI proxy cannot report its children's deaths), then killed, the
     proxy last, so that the launcher's teardown of the other hosts cannot overtake the loss;
-    with link_down, h's link goes down after. Returns how many processes were killed."""
+    with link_down, h's link goes down after. power_off: as a power or switch failure, no FIN or
+    RST reaches anyone: every process is stopped, the link cut, and only then are they killed.
+    Returns how many processes were killed."""
     pids = [int(p) for p in subprocess.run(["ip", "netns", "pids", h], capture_output=True,
                                            text=True).stdout.split()]
 
@@ -202,12 +204,14 @@ def kill_host(h, link_down=False):
             return False
     pids.sort(key=is_proxy)
     for sig in (signal.SIGSTOP, signal.SIGKILL):
+        if sig == signal.SIGKILL and power_off:
+            subprocess.run(["ip", "link", "set", f"{h}v", "down"], check=True)
         for pid in pids:
             try:
                 os.kill(pid, sig)
             except ProcessLookupError:
                 pass
-    if link_down:
+    if link_down and not power_off:
         subprocess.run(["ip", "link", "set", f"{h}v", "down"], check=True)
     return len(pids)
 

@@ -3,19 +3,23 @@
 
 On three namespace hosts (testbed/hosts.sh; host 3 with two slots), `pcmctl run --on-inventory`
 supervises heat2d_pcm (a version every 100 iterations) from host 1. K times, on a fresh job each
-time, host 3 is killed at a moment the seed picks: all its processes (SIGSTOP, then SIGKILL, its
-MPI proxy last), then its link goes down. The moments:
+time, host 3 is powered off at a moment the seed picks: all its processes are stopped (SIGSTOP),
+its link goes down, and only then are they killed (its MPI proxy last), so that no FIN or RST
+reaches anyone, as in a power or switch failure. The moments:
 
   early       before the first version (the job starts again from the beginning)
   between     between two versions
   checkpoint  as a version is due (its iteration reached)
   split       while a split onto host 3 is in flight
+  split_new   the job on hosts 1 and 2 only, while a split of rank 1 onto host 3 is in flight
+              (its new process alone there: given up by the old world, or recovered)
   merge       while a merge of host 3's process into host 2's is in flight
 
 Each time the job must finish with pcmctl run's exit 0 and the plain run's checksum, relaunched
-on the two hosts that still answer, and its events must hold the recovery with its timings.
-Prints, per kill, the moment, where the job stood, the version it restarted from, the iterations
-computed twice and the recovery's timings; a summary at the end. Between kills host 3 comes back
+on the two hosts that still answer, and its events must hold the recovery with its timings and
+a loss seen by pcmd, not by the reconfiguration watchdog. Prints, per kill, the moment, where
+the job stood, the version it restarted from, the iterations computed twice and the recovery's
+timings (from the power-off too); a summary at the end. Between kills host 3 comes back
 (link up) for the next job. Exits 77 (SKIPPED) without root or on Open MPI (pcmctl run passes
 the hosts as hydra's -hosts here).
 """
@@ -32,7 +36,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import cluster as mh  # noqa: E402
 from cluster import iteration, revive_host, supervised  # noqa: E402
 
-MOMENTS = ["between", "split", "early", "merge", "checkpoint"]
+MOMENTS = ["between", "split", "early", "merge", "checkpoint", "split_new"]
 ARGS = ["--nx", "97", "--ny", "64", "--iters", "1500"]
 
 
@@ -52,29 +56,33 @@ def strike(c, job, moment, rng):
         c.pcmctl("wait", job, "--iteration", str(100 * rng.randint(1, 5)), "--timeout", "120")
     else:
         c.pcmctl("wait", job, "--iteration", str(rng.randint(120, 400)), "--timeout", "120")
-        cmd = ["split", job, "2", "--into", "2", "--host", h3] if moment == "split" else \
-            ["merge", job, "1", "2"]
+        cmd = {"split": ["split", job, "2", "--into", "2", "--host", h3],
+               "split_new": ["split", job, "1", "--into", "2", "--host", h3],
+               "merge": ["merge", job, "1", "2"]}[moment]
         c.pcmctl(*cmd)
         # A random moment of the reconfiguration (a merge takes about 0.06 s, a split longer).
-        time.sleep(rng.uniform(0, 0.3 if moment == "split" else 0.12))
+        time.sleep(rng.uniform(0, 0.12 if moment == "merge" else 0.3))
     at = iteration(c, job)
-    n = mh.kill_host(h3, link_down=True)
-    log(f"{job}: killed {n} processes on {h3} ({moment}) at about iteration {at}; link down")
-    return at
+    n = mh.kill_host(h3, power_off=True)
+    log(f"{job}: powered {h3} off ({moment}: {n} processes stopped, its link cut, then killed) "
+        f"at about iteration {at}")
+    return at, time.time()
 
 
 def one_kill(c, k, moment, rng, plain):
     h1, h2, h3 = c.names
     job = f"rc{k}"
     out = os.path.join(c.tmp, "job.out")  # run_on_cluster shows it on a failure
-    run = supervised(c, job, 3, out,
+    np = 2 if moment == "split_new" else 3
+    run = supervised(c, job, np, out,
                      ["--min", "1", "--max-restarts", "2", "--start-timeout-s", "60",
                       "--finish-grace-s", "5"],
                      [*ARGS, "--commit-every", "100", "--throttle-us", "2000"])
     c.pcmctl("wait", job, "--iteration", "1", "--timeout", "120")
-    if c.status(job)["hosts"] != [h1, h2, h3]:
-        raise mh.Failure(f"{job} starts on {c.status(job)['hosts']}, expected {[h1, h2, h3]}")
-    at = strike(c, job, moment, rng)
+    if c.status(job)["hosts"] != [h1, h2, h3][:np]:
+        raise mh.Failure(f"{job} starts on {c.status(job)['hosts']}, expected "
+                         f"{[h1, h2, h3][:np]}")
+    at, off = strike(c, job, moment, rng)
     try:
         rc = run.wait(timeout=400)
     except subprocess.TimeoutExpired:
@@ -110,9 +118,18 @@ def one_kill(c, k, moment, rng, plain):
             f"(at ~{at}); finished without a recovery{', its stuck launcher ended' if stuck else ''}"
             f"; checksum as plain")
         return {"moment": moment, "repeated": 0, "relaunch_s": 0, "resume_s": 0,
-                "other_recoveries": 0}
+                "other_recoveries": 0, "after_off": None}
+    if not relaunch and moment == "split_new":
+        return given_up(job, text, events, at, off)
     if not relaunch or not back:
         raise mh.Failure(f"{job}: the events do not show the recovery:\n{events}")
+    # The loss is seen by pcmd (a watch connection's keepalive, or the probes of a reconfiguring
+    # job's hosts), never at the reconfiguration watchdog's deadline.
+    if re.search(r"hung|watchdog|PCM_RECONFIG_TIMEOUT_S", relaunch.group(2)):
+        raise mh.Failure(f"{job}: the loss was seen only by the watchdog:\n{events}")
+    again = re.search(rf"^(\S+ \S+)  recovery {relaunch.group(1)} of 2: iterating again", events,
+                      re.M)
+    after_off = event_time(again.group(1)) - off
     others = int(relaunch.group(1)) - 1
     if others:
         log(f"{job}: note: {others} earlier recovery before host 3's loss:\n{events}")
@@ -121,10 +138,31 @@ def one_kill(c, k, moment, rng, plain):
     log(f"{job}: ok: {moment}: lost at ~{at}, resumed from {'iteration ' + str(since) if r else 'the start'}"
         f" on {relaunch.group(3)} processes ({relaunch.group(4)}), {repeated} iterations "
         f"computed twice; relaunched {float(back.group(2)):.2f} s and iterating "
-        f"{float(back.group(1)):.2f} s after the loss was seen ({relaunch.group(2)}); "
-        f"checksum as plain")
+        f"{float(back.group(1)):.2f} s after the loss was seen ({relaunch.group(2)}), "
+        f"{after_off:.1f} s after the power-off; checksum as plain")
     return {"moment": moment, "repeated": repeated, "relaunch_s": float(back.group(2)),
-            "resume_s": float(back.group(1)), "other_recoveries": others}
+            "resume_s": float(back.group(1)), "other_recoveries": others, "after_off": after_off}
+
+
+def event_time(line):
+    """The wall-clock time of a line of `pcmctl events` ("YYYY-MM-DD HH:MM:SS.mmm  text")."""
+    return time.mktime(time.strptime(line[:19], "%Y-%m-%d %H:%M:%S")) + float("0" + line[19:23])
+
+
+def given_up(job, text, events, at, off):
+    """split_new without a recovery: the old world gave the split up (its new process's host
+    powered off) and the job went on on hosts 1 and 2; the give-up's time after the power-off."""
+    failed = re.search(r"^(\S+ \S+)  split of rank 1 into 2 failed: (.*)$", events, re.M)
+    if not failed or "given up" not in failed.group(2):
+        raise mh.Failure(f"{job}: neither a recovery nor the split given up:\n{events}")
+    if re.search(r"^heat2d: split", text, re.M):
+        raise mh.Failure(f"{job}: heat2d says it split, but the split was given up:\n{text}")
+    after_off = event_time(failed.group(1)) - off
+    log(f"{job}: ok: split_new: powered off at ~{at} during the split onto it; the old world gave "
+        f"the split up {after_off:.1f} s after the power-off ({failed.group(2)}) and finished on "
+        f"hosts 1 and 2; checksum as plain")
+    return {"moment": "split_new", "repeated": 0, "relaunch_s": 0, "resume_s": 0,
+            "other_recoveries": 0, "after_off": after_off}
 
 
 def scenario(c, kills, seed):
@@ -140,9 +178,14 @@ def scenario(c, kills, seed):
     rep = [r["repeated"] for r in results]
     res = sorted(r["resume_s"] for r in results if r["resume_s"] > 0) or [0]
     other = sum(r["other_recoveries"] for r in results)
-    log(f"ok: {kills} host kills (seed {seed}), none lost, none hung; iterations computed twice: "
-        f"{sum(rep)} in all, at most {max(rep)}; iterating again after the loss: median "
-        f"{res[len(res) // 2]:.2f} s, at most {res[-1]:.2f} s; {other} recoveries from other losses")
+    off = sorted(r["after_off"] for r in results if r["after_off"] is not None) or [0]
+    by_moment = ", ".join(f"{r['moment']} {r['after_off']:.1f}" for r in results
+                          if r["after_off"] is not None)
+    log(f"ok: {kills} host power-offs (seed {seed}), none lost, none hung; iterations computed "
+        f"twice: {sum(rep)} in all, at most {max(rep)}; iterating again after the loss was seen: "
+        f"median {res[len(res) // 2]:.2f} s, at most {res[-1]:.2f} s; after the power-off: median "
+        f"{off[len(off) // 2]:.1f} s, at most {off[-1]:.1f} s, {sum(x <= 15 for x in off)} of "
+        f"{len(off)} within 15 s ({by_moment}); {other} recoveries from other losses")
 
 
 def grow_back(c):
@@ -163,9 +206,9 @@ def grow_back(c):
                      [*args, "--commit-every", "100", "--throttle-us", "20000",
                       "--throttle-while", flag])
     c.pcmctl("wait", job, "--iteration", "150", "--timeout", "120")
-    n = mh.kill_host(h3, link_down=True)
+    n = mh.kill_host(h3, power_off=True)
     t0 = time.monotonic()
-    log(f"{job}: killed {n} processes on {h3} at about iteration {iteration(c, job)}; link down")
+    log(f"{job}: powered {h3} off ({n} processes) at about iteration {iteration(c, job)}")
     silent = False
     while "iterating again" not in c.pcmctl("events", job).stdout:
         silent = silent or mh.host_table(c).get(h3, {}).get("state") == "silent"
