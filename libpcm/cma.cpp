@@ -8,9 +8,11 @@
 
 #include <algorithm>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 
+#include "leftovers.h"
 #include "mpi_util.h"
 
 namespace pcm::lib {
@@ -177,29 +179,36 @@ bool cma_merge(const json& olds_list, const json& news_list, const std::vector<T
 // the old buffers stay in place.
 bool cma_all_read(bool mine, bool old_side, MPI_Comm inter, MPI_Comm world_new,
                   const Waiter* wait) {
-  int ok = mine ? 1 : 0, all = 0;
+  // On the heap: a reduction a split's guard gives up on stays running with it (leftovers.h).
+  struct Flags {
+    int ok = 0, all = 0;
+  };
+  const auto f = std::make_shared<Flags>();
+  f->ok = mine ? 1 : 0;
   MPI_Request req;
   if (!old_side && wait) {
-    mpi_check(MPI_Iallreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, world_new, &req),
+    mpi_check(MPI_Iallreduce(MPI_IN_PLACE, &f->ok, 1, MPI_INT, MPI_MIN, world_new, &req),
               "MPI_Iallreduce");
-    (*wait)(&req);
+    requests::started();
+    requests::wait_counted(&req, wait, f);
   } else if (!old_side) {
-    mpi_check(MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, world_new), "MPI_Allreduce");
+    mpi_check(MPI_Allreduce(MPI_IN_PLACE, &f->ok, 1, MPI_INT, MPI_MIN, world_new), "MPI_Allreduce");
   }
   // On an intercommunicator each group receives the reduction of the other group's values.
-  if (old_side) ok = 1;
-  mpi_check(MPI_Iallreduce(&ok, &all, 1, MPI_INT, MPI_MIN, inter, &req), "MPI_Iallreduce");
-  if (wait) {
-    (*wait)(&req);
-  } else {
+  if (old_side) f->ok = 1;
+  mpi_check(MPI_Iallreduce(&f->ok, &f->all, 1, MPI_INT, MPI_MIN, inter, &req), "MPI_Iallreduce");
+  requests::started();
+  // Unguarded: spinning (gently on the old side, where the new processes do the work).
+  const Waiter spin = [old_side](MPI_Request* r) {
     int done = 0;
     const timespec pause{0, old_side ? 200000 : 0};
     while (!done) {
-      mpi_check(MPI_Test(&req, &done, MPI_STATUS_IGNORE), "MPI_Test");
+      mpi_check(MPI_Test(r, &done, MPI_STATUS_IGNORE), "MPI_Test");
       if (!done && old_side) nanosleep(&pause, nullptr);
     }
-  }
-  return old_side ? all == 1 : ok == 1;
+  };
+  requests::wait_counted(&req, wait ? wait : &spin, f);
+  return old_side ? f->all == 1 : f->ok == 1;
 }
 
 }  // namespace pcm::lib

@@ -9,6 +9,7 @@
 #include <cstdlib>
 
 #include "error.h"
+#include "leftovers.h"
 #include "log.h"
 #include "pcm_types.h"
 #include "protocol.h"
@@ -112,8 +113,14 @@ const Waiter& plain_waiter() {
 
 json bcast_inter(const json& value, bool sender, int my_rank, MPI_Comm inter, const Waiter* wait) {
   int root = sender ? (my_rank == 0 ? MPI_ROOT : MPI_PROC_NULL) : 0;
-  std::string bytes = sender && my_rank == 0 ? proto::encode(value) : std::string();
-  long long n = static_cast<long long>(bytes.size());
+  // On the heap: a broadcast a split's guard gives up on stays running with it (leftovers.h).
+  struct Header {
+    long long n = 0;
+    std::string bytes;
+  };
+  const auto h = std::make_shared<Header>();
+  if (sender && my_rank == 0) h->bytes = proto::encode(value);
+  h->n = static_cast<long long>(h->bytes.size());
   auto bcast = [&](void* buf, int count, MPI_Datatype type) {
     if (!wait) {
       mpi_check(MPI_Bcast(buf, count, type, root, inter), "MPI_Bcast");
@@ -121,12 +128,13 @@ json bcast_inter(const json& value, bool sender, int my_rank, MPI_Comm inter, co
     }
     MPI_Request req;
     mpi_check(MPI_Ibcast(buf, count, type, root, inter, &req), "MPI_Ibcast");
-    (*wait)(&req);
+    requests::started();
+    requests::wait_counted(&req, wait, h);
   };
-  bcast(&n, 1, MPI_LONG_LONG);
-  if (!sender) bytes.resize(static_cast<std::size_t>(n));
-  bcast(bytes.data(), static_cast<int>(n), MPI_CHAR);
-  return sender ? value : decode_internal(bytes);
+  bcast(&h->n, 1, MPI_LONG_LONG);
+  if (!sender) h->bytes.resize(static_cast<std::size_t>(h->n));
+  bcast(h->bytes.data(), static_cast<int>(h->n), MPI_CHAR);
+  return sender ? value : decode_internal(h->bytes);
 }
 
 MPI_Datatype mpi_type(int type) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "leftovers.h"
 #include "protocol.h"
 
 namespace pcm::lib {
@@ -76,6 +77,7 @@ void post(std::vector<MPI_Request>& reqs, char* data, std::uint64_t size, int pe
     mpi_check(send ? MPI_Isend(data + at, n, MPI_BYTE, peer, tag, comm, &reqs.back())
                    : MPI_Irecv(data + at, n, MPI_BYTE, peer, tag, comm, &reqs.back()),
               send ? "MPI_Isend" : "MPI_Irecv");
+    requests::started();
     at += static_cast<std::uint64_t>(n);
   } while (at < size);
 }
@@ -85,6 +87,7 @@ void PartnerCopy::begin(MPI_Comm world, const LevelPlan& plan, const char* stage
                         std::uint64_t bytes, std::string desc, std::vector<KeptCopy>& kept,
                         PartnerHandoff& handoff) {
   // A communicator of its own: no message of the application's can match these.
+  requests::sweep();  // what a failed exchange before left running, if it has ended since
   mpi_check(MPI_Comm_dup(world, comm_.out()), "MPI_Comm_dup");
   const MPI_Comm comm = comm_.get();
   kept_ = &kept;
@@ -101,18 +104,22 @@ void PartnerCopy::begin(MPI_Comm world, const LevelPlan& plan, const char* stage
     mpi_check(MPI_Irecv(&sizes_[2 * i], 2, MPI_UNSIGNED_LONG_LONG, plan.keeps[i], kTagSizes, comm,
                         &size_reqs_.back()),
               "MPI_Irecv");
+    requests::started();
   }
+  out_ = std::make_shared<Outgoing>();
   if (plan.partner >= 0) {
-    my_desc_ = std::move(desc);
-    my_sizes_[0] = my_desc_.size();
-    my_sizes_[1] = bytes;
+    out_->desc = std::move(desc);
+    out_->sizes[0] = out_->desc.size();
+    out_->sizes[1] = bytes;
     reqs_.emplace_back();
-    mpi_check(MPI_Isend(my_sizes_, 2, MPI_UNSIGNED_LONG_LONG, plan.partner, kTagSizes, comm,
+    mpi_check(MPI_Isend(out_->sizes, 2, MPI_UNSIGNED_LONG_LONG, plan.partner, kTagSizes, comm,
                         &reqs_.back()),
               "MPI_Isend");
-    post(reqs_, my_desc_.data(), my_desc_.size(), plan.partner, true, comm, kTagDesc);
+    requests::started();
+    post(reqs_, out_->desc.data(), out_->desc.size(), plan.partner, true, comm, kTagDesc);
     post(reqs_, const_cast<char*>(staged), bytes, plan.partner, true, comm, kTagData);
   }
+  sends_ = reqs_.size();
 }
 
 void PartnerCopy::post_receives() {
@@ -137,6 +144,10 @@ void PartnerCopy::step(bool block) {
         mpi_check(MPI_Waitall(n, reqs.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
       else
         mpi_check(MPI_Testall(n, reqs.data(), &flag, MPI_STATUSES_IGNORE), "MPI_Testall");
+      if (flag) {
+        requests::ended(n);
+        reqs.clear();
+      }
       return flag != 0;
     };
     if (!sizes_in_ && done(size_reqs_)) post_receives();
@@ -147,13 +158,46 @@ void PartnerCopy::step(bool block) {
 
 void PartnerCopy::end(const Outcome& outcome) {
   active_ = false;
-  // After a failure requests may still be posted: they and the communicator are left to MPI (the
-  // job is losing a process), never freed under a transfer.
-  if (outcome.ok())
-    comm_.reset();
-  else
-    (void)comm_.release();
+  if (!outcome.ok()) orphan_all();
+  comm_.reset();
+  out_.reset();
   handoff_->deliver(outcome);
+}
+
+// After a failure (a process of the job is lost) requests may still be posted. The receives not
+// yet matched are cancelled (MPI_Cancel: allowed on a receive); every request left becomes an
+// orphan (leftovers.h) holding what it reads or writes that this exchange owns: the outgoing
+// sizes and description, the sizes' array and the kept copies (the vector's storage moves, the
+// copies in it stay where MPI writes them; the next version starts from an empty one). The
+// communicator goes with the last of them. The data's sends read the shard writer's staging
+// memory, which is not this exchange's: a send larger than MPI's eager size reads it only once its
+// receiver has matched it, and each exchange's receives are cancelled or failed here; the next
+// version sweeps the orphans first (begin).
+void PartnerCopy::orphan_all() {
+  struct Kept {
+    mpi::Comm comm;
+    std::shared_ptr<Outgoing> out;
+    std::vector<unsigned long long> sizes;
+    std::vector<KeptCopy> kept;
+  };
+  auto keep = std::make_shared<Kept>();
+  for (MPI_Request& r : size_reqs_)
+    if (r != MPI_REQUEST_NULL) MPI_Cancel(&r);
+  for (std::size_t i = sends_; i < reqs_.size(); ++i)  // the data's receives
+    if (reqs_[i] != MPI_REQUEST_NULL) MPI_Cancel(&reqs_[i]);
+  long gone = 0;
+  for (auto* reqs : {&size_reqs_, &reqs_}) {
+    for (MPI_Request& r : *reqs) {
+      if (r == MPI_REQUEST_NULL) ++gone;  // completed by the failed Testall/Waitall
+      requests::orphan(&r, keep);
+    }
+    reqs->clear();
+  }
+  requests::ended(gone);
+  keep->comm = std::move(comm_);
+  keep->out = out_;
+  keep->sizes.swap(sizes_);
+  keep->kept.swap(*kept_);
 }
 
 }  // namespace pcm::lib

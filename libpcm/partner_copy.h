@@ -10,6 +10,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -73,12 +74,19 @@ class PartnerCopy {
   void post_receives();
   void end(const Outcome& outcome);
 
+  // What this rank sends (on the heap: a failed exchange's sends keep it, leftovers.h).
+  struct Outgoing {
+    unsigned long long sizes[2] = {0, 0};
+    std::string desc;
+  };
+  void orphan_all();
+
   bool active_ = false, sizes_in_ = false;
   mpi::Comm comm_;
-  std::vector<MPI_Request> size_reqs_, reqs_;
+  std::vector<MPI_Request> size_reqs_, reqs_;  // reqs_: this rank's sends_ sends, then receives
+  std::size_t sends_ = 0;
   std::vector<unsigned long long> sizes_;  // per kept rank: desc length, bytes
-  unsigned long long my_sizes_[2] = {0, 0};
-  std::string my_desc_;
+  std::shared_ptr<Outgoing> out_;
   std::vector<KeptCopy>* kept_ = nullptr;
   PartnerHandoff* handoff_ = nullptr;
 };

@@ -9,6 +9,7 @@
 
 #include <mpi.h>
 
+#include <chrono>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -73,6 +74,11 @@ class Reshaper {
   void abandon(const proto::Command& cmd, const std::string& why);
 
  private:
+  // How long a given-up split waits for what it left running to end (leftovers.h): the new
+  // processes end at its verdict, in well under a second.
+  static constexpr std::chrono::milliseconds kGivenUpDrain{3000};
+  // A given-up split: what it left running is drained (split_merge.cpp), pcmd hears why.
+  void settle_given_up(mpi::Comm inter, const proto::Command& cmd, const std::string& why);
   void agree_reshape_args(const std::vector<ArrayRef>& arrays);
   void adopt_world(mpi::Comm world);
   // key: this process's rank in the old world (a migrated process: the mover's).

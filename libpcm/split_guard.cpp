@@ -3,6 +3,9 @@
 
 #include <algorithm>
 #include <ctime>
+#include <memory>
+
+#include "leftovers.h"
 
 namespace pcm::lib {
 
@@ -41,16 +44,23 @@ OldSideGuard::OldSideGuard(MPI_Comm world, std::optional<Clock::time_point> dead
   mpi_check(MPI_Irecv(heard_.data(), kReasonMax, MPI_CHAR, MPI_ANY_SOURCE, kGiveUpTag, ctl_.get(),
                       &heard_req_),
             "MPI_Irecv");
+  requests::started();
 }
 
 OldSideGuard::~OldSideGuard() {
   if (mpi::finalized()) return;
-  // Only on an error path (agree completes both): nothing may be left to match later.
+  // Only on an error path (agree completes both): nothing may be left to match later. A
+  // receive can be cancelled, and freed; the sends are small, from told_text_, which goes with
+  // this guard: they become orphans with a copy of it instead (leftovers.h).
   if (heard_req_ != MPI_REQUEST_NULL) {
     MPI_Cancel(&heard_req_);
     MPI_Request_free(&heard_req_);
+    requests::ended();
   }
-  for (MPI_Request& r : sends_) MPI_Request_free(&r);
+  if (!sends_.empty()) {
+    const auto text = std::make_shared<std::string>(std::move(told_text_));
+    for (MPI_Request& r : sends_) requests::orphan(&r, text);
+  }
 }
 
 void OldSideGuard::wait(MPI_Request* req, bool gently) {
@@ -80,6 +90,7 @@ void OldSideGuard::check_others() {
   MPI_Status st;
   if (MPI_Test(&heard_req_, &flag, &st) != MPI_SUCCESS || !flag) return;
   heard_done_ = true;
+  requests::ended();
   heard_.back() = '\0';
   if (why_.empty()) why_ = heard_.data();
 }
@@ -94,8 +105,10 @@ void OldSideGuard::give_up(const std::string& why) {
     MPI_Request q;
     // The old world is intact while this helps: a failure here leaves the bound to the watchdog.
     if (MPI_Isend(told_text_.c_str(), static_cast<int>(told_text_.size()) + 1, MPI_CHAR, r,
-                  kGiveUpTag, ctl_.get(), &q) == MPI_SUCCESS)
+                  kGiveUpTag, ctl_.get(), &q) == MPI_SUCCESS) {
       sends_.push_back(q);
+      requests::started();
+    }
   }
 }
 
@@ -110,6 +123,7 @@ bool OldSideGuard::agree(std::string* why) {
     MPI_Status st;
     mpi_check(MPI_Cancel(&heard_req_), "MPI_Cancel");
     mpi_check(MPI_Wait(&heard_req_, &st), "MPI_Wait");
+    requests::ended();
     int cancelled = 0;
     MPI_Test_cancelled(&st, &cancelled);
     if (!cancelled) {
@@ -127,7 +141,10 @@ bool OldSideGuard::agree(std::string* why) {
     heard_.back() = '\0';
     if (why_.empty()) why_ = heard_.data();
   }
-  for (MPI_Request& r : sends_) mpi_check(MPI_Wait(&r, MPI_STATUS_IGNORE), "MPI_Wait");
+  for (MPI_Request& r : sends_) {
+    mpi_check(MPI_Wait(&r, MPI_STATUS_IGNORE), "MPI_Wait");
+    requests::ended();
+  }
   sends_.clear();
   // Rank 0 names the lost process where pcmd saw it (its watch port hears of a death at once;
   // the MPI error may come first).
@@ -151,7 +168,8 @@ void OldSideGuard::tell_new_world(MPI_Comm inter, bool go_on) {
   if (MPI_Comm_remote_size(inter, &n) != MPI_SUCCESS) return;
   for (int r = 0; r < n; ++r) {
     MPI_Request q;
-    // A small message: buffered at once. Freed, never waited for: a new process may be gone.
+    // A small message: buffered at once. Freed, never waited for: a new process may be gone
+    // (the send reads kVerdicts, static; MPI completes it, or fails it once that process ended).
     if (MPI_Isend(&kVerdicts[go_on ? 1 : 0], 1, MPI_INT, r, kVerdictTag, inter, &q) == MPI_SUCCESS)
       MPI_Request_free(&q);
   }

@@ -11,6 +11,7 @@
 #include "cma.h"
 #include "error.h"
 #include "exchange.h"
+#include "leftovers.h"
 #include "log.h"
 #include "protocol.h"
 #include "reshape.h"
@@ -152,6 +153,7 @@ void Reshaper::send_split(const std::vector<ArrayRef>& arrays, const json& extra
   // Until this process has retired (it parks, or leaves, unbound).
   const Watchdog::Scope guard = bounds_.bounded(*reconfig_.current);
   agree_reshape_args(arrays);
+  requests::sweep();  // what an earlier given-up split left running, if it has ended since
   const double t0 = wtime();
   const Command cmd = *reconfig_.current;
   const std::vector<Distribution> next = next_maps(cmd, maps_of(arrays), ctx_.world.size());
@@ -213,8 +215,7 @@ void Reshaper::send_split(const std::vector<ArrayRef>& arrays, const json& extra
   if (!go_on) {
     background_.cancel_prefaulted();  // a word that will never come (spawned in the background)
     // Every old process still has its data and its world: the job goes on as it was.
-    abandon(cmd, "given up, the job goes on as it was: " + why);
-    inter.reset();
+    settle_given_up(std::move(inter), cmd, why);
     fail(PCM_ERR_SPAWN, "the {} was given up: {}", cmd.describe(), why);
   }
   reconfig_.t_data = wtime() - t1;
@@ -239,6 +240,33 @@ void Reshaper::send_split(const std::vector<ArrayRef>& arrays, const json& extra
   retirement_.wake_all();
   disconnect(inter);  // with the new world's disconnect of its parent (receive_split)
   retire(mpi::Comm(), -1, cmd);
+}
+
+// What a given-up split leaves running (leftovers.h): the nonblocking collective a guard's wait
+// gave up on (a broadcast, a reduction or the exchange on the intercommunicator: none can be
+// cancelled or freed) is an orphan with its memory. Each completes, with an error, once the new
+// processes have ended (at the verdict just told, or lost), and is drained here for a bounded
+// time, so that the exchange's sends from the application's buffers are over before they go
+// back to it. The intercommunicator is freed now: MPI keeps it for what still runs on it
+// (MPI_Comm_free: "pending operations ... complete normally").
+void Reshaper::settle_given_up(mpi::Comm inter, const Command& cmd, const std::string& why) {
+  // Within the reconfiguration's bound: half of what is left of it at most.
+  std::chrono::milliseconds bound = kGivenUpDrain;
+  if (const auto end = bounds_.watchdog().deadline())
+    bound = std::min(bound, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                (*end - std::chrono::steady_clock::now()) / 2));
+  const std::size_t orphaned = requests::orphans();
+  const double t0 = wtime();
+  const std::size_t left = requests::drain(bound);
+  inter.reset();
+  if (left > 0)
+    plog()->warn("[rank {}] {} requests of the given-up split still run (kept with their memory)",
+                 ctx_.world.rank(), left);
+  abandon(cmd, "given up, the job goes on as it was: " + why);
+  plog()->debug(
+      "[rank {}] split given up: {} orphaned requests, {} left after {:.3f} s; {} libpcm requests "
+      "open; VmRSS {} kB",
+      ctx_.world.rank(), orphaned, left, wtime() - t0, requests::open(), requests::resident_kb());
 }
 
 // The maps and buffers a split or merge starts from must fit this world; every rank gets the same

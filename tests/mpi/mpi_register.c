@@ -8,7 +8,11 @@
  * at the first iteration where that file exists.
  * With REGISTER_DIE_ONCE=FILE, the new rank 1 of a split kills itself before PCM_Resume if it is
  * the first to create FILE: a new process lost during the split (tests/integration/
- * split_rollback.sh). */
+ * split_rollback.sh).
+ * With REGISTER_STALL_FILE=FILE, the new rank 1 of every split waits before PCM_Resume until a
+ * line is added to FILE (which must exist): the old world gives the split up when its bound
+ * (PCM_RECONFIG_TIMEOUT_S) nears, and every new process ends at its verdict
+ * (tests/integration/split_giveup_leak.sh). */
 #define _POSIX_C_SOURCE 200809L
 #include <fcntl.h>
 #include <signal.h>
@@ -57,6 +61,22 @@ static long walk(void *buf, int is_a, PCM_Dist dist, int rank, int it, int set) 
   return bad;
 }
 
+/* Waits until REGISTER_STALL_FILE has more lines than when this was called. */
+static int lines_of(const char *path) {
+  FILE *f = fopen(path, "r");
+  int c, n = 0;
+  if (!f) return -1;
+  while ((c = fgetc(f)) != EOF) n += c == '\n';
+  fclose(f);
+  return n;
+}
+static void stall(void) {
+  const char *path = getenv("REGISTER_STALL_FILE");
+  const struct timespec tick = {0, 10000000};
+  int start = lines_of(path);
+  while (start >= 0 && lines_of(path) == start) nanosleep(&tick, NULL);
+}
+
 /* Rank 0 prints who asked for reconfiguration n and why, as pcmd told the world (a process the
  * reconfiguration made received it from the old world). */
 static void say_why(int rank, long long n) {
@@ -99,6 +119,7 @@ int main(int argc, char **argv) {
     walk(b, 0, db, rank, 0, 1);
     table[0] = 7;
   }
+  if (origin == PCM_SPLITTED && rank == 1 && getenv("REGISTER_STALL_FILE")) stall();
   if (origin == PCM_SPLITTED && rank == 1 && getenv("REGISTER_DIE_ONCE")) {
     int fd = open(getenv("REGISTER_DIE_ONCE"), O_CREAT | O_EXCL | O_WRONLY, 0644);
     if (fd >= 0) {
