@@ -26,48 +26,7 @@ constexpr auto kReshapeRelaunch = std::chrono::seconds(120);
 
 using Clock = std::chrono::steady_clock;
 
-double age(Clock::time_point since, Clock::time_point now) {
-  return std::chrono::duration<double>(now - since).count();
-}
-// The time point j["seconds"] before now (a negative or absurd age counts as now).
-Clock::time_point aged(const json& j, Clock::time_point now) {
-  const double s = j.at("seconds").get<double>();
-  if (!(s > 0 && s < 1e9)) return now;
-  return now - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
-}
 }  // namespace
-
-json Job::Allocating::to_json(Clock::time_point now) const {
-  return json{{"text", text},
-              {"slurm_job", slurm_job.empty() ? json(nullptr) : json(slurm_job)},
-              {"seconds", age(since, now)}};
-}
-Job::Allocating Job::Allocating::from_json(const json& j, Clock::time_point now) {
-  const json& id = j.at("slurm_job");
-  return {j.at("text").get<std::string>(), id.is_null() ? "" : id.get<std::string>(), aged(j, now)};
-}
-
-json Job::CheckpointWanted::to_json(Clock::time_point now) const {
-  json j{
-      {"id", id}, {"why", why}, {"seconds", age(since, now)}, {"at_once", at_once}, {"stop", stop}};
-  if (by_move) j["by_move"] = true;
-  return j;
-}
-Job::CheckpointWanted Job::CheckpointWanted::from_json(const json& j, Clock::time_point now) {
-  return {
-      j.at("id").get<std::int64_t>(), j.at("why").get<std::string>(), aged(j, now),
-      j.value("at_once", false),      j.value("stop", false),         j.value("by_move", false)};
-}
-
-json Job::Move::to_json(Clock::time_point now) const {
-  return json{{"site", site}, {"state", state}, {"text", text}, {"seconds", age(since, now)}};
-}
-Job::Move Job::Move::from_json(const json& j, Clock::time_point now) {
-  return {j.at("site").get<std::string>(), j.at("state").get<std::string>(),
-          j.at("text").get<std::string>(), aged(j, now)};
-}
-
-json move_json(const Job& job) { return job.move ? job.move->to_json(Clock::now()) : json(); }
 
 const char* state_name(JobState state) {
   switch (state) {
