@@ -56,6 +56,15 @@ def strike(c, job, moment, rng):
         c.pcmctl("wait", job, "--iteration", str(100 * rng.randint(1, 5)), "--timeout", "120")
     else:
         c.pcmctl("wait", job, "--iteration", str(rng.randint(120, 400)), "--timeout", "120")
+        if moment == "split_new":
+            # Host 3 holds no process of this job: pcmd places the split there once it has seen
+            # the host answer again since its last power-off (silent until then).
+            t0 = time.monotonic()
+            while mh.host_table(c).get(h3, {}).get("state") != "up":
+                if time.monotonic() - t0 > 60:
+                    raise mh.Failure(f"pcmd does not list {h3} up within 60 s of its return: "
+                                     f"{mh.host_table(c).get(h3)}")
+                time.sleep(0.1)
         cmd = {"split": ["split", job, "2", "--into", "2", "--host", h3],
                "split_new": ["split", job, "1", "--into", "2", "--host", h3],
                "merge": ["merge", job, "1", "2"]}[moment]
