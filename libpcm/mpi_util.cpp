@@ -4,7 +4,6 @@
 #include <time.h>
 
 #include <algorithm>
-#include <climits>
 #include <cstdio>
 #include <cstdlib>
 
@@ -75,13 +74,23 @@ void mpi_check(int rc, const char* what) {
 }
 
 void agree(MPI_Comm comm, int local_code, const std::string& local_msg) {
-  int code = local_code;
-  mpi_check(MPI_Allreduce(&local_code, &code, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
-  if (code == PCM_SUCCESS) return;
-  int me, who = INT_MAX, cand;
+  int me = 0, size = 0;
   MPI_Comm_rank(comm, &me);
-  cand = local_code == code ? me : INT_MAX;
-  mpi_check(MPI_Allreduce(&cand, &who, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
+  MPI_Comm_size(comm, &size);
+  // One reduction: the lowest code, and the lowest rank that has it.
+  int mine[2] = {local_code, me}, low[2] = {local_code, me};
+  mpi_check(MPI_Allreduce(mine, low, 1, MPI_2INT, MPI_MINLOC, comm), "MPI_Allreduce");
+  const int code = low[0], who = low[1];
+  // What MINLOC returns is never above this rank's pair and names a rank of comm. Anything else
+  // is not what the ranks sent: the MPI matched another call's data with this one (the ranks are
+  // not in the same collective). Said as such, never used as a root (issue 38 item 5: a root
+  // of -540086711 once came out of here).
+  if (code > local_code || (code == local_code && who > me) || who < 0 || who >= size)
+    fail(PCM_ERR_MPI,
+         "the ranks' agreement returned code {} of rank {} (this is rank {} of {}, with code {}): "
+         "no rank sent that; the ranks are not in the same collective call",
+         code, who, me, size, local_code);
+  if (code == PCM_SUCCESS) return;
   char msg[1024] = {0};
   if (me == who) std::snprintf(msg, sizeof msg, "%s", local_msg.c_str());
   mpi_check(MPI_Bcast(msg, sizeof msg, MPI_CHAR, who, comm), "MPI_Bcast");
