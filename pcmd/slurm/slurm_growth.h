@@ -144,8 +144,8 @@ class SlurmGrowth : public CommandDesk::Growth {
   // Slurm's commands pcmd runs (scontrol, squeue, scancel) are given this long.
   static constexpr std::chrono::milliseconds kSlurmTimeout{20000};
   SlurmWatch watch_;
-  Background background_;          // Slurm's commands whose answers pcmd's loop does not wait for
-  bool giving_back_ = false;       // a give-back's squeue, scancel or scontrol runs
+  Background background_;  // Slurm's commands whose answers pcmd's loop does not wait for
+  int giving_back_ = 0;    // give-backs' squeue, scancel or scontrol running (several: a refusal's)
   std::set<std::string> leaving_;  // nodes Slurm takes away, acted on once each
   Drains* drains_ = nullptr;
   std::optional<PolicyQueue> queue_;

@@ -167,16 +167,16 @@ void SlurmGrowth::give_back_unused() {
   // command waits for an allocation (a grant too small for it waits for the next). One at a time
   // and in the background (pcmd's loop never waits for Slurm): the steps there (squeue), then
   // scancel or scontrol update, each looked at again when its answer comes.
-  if (!requests_.empty() || giving_back_) return;
+  if (!requests_.empty() || giving_back_ > 0) return;
   const std::vector<std::string> extras = free_extras();
   const std::vector<std::string> nodes = free_nodes();
   if (extras.empty() && nodes.empty()) return;
   const std::string id = extras.empty() ? parent_.job_id : extras.front();
-  giving_back_ = true;
+  ++giving_back_;
   background_.run(
       {"squeue", "-h", "-s", "-j", id, "-o", "%i %N"}, kSlurmTimeout,
       [this, id, extra = !extras.empty()](const CommandResult& st) {
-        giving_back_ = false;
+        --giving_back_;
         const auto busy = step_nodes(st);
         if (!busy) return;
         if (extra) {
@@ -228,9 +228,9 @@ std::vector<std::string> SlurmGrowth::take_no_process(const std::vector<std::str
 void SlurmGrowth::give_back(const std::string& id, const std::string& owner) {
   const std::vector<std::string> hosts = extras_[id];
   take_no_process(hosts);  // while scancel runs
-  giving_back_ = true;
+  ++giving_back_;
   background_.run({"scancel", id}, kSlurmTimeout, [this, id, owner, hosts](const CommandResult& c) {
-    giving_back_ = false;
+    --giving_back_;
     forget_hosts(hosts, id);
     extras_.erase(id);
     waiting_logged_.erase(id);
@@ -252,11 +252,11 @@ void SlurmGrowth::give_back_nodes(const std::vector<std::string>& hosts) {
   if (rest.empty()) return;  // the batch host stays: never happens
   const std::string list = fmt::format("{}", fmt::join(rest, ","));
   const std::vector<std::string> marked = take_no_process(hosts);  // while scontrol runs
-  giving_back_ = true;
+  ++giving_back_;
   background_.run(
       {"scontrol", "update", "JobId=" + parent_.job_id, "NodeList=" + list}, kSlurmTimeout,
       [this, hosts, marked, list](const CommandResult& c) {
-        giving_back_ = false;
+        --giving_back_;
         if (c.exit_code != 0 || c.timed_out) {
           // Said once per node; tried again at the next check, the nodes usable meanwhile.
           for (const auto& h : marked)  // not those drained for another reason
