@@ -56,9 +56,10 @@ def strike(c, job, moment, rng):
         c.pcmctl("wait", job, "--iteration", str(100 * rng.randint(1, 5)), "--timeout", "120")
     else:
         c.pcmctl("wait", job, "--iteration", str(rng.randint(120, 400)), "--timeout", "120")
-        if moment == "split_new":
-            # Host 3 holds no process of this job: pcmd places the split there once it has seen
-            # the host answer again since its last power-off (silent until then).
+        if moment in ("split", "split_new"):
+            # pcmd places the split on host 3 once it has seen the host answer again since its
+            # last power-off (silent until then, up to a probe's 3 s after it came back; pcmctl
+            # run's own probe may have started the job there before).
             t0 = time.monotonic()
             while mh.host_table(c).get(h3, {}).get("state") != "up":
                 if time.monotonic() - t0 > 60:
