@@ -24,7 +24,6 @@ import os
 import json
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -60,14 +59,6 @@ def status(c, job):
     return json.loads(r.stdout)["jobs"][0]
 
 
-def end(c, p):
-    try:
-        os.killpg(p.pid, signal.SIGTERM)
-    except ProcessLookupError:
-        pass
-    p.wait(timeout=60)
-
-
 def by_pcmctl(c, job, mib):
     out = os.path.join(c.tmp, f"{job}.out")
     run = site_cluster.supervised(c, job, out, grid(mib))
@@ -78,7 +69,7 @@ def by_pcmctl(c, job, mib):
                   r"([\d.]+) s, relaunch until iterating ([\d.]+) s", r.stdout)
     if not m:
         raise mh.Failure(f"{job}: no timings in {r.stdout}")
-    end(c, run)
+    mh.end_job(run, timeout=60)
     total, ckpt, stop, relaunch = map(float, m.groups())
     return {"checkpoint": ckpt, "stop": stop, "copy": 0.0, "restart": relaunch, "total": total}
 
@@ -101,7 +92,7 @@ def by_hand(c, job, mib):
     wait_until("the checkpoint", lambda: any(f"checkpoint {cid} written" in e
                                             for e in status(c, job).get("events", [])))
     t1 = time.monotonic()
-    end(c, p)
+    mh.end_job(p, timeout=60)
     wait_until("pcmd to see the run end", lambda: status(c, job).get("state") != "running")
     t2 = time.monotonic()
     root = os.path.join(c.tmp, "data", "checkpoints", job)
@@ -119,7 +110,7 @@ def by_hand(c, job, mib):
     wait_until("the restart", lambda: (lambda s: s.get("state") == "running" and
                                        s.get("iteration", 0) > 0)(status(c, job)))
     t4 = time.monotonic()
-    end(c, p)
+    mh.end_job(p, timeout=60)
     shutil.rmtree(shipped)
     return {"checkpoint": t1 - t0, "stop": t2 - t1, "copy": t3 - t2, "restart": t4 - t3,
             "total": t4 - t0}

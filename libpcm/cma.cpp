@@ -189,7 +189,6 @@ bool cma_all_read(bool mine, bool old_side, MPI_Comm inter, MPI_Comm world_new,
   if (!old_side && wait) {
     mpi_check(MPI_Iallreduce(MPI_IN_PLACE, &f->ok, 1, MPI_INT, MPI_MIN, world_new, &req),
               "MPI_Iallreduce");
-    requests::started();
     requests::wait_counted(&req, wait, f);
   } else if (!old_side) {
     mpi_check(MPI_Allreduce(MPI_IN_PLACE, &f->ok, 1, MPI_INT, MPI_MIN, world_new), "MPI_Allreduce");
@@ -197,7 +196,6 @@ bool cma_all_read(bool mine, bool old_side, MPI_Comm inter, MPI_Comm world_new,
   // On an intercommunicator each group receives the reduction of the other group's values.
   if (old_side) f->ok = 1;
   mpi_check(MPI_Iallreduce(&f->ok, &f->all, 1, MPI_INT, MPI_MIN, inter, &req), "MPI_Iallreduce");
-  requests::started();
   // Unguarded: spinning (gently on the old side, where the new processes do the work).
   const Waiter spin = [old_side](MPI_Request* r) {
     int done = 0;

@@ -73,7 +73,6 @@ void exchange(MPI_Comm comm, int npeers, const std::vector<Transfer>& plan, int 
     mpi_check(MPI_Ialltoallw(sbuf, sc.data(), zero.data(), st.data(), rbuf, rc.data(), zero.data(),
                              rt.data(), comm, &req),
               "MPI_Ialltoallw");
-    requests::started();
     // Given up (a split's old side: the guard threw), the exchange runs on as an orphan
     // (leftovers.h). MPICH built its schedule from the counts and types at the call and holds its
     // own reference to each datatype, so none of the locals here is needed. The old side receives

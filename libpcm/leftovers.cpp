@@ -77,6 +77,7 @@ std::size_t drain(std::chrono::milliseconds bound) {
 }
 
 void wait_counted(MPI_Request* req, const Waiter* wait, std::shared_ptr<void> keep) {
+  started();
   try {
     wait_for(req, wait);
   } catch (...) {

@@ -41,9 +41,9 @@ std::size_t sweep();
 // left.
 std::size_t drain(std::chrono::milliseconds bound);
 
-// Waits for req, a request libpcm has just started and counted (started()), through wait (MPI_Wait
-// where wait is null). Where the wait throws with the request still running, the request becomes
-// an orphan with keep (the memory it uses: it must not be freed under MPI).
+// Counts req, a request libpcm has just started (started()), and waits for it through wait
+// (MPI_Wait where wait is null). Where the wait throws with the request still running, the request
+// becomes an orphan with keep (the memory it uses: it must not be freed under MPI).
 void wait_counted(MPI_Request* req, const Waiter* wait, std::shared_ptr<void> keep);
 
 // This process's resident set (VmRSS, kB), -1 where /proc does not say: for the debug line a

@@ -137,7 +137,6 @@ json bcast_inter(const json& value, bool sender, int my_rank, MPI_Comm inter, co
     }
     MPI_Request req;
     mpi_check(MPI_Ibcast(buf, count, type, root, inter, &req), "MPI_Ibcast");
-    requests::started();
     requests::wait_counted(&req, wait, h);
   };
   bcast(&h->n, 1, MPI_LONG_LONG);

@@ -458,8 +458,8 @@ int Runtime::tell_stop() {
                   std::min(settings_.reconnect_ms, settings_.connect_timeout_ms));
     return sig;
   } catch (const Error& e) {
-    // Refused: pcmctl run is ending this run itself (a restart reshape, a move: its version is
-    // written) or the job has ended; unreachable: nobody can carry the stop out. Either way the
+    // Refused: pcmctl run is ending this run itself (a restart reshape: its version is written)
+    // or the job has ended; unreachable: nobody can carry the stop out. Either way the
     // signal does what it does without PCM.
     plog()->warn("[rank {}] {}, not a stop ({}): its default action", world_.rank(), *r.why,
                  e.what());

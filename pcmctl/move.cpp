@@ -177,13 +177,7 @@ Supervisor::MoveStep Supervisor::stop_for_move(pid_t pid, int* status, std::stri
   v.checkpointed = Clock::now();
   // Its processes leave by themselves; the launcher is ended only when they have not within the
   // finish grace (stuck in MPI_Finalize: a host lost after the last reconfiguration).
-  const auto grace = v.checkpointed + std::chrono::seconds(o_.finish_grace_s);
-  while (!ended && Clock::now() < grace) {
-    if (::waitpid(pid, status, WNOHANG) == pid)
-      ended = true;
-    else
-      pause_ms(20);
-  }
+  ended = ended || wait_within(pid, o_.finish_grace_s, status);
   v.stopped = Clock::now();
   if (!ended) {
     event(pcmd_, o_.job,

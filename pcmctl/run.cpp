@@ -153,21 +153,24 @@ void pause_ms(long ms) {
   nanosleep(&t, nullptr);
 }
 
+bool wait_within(pid_t pid, double seconds, int* status) {
+  const auto until = Clock::now() + std::chrono::duration<double>(seconds);
+  while (::waitpid(pid, status, WNOHANG) == 0) {
+    if (Clock::now() > until) return false;
+    pause_ms(50);
+  }
+  return true;
+}
+
 namespace {
 // Waits for child pid up to seconds, then sends SIGKILL to target (pid, or -pid: its group) and
 // waits for it; its wait status, *late saying whether it had to be killed.
 int wait_bounded(pid_t pid, double seconds, pid_t target, bool* late) {
-  const auto until = Clock::now() + std::chrono::duration<double>(seconds);
   int status = 0;
-  *late = false;
-  while (::waitpid(pid, &status, WNOHANG) == 0) {
-    if (Clock::now() > until) {
-      ::kill(target, SIGKILL);
-      ::waitpid(pid, &status, 0);
-      *late = true;
-      break;
-    }
-    pause_ms(50);
+  *late = !wait_within(pid, seconds, &status);
+  if (*late) {
+    ::kill(target, SIGKILL);
+    ::waitpid(pid, &status, 0);
   }
   return status;
 }

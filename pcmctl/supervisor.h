@@ -18,6 +18,8 @@ using SupervisorClock = std::chrono::steady_clock;
 
 double seconds_between(SupervisorClock::time_point a, SupervisorClock::time_point b);
 void pause_ms(long ms);
+// Whether child pid ended within seconds (its wait status in *status).
+bool wait_within(pid_t pid, double seconds, int* status);
 // Ends the launcher's whole group: TERM, then KILL after grace_s; returns its wait status.
 int end_group(pid_t pid, double grace_s);
 // A wait status as words: "exited with 0", "was killed by signal 9".

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <set>
+#include <utility>
+#include <vector>
 
 namespace pcm::daemon {
 
@@ -27,10 +29,17 @@ bool reconfiguring(const Job& job) {
 }  // namespace
 
 bool HostLoss::check(std::chrono::steady_clock::time_point now) {
+  // The jobs whose command is delivered, with their hosts; the others have nothing lost.
+  std::vector<std::pair<Job*, std::set<std::string>>> busy;
   std::set<std::string> followed;
-  for (auto& [name, job] : jobs_.all())
-    if (reconfiguring(job))
-      for (const auto& h : hosts_of(job)) followed.insert(h);
+  for (auto& [name, job] : jobs_.all()) {
+    if (!reconfiguring(job)) {
+      lost_.erase(name);
+      continue;
+    }
+    busy.emplace_back(&job, hosts_of(job));
+    followed.insert(busy.back().second.begin(), busy.back().second.end());
+  }
   for (auto it = answered_.begin(); it != answered_.end();)
     it = followed.count(it->first) ? std::next(it) : answered_.erase(it);
   std::set<std::string> gone;
@@ -50,15 +59,11 @@ bool HostLoss::check(std::chrono::steady_clock::time_point now) {
     inventory_.probe_again(h);
   }
   bool failed = false;
-  for (auto& [name, job] : jobs_.all()) {
-    if (!reconfiguring(job)) {
-      lost_.erase(name);
-      continue;
-    }
-    for (const auto& h : hosts_of(job))
-      if (gone.count(h) && job.state == JobState::kRunning)
-        failed = host_gone(job, h, now) || failed;
-    if (job.state == JobState::kRunning) failed = check_stuck(job, now) || failed;
+  for (auto& [job, hosts] : busy) {
+    for (const auto& h : hosts)
+      if (gone.count(h) && job->state == JobState::kRunning)
+        failed = host_gone(*job, h, now) || failed;
+    if (job->state == JobState::kRunning) failed = check_stuck(*job, now) || failed;
   }
   for (const auto& h : gone) answered_.erase(h);  // silent now: the inventory follows it
   return failed;

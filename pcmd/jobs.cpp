@@ -480,8 +480,8 @@ JobTable::Outcome JobTable::reconfigured(
 void JobTable::finished(const ops::Finished& r) {
   Job& job = find(r.job);
   job.iteration = r.iteration.value_or(job.iteration);
-  if (r.error && job.run_ended_by_pcmctl()) {
-    // pcmctl run ends this run itself (restart reshape, move; its version is written): the ranks
+  if (r.error && job.stopping) {
+    // pcmctl run ends this run itself for a restart reshape (its version is written): the ranks
     // that outlive the first killed one see MPI fail. That is the run's end, not the job's.
     log_->info("job {}: a process of the run pcmctl run is ending saw MPI fail ({}): expected",
                job.name, proto::printable(*r.error).substr(0, 200));
@@ -526,13 +526,12 @@ json JobTable::want_checkpoint(Job& job, std::string why, bool at_once, bool sto
   if (job.state != JobState::kRunning)
     fail(PCM_ERR_REFUSED, "job '{}' is {}: no checkpoint to ask of it", job.name,
          state_name(job.state));
-  // pcmctl run ends this run itself (a restart reshape: its version is written): the signal that
-  // ends it is not a stop, and the processes that ask take the signal's default action (libpcm).
-  // A move stops the run through PCM (by_move): a stop asked meanwhile is that one.
-  const bool move_stops = by_move || (job.checkpoint_wanted && job.checkpoint_wanted->by_move);
-  if (stop && job.run_ended_by_pcmctl() && !move_stops)
-    fail(PCM_ERR_REFUSED, "job '{}': pcmctl run is ending this run for a {}: no stop", job.name,
-         job.stopping ? "restart reshape" : "move");
+  // pcmctl run ends this run itself for a restart reshape (its version is written): the signal
+  // that ends it is not a stop, and the processes that ask take the signal's default action
+  // (libpcm). A move stops its run through PCM: a stop asked meanwhile is that one.
+  if (stop && job.stopping)
+    fail(PCM_ERR_REFUSED, "job '{}': pcmctl run is ending this run for a restart reshape: no stop",
+         job.name);
   const auto now = std::chrono::steady_clock::now();
   if (!job.checkpoint_wanted) {
     const std::int64_t ms = std::chrono::duration_cast<std::chrono::milliseconds>(

@@ -111,7 +111,8 @@ struct Job {
     return pending.command && (reshapes_by_restart() || pending.by_restart);
   }
   // pcmctl run is ending this run to carry its pending command out by a restart (JobMove
-  // reshape_stop): its processes' losses are expected, and its relaunch takes the name over.
+  // reshape_stop): its processes' losses and MPI failures are expected, a signal to them is not a
+  // stop, and its relaunch takes the name over. (A move ends its run through PCM: a stop.)
   struct Stopping {
     std::int64_t command = 0;
     std::chrono::steady_clock::time_point since;
@@ -129,9 +130,6 @@ struct Job {
     static Move from_json(const nlohmann::json& j, std::chrono::steady_clock::time_point now);
   };
   std::optional<Move> move;
-  // pcmctl run is ending this run itself (a restart reshape's stop, a move under way): its
-  // processes' ends are not the job's, and a signal to them is not a stop.
-  bool run_ended_by_pcmctl() const { return stopping || (move && move->state == "under way"); }
   // Checkpoints PCM_Adapt schedules itself (PCM_CHECKPOINT_MTBF), as rank 0's polls report them:
   // {"cost_s", "interval_s", "mtbf_s"} (null: not scheduled).
   nlohmann::json checkpoint_schedule;

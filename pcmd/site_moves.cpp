@@ -87,7 +87,7 @@ json job_move(JobTable& jobs, const Inventory& inventory, const ops::JobMove& r)
   if (r.action == "stop") {
     // pcmctl run has taken the move over: the run writes a last version and its processes leave
     // (PCM_RETIRED, exit status 75), as for a preemption; pcmctl run relaunches it in the site.
-    if (!under_way(job) || job.move->state != "under way" || job.state != JobState::kRunning)
+    if (!job.move || job.move->state != "under way" || job.state != JobState::kRunning)
       fail(PCM_ERR_REFUSED, "job '{}' has no move under way to stop for", job.name);
     return jobs.want_checkpoint(job, fmt::format("move to site {}", job.move->site), true, true,
                                 true);

@@ -130,15 +130,7 @@ class Cluster:
     def stop_jobs(self):
         """Ends the jobs started here (mpiexec and its process group; hydra ends the ranks)."""
         for p in self.jobs:
-            if p.poll() is None:
-                try:
-                    os.killpg(p.pid, signal.SIGTERM)
-                except ProcessLookupError:
-                    pass
-                try:
-                    p.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    os.killpg(p.pid, signal.SIGKILL)
+            end_job(p)
 
     def stop(self):
         self.stop_jobs()
@@ -149,6 +141,22 @@ class Cluster:
                 pass
         # hosts.sh down ends (by pid) whatever still runs inside the hosts.
         subprocess.run(["bash", HOSTS_SH, "down", "--prefix", self.prefix], capture_output=True)
+
+
+def end_job(p, sig=signal.SIGTERM, timeout=10):
+    """Ends a job started here (Popen p, a process group of its own) with sig, and with SIGKILL
+    when it is still there timeout seconds later."""
+    if p.poll() is not None:
+        return
+    try:
+        os.killpg(p.pid, sig)
+    except ProcessLookupError:
+        pass
+    try:
+        p.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait(timeout=10)
 
 
 def heat2d_plain(build, args):

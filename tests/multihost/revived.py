@@ -33,14 +33,6 @@ from cluster import Failure, log, revive_host  # noqa: E402
 ARGS = ["--nx", "61", "--ny", "40"]
 
 
-def end_group(p):
-    try:
-        os.killpg(p.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    p.wait(timeout=30)
-
-
 def one_round(c, k, plain):
     h1, h2, h3 = c.names
     heat = os.path.join(c.build, "examples/heat2d/heat2d_pcm")
@@ -50,7 +42,7 @@ def one_round(c, k, plain):
                   before, env={"PCM_JOB": f"before{k}"})
     c.pcmctl("wait", f"before{k}", "--iteration", "5", "--timeout", "120")
     mh.kill_host(h3, power_off=True)
-    end_group(a)
+    mh.end_job(a, signal.SIGKILL)
     revive_host(c, h3)
     out = os.path.join(c.tmp, "job.out")  # run_on_cluster shows it on a failure
     t0 = time.monotonic()
@@ -59,7 +51,7 @@ def one_round(c, k, plain):
     try:
         rc = b.wait(timeout=120)
     except subprocess.TimeoutExpired:
-        end_group(b)
+        mh.end_job(b, signal.SIGKILL)
         raise Failure(f"round {k}: the job started onto the revived {h3} did not end within "
                       f"120 s:\n{open(out).read()[-3000:]}")
     took = time.monotonic() - t0
