@@ -82,12 +82,16 @@ module pcm
     type(c_ptr) :: p = c_null_ptr
   end type pcm_halo
 
-  ! A registered distributed array. d (PCM_DOUBLE) or i (PCM_INT) is this process's buffer, laid
-  ! out by dist; the module re-points it after pcm_resume and pcm_adapt. Allocate it with
-  ! pcm_dist_alloc only (libpcm frees it with free()); never allocate, deallocate or re-point it.
+  ! A registered distributed array. Its component of the registered type is this process's
+  ! buffer, laid out by dist: d (PCM_DOUBLE, real(c_double)), f (PCM_FLOAT, real(c_float)), i
+  ! (PCM_INT, integer(c_int)) or l (PCM_LONG_LONG or PCM_LONG, integer(c_int64_t)); the module
+  ! re-points it after pcm_resume and pcm_adapt. Allocate it with pcm_dist_alloc only (libpcm
+  ! frees it with free()); never allocate, deallocate or re-point it.
   type, public :: pcm_dist_array
     real(c_double), pointer, contiguous :: d(:) => null()
+    real(c_float), pointer, contiguous :: f(:) => null()
     integer(c_int), pointer, contiguous :: i(:) => null()
+    integer(c_int64_t), pointer, contiguous :: l(:) => null()
     type(pcm_dist) :: dist
     type(c_ptr), private :: buf = c_null_ptr
     integer(c_long), private :: n = 0
@@ -118,13 +122,17 @@ module pcm
   ! pointer, so an actual argument without TARGET is a compile-time error) that libpcm reads and
   ! writes in pcm_resume, pcm_adapt and pcm_checkpoint: it must live as long as the loop.
   interface pcm_register_value
-    module procedure reg_value_int, reg_value_long, reg_value_double
-    module procedure reg_value_int1, reg_value_double1
+    module procedure reg_value_int, reg_value_long, reg_value_double, reg_value_float
+    module procedure reg_value_int1, reg_value_long1, reg_value_double1, reg_value_float1
   end interface pcm_register_value
   interface pcm_register_local
-    module procedure reg_local_int, reg_local_long, reg_local_double
-    module procedure reg_local_int1, reg_local_double1
+    module procedure reg_local_int, reg_local_long, reg_local_double, reg_local_float
+    module procedure reg_local_int1, reg_local_long1, reg_local_double1, reg_local_float1
   end interface pcm_register_local
+  ! pcm_dist_gather: global's type is the registered array's (PCM_ERR_ARG otherwise).
+  interface pcm_dist_gather
+    module procedure gather_double, gather_float, gather_int, gather_int64
+  end interface pcm_dist_gather
 
   interface
     integer(c_int) function c_mpi_pcm_init(nargs, args) bind(C, name="pcm_f_mpi_pcm_init")
@@ -154,6 +162,10 @@ module pcm
       import :: c_int
       integer(c_int), intent(inout) :: comm
       integer(c_int), intent(inout) :: rank
+    end function
+    integer(c_int) function c_adapt_local(comm) bind(C, name="pcm_f_adapt_local")
+      import :: c_int
+      integer(c_int), value :: comm
     end function
     integer(c_int) function c_checkpoint(comm, it) bind(C, name="pcm_f_checkpoint")
       import :: c_int
@@ -329,7 +341,7 @@ contains
   subroutine repoint(a)
     type(pcm_dist_array), intent(inout) :: a
     integer(c_long) :: segments, units, elements
-    nullify (a%d, a%i)
+    nullify (a%d, a%f, a%i, a%l)
     a%n = 0
     if (.not. c_associated(a%buf)) return
     elements = 0
@@ -337,9 +349,38 @@ contains
       if (c_dist_local(a%dist%p, world_rank, segments, units, elements) /= PCM_SUCCESS) elements = 0
     end if
     a%n = elements
-    if (a%type == PCM_DOUBLE) call c_f_pointer(a%buf, a%d, [elements])
-    if (a%type == PCM_INT) call c_f_pointer(a%buf, a%i, [elements])
+    select case (a%type)
+    case (PCM_DOUBLE)
+      call c_f_pointer(a%buf, a%d, [elements])
+    case (PCM_FLOAT)
+      call c_f_pointer(a%buf, a%f, [elements])
+    case (PCM_INT)
+      call c_f_pointer(a%buf, a%i, [elements])
+    case (PCM_LONG, PCM_LONG_LONG)
+      call c_f_pointer(a%buf, a%l, [elements])
+    end select
   end subroutine repoint
+
+  ! The bytes of one element of an array type the module registers (0: not one of them). A C
+  ! long must be 64 bits to be a%l (LP64, as on Linux).
+  integer(c_size_t) function elem_bytes(type)
+    integer(c_int), intent(in) :: type
+    select case (type)
+    case (PCM_DOUBLE)
+      elem_bytes = c_sizeof(0.0_c_double)
+    case (PCM_FLOAT)
+      elem_bytes = c_sizeof(0.0_c_float)
+    case (PCM_INT)
+      elem_bytes = c_sizeof(0_c_int)
+    case (PCM_LONG_LONG)
+      elem_bytes = c_sizeof(0_c_int64_t)
+    case (PCM_LONG)
+      elem_bytes = 0
+      if (c_sizeof(0_c_long) == c_sizeof(0_c_int64_t)) elem_bytes = c_sizeof(0_c_long)
+    case default
+      elem_bytes = 0
+    end select
+  end function elem_bytes
 
   subroutine repoint_all()
     integer :: k
@@ -351,23 +392,45 @@ contains
   ! Whether a's array component still is what the module last pointed it at.
   logical function intact(a)
     type(pcm_dist_array), intent(in) :: a
-    intact = .true.
-    if (a%type == PCM_DOUBLE) then
-      if (.not. associated(a%d)) then
-        intact = .not. c_associated(a%buf)
-      else
-        intact = size(a%d, kind=c_long) == a%n
-        if (intact .and. a%n > 0) intact = c_associated(c_loc(a%d(1)), a%buf)
-      end if
-    else
-      if (.not. associated(a%i)) then
-        intact = .not. c_associated(a%buf)
-      else
-        intact = size(a%i, kind=c_long) == a%n
-        if (intact .and. a%n > 0) intact = c_associated(c_loc(a%i(1)), a%buf)
-      end if
-    end if
+    select case (a%type)
+    case (PCM_DOUBLE)
+      intact = .not. associated(a%d)
+      if (.not. intact) intact = same(c_loc(a%d), size(a%d, kind=c_long))
+    case (PCM_FLOAT)
+      intact = .not. associated(a%f)
+      if (.not. intact) intact = same(c_loc(a%f), size(a%f, kind=c_long))
+    case (PCM_INT)
+      intact = .not. associated(a%i)
+      if (.not. intact) intact = same(c_loc(a%i), size(a%i, kind=c_long))
+    case default
+      intact = .not. associated(a%l)
+      if (.not. intact) intact = same(c_loc(a%l), size(a%l, kind=c_long))
+    end select
+    ! Not associated: right only while there is no buffer.
+    if (intact .and. c_associated(a%buf)) intact = component_set(a)
+  contains
+    logical function same(first, n)
+      type(c_ptr), intent(in) :: first
+      integer(c_long), intent(in) :: n
+      same = n == a%n
+      if (same .and. n > 0) same = c_associated(first, a%buf)
+    end function same
   end function intact
+
+  ! Whether a's component of its type is associated.
+  logical function component_set(a)
+    type(pcm_dist_array), intent(in) :: a
+    select case (a%type)
+    case (PCM_DOUBLE)
+      component_set = associated(a%d)
+    case (PCM_FLOAT)
+      component_set = associated(a%f)
+    case (PCM_INT)
+      component_set = associated(a%i)
+    case default
+      component_set = associated(a%l)
+    end select
+  end function component_set
 
   ! The name of the first registered array whose component the program changed, or ''.
   function changed_array() result(name)
@@ -500,8 +563,9 @@ contains
     integer(c_int), intent(in) :: type
     type(pcm_dist_array), pointer :: e
     nullify (a)
-    if (type /= PCM_DOUBLE .and. type /= PCM_INT) then
-      pcm_register_dist = fail(PCM_ERR_ARG, 'pcm_register_dist: arrays of PCM_DOUBLE or PCM_INT only')
+    if (elem_bytes(type) == 0) then
+      pcm_register_dist = fail(PCM_ERR_ARG, 'pcm_register_dist: arrays of PCM_DOUBLE, PCM_FLOAT, '// &
+                               'PCM_INT, PCM_LONG or PCM_LONG_LONG only')
       return
     end if
     if (narrays == MAX_ARRAYS) then
@@ -538,7 +602,7 @@ contains
     end if
     pcm_dist_alloc = c_code(c_dist_local(a%dist%p, rank, segments, units, elements))
     if (pcm_dist_alloc /= PCM_SUCCESS) return
-    bytes = merge(8_c_size_t, 4_c_size_t, a%type == PCM_DOUBLE)
+    bytes = elem_bytes(a%type)
     a%buf = c_calloc(int(max(elements, 1_c_long), c_size_t), bytes)
     if (.not. c_associated(a%buf)) then
       pcm_dist_alloc = fail(PCM_ERR_INTERNAL, 'pcm_dist_alloc: out of memory')
@@ -608,6 +672,42 @@ contains
     reg_local_double1 = c_code(c_register_local(cstr(name), c_loc(value), PCM_DOUBLE, size(value, kind=c_long)))
   end function reg_local_double1
 
+  integer(c_int) function reg_value_float(name, value)
+    character(len=*), intent(in) :: name
+    real(c_float), pointer, intent(in) :: value
+    reg_value_float = c_code(c_register_value(cstr(name), c_loc(value), PCM_FLOAT, 1_c_long))
+  end function reg_value_float
+
+  integer(c_int) function reg_value_float1(name, value)
+    character(len=*), intent(in) :: name
+    real(c_float), pointer, contiguous, intent(in) :: value(:)
+    reg_value_float1 = c_code(c_register_value(cstr(name), c_loc(value), PCM_FLOAT, size(value, kind=c_long)))
+  end function reg_value_float1
+
+  integer(c_int) function reg_value_long1(name, value)
+    character(len=*), intent(in) :: name
+    integer(c_long), pointer, contiguous, intent(in) :: value(:)
+    reg_value_long1 = c_code(c_register_value(cstr(name), c_loc(value), PCM_LONG, size(value, kind=c_long)))
+  end function reg_value_long1
+
+  integer(c_int) function reg_local_float(name, value)
+    character(len=*), intent(in) :: name
+    real(c_float), pointer, intent(in) :: value
+    reg_local_float = c_code(c_register_local(cstr(name), c_loc(value), PCM_FLOAT, 1_c_long))
+  end function reg_local_float
+
+  integer(c_int) function reg_local_float1(name, value)
+    character(len=*), intent(in) :: name
+    real(c_float), pointer, contiguous, intent(in) :: value(:)
+    reg_local_float1 = c_code(c_register_local(cstr(name), c_loc(value), PCM_FLOAT, size(value, kind=c_long)))
+  end function reg_local_float1
+
+  integer(c_int) function reg_local_long1(name, value)
+    character(len=*), intent(in) :: name
+    integer(c_long), pointer, contiguous, intent(in) :: value(:)
+    reg_local_long1 = c_code(c_register_local(cstr(name), c_loc(value), PCM_LONG, size(value, kind=c_long)))
+  end function reg_local_long1
+
   ! PCM_Resume; then every registered array's component points at its buffer. Collective. In
   ! a started or restarted world every process is here: they check their arrays together first.
   ! A spawned process has no buffer yet (whatever it did with a component is replaced by the one
@@ -629,13 +729,21 @@ contains
   ! PCM_Adapt; after PCM_RESHAPED the components point at the new buffers (after PCM_RETIRED
   ! they are null). A registered array the program changed ends the job (MPI_Abort, with the
   ! reason on stderr): the other processes are already in the collective call, and checking
-  ! together at every iteration would cost a reduction per call.
+  ! together at every iteration would cost a reduction per call. The check comes before the
+  ! calls that read or replace the buffers; the common call, inside an agreement window with
+  ! nothing pending (PCM_Adapt_local), touches neither and costs one C call.
   integer(c_int) function pcm_adapt(comm)
     PCM_COMM, intent(inout) :: comm
+    integer(c_int), parameter :: NOT_LOCAL = -1000 ! pcm_shim.c's PCM_F_NOT_LOCAL
     integer(c_int) :: h
     character(len=:), allocatable :: name
     integer :: k
     h = CVAL(comm)
+    pcm_adapt = c_adapt_local(h)
+    if (pcm_adapt /= NOT_LOCAL) then
+      if (pcm_adapt < 0) own_error_last = .false.
+      return
+    end if
     do k = 1, narrays ! no allocation here: this runs at every iteration
       if (.not. intact(arrays(k)%a)) then
         name = changed_array()
@@ -726,9 +834,9 @@ contains
     pcm_halo_free = c_code(c_halo_free(halo%p))
   end function pcm_halo_free
 
-  ! Gathers a registered array's owned units into global on root (global order, no ghosts);
-  ! global may be unallocated elsewhere. PCM_DOUBLE arrays. Collective over comm.
-  integer(c_int) function pcm_dist_gather(a, root, comm, global)
+  ! pcm_dist_gather: gathers a registered array's owned units into global on root (global order,
+  ! no ghosts); global, of the array's type, may be unallocated elsewhere. Collective over comm.
+  integer(c_int) function gather_double(a, root, comm, global)
     type(pcm_dist_array), intent(in) :: a
     integer(c_int), intent(in) :: root
     PCM_COMM, intent(in) :: comm
@@ -736,14 +844,65 @@ contains
     type(c_ptr) :: g
     g = c_null_ptr
     if (a%type /= PCM_DOUBLE) then ! the same registrations everywhere: every rank returns here
-      pcm_dist_gather = fail(PCM_ERR_ARG, 'pcm_dist_gather: "'//trim(a%name)//'" is not PCM_DOUBLE')
+      gather_double = fail(PCM_ERR_ARG, 'pcm_dist_gather: "'//trim(a%name)//'" is not PCM_DOUBLE')
       return
     end if
     if (allocated(global)) then
       if (size(global) > 0) g = c_loc(global(1))
     end if
-    pcm_dist_gather = c_code(c_dist_gather(a%dist%p, a%buf, a%type, root, CVAL(comm), g))
-  end function pcm_dist_gather
+    gather_double = c_code(c_dist_gather(a%dist%p, a%buf, a%type, root, CVAL(comm), g))
+  end function gather_double
+
+  integer(c_int) function gather_float(a, root, comm, global)
+    type(pcm_dist_array), intent(in) :: a
+    integer(c_int), intent(in) :: root
+    PCM_COMM, intent(in) :: comm
+    real(c_float), allocatable, target, intent(inout) :: global(:)
+    type(c_ptr) :: g
+    g = c_null_ptr
+    if (a%type /= PCM_FLOAT) then ! the same registrations everywhere: every rank returns here
+      gather_float = fail(PCM_ERR_ARG, 'pcm_dist_gather: "'//trim(a%name)//'" is not PCM_FLOAT')
+      return
+    end if
+    if (allocated(global)) then
+      if (size(global) > 0) g = c_loc(global(1))
+    end if
+    gather_float = c_code(c_dist_gather(a%dist%p, a%buf, a%type, root, CVAL(comm), g))
+  end function gather_float
+
+  integer(c_int) function gather_int(a, root, comm, global)
+    type(pcm_dist_array), intent(in) :: a
+    integer(c_int), intent(in) :: root
+    PCM_COMM, intent(in) :: comm
+    integer(c_int), allocatable, target, intent(inout) :: global(:)
+    type(c_ptr) :: g
+    g = c_null_ptr
+    if (a%type /= PCM_INT) then ! the same registrations everywhere: every rank returns here
+      gather_int = fail(PCM_ERR_ARG, 'pcm_dist_gather: "'//trim(a%name)//'" is not PCM_INT')
+      return
+    end if
+    if (allocated(global)) then
+      if (size(global) > 0) g = c_loc(global(1))
+    end if
+    gather_int = c_code(c_dist_gather(a%dist%p, a%buf, a%type, root, CVAL(comm), g))
+  end function gather_int
+
+  integer(c_int) function gather_int64(a, root, comm, global)
+    type(pcm_dist_array), intent(in) :: a
+    integer(c_int), intent(in) :: root
+    PCM_COMM, intent(in) :: comm
+    integer(c_int64_t), allocatable, target, intent(inout) :: global(:)
+    type(c_ptr) :: g
+    g = c_null_ptr
+    if (a%type /= PCM_LONG .and. a%type /= PCM_LONG_LONG) then ! the same registrations everywhere: every rank returns here
+      gather_int64 = fail(PCM_ERR_ARG, 'pcm_dist_gather: "'//trim(a%name)//'" is not PCM_LONG or PCM_LONG_LONG')
+      return
+    end if
+    if (allocated(global)) then
+      if (size(global) > 0) g = c_loc(global(1))
+    end if
+    gather_int64 = c_code(c_dist_gather(a%dist%p, a%buf, a%type, root, CVAL(comm), g))
+  end function gather_int64
 
   ! --- errors ------------------------------------------------------------------------------
 

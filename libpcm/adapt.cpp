@@ -65,6 +65,14 @@ int Runtime::resume(MPI_Comm* comm) {
 
 // ---- PCM_Adapt -----------------------------------------------------------------------------
 
+// What status() and adapt() check before returning PCM_NONE from inside a window, in the same
+// order; anything else (a stop, a command, a checkpoint due, a window's end) says no.
+bool Runtime::adapt_is_local(MPI_Comm comm) const {
+  return resumed_ && comm != MPI_COMM_NULL && comm == world_.comm() && !world_.joining.inter &&
+         !life_.stop && !life_.skip_next_status && (!reconfig_.current || background_.pending()) &&
+         window_.has_room() && !checkpointer_.due() && !reshaped_by_restart_;
+}
+
 int Runtime::adapt(MPI_Comm* comm) {
   if (!comm) fail(PCM_ERR_ARG, "comm is NULL");
   const int s = status(*comm);

@@ -24,6 +24,8 @@ class StatusWindow {
     --countdown_;
     return true;
   }
+  // Whether the next call is inside the window (inside() would say so).
+  bool has_room() const { return countdown_ > 0; }
   // Rank 0, at an agreement: the size of the next window (reads MPI_Wtime).
   long long next_calls();
   // Every rank, after an agreement with nothing pending: the window of `calls` begins.

@@ -500,13 +500,35 @@ static PyObject *py_resume(PyObject *self, PyObject *arg) {
   return comm_result(arg, before, comm);
 }
 
-/* adapt(comm) -> (pcm.Adapt, comm) */
+/* adapt(comm) -> (pcm.Adapt, comm). The common case, inside an agreement window with nothing
+ * pending (PCM_Adapt_local), keeps the GIL (the call neither blocks nor communicates: releasing
+ * and taking the GIL back cost more than the call) and allocates nothing: the (NONE, comm) tuple
+ * of the last such call is returned again while comm is the same object. */
+static PyObject *none_result; /* (adapt_none, comm) */
 static PyObject *py_adapt(PyObject *self, PyObject *arg) {
   MPI_Comm before, comm;
   int rc;
   (void)self;
-  if (call_on_comm(arg, PCM_Adapt, &before, &comm, &rc) != 0) return NULL;
+  if (!get_comm(arg, &before)) return NULL;
+  comm = before;
+  if (PCM_Adapt_local(before) == 1) {
+    rc = PCM_Adapt(&comm);
+  } else {
+    PyThreadState *ts = PyEval_SaveThread();
+    rc = PCM_Adapt(&comm);
+    PyEval_RestoreThread(ts);
+  }
   if (rc < 0) return raise_pcm(rc);
+  if (rc == PCM_NONE && comm == before) {
+    current_world = comm;
+    if (!none_result || PyTuple_GET_ITEM(none_result, 1) != arg) {
+      PyObject *t = PyTuple_Pack(2, adapt_none ? adapt_none : Py_None, arg);
+      if (!t) return NULL;
+      Py_XSETREF(none_result, t);
+    }
+    Py_INCREF(none_result);
+    return none_result;
+  }
   PyObject *s = rc == PCM_RESHAPED  ? adapt_reshaped
                 : rc == PCM_RETIRED ? adapt_retired
                                     : adapt_none;
@@ -549,6 +571,7 @@ static PyObject *py_finalize(PyObject *self, PyObject *arg) {
   rc = PCM_Finalize(comm);
   PyEval_RestoreThread(ts);
   current_world = MPI_COMM_NULL;
+  Py_CLEAR(none_result);
   if (rc != PCM_SUCCESS) return raise_pcm(rc);
   Py_RETURN_NONE;
 }

@@ -7,6 +7,10 @@ against the C++ vecsum, whose history of exact sums is the reference.
 compare: vecsum.py, vecsum_plain.py and the C++ vecsum on 2 processes print the same history.
 reshape: vecsum.py on 2 processes through a split (2->3), a merge (3->2) and a migration (pcmctl),
   ends verified, with 3 reconfigurations and the reference history.
+venv: PCM installed (cmake --install BUILD) into a scratch prefix, a new virtual environment
+  (with the system's site packages: NumPy, mpi4py), `pip install --no-build-isolation --no-index`
+  of python/ into it against that prefix (offline), and vecsum.py run by the environment's python
+  (no PYTHONPATH: the installed package) prints the C++ vecsum's history.
 restart: vecsum.py checkpointing every 50 iterations is killed with SIGKILL (kill_tree.sh:
   every process at once), restarted with PCM_RESTART=1 on 3 processes, and ends verified with
   the reference history.
@@ -14,6 +18,7 @@ Needs PYTHONPATH to hold the pcm package and MPIEXEC the launcher (ctest sets bo
 """
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -97,6 +102,40 @@ def finish(proc, what):
     return text
 
 
+def install_into_venv():
+    """The installed package's python: cmake --install, venv, pip install (offline)."""
+    prefix, venv = os.path.join(tmp, "prefix"), os.path.join(tmp, "venv")
+    # A copy: setuptools builds in the source tree (build/, *.egg-info) and reuses what it finds.
+    src = os.path.join(tmp, "python-src")
+    shutil.copytree(os.path.join(here, "..", "..", "python"), src,
+                    ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
+    steps = [[os.environ.get("CMAKE", "cmake"), "--install", build, "--prefix", prefix],
+             [python, "-m", "venv", "--system-site-packages", venv],
+             [os.path.join(venv, "bin", "python"), "-m", "pip", "install", "--no-build-isolation",
+              "--no-index", "--no-deps", "--disable-pip-version-check", "--quiet",
+              src]]
+    libdir = os.path.join(prefix, os.environ.get("PCM_LIBDIR", "lib"))
+    env = dict(os.environ, PKG_CONFIG_PATH=os.path.join(libdir, "pkgconfig"),
+               MPICC=os.environ.get("MPICC", "mpicc"), PIP_NO_CACHE_DIR="1")
+    env.pop("PYTHONPATH", None)
+    for cmd in steps:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env,
+                           stdin=subprocess.DEVNULL)
+        if r.returncode != 0:
+            fail(f"{' '.join(cmd[:4])} ... exited with {r.returncode}", r.stdout + r.stderr)
+    vpython = os.path.join(venv, "bin", "python")
+    r = subprocess.run([vpython, "-c", "import pcm; print(pcm.__file__)"], capture_output=True,
+                       text=True, timeout=60, env=env)
+    if r.returncode != 0 or not r.stdout.strip().startswith(venv):
+        fail(f"the environment's pcm is not its own: {r.stdout.strip()}", r.stderr)
+    os.environ.pop("PYTHONPATH", None)
+    return vpython, r.stdout.strip()
+
+
+if mode == "venv":
+    python, where = install_into_venv()
+    mode = "compare"
+    print(f"vecsum_py: pcm installed with pip into a new virtual environment: {where}")
 if mode == "compare":
     ref = reference(300)
     for prog in ("vecsum.py", "vecsum_plain.py"):
