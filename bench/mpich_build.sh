@@ -5,12 +5,13 @@
 # and whether a two-process spawn + merge (testbed/spawn_probe.c, as setup.sh runs it) works.
 # Prints a table with each variant's total against the base's.
 # Environment: BENCH_VARIANTS (";"-separated lists of options added to the base's; default: the
-# base, --disable-romio, and the options of MPICH's configure that drop parts PCM does not use,
-# each alone and all together), BENCH_DIR (scratch; default $TMPDIR or /tmp), BENCH_JOBS (make -j;
+# base, --disable-fortran (the set-up before 2026-11-29), --disable-romio, and the options of
+# MPICH's configure that drop parts PCM does not use, each alone and all together), BENCH_DIR (scratch; default $TMPDIR or /tmp), BENCH_JOBS (make -j;
 # default the number of cores). Needs deb-src entries (scripts/setup.sh adds them when it builds).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BASE=(--with-device=ch3:nemesis --disable-fortran --disable-doc --enable-fast=O2
+BASE=(--with-device=ch3:nemesis --enable-fortran=all FC=gfortran F77=gfortran
+  FFLAGS=-fallow-argument-mismatch FCFLAGS=-fallow-argument-mismatch --disable-doc --enable-fast=O2
   --with-hwloc=embedded)
 mkdir -p "${BENCH_DIR:-${TMPDIR:-/tmp}}"
 tmp=$(mktemp -d "${BENCH_DIR:-${TMPDIR:-/tmp}}/pcm-mpich.XXXXXX")
@@ -28,13 +29,13 @@ knows() { grep -q -- "${1%%=*}" <<<"$help"; }
 if [ -n "${BENCH_VARIANTS:-}" ]; then
   IFS=';' read -r -a variants <<<"$BENCH_VARIANTS"
 else
-  variants=("" "--disable-romio")
+  variants=("" "--disable-fortran" "--disable-romio")
   for opt in --disable-cxx --disable-ft-tests --disable-dependency-tracking; do
     if knows "$opt"; then variants+=("$opt"); fi
   done
   all="--disable-romio"
-  for v in "${variants[@]:2}"; do all="$all $v"; done
-  [ ${#variants[@]} -gt 2 ] && variants+=("$all")
+  for v in "${variants[@]:3}"; do all="$all $v"; done
+  [ ${#variants[@]} -gt 3 ] && variants+=("$all")
 fi
 
 now() { date +%s.%N; }
