@@ -3,6 +3,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#define PY_ARRAY_UNIQUE_SYMBOL pcm_ARRAY_API
 #include <limits.h>
 #include <mpi.h>
 #include <mpi4py/mpi4py.h>
@@ -12,6 +13,7 @@
 #include <string.h>
 
 #include "pcm.h"
+#include "pcm_ext.h"
 
 /* Set once by pcm/__init__.py: the exception class pcm.Error and the members of pcm.Adapt. */
 static PyObject *error_class;
@@ -22,7 +24,7 @@ static MPI_Comm current_world = MPI_COMM_NULL;
 static PyObject *kept;
 
 /* Raises pcm.Error(code, message) with PCM_Last_error's message; returns NULL. */
-static PyObject *raise_pcm(int code) {
+PyObject *raise_pcm(int code) {
   const char *msg = PCM_Last_error();
   if (!error_class) {
     PyErr_Format(PyExc_RuntimeError, "PCM error %d: %s", code, msg);
@@ -37,7 +39,7 @@ static PyObject *raise_pcm(int code) {
 }
 
 /* The PCM element type, NumPy type number and size of a dtype; 0 and a TypeError if unsupported. */
-static int pcm_type_of(PyArray_Descr *d, int *typenum) {
+int pcm_type_of(PyArray_Descr *d, int *typenum) {
   static const struct {
     char kind;
     int size;
@@ -75,15 +77,7 @@ static int current_rank(void) {
 
 /* ---- Dist: a PCM_Dist it owns, or a view of a registration's current map ---- */
 
-typedef struct {
-  PyObject_HEAD PCM_Dist own;
-  PCM_Dist *slot; /* the registration's map, replaced by the library */
-  PyObject *keep; /* the registration that holds slot */
-} DistObject;
-
-static PyTypeObject DistType;
-
-static PCM_Dist dist_handle(DistObject *d) {
+PCM_Dist dist_handle(DistObject *d) {
   PCM_Dist h = d->slot ? *d->slot : d->own;
   if (!h) PyErr_SetString(PyExc_ValueError, "pcm.Dist: no map (this process holds none)");
   return h;
@@ -243,7 +237,7 @@ static PyGetSetDef dist_getset[] = {
     {"halo", (getter)dist_field, NULL, "ghost units around each segment", (void *)5},
     {NULL, NULL, NULL, NULL, NULL}};
 
-static PyTypeObject DistType = {
+PyTypeObject DistType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "pcm.Dist",
     .tp_basicsize = sizeof(DistObject),
     .tp_dealloc = (destructor)dist_dealloc,
@@ -255,17 +249,6 @@ static PyTypeObject DistType = {
 
 /* ---- DistArray: a registered distributed array ---- */
 
-typedef struct {
-  PyObject_HEAD void *buf; /* malloc'd; replaced and freed by the library */
-  PCM_Dist dist;
-  int typenum;
-  int itemsize;
-  PyObject *view; /* the last .array, valid while view_buf and view_len are current */
-  void *view_buf;
-  npy_intp view_len;
-} RegObject;
-
-static PyTypeObject RegType;
 
 /* .array: a NumPy view of the library's current buffer (re-created when the buffer changed). */
 static PyObject *reg_array(RegObject *r, void *unused) {
@@ -321,7 +304,7 @@ static PyGetSetDef reg_getset[] = {
     {"dist", (getter)reg_dist, NULL, "the current map (a pcm.Dist), or None", NULL},
     {NULL, NULL, NULL, NULL, NULL}};
 
-static PyTypeObject RegType = {
+PyTypeObject RegType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "pcm.DistArray",
     .tp_basicsize = sizeof(RegObject),
     .tp_flags = Py_TPFLAGS_DEFAULT,
@@ -430,12 +413,14 @@ static PyObject *py_unregister(PyObject *self, PyObject *arg) {
 
 /* ---- the world: init, resume, adapt, checkpoint, finalize, exit ---- */
 
-static int get_comm(PyObject *obj, MPI_Comm *comm) {
+int get_comm(PyObject *obj, MPI_Comm *comm) {
   MPI_Comm *p = PyMPIComm_Get(obj);
   if (!p) return 0;
   *comm = *p;
   return 1;
 }
+
+PyObject *comm_new(MPI_Comm comm) { return PyMPIComm_New(comm); }
 
 /* The same Python object when the call left the communicator as it was, else a new one. */
 static PyObject *comm_result(PyObject *old, MPI_Comm before, MPI_Comm after) {
@@ -661,6 +646,9 @@ static PyMethodDef methods[] = {{"init", py_init, METH_O, NULL},
                                 {"unregister", py_unregister, METH_O, NULL},
                                 {"error_string", py_error_string, METH_O, NULL},
                                 {"last_error", py_last_error, METH_NOARGS, NULL},
+                                {"gather", py_gather, METH_VARARGS, NULL},
+                                {"topology", py_topology, METH_O, NULL},
+                                {"host_comm", py_host_comm, METH_O, NULL},
                                 {"_setup", py_setup, METH_VARARGS, NULL},
                                 {"_adapt_loop", py_adapt_loop, METH_VARARGS, NULL},
                                 {NULL, NULL, 0, NULL}};
@@ -676,7 +664,8 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC PyInit__pcm(void) {
   import_array();
   if (import_mpi4py() < 0) return NULL;
-  if (PyType_Ready(&DistType) < 0 || PyType_Ready(&RegType) < 0) return NULL;
+  if (PyType_Ready(&DistType) < 0 || PyType_Ready(&RegType) < 0 || PyType_Ready(&HaloType) < 0)
+    return NULL;
   PyObject *m = PyModule_Create(&module);
   if (!m) return NULL;
   kept = PyList_New(0);
@@ -684,8 +673,10 @@ PyMODINIT_FUNC PyInit__pcm(void) {
   Py_INCREF(kept);
   Py_INCREF(&DistType);
   Py_INCREF(&RegType);
+  Py_INCREF(&HaloType);
   if (PyModule_AddObject(m, "Dist", (PyObject *)&DistType) < 0 ||
-      PyModule_AddObject(m, "DistArray", (PyObject *)&RegType) < 0)
+      PyModule_AddObject(m, "DistArray", (PyObject *)&RegType) < 0 ||
+      PyModule_AddObject(m, "Halo", (PyObject *)&HaloType) < 0)
     return NULL;
   return m;
 }

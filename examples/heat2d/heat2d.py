@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """heat2d.py — heat2d_pcm.c in NumPy through the pcm package: the Jacobi sweep of heat2d_plain.c on
-an ny x nx grid (top row 100, the other edges 0), its columns dealt in blocks to the processes with
-one ghost column on each side, malleable (split, merge, migrate, resize live; checkpoint; restart
+an ny x nx grid (top row 100, the other edges 0), its columns dealt to the processes by --layout
+(block, cyclic, block-cyclic of --block columns) with one ghost column around each segment,
+filled by PCM's halo plan (pcm.Halo), malleable (split, merge, migrate, resize live; checkpoint; restart
 at any process count). Bit for bit with the C heat2d: same checksum, same --dump bytes.
 
 Usage: heat2d.py [--nx N] [--ny N] [--iters N] [--throttle-us N] [--throttle-while FILE]
-                 [--commit-every N] [--dump FILE]
+                 [--layout L] [--block B] [--commit-every N] [--dump FILE]
 Prints, from rank 0, "heat2d: done iters ..." then "checksum %016x" and "reconfigurations N", as
 heat2d_pcm does; after a restart "heat2d: restarted from iteration K on N processes".
 """
@@ -16,12 +17,11 @@ import time
 
 import numpy as np
 
-import pcm  # before mpi4py.MPI: PCM initialises MPI
-
-from mpi4py import MPI  # noqa: E402
+import pcm  # before mpi4py.MPI: PCM initialises MPI (communicators are mpi4py's)
 
 TOP = 100.0
 FNV_BASIS, FNV_PRIME, MASK = 14695981039346656037, 1099511628211, (1 << 64) - 1
+LAYOUTS = {"block": pcm.BLOCK, "cyclic": pcm.CYCLIC, "block-cyclic": pcm.BLOCK_CYCLIC}
 
 
 def options(argv):
@@ -30,44 +30,43 @@ def options(argv):
                           ("commit-every", 0)):
         p.add_argument(f"--{name}", type=int, default=default)
     p.add_argument("--throttle-while")
+    p.add_argument("--layout", choices=sorted(LAYOUTS), default="block")
+    p.add_argument("--block", type=int, default=4)
     p.add_argument("--dump")
     o = p.parse_args(argv)
-    if o.nx < 3 or o.ny < 3 or o.iters < 0 or o.throttle_us < 0 or o.commit_every < 0:
-        p.error("--nx and --ny must be at least 3, the others at least 0")
+    if o.nx < 3 or o.ny < 3 or o.iters < 0 or o.throttle_us < 0 or o.commit_every < 0 or \
+            o.block < 1:
+        p.error("--nx and --ny must be at least 3, --block at least 1, the others at least 0")
     return o
 
 
 class Grid:
-    """This process's columns: cur (the registered buffer, ghosts included) and next, as (columns,
-    ny) arrays; first, the global column of cur[1]; left and right, the neighbours' ranks."""
+    """This process's part of the grid: the registered buffer (cur, 1-D), its segments of columns
+    (global first column, columns, element offset), each with one ghost column on either side,
+    and PCM's halo plan that fills those ghosts."""
 
     def __init__(self, reg, comm, nx, ny):
-        self.nx, self.ny = nx, ny
-        first, count, offset = reg.dist.segment(comm.rank, 0)
-        assert offset == ny, "one ghost column before the segment"
-        self.first, self.count = first, count
-        self.cur = reg.array.reshape(count + 2, ny)
-        self.next = self.cur.copy()  # the fixed edges and ghosts alike
-        self.left = reg.dist.owner(first - 1) if first > 0 else MPI.PROC_NULL
-        self.right = reg.dist.owner(first + count) if first + count < nx else MPI.PROC_NULL
-        # Owned columns the sweep writes: global columns 1 .. nx-2 (0 and nx-1 are fixed).
-        lo, hi = max(first, 1), min(first + count - 1, nx - 2)
-        self.cols = slice(lo - first + 1, hi - first + 2)  # local indices (ghost first)
+        self.reg, self.nx, self.ny = reg, nx, ny
+        d = reg.dist
+        nseg, _, _ = d.local(comm.rank)
+        self.segs = [d.segment(comm.rank, k) for k in range(nseg)]
+        self.halo = pcm.Halo(d, comm.rank, 1, np.float64)
 
     def exchange(self, comm):
-        c = self.cur
-        reqs = [comm.Irecv(c[-1], self.right, 0), comm.Irecv(c[0], self.left, 1),
-                comm.Isend(c[1], self.left, 0), comm.Isend(c[-2], self.right, 1)]
-        MPI.Request.Waitall(reqs)
+        self.halo.exchange(self.reg, comm)
 
     def step(self):
-        c, n, s = self.cur, self.next, self.cols
-        if s.start < s.stop:
-            # heat2d_step_columns's order, cell by cell: ((up + down) + left) + right.
-            lft, rgt = slice(s.start - 1, s.stop - 1), slice(s.start + 1, s.stop + 1)
-            n[s, 1:-1] = 0.25 * (c[s, :-2] + c[s, 2:] + c[lft, 1:-1] + c[rgt, 1:-1])
-        # The registered buffer keeps the newest grid (what a reconfiguration or checkpoint takes).
-        c[s] = n[s]
+        cur, ny = self.reg.array, self.ny
+        for first, units, offset in self.segs:
+            c = cur[offset - ny:offset + (units + 1) * ny].reshape(units + 2, ny)
+            # Columns the sweep writes: global 1 .. nx-2 (0 and nx-1 are fixed).
+            lo, hi = max(first, 1) - first + 1, min(first + units - 1, self.nx - 2) - first + 1
+            if lo > hi:
+                continue
+            s, lft, rgt = slice(lo, hi + 1), slice(lo - 1, hi), slice(lo + 1, hi + 2)
+            # heat2d_step_columns's order, cell by cell: ((up + down) + left) + right. Each
+            # segment reads only its own columns and ghosts, so it is written back at once.
+            c[s, 1:-1] = 0.25 * (c[s, :-2] + c[s, 2:] + c[lft, 1:-1] + c[rgt, 1:-1])
 
 
 def fnv1a(h, data):
@@ -79,12 +78,10 @@ def fnv1a(h, data):
 def result(grid, comm, dump):
     """The checksum of the column-major grid in global order (rank 0; None elsewhere), and the
     row-major dump. Collective."""
-    parts = comm.gather((grid.first, grid.cur[1:-1].copy()), root=0)
+    whole = pcm.gather(grid.reg, 0, comm)
     if comm.rank != 0:
         return None
-    whole = np.zeros((grid.nx, grid.ny))
-    for first, cols in parts:
-        whole[first:first + len(cols)] = cols
+    whole = whole.reshape(grid.nx, grid.ny)
     if dump:
         np.ascontiguousarray(whole.T).tofile(dump)
     return fnv1a(FNV_BASIS, whole.tobytes())
@@ -94,12 +91,12 @@ def run(comm, o):
     origin = pcm.process_status()
     dist = None
     if origin in (pcm.STARTED, pcm.RESTARTED):
-        dist = pcm.Dist.block(o.nx, comm.size, unit_len=o.ny, halo=1)
+        dist = pcm.Dist.create(LAYOUTS[o.layout], o.nx, comm.size, unit_len=o.ny, block=o.block,
+                               halo=1)
     initial = None
     if origin == pcm.STARTED:
-        first, count, _ = dist.segment(comm.rank, 0)
-        initial = np.zeros((count + 2, o.ny))
-        initial[:, 0] = TOP
+        initial = np.zeros(dist.local(comm.rank)[2])
+        initial.reshape(-1, o.ny)[:, 0] = TOP  # every column's top cell, ghosts included
     reg = pcm.register_dist("grid", np.float64, dist, initial)
     it = pcm.register_value("it", np.int32)
     reconfigs = pcm.register_value("reconfigs", np.int32)

@@ -44,7 +44,7 @@ try:
 finally:
     sys.setdlopenflags(_flags)
 
-from ._pcm import Dist, DistArray  # noqa: E402  (after the dlopen flags above)
+from ._pcm import Dist, DistArray, Halo  # noqa: E402  (after the dlopen flags above)
 
 SUCCESS = 0
 ERR_ARG, ERR_STATE, ERR_CONFIG, ERR_DAEMON, ERR_REFUSED, ERR_NOT_FOUND = -1, -2, -3, -4, -5, -6
@@ -148,6 +148,13 @@ adapt = _pcm.adapt  # adapt(comm) -> (Adapt, comm): PCM_Adapt, collective
 checkpoint = _pcm.checkpoint  # checkpoint(comm, iteration): PCM_Checkpoint, collective
 checkpoint_wait = _pcm.checkpoint_wait  # checkpoint_wait(comm): PCM_Checkpoint_wait, collective
 restart_info = _pcm.restart_info  # -> (iteration, process count) in a restarted job
+# gather(array, root, comm) -> the whole registered array on root (global order, no ghosts), None
+# elsewhere: PCM_Dist_gather, collective.
+gather = _pcm.gather
+# topology(comm) -> this process's colour at each level (site, host): PCM_Topology, collective.
+topology = _pcm.topology
+# host_comm(comm) -> the processes of comm on this host, a new Comm (free it): PCM_Host_comm.
+host_comm = _pcm.host_comm
 error_string = _pcm.error_string
 last_error = _pcm.last_error
 

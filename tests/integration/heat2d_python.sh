@@ -2,9 +2,11 @@
 # heat2d_python.sh MODE BUILD PYTHON — examples/heat2d/heat2d.py (NumPy, the pcm package) against
 # the C heat2d, bit for bit: the same checksum and the same --dump bytes as heat2d_plain (C).
 #   plain    heat2d.py on 2 processes, no reconfiguration.
-#   reshape  (under with_pcmd.sh) heat2d.py on 2 processes split 2 -> 3 (rank 0 into 2), merged
-#            3 -> 2 (ranks 1 and 2) and with rank 1 migrated, through pcmctl; 3 reconfigurations.
-#   restart  (under with_pcmd.sh) heat2d.py on 2 processes checkpointing every 100 iterations,
+#   reshape  (under with_pcmd.sh) heat2d.py on 2 processes, cyclic layout (several segments per
+#            rank: PCM's halo plan), split 2 -> 3 (rank 0 into 2), merged 3 -> 2 (ranks 1 and 2)
+#            and with rank 1 migrated, through pcmctl; 3 reconfigurations.
+#   restart  (under with_pcmd.sh) heat2d.py on 2 processes, block-cyclic of 3 columns,
+#            checkpointing every 100 iterations,
 #            killed with SIGKILL after iteration 350, restarted with PCM_RESTART=1 on 3 and then
 #            1 process: each resumes from iteration 300 or later.
 # PYTHONPATH must hold the pcm package (ctest sets it).
@@ -43,7 +45,7 @@ reshape)
   out=$tmp/pcm.out
   touch "$tmp/slow"
   PCM_JOB=$job timeout 300 "$MPIEXEC" -n 2 "$python" "$py" "${args[@]}" --dump "$tmp/py.grid" \
-    --throttle-us 2000 --throttle-while "$tmp/slow" >"$out" 2>&1 </dev/null &
+    --layout cyclic --throttle-us 2000 --throttle-while "$tmp/slow" >"$out" 2>&1 </dev/null &
   mpi=$!
   trap 'kill "$mpi" 2>/dev/null' EXIT
   step() {  # step N WHAT PCMCTL-ARGS...: the N-th reconfiguration
@@ -68,6 +70,7 @@ reshape)
 restart)
   job=heat2d-py-restart-$$
   PCM_JOB=$job setsid "$MPIEXEC" -n 2 "$python" "$py" "${args[@]}" --commit-every 100 \
+    --layout block-cyclic --block 3 \
     --throttle-us 3000 >"$tmp/run.out" 2>&1 </dev/null &
   mpi=$!
   "$pcmctl" wait "$job" --iteration 350 --timeout 120 ||
@@ -79,7 +82,7 @@ restart)
   for n in 3 1; do
     out=$tmp/r$n.out
     PCM_RESTART=1 PCM_JOB=$job timeout 120 "$MPIEXEC" -n $n "$python" "$py" "${args[@]}" \
-      --dump "$tmp/r$n.grid" >"$out" 2>&1 </dev/null || fail "restart on $n exited with $?: $(show "$out")"
+      --layout block-cyclic --block 3 --dump "$tmp/r$n.grid" >"$out" 2>&1 </dev/null || fail "restart on $n exited with $?: $(show "$out")"
     k=$(sed -n 's/^heat2d: restarted from iteration \([0-9]*\) on '"$n"' processes$/\1/p' "$out")
     [ -n "$k" ] && [ "$k" -ge 300 ] || fail "restart on $n: no 'restarted from iteration K>=300': $(show "$out")"
     same "$out" "$tmp/r$n.grid" "the restart on $n"

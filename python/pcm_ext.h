@@ -1,0 +1,48 @@
+/* pcm_ext.h — what the files of pcm._pcm share: the Dist and DistArray objects (pcmmodule.c), the
+ * errors, dtypes and communicators, and the halo, gather and topology calls (pcm_halo.c). */
+#ifndef PCM_EXT_H
+#define PCM_EXT_H
+
+#include <Python.h>
+#include <mpi.h>
+#include <numpy/arrayobject.h>
+
+#include "pcm.h"
+
+/* A PCM_Dist it owns, or a view of a registration's current map. */
+typedef struct {
+  PyObject_HEAD PCM_Dist own;
+  PCM_Dist *slot; /* the registration's map, replaced by the library */
+  PyObject *keep; /* the registration that holds slot */
+} DistObject;
+
+/* A registered distributed array. */
+typedef struct {
+  PyObject_HEAD void *buf; /* malloc'd; replaced and freed by the library */
+  PCM_Dist dist;
+  int typenum;
+  int itemsize;
+  PyObject *view; /* the last .array, valid while view_buf and view_len are current */
+  void *view_buf;
+  npy_intp view_len;
+} RegObject;
+
+extern PyTypeObject DistType, RegType, HaloType;
+
+/* Raises pcm.Error(code, message) with PCM_Last_error's message; returns NULL. */
+PyObject *raise_pcm(int code);
+/* The PCM element type of a dtype and its NumPy type number; 0 and a TypeError if unsupported. */
+int pcm_type_of(PyArray_Descr *d, int *typenum);
+/* The map a Dist shows; NULL and a ValueError where the process holds none. */
+PCM_Dist dist_handle(DistObject *d);
+/* An mpi4py communicator's handle (1), or 0 with an exception set. */
+int get_comm(PyObject *obj, MPI_Comm *comm);
+/* A new mpi4py Comm for comm (not freed with it: the program frees it). */
+PyObject *comm_new(MPI_Comm comm);
+
+/* pcm_halo.c: gather(array, root, comm), topology(comm), host_comm(comm). */
+PyObject *py_gather(PyObject *self, PyObject *args);
+PyObject *py_topology(PyObject *self, PyObject *arg);
+PyObject *py_host_comm(PyObject *self, PyObject *arg);
+
+#endif
