@@ -303,6 +303,10 @@ void add_policy_options(CLI::App& app, Options& o) {
                 4.0, 86400.0);
   policy_option("--policy-min-gain", pc.min_gain,
                 "the rise in iterations/s a growth must bring (0.05: 5 %)", 0.0, 100.0);
+  policy_option("--policy-min-efficiency", pc.min_efficiency,
+                "a growth is also kept if the rate rose by this share of the added processes' "
+                "linear speed-up, when that is below --policy-min-gain (wide jobs)",
+                0.0, 1.0);
   policy_option("--policy-sustain-s", pc.load_sustain_s,
                 "how long a host's competing load must stay high before jobs leave it", 0.0,
                 86400.0);
