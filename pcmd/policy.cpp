@@ -2,6 +2,7 @@
 #include "policy.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <limits>
@@ -194,14 +195,16 @@ void Policy::start_trial(JobState& s, const PolicyJob& job, double now) {
   s.trial_rate = job.rate;
 }
 
-// The first job waiting for more nodes than are idle: this job leaves the releasable node where
-// it has the fewest processes (alone there, and not its only node), if it stays at min_size(job) or
-// more and the rest of the inventory holds its smaller world.
+// The first job waiting for more nodes than are idle or being given back: this job leaves the
+// releasable node where it has the fewest processes (alone there, and not its only node), if it
+// stays at min_size(job) or more and the rest of the inventory holds its smaller world.
 std::optional<PolicyDecision> Policy::shrink_for_queue(Snapshot& snap, const PolicyJob& job) {
-  if (!snap.queue || snap.queue_used || snap.queue->waiting.empty()) return std::nullopt;
+  if (!snap.queue || snap.queue->waiting.empty()) return std::nullopt;
   const PolicyQueue::Waiting& w = snap.queue->waiting.front();
   const int idle = static_cast<int>(snap.queue->idle.size());
-  if (w.nodes <= idle) return std::nullopt;  // it starts without us
+  if (w.nodes <= idle + snap.leaving) return std::nullopt;  // it starts without more
+  if (config_.shrink_if_enough && w.nodes > idle + snap.leaving + snap.can_leave)
+    return std::nullopt;  // not even then
   std::map<std::string, int> mine;
   for (const auto& h : job.hosts) ++mine[h];
   std::string best;
@@ -217,7 +220,9 @@ std::optional<PolicyDecision> Policy::shrink_for_queue(Snapshot& snap, const Pol
     if (best.empty() || count < mine[best]) best = name;
   }
   if (best.empty()) return std::nullopt;
-  snap.queue_used = true;
+  ++snap.leaving;
+  --snap.can_leave;
+  jobs_[job.name].leaving = 1;
   PolicyDecision d;
   d.job = job.name;
   d.kind = Kind::kResize;
@@ -225,37 +230,51 @@ std::optional<PolicyDecision> Policy::shrink_for_queue(Snapshot& snap, const Pol
   d.avoid = best;
   d.reason = fmt::format(
       "Slurm job {} waits for {} node(s) and {} are idle: the job leaves {} ({} -> {} processes, "
-      "at least {}) so that the node goes back to Slurm",
-      w.id, w.nodes, idle, best, job.size, d.size, min_size(job));
+      "at least {}) so that the node goes back to Slurm ({} other node(s) being given back)",
+      w.id, w.nodes, idle, best, job.size, d.size, min_size(job), snap.leaving - 1);
   return d;
 }
 
-// Nobody waits: a node idle for idle_s is grown onto (as many processes as it has CPUs), which
-// makes pcmd ask Slurm for it; measured like any growth.
+// Nobody waits: nodes idle for idle_s are grown onto (as many processes as they have CPUs),
+// which makes pcmd ask Slurm for them; measured like any growth. At most as many processes as
+// the job has (it at most doubles: a wide job grows in steps to its size, not one node at a
+// time), at least one node, never beyond its max_size.
 std::optional<PolicyDecision> Policy::grow_onto_idle(Snapshot& snap, const PolicyJob& job,
                                                      JobState& s) {
   if (!snap.queue || snap.queue_used || !snap.queue->waiting.empty() || job.rate <= 0)
     return std::nullopt;
   if (snap.now < s.cap_until && job.size + 1 > s.cap) return std::nullopt;
+  std::vector<std::string> names;
+  int add = 0;
   for (const PolicyQueue::Idle& n : snap.queue->idle) {
     auto it = idle_since_.find(n.name);
     if (it == idle_since_.end() || snap.now - it->second < config_.idle_s) continue;
-    if (job.max_size > 0 && job.size + std::max(1, n.cpus) > job.max_size) return std::nullopt;
-    snap.queue_used = true;
-    idle_since_.erase(it);  // idle again for idle_s before another growth counts on it
-    PolicyDecision d;
-    d.job = job.name;
-    d.kind = Kind::kResize;
-    d.size = job.size + std::max(1, n.cpus);
-    d.reason = fmt::format(
-        "Slurm node {} has been idle for {:.0f} s and no job waits: try {} processes on it, keep "
-        "them if the rate ({:.1f} iterations/s now) rises by {:.1f} % within {:.0f} s",
-        n.name, config_.idle_s, d.size, job.rate, 100 * wanted_gain(job.size, d.size),
-        config_.measure_s);
-    start_trial(s, job, snap.now);
-    return d;
+    const int cpus = std::max(1, n.cpus);
+    if (job.max_size > 0 && job.size + add + cpus > job.max_size) break;
+    if (snap.now < s.cap_until && job.size + add + cpus > s.cap) break;
+    if (!names.empty() && add + cpus > job.size) break;
+    names.push_back(n.name);
+    add += cpus;
   }
-  return std::nullopt;
+  if (names.empty()) return std::nullopt;
+  snap.queue_used = true;
+  for (const std::string& n : names) idle_since_.erase(n);  // idle_s again before it counts
+  PolicyDecision d;
+  d.job = job.name;
+  d.kind = Kind::kResize;
+  d.size = job.size + add;
+  const std::string which =
+      names.size() == 1 ? fmt::format("Slurm node {} has", names[0])
+      : names.size() <= 3
+          ? fmt::format("Slurm nodes {} have", fmt::join(names, ", "))
+          : fmt::format("Slurm nodes {}, {} and {} more have", names[0], names[1], names.size() - 2);
+  d.reason = fmt::format(
+      "{} been idle for {:.0f} s and no job waits: try {} processes on {}, keep them if the rate "
+      "({:.1f} iterations/s now) rises by {:.1f} % within {:.0f} s",
+      which, config_.idle_s, d.size, names.size() == 1 ? "it" : "them", job.rate,
+      100 * wanted_gain(job.size, d.size), config_.measure_s);
+  start_trial(s, job, snap.now);
+  return d;
 }
 
 bool Policy::near_time_limit(const Snapshot& snap, double margin) const {
@@ -298,6 +317,24 @@ std::vector<PolicyDecision> Policy::decide(double now, const std::vector<PolicyJ
                ? std::next(it)
                : idle_since_.erase(it);
     for (const PolicyQueue::Idle& n : queue->idle) idle_since_.emplace(n.name, now);
+  }
+
+  for (const PolicyJob& job : jobs) {  // shrinks for the queue still under way, and possible
+    JobState& s = jobs_[job.name];
+    if (!job.pending) s.leaving = 0;
+    snap.leaving += s.leaving;
+    if (job.pending) continue;
+    std::map<std::string, int> mine;
+    for (const auto& h : job.hosts) ++mine[h];
+    int left = job.size;
+    for (const auto& [name, count] : mine) {
+      auto it = snap.by_name.find(name);
+      if (it == snap.by_name.end() || !it->second->releasable || it->second->used != count ||
+          left - count < min_size(job))
+        continue;
+      left -= count;
+      ++snap.can_leave;
+    }
   }
 
   std::vector<PolicyDecision> out;

@@ -17,10 +17,13 @@
 //    operator's command), a failed decision is not retried for retry_after_s, the load thresholds
 //    differ for leaving and for coming.
 // With Slurm's queue (pcmd --resources slurm, PolicyQueue):
-//  - a job waiting in the queue for more nodes than are idle makes a job leave a node that goes
+//  - a job waiting in the queue for more nodes than are idle makes jobs leave nodes that go
 //    back to Slurm once left (PolicyHost::releasable): a shrinking resize whose new world avoids
 //    that node (the desk respawns it elsewhere), never below the job's minimum (its min_size,
-//    else min_procs);
+//    else min_procs); one node per job and decision, as many jobs in one snapshot as the waiting
+//    job lacks nodes (idle ones and those being given back count); with shrink_if_enough, not
+//    at all if all that the jobs could give back would still leave it waiting (by default they
+//    do: other jobs' ends, which the policy does not know, may make up the rest);
 //  - while nobody waits, a node idle for idle_s is grown onto (a resize by its CPUs, which asks
 //    Slurm for it), measured and kept or undone like any growth;
 //  - checkpoint_margin_s before the allocation's time limit, every job is asked once for a
@@ -52,6 +55,9 @@ struct PolicyConfig {
   double cap_s = 300;
   double idle_s = 10;  // with the queue: a node idle this long may be grown onto
   int min_procs = 1;   // with the queue: no job is shrunk below this
+  // With the queue: jobs leave nodes for a waiting job only if all that they could give back
+  // (above their minimums) would let it start.
+  bool shrink_if_enough = false;
   // With the allocation's end known: a job is asked for a checkpoint this long before it. 0
   // (default): measured, kMarginFloorS + kMarginCostFactor times the longest version a running
   // job has written (begun to committed); kUnmeasuredMarginS while none has.
@@ -151,6 +157,7 @@ class Policy {
     int cap = 0;                    // not grown past this size ...
     double cap_until = -1e18;       // ... until then
     bool checkpoint_asked = false;  // before the time limit
+    int leaving = 0;                // nodes its shrink for the queue gives back (while pending)
   };
 
   // One decide() call's hosts, and the free slots its decisions have not taken yet.
@@ -160,7 +167,9 @@ class Policy {
     std::map<std::string, const PolicyHost*> by_name;
     std::map<std::string, int> room;
     const PolicyQueue* queue = nullptr;
-    bool queue_used = false;  // one queue decision per snapshot
+    bool queue_used = false;  // one growth onto idle nodes per snapshot
+    int leaving = 0;          // nodes being given back for the queue (shrinks under way or decided)
+    int can_leave = 0;        // releasable nodes the jobs hold above their minimums
   };
 
   // The steps of decide(), in order.

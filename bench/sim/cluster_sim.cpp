@@ -145,12 +145,18 @@ class Engine {
     return out;
   }
 
-  void start(std::size_t j) {
+  // The nodes job j would start on now (0: it does not fit).
+  int fits(const Job& j) const {
+    if (j.size <= free_) return j.size;
+    return c_.moldable && j.malleable && j.min_size <= free_ ? free_ : 0;
+  }
+
+  void start(std::size_t j, int size) {
     Running r;
     r.job = j;
-    r.size = jobs_[j].size;
+    r.size = size;
     r.nodes = take(r.size, j);
-    r.work = jobs_[j].run * rate(r);
+    r.work = jobs_[j].run * speedup(jobs_[j].serial, jobs_[j].size);
     r_.jobs[j].start = t_;
     r_.jobs[j].max_size = r.size;
     running_.push_back(std::move(r));
@@ -159,8 +165,8 @@ class Engine {
 
   // FCFS with EASY backfilling.
   void schedule() {
-    while (!queue_.empty() && jobs_[queue_.front()].size <= free_) {
-      start(queue_.front());
+    while (!queue_.empty() && fits(jobs_[queue_.front()]) > 0) {
+      start(queue_.front(), fits(jobs_[queue_.front()]));
       queue_.erase(queue_.begin());
     }
     if (queue_.empty()) return;
@@ -172,7 +178,8 @@ class Engine {
       frees.emplace_back(end_estimate(r), static_cast<int>(r.nodes.size() - r.release.size()));
     }
     std::sort(frees.begin(), frees.end());
-    const int need = jobs_[queue_.front()].size;
+    const Job& head = jobs_[queue_.front()];
+    const int need = c_.moldable && head.malleable ? head.min_size : head.size;
     int avail = free_;
     double shadow = kInf;
     for (const auto& [at, n] : frees) {
@@ -185,10 +192,12 @@ class Engine {
     int extra = avail - need;
     for (std::size_t i = 1; i < queue_.size() && free_ > 0;) {
       const Job& j = jobs_[queue_[i]];
-      const bool before = t_ + j.run <= shadow + kEps;
-      if (j.size <= free_ && (before || j.size <= extra)) {
-        if (!before) extra -= j.size;
-        start(queue_[i]);
+      const int k = fits(j);
+      const double run = j.run * speedup(j.serial, j.size) / speedup(j.serial, std::max(1, k));
+      const bool before = t_ + run <= shadow + kEps;
+      if (k > 0 && (before || k <= extra)) {
+        if (!before) extra -= k;
+        start(queue_[i], k);
         queue_.erase(queue_.begin() + static_cast<long>(i));
       } else {
         ++i;

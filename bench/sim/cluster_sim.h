@@ -12,7 +12,7 @@
 //  - reconfiguration: the job stops for fixed_s + per_gib_s * (its state / min(from, to))
 //    (the bytes each of the fewer processes sends or receives), holding max(from, to) nodes
 //    meanwhile; nodes taken at the decision, given back at the end; times factor;
-//  - EASY: the queue's head gets a reservation at the earliest time enough nodes are free (from
+//  - EASY: the queue's head (a moldable one, Config::moldable: at its min_size) gets a reservation at the earliest time enough nodes are free (from
 //    the running jobs' ends, known exactly: the trace has no requested times); a later job starts
 //    now if it fits and ends before that time or uses only the nodes the head leaves spare.
 #pragma once
@@ -52,6 +52,9 @@ struct Config {
   CostModel cost;
   daemon::PolicyConfig policy;
   double period_s = 1;    // the policy is asked at most this often (pcmd: every second)
+  // Malleable jobs are submitted as Slurm's `-N min-max`: one starts on fewer nodes than it asked
+  // (at least its min_size) when that is what is free, rather than waiting.
+  bool moldable = false;
   bool check = false;     // verify the node book at every step (the invariants)
   bool keep_log = false;  // keep every decision's line (Result::log)
 };

@@ -151,8 +151,13 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--policy-cap-s", p.cap_s, "pcmd --policy-cap-s")->capture_default_str();
   app.add_option("--policy-min-gain", p.min_gain, "pcmd --policy-min-gain")->capture_default_str();
   app.add_option("--policy-min-efficiency", p.min_efficiency, "pcmd --policy-min-efficiency")->capture_default_str();
+  app.add_flag("--policy-shrink-if-enough", p.shrink_if_enough,
+               "jobs leave nodes for a waiting job only if all they could give would start it");
   app.add_option("--period-s", o.config.period_s, "the policy's round, s")->capture_default_str();
   app.add_flag("--check", o.config.check, "verify the node book at every step");
+  app.add_flag("--moldable", o.config.moldable,
+               "malleable jobs start on fewer nodes than asked (at least their minimum) if that "
+               "is what is free, as Slurm's -N min-max");
   app.add_option("--csv", o.csv, "append every run's figures to this CSV");
   app.add_option("--jobs-csv", o.jobs_csv, "append every job of every run to this CSV");
   app.add_option("--log", o.log, "append every decision, with its reason, to this file");

@@ -52,19 +52,20 @@ TEST(Sim, RigidEasyReproducesAScheduleCheckedByHand) {
 }
 
 TEST(Sim, AMalleableJobGrowsOntoIdleNodesAndGivesThemBackForAWaitingJob) {
-  // 4 nodes; M (malleable, perfectly parallel) asks for 2 for 1000 s and may run on 1-4; R
-  // (rigid, 2 nodes) arrives at 500, when M holds all 4: M leaves nodes until R starts.
-  s::Job m = job(1, 0, 1000, 2);
+  // 4 nodes; M (malleable, perfectly parallel) asks for 2 for 2000 s and may run on 1-4: it
+  // doubles onto the 2 idle nodes; R (rigid, 2 nodes) arrives at 500, when M holds all 4: M
+  // leaves a node, and another after the policy's interval, and R starts.
+  s::Job m = job(1, 0, 2000, 2);
   m.malleable = true;
   m.min_size = 1;
   m.max_size = 4;
   const std::vector<s::Job> jobs{m, job(2, 500, 100, 2)};
   const s::Result r = s::simulate(jobs, config(4));
   EXPECT_EQ(r.jobs[0].max_size, 4);
-  EXPECT_LT(r.jobs[0].end, 800);  // 2000 node-seconds of work, on 4 nodes most of the time
+  EXPECT_LT(r.jobs[0].end, 1700);  // 4000 node-seconds of work, on 4 nodes half the time
   EXPECT_GT(r.jobs[1].start, 500);
   EXPECT_LT(r.jobs[1].start, 530);  // two shrinks, each after the policy's interval
-  EXPECT_GE(r.grows, 2);
+  EXPECT_GE(r.grows, 1);
   EXPECT_GE(r.shrinks, 2);
   // Every decision carries the policy's reason, every growth kept its figures.
   bool shrink = false, grow = false;
@@ -73,7 +74,7 @@ TEST(Sim, AMalleableJobGrowsOntoIdleNodesAndGivesThemBackForAWaitingJob) {
                 line.find("kept: ") != std::string::npos)
         << line;
     shrink = shrink || line.find("Slurm job 2 waits for 2 node(s)") != std::string::npos;
-    grow = grow || line.find("has been idle for 10 s and no job waits") != std::string::npos;
+    grow = grow || line.find("been idle for 10 s and no job waits") != std::string::npos;
   }
   EXPECT_TRUE(shrink && grow);
 }

@@ -444,3 +444,49 @@ TEST(PolicyQueue, NextWakeIsWhenTheFirstOfThePolicysOwnClocksRunsOut) {
   EXPECT_TRUE(p.decide(19, {g}, grown, &none).empty());  // kept
   EXPECT_DOUBLE_EQ(p.next_wake(19), 29);                 // min_interval_s after it
 }
+
+TEST(PolicyQueue, AsManyJobsLeaveANodeInOneSnapshotAsTheWaitingJobLacksCountingThoseUnderWay) {
+  d::PolicyConfig c = config();
+  auto [a, ha] = wide(3, 100);
+  a.name = "a";
+  d::PolicyJob b = a, e = a;
+  b.name = "b";
+  e.name = "e";
+  std::vector<d::PolicyHost> hosts;
+  for (const char* p : {"a", "b", "e"})
+    for (int i = 1; i <= 3; ++i) hosts.push_back(releasable(host(p + std::to_string(i), 1, 1)));
+  for (auto* j : {&a, &b, &e})
+    for (int i = 0; i < 3; ++i) j->hosts[static_cast<std::size_t>(i)] = j->name + std::to_string(i + 1);
+  // Job 17 needs 3 nodes, 1 is idle: two jobs leave a node each, the third stays.
+  const auto waits = queue({{"17", 3}}, {{"x", 1}});
+  d::Policy p(c);
+  auto out = p.decide(0, {a, b, e}, hosts, &waits);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].job, "a");
+  EXPECT_EQ(out[1].job, "b");
+  EXPECT_NE(out[1].reason.find("(1 other node(s) being given back)"), std::string::npos)
+      << out[1].reason;
+  // A second later both shrinks are under way: nobody else leaves a node for job 17.
+  a.pending = b.pending = true;
+  EXPECT_TRUE(p.decide(1, {a, b, e}, hosts, &waits).empty());
+  // Done (pending no more), the nodes not yet idle in Slurm's reading: they count no more, a and
+  // b wait for their interval, e leaves a node.
+  a.pending = b.pending = false;
+  out = p.decide(2, {a, b, e}, hosts, &waits);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].job, "e");
+}
+
+TEST(PolicyQueue, WithShrinkIfEnoughNoJobLeavesANodeIfAllItCouldGiveWouldNotStartTheWaitingJob) {
+  auto [a, hosts] = wide(4, 100);
+  a.min_size = 2;  // can give back 2 nodes
+  d::PolicyConfig c = config();
+  const auto big = queue({{"17", 4}}, {{"x", 1}});  // lacks 3
+  d::Policy by_default(c);  // other jobs' ends may make up the rest
+  EXPECT_EQ(by_default.decide(0, {a}, hosts, &big).size(), 1u);
+  c.shrink_if_enough = true;
+  d::Policy p(c);
+  EXPECT_TRUE(p.decide(0, {a}, hosts, &big).empty());  // no use
+  const auto fits = queue({{"17", 3}}, {{"x", 1}});  // lacks 2: a leaves a node
+  EXPECT_EQ(p.decide(1, {a}, hosts, &fits).size(), 1u);
+}
