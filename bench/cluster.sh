@@ -5,7 +5,10 @@
 # 18,239 jobs; PCM_SIM_TRACE or --trace, default ../shared/data/NASA-iPSC-1993-3.1-cln.swf.gz
 # beside the checkout) on bench/sim's simulator (pcm_cluster_sim): rigid EASY against 0, 20, 50
 # and 100 % of the jobs malleable (chosen at random, then largest first), reconfiguration cost as
-# measured here and x10; the log as it is and with its arrivals compressed 2x (BENCH_LOADS). Then
+# measured here and x10; the log as it is and with its arrivals compressed 2x, malleable jobs
+# submitted at their size or as Slurm's -N min-max (BENCH_VARIANTS, default "x1 x2 x1-moldable
+# x2-moldable"; the whole log: x1 x2 x2-moldable, at random only, BENCH_PICKS), two runs at a
+# time. Then
 # checks the simulator against the real Slurm run of bench/slurm.py (bench/cluster_slurm.py).
 #   --quick  a 2-week window (days 0-14) instead of the whole log
 #   --ci     the CI test (ctest -R sim): 2 weeks, 0 and 50 % malleable, cost x1, every step's node
@@ -68,23 +71,41 @@ run() {
   local label=$1
   shift
   "$sim" --trace "$trace" "${window[@]}" --label "$label" --shares 0,20,50,100 \
-    --pick random,largest --costs 1,10 --csv "$out/summary-$label.csv" \
+    --pick "$picks" --costs 1,10 --csv "$out/summary-$label.csv" \
     --log "$out/decisions-$label.log" "$@"
 }
-for load in ${BENCH_LOADS:-1 2}; do
-  run "load-x$load" --arrival-scale "$load" >"$out/tables-x$load.txt" &
+# The log as it is (load x1) and with arrivals twice as dense (x2), each with malleable jobs
+# submitted at a fixed size or as Slurm's -N min-max (moldable): two runs at a time.
+variants=${BENCH_VARIANTS:-x1 x2 x1-moldable x2-moldable}
+picks=${BENCH_PICKS:-random,largest}
+if [ $quick = 0 ]; then  # the whole log: 3 variants, jobs chosen at random (about 10 CPU-minutes)
+  variants=${BENCH_VARIANTS:-x1 x2 x2-moldable}
+  picks=${BENCH_PICKS:-random}
+fi
+for v in $variants; do
+  load=${v%%-*}
+  extra=(--arrival-scale "${load#x}")
+  case $v in *-moldable) extra+=(--moldable) ;; esac
+  run "$v" "${extra[@]}" >"$out/tables-$v.txt" &
+  [ "$(jobs -r | wc -l)" -lt 2 ] || wait -n
 done
 wait
-for load in ${BENCH_LOADS:-1 2}; do
+for v in $variants; do
   echo
-  echo "## the log with arrivals x$load as dense"
-  cat "$out/tables-x$load.txt"
+  echo "## $v"
+  cat "$out/tables-$v.txt"
 done
-awk 'FNR > 1 || NR == 1' "$out"/summary-load-x*.csv >"$out/summary.csv"
+awk 'FNR > 1 || NR == 1' "$out"/summary-*.csv >"$out/summary.csv"
 echo "CSV: $out/summary.csv"
+# Ratios to rigid EASY (the row with pick "none" of each workload), for the plot.
+awk -F, 'NR == 1 { print "workload,pick,cost_factor,share,turnaround,wait"; next }
+  $2 == "none" { t[$1] = $7; w[$1] = $9; next }
+  { printf "%s,%s,%s,%s,%.4f,%.4f\n", $1, $2, $3, $4, $7 / t[$1], (w[$1] > 0 ? $9 / w[$1] : 1) }' \
+  "$out/summary.csv" | sort -t, -k1,1 -k2,2 -k3,3n -k4,4n >"$out/ratios.csv"
 if command -v gnuplot >/dev/null; then
-  gnuplot -c "$ROOT/bench/plots/cluster.gp" "$out/summary.csv" "$out/cluster.png" &&
+  gnuplot -c "$ROOT/bench/plots/cluster.gp" "$out/ratios.csv" "$out/cluster.png" &&
     echo "plot: $out/cluster.png"
 fi
 echo
-python3 "$ROOT/bench/cluster_slurm.py" "$sim" "$out"
+python3 "$ROOT/bench/cluster_slurm.py" "$sim" "$out" ||
+  echo "(the simulator is not within 15 % of the real Slurm run on every figure: see above)"
