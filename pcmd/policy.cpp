@@ -103,10 +103,10 @@ std::optional<PolicyDecision> Policy::judge_trial(double now, const PolicyJob& j
   const double gain = s.trial_rate > 0 ? job.rate / s.trial_rate - 1 : 0;
   const double wanted = wanted_gain(s.trial_size, job.size);
   if (gain >= wanted) {
-    notes_.emplace_back(job.name, fmt::format("policy: growth to {} kept: {:.1f} -> {:.1f} "
-                                              "iterations/s ({:+.1f} %, at least {:+.1f} % wanted)",
-                                              job.size, s.trial_rate, job.rate, 100 * gain,
-                                              100 * wanted));
+    notes_.emplace_back(job.name,
+                        fmt::format("policy: growth to {} kept: {:.1f} -> {:.1f} "
+                                    "iterations/s ({:+.1f} %, at least {:+.1f} % wanted)",
+                                    job.size, s.trial_rate, job.rate, 100 * gain, 100 * wanted));
     s.last = now;
     return std::nullopt;
   }
@@ -263,11 +263,11 @@ std::optional<PolicyDecision> Policy::grow_onto_idle(Snapshot& snap, const Polic
   d.job = job.name;
   d.kind = Kind::kResize;
   d.size = job.size + add;
-  const std::string which =
-      names.size() == 1 ? fmt::format("Slurm node {} has", names[0])
-      : names.size() <= 3
-          ? fmt::format("Slurm nodes {} have", fmt::join(names, ", "))
-          : fmt::format("Slurm nodes {}, {} and {} more have", names[0], names[1], names.size() - 2);
+  const std::string which = names.size() == 1 ? fmt::format("Slurm node {} has", names[0])
+                            : names.size() <= 3
+                                ? fmt::format("Slurm nodes {} have", fmt::join(names, ", "))
+                                : fmt::format("Slurm nodes {}, {} and {} more have", names[0],
+                                              names[1], names.size() - 2);
   d.reason = fmt::format(
       "{} been idle for {:.0f} s and no job waits: try {} processes on {}, keep them if the rate "
       "({:.1f} iterations/s now) rises by {:.1f} % within {:.0f} s",

@@ -20,13 +20,13 @@ constexpr double kEps = 1e-6;
 using Kind = proto::Command::Kind;
 
 struct Running {
-  std::size_t job = 0;        // index into the jobs
-  std::vector<int> nodes;     // by rank; during a reconfiguration, the old and the new ones
-  int size = 0;               // the size it computes at
-  double work = 0;            // left, in seconds on one node
-  double busy_until = -1;     // reconfiguring until then (< 0: not)
-  std::vector<int> release;   // nodes given back when the reconfiguration ends
-  int to = 0;                 // the size after it
+  std::size_t job = 0;       // index into the jobs
+  std::vector<int> nodes;    // by rank; during a reconfiguration, the old and the new ones
+  int size = 0;              // the size it computes at
+  double work = 0;           // left, in seconds on one node
+  double busy_until = -1;    // reconfiguring until then (< 0: not)
+  std::vector<int> release;  // nodes given back when the reconfiguration ends
+  int to = 0;                // the size after it
 };
 
 class Engine {
@@ -37,8 +37,8 @@ class Engine {
     for (int n = 0; n < c_.nodes; ++n) names_.push_back(fmt::format("n{}", n));
     for (std::size_t i = 0; i < jobs.size(); ++i) {
       if (jobs[i].size < 1 || jobs[i].size > c_.nodes || !(jobs[i].run >= 0))
-        throw std::invalid_argument(fmt::format("job {}: size {} on {} nodes, run {} s",
-                                                jobs[i].id, jobs[i].size, c_.nodes, jobs[i].run));
+        throw std::invalid_argument(fmt::format("job {}: size {} on {} nodes, run {} s", jobs[i].id,
+                                                jobs[i].size, c_.nodes, jobs[i].run));
       order_.push_back(i);
       JobResult jr;
       jr.id = jobs[i].id;
@@ -66,8 +66,8 @@ class Engine {
       if (next_ == order_.size() && queue_.empty() && running_.empty()) break;
       const double tn = next_time();
       if (!std::isfinite(tn))
-        throw std::logic_error(fmt::format("t={}: {} job(s) queued, nothing runs or arrives", t_,
-                                           queue_.size()));
+        throw std::logic_error(
+            fmt::format("t={}: {} job(s) queued, nothing runs or arrives", t_, queue_.size()));
       advance(tn - t_);
       t_ = std::max(t_, tn);
     }
@@ -79,8 +79,7 @@ class Engine {
 
   // The time it ends if nothing changes (after a reconfiguration under way, at its new size).
   double end_estimate(const Running& r) const {
-    if (r.busy_until >= 0)
-      return r.busy_until + r.work / speedup(jobs_[r.job].serial, r.to);
+    if (r.busy_until >= 0) return r.busy_until + r.work / speedup(jobs_[r.job].serial, r.to);
     return t_ + r.work / rate(r);
   }
 
@@ -124,9 +123,8 @@ class Engine {
 
   void give_back(int node, std::size_t job) {
     if (owner_[static_cast<std::size_t>(node)] != static_cast<long>(job))
-      throw std::logic_error(fmt::format("t={}: node {} given back by job {}, held by {}", t_,
-                                         node, jobs_[job].id,
-                                         owner_[static_cast<std::size_t>(node)]));
+      throw std::logic_error(fmt::format("t={}: node {} given back by job {}, held by {}", t_, node,
+                                         jobs_[job].id, owner_[static_cast<std::size_t>(node)]));
     owner_[static_cast<std::size_t>(node)] = -1;
     ++free_;
   }
@@ -234,13 +232,14 @@ class Engine {
       for (int n : r.nodes) {
         auto& s = seen[static_cast<std::size_t>(n)];
         if (s >= 0 || owner_[static_cast<std::size_t>(n)] != static_cast<long>(r.job))
-          throw std::logic_error(fmt::format("t={}: node {} double-booked or out of the book", t_, n));
+          throw std::logic_error(
+              fmt::format("t={}: node {} double-booked or out of the book", t_, n));
         s = static_cast<long>(r.job);
       }
     const long held = std::count_if(seen.begin(), seen.end(), [](long s) { return s >= 0; });
     if (held + free_ != c_.nodes || std::count(owner_.begin(), owner_.end(), -1) != free_)
-      throw std::logic_error(fmt::format("t={}: {} held + {} free != {} nodes", t_, held, free_,
-                                         c_.nodes));
+      throw std::logic_error(
+          fmt::format("t={}: {} held + {} free != {} nodes", t_, held, free_, c_.nodes));
   }
 
   Result finish_result() {
@@ -305,7 +304,8 @@ void Engine::policy_round() {
   daemon::PolicyQueue q;
   for (std::size_t i : queue_) q.waiting.push_back({std::to_string(jobs_[i].id), jobs_[i].size});
   for (int n = 0; n < c_.nodes; ++n)
-    if (owner_[static_cast<std::size_t>(n)] < 0) q.idle.push_back({names_[static_cast<std::size_t>(n)], 1});
+    if (owner_[static_cast<std::size_t>(n)] < 0)
+      q.idle.push_back({names_[static_cast<std::size_t>(n)], 1});
   const auto decisions = policy_.decide(t_, jobs, hosts, &q);
   const auto notes = policy_.take_notes();
   for (const auto& [job, text] : notes) {
@@ -330,7 +330,8 @@ void Engine::apply(const daemon::PolicyDecision& d, Running& r) {
     ++r_.refused;
     policy_.failed(d.job, t_);
     if (c_.keep_log)
-      r_.log.push_back(fmt::format("{:.0f} job {}: refused ({}) because {}", t_, d.job, why, d.reason));
+      r_.log.push_back(
+          fmt::format("{:.0f} job {}: refused ({}) because {}", t_, d.job, why, d.reason));
   };
   if (d.checkpoint) return;  // no time limit here
   if (d.kind != Kind::kResize || d.size < 1 || d.size == from) return refuse("not a resize");
@@ -371,9 +372,7 @@ void Engine::apply(const daemon::PolicyDecision& d, Running& r) {
 
 }  // namespace
 
-double speedup(double serial, int n) {
-  return 1.0 / (serial + (1.0 - serial) / std::max(1, n));
-}
+double speedup(double serial, int n) { return 1.0 / (serial + (1.0 - serial) / std::max(1, n)); }
 
 double CostModel::seconds(int size, int from, int to) const {
   const double gib = gib_per_node * size / std::max(1, std::min(from, to));

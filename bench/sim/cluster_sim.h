@@ -12,7 +12,8 @@
 //  - reconfiguration: the job stops for fixed_s + per_gib_s * (its state / min(from, to))
 //    (the bytes each of the fewer processes sends or receives), holding max(from, to) nodes
 //    meanwhile; nodes taken at the decision, given back at the end; times factor;
-//  - EASY: the queue's head (a moldable one, Config::moldable: at its min_size) gets a reservation at the earliest time enough nodes are free (from
+//  - EASY: the queue's head (a moldable one, Config::moldable: at its min_size) gets a reservation
+//  at the earliest time enough nodes are free (from
 //    the running jobs' ends, known exactly: the trace has no requested times); a later job starts
 //    now if it fits and ends before that time or uses only the nodes the head leaves spare.
 #pragma once
@@ -39,10 +40,10 @@ struct Job {
 double speedup(double serial, int n);
 
 struct CostModel {
-  double fixed_s = 0.20;     // see docs/perf/cluster.md: a live split's intercept
-  double per_gib_s = 1.08;   // and slope, s per GiB through one process
-  double gib_per_node = 1;   // a job's state: this much per node of its traced size
-  double factor = 1;         // x10: a slow file system, a large job
+  double fixed_s = 0.20;    // see docs/perf/cluster.md: a live split's intercept
+  double per_gib_s = 1.08;  // and slope, s per GiB through one process
+  double gib_per_node = 1;  // a job's state: this much per node of its traced size
+  double factor = 1;        // x10: a slow file system, a large job
   // Seconds a resize from -> to of a job of traced size `size` stops it.
   double seconds(int size, int from, int to) const;
 };
@@ -51,7 +52,7 @@ struct Config {
   int nodes = 128;
   CostModel cost;
   daemon::PolicyConfig policy;
-  double period_s = 1;    // the policy is asked at most this often (pcmd: every second)
+  double period_s = 1;  // the policy is asked at most this often (pcmd: every second)
   // Malleable jobs are submitted as Slurm's `-N min-max`: one starts on fewer nodes than it asked
   // (at least its min_size) when that is what is free, rather than waiting.
   bool moldable = false;

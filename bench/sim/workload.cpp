@@ -119,7 +119,8 @@ std::vector<Job> mark(std::vector<Job> jobs, const Marking& m, int nodes) {
     std::mt19937_64 pick(m.seed * 7919 + 1);
     std::shuffle(idx.begin(), idx.end(), pick);
   }
-  const auto count = static_cast<std::size_t>(std::llround(m.share * static_cast<double>(jobs.size())));
+  const auto count =
+      static_cast<std::size_t>(std::llround(m.share * static_cast<double>(jobs.size())));
   for (std::size_t k = 0; k < count && k < idx.size(); ++k) jobs[idx[k]].malleable = true;
   bound(jobs, m, nodes);
   return jobs;
@@ -127,9 +128,10 @@ std::vector<Job> mark(std::vector<Job> jobs, const Marking& m, int nodes) {
 
 void bound(std::vector<Job>& jobs, const Marking& m, int nodes) {
   for (Job& j : jobs) {
-    j.min_size = j.malleable ? std::max(1, static_cast<int>(std::ceil(m.min_share * j.size))) : j.size;
-    j.max_size = j.malleable ? std::min(nodes, static_cast<int>(std::floor(m.max_factor * j.size)))
-                             : j.size;
+    j.min_size =
+        j.malleable ? std::max(1, static_cast<int>(std::ceil(m.min_share * j.size))) : j.size;
+    j.max_size =
+        j.malleable ? std::min(nodes, static_cast<int>(std::floor(m.max_factor * j.size))) : j.size;
     j.max_size = std::max(j.max_size, j.size);
   }
 }

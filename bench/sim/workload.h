@@ -29,13 +29,13 @@ std::vector<Job> read_csv(const std::string& path);
 std::vector<Job> window(const std::vector<Job>& jobs, double from_day, double days);
 
 struct Marking {
-  double share = 0;             // of the jobs, 0..1
-  bool largest = false;         // largest node-seconds first, else a seeded draw
+  double share = 0;      // of the jobs, 0..1
+  bool largest = false;  // largest node-seconds first, else a seeded draw
   unsigned seed = 1;
-  double serial_lo = 0.001;     // Amdahl's serial fraction: log-uniform in [lo, hi] per job
+  double serial_lo = 0.001;  // Amdahl's serial fraction: log-uniform in [lo, hi] per job
   double serial_hi = 0.1;
-  double min_share = 0.5;       // a malleable job runs on ceil(min_share * size) nodes at least
-  double max_factor = 4;        // and on max_factor * size at most (within the machine)
+  double min_share = 0.5;  // a malleable job runs on ceil(min_share * size) nodes at least
+  double max_factor = 4;   // and on max_factor * size at most (within the machine)
 };
 
 // Marks jobs malleable (a fresh copy); every job gets its serial fraction, so that the same jobs

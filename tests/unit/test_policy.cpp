@@ -440,7 +440,7 @@ TEST(PolicyQueue, NextWakeIsWhenTheFirstOfThePolicysOwnClocksRunsOut) {
   auto [g, grown] = wide(3, 150);
   const auto none = queue({}, {});
   EXPECT_TRUE(p.decide(11, {g}, grown, &none).empty());
-  EXPECT_DOUBLE_EQ(p.next_wake(11), 19);  // ... for measure_s
+  EXPECT_DOUBLE_EQ(p.next_wake(11), 19);                 // ... for measure_s
   EXPECT_TRUE(p.decide(19, {g}, grown, &none).empty());  // kept
   EXPECT_DOUBLE_EQ(p.next_wake(19), 29);                 // min_interval_s after it
 }
@@ -456,7 +456,8 @@ TEST(PolicyQueue, AsManyJobsLeaveANodeInOneSnapshotAsTheWaitingJobLacksCountingT
   for (const char* p : {"a", "b", "e"})
     for (int i = 1; i <= 3; ++i) hosts.push_back(releasable(host(p + std::to_string(i), 1, 1)));
   for (auto* j : {&a, &b, &e})
-    for (int i = 0; i < 3; ++i) j->hosts[static_cast<std::size_t>(i)] = j->name + std::to_string(i + 1);
+    for (int i = 0; i < 3; ++i)
+      j->hosts[static_cast<std::size_t>(i)] = j->name + std::to_string(i + 1);
   // Job 17 needs 3 nodes, 1 is idle: two jobs leave a node each, the third stays.
   const auto waits = queue({{"17", 3}}, {{"x", 1}});
   d::Policy p(c);
@@ -482,11 +483,11 @@ TEST(PolicyQueue, WithShrinkIfEnoughNoJobLeavesANodeIfAllItCouldGiveWouldNotStar
   a.min_size = 2;  // can give back 2 nodes
   d::PolicyConfig c = config();
   const auto big = queue({{"17", 4}}, {{"x", 1}});  // lacks 3
-  d::Policy by_default(c);  // other jobs' ends may make up the rest
+  d::Policy by_default(c);                          // other jobs' ends may make up the rest
   EXPECT_EQ(by_default.decide(0, {a}, hosts, &big).size(), 1u);
   c.shrink_if_enough = true;
   d::Policy p(c);
   EXPECT_TRUE(p.decide(0, {a}, hosts, &big).empty());  // no use
-  const auto fits = queue({{"17", 3}}, {{"x", 1}});  // lacks 2: a leaves a node
+  const auto fits = queue({{"17", 3}}, {{"x", 1}});    // lacks 2: a leaves a node
   EXPECT_EQ(p.decide(1, {a}, hosts, &fits).size(), 1u);
 }
