@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """cluster_slurm.py SIM [OUT] — the cluster simulator checked once against the real Slurm run (issue 40 item 5).
 
+SIM: pcm_cluster_sim, or a build directory holding it (bench/run.sh cluster_slurm passes the build).
+
 bench/slurm.py ran one seeded workload of heat2d jobs on a real Slurm cluster of 3 namespace
 nodes, rigid and with every other job malleable under pcmd --policy auto (docs/perf/performance.md,
 "Rigid against malleable jobs under Slurm (issue 22)"; its figures are REAL below). This script
@@ -79,6 +81,8 @@ def main():
         print(__doc__.split("\n")[0], file=sys.stderr)
         return 2
     sim = sys.argv[1]
+    if os.path.isdir(sim):
+        sim = os.path.join(sim, "bench", "pcm_cluster_sim")
     out = sys.argv[2] if len(sys.argv) > 2 else tempfile.mkdtemp(prefix="pcm-cluster-slurm.")
     os.makedirs(out, exist_ok=True)
     start_s, iter_s = calibrate()
