@@ -303,6 +303,14 @@ void add_policy_options(CLI::App& app, Options& o) {
                 4.0, 86400.0);
   policy_option("--policy-min-gain", pc.min_gain,
                 "the rise in iterations/s a growth must bring (0.05: 5 %)", 0.0, 100.0);
+  policy_option("--policy-min-efficiency", pc.min_efficiency,
+                "a growth is also kept if the rate rose by this share of the added processes' "
+                "linear speed-up, when that is below --policy-min-gain (wide jobs)",
+                0.0, 1.0);
+  app.add_flag("--policy-shrink-if-enough", pc.shrink_if_enough,
+               "--policy auto with --resources slurm: jobs leave nodes for a waiting job only if "
+               "all that they could give back would let it start (default: they leave them "
+               "anyway, other jobs' ends may make up the rest)");
   policy_option("--policy-sustain-s", pc.load_sustain_s,
                 "how long a host's competing load must stay high before jobs leave it", 0.0,
                 86400.0);

@@ -2,8 +2,10 @@
 #include "policy.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
+#include <limits>
 
 namespace pcm::daemon {
 
@@ -29,6 +31,32 @@ std::vector<std::pair<std::string, std::string>> Policy::take_notes() {
   auto out = std::move(notes_);
   notes_.clear();
   return out;
+}
+
+double Policy::wanted_gain(int from, int to) const {
+  const double share = from > 0 ? static_cast<double>(to) / from - 1 : 1;
+  return std::min(config_.min_gain, config_.min_efficiency * share);
+}
+
+int Policy::min_size(const PolicyJob& job) const {
+  return std::max(1, job.min_size > 0 ? job.min_size : config_.min_procs);
+}
+
+double Policy::next_wake(double now) const {
+  double t = std::numeric_limits<double>::infinity();
+  auto after = [&](double at) {
+    if (at > now) t = std::min(t, at);
+  };
+  for (const auto& [name, s] : jobs_) {
+    after(s.last + config_.min_interval_s);
+    after(s.failed + config_.retry_after_s);
+    after(s.cap_until);
+    // A trial not started yet starts at the first snapshot with the grown world running.
+    if (s.trial && s.trial_started) after(s.trial_since + config_.measure_s);
+  }
+  for (const auto& [name, since] : idle_since_) after(since + config_.idle_s);
+  for (const auto& [name, since] : high_since_) after(since + config_.load_sustain_s);
+  return t;
 }
 
 bool Policy::loaded(const std::string& host, double now) const {
@@ -73,11 +101,12 @@ std::optional<PolicyDecision> Policy::judge_trial(double now, const PolicyJob& j
   if (now - s.trial_since < config_.measure_s || job.rate < 0) return std::nullopt;
   s.trial = false;
   const double gain = s.trial_rate > 0 ? job.rate / s.trial_rate - 1 : 0;
-  if (gain >= config_.min_gain) {
-    notes_.emplace_back(job.name, fmt::format("policy: growth to {} kept: {:.1f} -> {:.1f} "
-                                              "iterations/s ({:+.0f} %, at least {:+.0f} % wanted)",
-                                              job.size, s.trial_rate, job.rate, 100 * gain,
-                                              100 * config_.min_gain));
+  const double wanted = wanted_gain(s.trial_size, job.size);
+  if (gain >= wanted) {
+    notes_.emplace_back(job.name,
+                        fmt::format("policy: growth to {} kept: {:.1f} -> {:.1f} "
+                                    "iterations/s ({:+.1f} %, at least {:+.1f} % wanted)",
+                                    job.size, s.trial_rate, job.rate, 100 * gain, 100 * wanted));
     s.last = now;
     return std::nullopt;
   }
@@ -86,10 +115,9 @@ std::optional<PolicyDecision> Policy::judge_trial(double now, const PolicyJob& j
   d.kind = Kind::kResize;
   d.size = s.trial_size;
   d.reason = fmt::format(
-      "undo the growth to {}: {:.1f} -> {:.1f} iterations/s ({:+.0f} %, at least {:+.0f} % "
+      "undo the growth to {}: {:.1f} -> {:.1f} iterations/s ({:+.1f} %, at least {:+.1f} % "
       "wanted); not grown past {} for {:.0f} s",
-      job.size, s.trial_rate, job.rate, 100 * gain, 100 * config_.min_gain, s.trial_size,
-      config_.cap_s);
+      job.size, s.trial_rate, job.rate, 100 * gain, 100 * wanted, s.trial_size, config_.cap_s);
   s.cap = s.trial_size;
   s.cap_until = now + config_.cap_s;
   s.last = now;
@@ -141,6 +169,7 @@ std::optional<PolicyDecision> Policy::grow(Snapshot& snap, const PolicyJob& job,
                   [&](const std::string& h) { return high_since_.count(h) > 0; }))
     return std::nullopt;
   if (snap.now < s.cap_until && job.size + 1 > s.cap) return std::nullopt;
+  if (job.max_size > 0 && job.size + 1 > job.max_size) return std::nullopt;
   const std::string target = quiet_target(snap, nullptr);
   if (target.empty()) return std::nullopt;
   PolicyDecision d;
@@ -150,9 +179,9 @@ std::optional<PolicyDecision> Policy::grow(Snapshot& snap, const PolicyJob& job,
   d.host = target;
   d.reason = fmt::format(
       "{} has a free slot (competing load {:.1f}): try {} processes, keep them if the rate "
-      "({:.1f} iterations/s now) rises by {:.0f} % within {:.0f} s",
-      target, competing(*snap.by_name.at(target)), job.size + 1, job.rate, 100 * config_.min_gain,
-      config_.measure_s);
+      "({:.1f} iterations/s now) rises by {:.1f} % within {:.0f} s",
+      target, competing(*snap.by_name.at(target)), job.size + 1, job.rate,
+      100 * wanted_gain(job.size, job.size + 1), config_.measure_s);
   --snap.room[target];
   start_trial(s, job, snap.now);
   return d;
@@ -166,14 +195,16 @@ void Policy::start_trial(JobState& s, const PolicyJob& job, double now) {
   s.trial_rate = job.rate;
 }
 
-// The first job waiting for more nodes than are idle: this job leaves the releasable node where
-// it has the fewest processes (alone there, and not its only node), if it stays at min_procs or
-// more and the rest of the inventory holds its smaller world.
+// The first job waiting for more nodes than are idle or being given back: this job leaves the
+// releasable node where it has the fewest processes (alone there, and not its only node), if it
+// stays at min_size(job) or more and the rest of the inventory holds its smaller world.
 std::optional<PolicyDecision> Policy::shrink_for_queue(Snapshot& snap, const PolicyJob& job) {
-  if (!snap.queue || snap.queue_used || snap.queue->waiting.empty()) return std::nullopt;
+  if (!snap.queue || snap.queue->waiting.empty()) return std::nullopt;
   const PolicyQueue::Waiting& w = snap.queue->waiting.front();
   const int idle = static_cast<int>(snap.queue->idle.size());
-  if (w.nodes <= idle) return std::nullopt;  // it starts without us
+  if (w.nodes <= idle + snap.leaving) return std::nullopt;  // it starts without more
+  if (config_.shrink_if_enough && w.nodes > idle + snap.leaving + snap.can_leave)
+    return std::nullopt;  // not even then
   std::map<std::string, int> mine;
   for (const auto& h : job.hosts) ++mine[h];
   std::string best;
@@ -181,7 +212,7 @@ std::optional<PolicyDecision> Policy::shrink_for_queue(Snapshot& snap, const Pol
     auto it = snap.by_name.find(name);
     if (it == snap.by_name.end() || !it->second->releasable) continue;
     if (it->second->used != count || count >= job.size) continue;  // others there, or all ours
-    if (job.size - count < std::max(1, config_.min_procs)) continue;
+    if (job.size - count < min_size(job)) continue;
     int room = 0;  // the other hosts' slots for the new world (the job's own count as free)
     for (const PolicyHost& h : snap.hosts)
       if (h.name != name && !h.draining) room += std::max(0, h.slots - h.used) + mine[h.name];
@@ -189,7 +220,9 @@ std::optional<PolicyDecision> Policy::shrink_for_queue(Snapshot& snap, const Pol
     if (best.empty() || count < mine[best]) best = name;
   }
   if (best.empty()) return std::nullopt;
-  snap.queue_used = true;
+  ++snap.leaving;
+  --snap.can_leave;
+  jobs_[job.name].leaving = 1;
   PolicyDecision d;
   d.job = job.name;
   d.kind = Kind::kResize;
@@ -197,35 +230,51 @@ std::optional<PolicyDecision> Policy::shrink_for_queue(Snapshot& snap, const Pol
   d.avoid = best;
   d.reason = fmt::format(
       "Slurm job {} waits for {} node(s) and {} are idle: the job leaves {} ({} -> {} processes, "
-      "at least {}) so that the node goes back to Slurm",
-      w.id, w.nodes, idle, best, job.size, d.size, std::max(1, config_.min_procs));
+      "at least {}) so that the node goes back to Slurm ({} other node(s) being given back)",
+      w.id, w.nodes, idle, best, job.size, d.size, min_size(job), snap.leaving - 1);
   return d;
 }
 
-// Nobody waits: a node idle for idle_s is grown onto (as many processes as it has CPUs), which
-// makes pcmd ask Slurm for it; measured like any growth.
+// Nobody waits: nodes idle for idle_s are grown onto (as many processes as they have CPUs),
+// which makes pcmd ask Slurm for them; measured like any growth. At most as many processes as
+// the job has (it at most doubles: a wide job grows in steps to its size, not one node at a
+// time), at least one node, never beyond its max_size.
 std::optional<PolicyDecision> Policy::grow_onto_idle(Snapshot& snap, const PolicyJob& job,
                                                      JobState& s) {
   if (!snap.queue || snap.queue_used || !snap.queue->waiting.empty() || job.rate <= 0)
     return std::nullopt;
   if (snap.now < s.cap_until && job.size + 1 > s.cap) return std::nullopt;
+  std::vector<std::string> names;
+  int add = 0;
   for (const PolicyQueue::Idle& n : snap.queue->idle) {
     auto it = idle_since_.find(n.name);
     if (it == idle_since_.end() || snap.now - it->second < config_.idle_s) continue;
-    snap.queue_used = true;
-    idle_since_.erase(it);  // idle again for idle_s before another growth counts on it
-    PolicyDecision d;
-    d.job = job.name;
-    d.kind = Kind::kResize;
-    d.size = job.size + std::max(1, n.cpus);
-    d.reason = fmt::format(
-        "Slurm node {} has been idle for {:.0f} s and no job waits: try {} processes on it, keep "
-        "them if the rate ({:.1f} iterations/s now) rises by {:.0f} % within {:.0f} s",
-        n.name, config_.idle_s, d.size, job.rate, 100 * config_.min_gain, config_.measure_s);
-    start_trial(s, job, snap.now);
-    return d;
+    const int cpus = std::max(1, n.cpus);
+    if (job.max_size > 0 && job.size + add + cpus > job.max_size) break;
+    if (snap.now < s.cap_until && job.size + add + cpus > s.cap) break;
+    if (!names.empty() && add + cpus > job.size) break;
+    names.push_back(n.name);
+    add += cpus;
   }
-  return std::nullopt;
+  if (names.empty()) return std::nullopt;
+  snap.queue_used = true;
+  for (const std::string& n : names) idle_since_.erase(n);  // idle_s again before it counts
+  PolicyDecision d;
+  d.job = job.name;
+  d.kind = Kind::kResize;
+  d.size = job.size + add;
+  const std::string which = names.size() == 1 ? fmt::format("Slurm node {} has", names[0])
+                            : names.size() <= 3
+                                ? fmt::format("Slurm nodes {} have", fmt::join(names, ", "))
+                                : fmt::format("Slurm nodes {}, {} and {} more have", names[0],
+                                              names[1], names.size() - 2);
+  d.reason = fmt::format(
+      "{} been idle for {:.0f} s and no job waits: try {} processes on {}, keep them if the rate "
+      "({:.1f} iterations/s now) rises by {:.1f} % within {:.0f} s",
+      which, config_.idle_s, d.size, names.size() == 1 ? "it" : "them", job.rate,
+      100 * wanted_gain(job.size, d.size), config_.measure_s);
+  start_trial(s, job, snap.now);
+  return d;
 }
 
 bool Policy::near_time_limit(const Snapshot& snap, double margin) const {
@@ -268,6 +317,24 @@ std::vector<PolicyDecision> Policy::decide(double now, const std::vector<PolicyJ
                ? std::next(it)
                : idle_since_.erase(it);
     for (const PolicyQueue::Idle& n : queue->idle) idle_since_.emplace(n.name, now);
+  }
+
+  for (const PolicyJob& job : jobs) {  // shrinks for the queue still under way, and possible
+    JobState& s = jobs_[job.name];
+    if (!job.pending) s.leaving = 0;
+    snap.leaving += s.leaving;
+    if (job.pending) continue;
+    std::map<std::string, int> mine;
+    for (const auto& h : job.hosts) ++mine[h];
+    int left = job.size;
+    for (const auto& [name, count] : mine) {
+      auto it = snap.by_name.find(name);
+      if (it == snap.by_name.end() || !it->second->releasable || it->second->used != count ||
+          left - count < min_size(job))
+        continue;
+      left -= count;
+      ++snap.can_leave;
+    }
   }
 
   std::vector<PolicyDecision> out;

@@ -9,15 +9,21 @@
 //    with a free slot and a competing load below load_low, or else merges into a rank elsewhere;
 //  - a job grows by one process onto a free slot of a host whose competing load is below
 //    load_low (resize, balanced), then measures: after measure_s its iteration rate must have
-//    risen by min_gain, or the growth is undone (resize back) and the job is not grown past that
-//    size again for cap_s (the granularity curve is found by measuring, not assumed);
+//    risen by min_gain, or by min_efficiency times the share of processes added if that is less
+//    (a 32-process job grown by one can gain 3 % at most, and is kept at 1.6 %), or the growth is
+//    undone (resize back) and the job is not grown past that size again for cap_s (the
+//    granularity curve is found by measuring, not assumed); never beyond the job's max_size;
 //  - hysteresis everywhere: min_interval_s between two decisions for a job (and after an
 //    operator's command), a failed decision is not retried for retry_after_s, the load thresholds
 //    differ for leaving and for coming.
 // With Slurm's queue (pcmd --resources slurm, PolicyQueue):
-//  - a job waiting in the queue for more nodes than are idle makes a job leave a node that goes
+//  - a job waiting in the queue for more nodes than are idle makes jobs leave nodes that go
 //    back to Slurm once left (PolicyHost::releasable): a shrinking resize whose new world avoids
-//    that node (the desk respawns it elsewhere), never below the job's minimum (min_procs);
+//    that node (the desk respawns it elsewhere), never below the job's minimum (its min_size,
+//    else min_procs); one node per job and decision, as many jobs in one snapshot as the waiting
+//    job lacks nodes (idle ones and those being given back count); with shrink_if_enough, not
+//    at all if all that the jobs could give back would still leave it waiting (by default they
+//    do: other jobs' ends, which the policy does not know, may make up the rest);
 //  - while nobody waits, a node idle for idle_s is grown onto (a resize by its CPUs, which asks
 //    Slurm for it), measured and kept or undone like any growth;
 //  - checkpoint_margin_s before the allocation's time limit, every job is asked once for a
@@ -39,6 +45,9 @@ struct PolicyConfig {
   double min_interval_s = 10;
   double measure_s = 8;
   double min_gain = 0.05;
+  // A growth from n to m processes is kept if the rate rose by min_gain or, if less, by
+  // min_efficiency * (m / n - 1): the added processes deliver that share of their linear speed-up.
+  double min_efficiency = 0.5;
   double load_high = 0.6;
   double load_low = 0.3;
   double load_sustain_s = 3;
@@ -46,6 +55,9 @@ struct PolicyConfig {
   double cap_s = 300;
   double idle_s = 10;  // with the queue: a node idle this long may be grown onto
   int min_procs = 1;   // with the queue: no job is shrunk below this
+  // With the queue: jobs leave nodes for a waiting job only if all that they could give back
+  // (above their minimums) would let it start.
+  bool shrink_if_enough = false;
   // With the allocation's end known: a job is asked for a checkpoint this long before it. 0
   // (default): measured, kMarginFloorS + kMarginCostFactor times the longest version a running
   // job has written (begun to committed); kUnmeasuredMarginS while none has.
@@ -90,6 +102,8 @@ struct PolicyJob {
   double rate = -1;                // iterations per second lately (< 0: not known yet)
   bool pending = false;            // a command is in flight
   double version_s = -1;           // its last version took this long (< 0: none yet)
+  int min_size = 0;                // not shrunk below (0: PolicyConfig::min_procs)
+  int max_size = 0;                // not grown beyond (0: no bound)
 };
 
 struct PolicyDecision {
@@ -120,6 +134,13 @@ class Policy {
   // Lines for the job's events that the last decide() produced besides its decisions (a growth
   // kept), taken once.
   std::vector<std::pair<std::string, std::string>> take_notes();
+  // The earliest time after now at which one of the policy's own clocks runs out (an interval,
+  // a retry, a trial's measurement, a cap, a node's idle_s, a load's sustain): with the same
+  // snapshot, decide() cannot answer differently before then. For a driver on simulated time
+  // (bench/sim/), which calls decide() at its events and at this time; +infinity if none.
+  double next_wake(double now) const;
+  // The rate rise a growth from `from` to `to` processes must show (min_gain, min_efficiency).
+  double wanted_gain(int from, int to) const;
 
   // The competing load on a host: its runnable tasks beyond the jobs' own processes there.
   static double competing(const PolicyHost& h);
@@ -136,6 +157,7 @@ class Policy {
     int cap = 0;                    // not grown past this size ...
     double cap_until = -1e18;       // ... until then
     bool checkpoint_asked = false;  // before the time limit
+    int leaving = 0;                // nodes its shrink for the queue gives back (while pending)
   };
 
   // One decide() call's hosts, and the free slots its decisions have not taken yet.
@@ -145,7 +167,9 @@ class Policy {
     std::map<std::string, const PolicyHost*> by_name;
     std::map<std::string, int> room;
     const PolicyQueue* queue = nullptr;
-    bool queue_used = false;  // one queue decision per snapshot
+    bool queue_used = false;  // one growth onto idle nodes per snapshot
+    int leaving = 0;          // nodes being given back for the queue (shrinks under way or decided)
+    int can_leave = 0;        // releasable nodes the jobs hold above their minimums
   };
 
   // The steps of decide(), in order.
@@ -166,6 +190,8 @@ class Policy {
   // The checkpoint margin for these jobs (PolicyConfig::checkpoint_margin_s), and how it was had.
   double checkpoint_margin(const std::vector<PolicyJob>& jobs, std::string* how) const;
 
+  // The size the job is not shrunk below (PolicyJob::min_size, else min_procs; at least 1).
+  int min_size(const PolicyJob& job) const;
   // Above load_high for load_sustain_s.
   bool loaded(const std::string& host, double now) const;
   // May receive processes: not draining, competing load below load_low, not loaded.

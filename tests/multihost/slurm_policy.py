@@ -59,7 +59,8 @@ def scenario(c):
     out = os.path.join(c.tmp, "job.out")
     c.env["PCM_JOB"] = job
     c.env["PCMD_ARGS"] = ("--policy auto --policy-idle-s 3 --policy-interval-s 2 "
-                          "--policy-measure-s 4 --policy-min-gain 10 --slurm-grow-timeout 20")
+                          "--policy-measure-s 4 --policy-min-gain 10 --policy-min-efficiency 1 "
+                          "--slurm-grow-timeout 20")
     submit(c, out, [], [*args, "--throttle-us", "2000"])
     c.pcmctl("wait", job, "--iteration", "20", "--timeout", "120")
     t0 = time.monotonic()
