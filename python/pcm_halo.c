@@ -99,16 +99,17 @@ PyTypeObject HaloType = {
     .tp_basicsize = sizeof(HaloObject),
     .tp_dealloc = (destructor)halo_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Halo(dist, rank, width, dtype): the ghost units of rank's part of dist, width "
-              "units deep, and where they come from (PCM_Halo_create). Build it again after "
-              "adapt() returns RESHAPED.",
+    .tp_doc =
+        "Halo(dist, rank, width, dtype): the ghost units of rank's part of dist, width "
+        "units deep, and where they come from (PCM_Halo_create). Build it again after "
+        "adapt() returns RESHAPED.",
     .tp_methods = halo_methods,
     .tp_new = halo_new,
 };
 
 /* ---- gather and topology ---- */
 
-/* gather(array, root, comm) -> the whole array on root (global order, no ghosts), None elsewhere. */
+/* gather(array, root, comm) -> the whole array on root (global order, no ghosts), else None. */
 PyObject *py_gather(PyObject *self, PyObject *args) {
   PyObject *reg, *comm_obj, *out = Py_None;
   MPI_Comm comm;

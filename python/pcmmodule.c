@@ -249,7 +249,6 @@ PyTypeObject DistType = {
 
 /* ---- DistArray: a registered distributed array ---- */
 
-
 /* .array: a NumPy view of the library's current buffer (re-created when the buffer changed). */
 static PyObject *reg_array(RegObject *r, void *unused) {
   long elements = 0;
