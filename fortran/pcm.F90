@@ -72,6 +72,10 @@ module pcm
   integer(c_int), parameter, public :: PCM_LONG_LONG = 6
   integer(c_int), parameter, public :: PCM_BYTE = 7
   integer(c_int), parameter, public :: PCM_MAX_KEY = 64
+  ! Topology levels (pcm_topology).
+  integer(c_int), parameter, public :: PCM_TOPO_SITE = 0
+  integer(c_int), parameter, public :: PCM_TOPO_HOST = 1
+  integer(c_int), parameter, public :: PCM_TOPO_LEVELS = 2
   integer(c_int), parameter, public :: PCM_HALO_TAG = 20547
 
   ! Opaque handles: a PCM_Dist and a PCM_Halo.
@@ -115,7 +119,8 @@ module pcm
   public :: pcm_status, pcm_register_dist, pcm_register_value, pcm_register_local, pcm_resume
   public :: pcm_adapt, pcm_checkpoint, pcm_checkpoint_wait, pcm_restart_info, pcm_dist_alloc
   public :: pcm_dist_create, pcm_dist_free, pcm_dist_local, pcm_dist_segment, pcm_dist_info
-  public :: pcm_halo_create, pcm_halo_exchange, pcm_halo_free, pcm_dist_gather
+  public :: pcm_halo_create, pcm_halo_exchange, pcm_halo_free, pcm_dist_gather, pcm_dist_owner
+  public :: pcm_unregister, pcm_topology, pcm_host_comm
   public :: pcm_last_error, pcm_error_string
 
   ! pcm_register_value / pcm_register_local: a TARGET variable (the dummy is an INTENT(IN)
@@ -236,6 +241,26 @@ module pcm
       integer(c_int), value :: rank
       integer(c_long), value :: index
       integer(c_long), intent(out) :: first, units, offset
+    end function
+    integer(c_int) function c_dist_owner(dist, unit, rank) bind(C, name="PCM_Dist_owner")
+      import :: c_int, c_long, c_ptr
+      type(c_ptr), value :: dist
+      integer(c_long), value :: unit
+      integer(c_int), intent(out) :: rank
+    end function
+    integer(c_int) function c_unregister(name) bind(C, name="PCM_Unregister")
+      import :: c_char, c_int
+      character(kind=c_char), intent(in) :: name(*)
+    end function
+    integer(c_int) function c_topology(comm, nlevels, colors) bind(C, name="pcm_f_topology")
+      import :: c_int
+      integer(c_int), value :: comm
+      integer(c_int), intent(out) :: nlevels, colors(2)
+    end function
+    integer(c_int) function c_host_comm(comm, host) bind(C, name="pcm_f_host_comm")
+      import :: c_int
+      integer(c_int), value :: comm
+      integer(c_int), intent(out) :: host
     end function
     integer(c_int) function c_dist_info(dist, size, layout, units, unit_len, block, halo) &
         bind(C, name="PCM_Dist_info")
@@ -812,6 +837,45 @@ contains
     integer(c_long), intent(out) :: units, unit_len, block, halo
     pcm_dist_info = c_code(c_dist_info(dist%p, size, layout, units, unit_len, block, halo))
   end function pcm_dist_info
+
+  ! The rank that owns global unit `unit` (from 0). Local.
+  integer(c_int) function pcm_dist_owner(dist, unit, rank)
+    type(pcm_dist), intent(in) :: dist
+    integer(c_long), intent(in) :: unit
+    integer(c_int), intent(out) :: rank
+    pcm_dist_owner = c_code(c_dist_owner(dist%p, unit, rank))
+  end function pcm_dist_owner
+
+  ! PCM_Unregister: forgets a value or local registered under name (before pcm_resume only; the
+  ! module's arrays stay registered until pcm_finalize). Local.
+  integer(c_int) function pcm_unregister(name)
+    character(len=*), intent(in) :: name
+    integer :: k
+    do k = 1, narrays
+      if (trim(arrays(k)%a%name) == trim(name)) then
+        pcm_unregister = fail(PCM_ERR_ARG, 'pcm_unregister: "'//trim(name)// &
+                              '" is an array the module owns')
+        return
+      end if
+    end do
+    pcm_unregister = c_code(c_unregister(cstr(name)))
+  end function pcm_unregister
+
+  ! PCM_Topology: nlevels and colors(PCM_TOPO_SITE + 1), colors(PCM_TOPO_HOST + 1). Collective.
+  integer(c_int) function pcm_topology(comm, nlevels, colors)
+    PCM_COMM, intent(in) :: comm
+    integer(c_int), intent(out) :: nlevels, colors(PCM_TOPO_LEVELS)
+    pcm_topology = c_code(c_topology(CVAL(comm), nlevels, colors))
+  end function pcm_topology
+
+  ! PCM_Host_comm: the processes of comm on this host (free it with MPI_Comm_free). Collective.
+  integer(c_int) function pcm_host_comm(comm, host)
+    PCM_COMM, intent(in) :: comm
+    PCM_COMM, intent(out) :: host
+    integer(c_int) :: h
+    pcm_host_comm = c_code(c_host_comm(CVAL(comm), h))
+    CVAL(host) = h
+  end function pcm_host_comm
 
   integer(c_int) function pcm_halo_create(dist, rank, width, type, halo)
     type(pcm_dist), intent(in) :: dist

@@ -85,6 +85,17 @@ int pcm_f_dist_gather(PCM_Dist dist, const void *buf, int type, int root, MPI_Fi
   return PCM_Dist_gather(dist, buf, (PCM_Datatype)type, root, MPI_Comm_f2c(comm), global);
 }
 
+int pcm_f_topology(MPI_Fint comm, int *nlevels, int colors[PCM_TOPO_LEVELS]) {
+  return PCM_Topology(MPI_Comm_f2c(comm), nlevels, colors);
+}
+
+int pcm_f_host_comm(MPI_Fint comm, MPI_Fint *host) {
+  MPI_Comm h = MPI_COMM_NULL;
+  int rc = PCM_Host_comm(MPI_Comm_f2c(comm), &h);
+  *host = MPI_Comm_c2f(h);
+  return rc;
+}
+
 /* An agreed flag over the world: 1 on every rank if any rank passes 1 (the module's checks of
  * registered arrays before collective calls). MPI_ERR_* are returned as PCM_ERR_MPI. */
 int pcm_f_any(MPI_Fint comm, int *flag) {

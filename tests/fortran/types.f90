@@ -20,7 +20,9 @@ program types
   integer(c_int), pointer :: it
   real(c_float), pointer :: fs
   integer(c_long), pointer, contiguous :: ls(:)
-  integer(c_int) :: rank, nprocs, rc, iters, reshapes
+  integer(c_int) :: rank, nprocs, rc, iters, reshapes, owner, nlevels, colors(PCM_TOPO_LEVELS)
+  integer(c_int), pointer :: scratch
+  type(MPI_Comm) :: host
   character(len=256) :: arg, slow
   logical :: slowing
 
@@ -41,6 +43,11 @@ program types
   call check(pcm_register_value('it', it), 'register it')
   call check(pcm_register_value('fs', fs), 'register fs')
   call check(pcm_register_value('ls', ls), 'register ls')
+  ! A registration forgotten before pcm_resume; an array's name is refused.
+  allocate (scratch)
+  call check(pcm_register_value('scratch', scratch), 'register scratch')
+  call check(pcm_unregister('scratch'), 'pcm_unregister')
+  if (pcm_unregister('d') /= PCM_ERR_ARG) error stop 'pcm_unregister of an array accepted'
   if (pcm_process_status() == PCM_STARTED) then
     call MPI_Comm_rank(world, rank)
     call MPI_Comm_size(world, nprocs)
@@ -75,6 +82,17 @@ program types
       ls(2) /= -7_c_long - iters) error stop 'a registered value is wrong'
   call gathered()
   call MPI_Comm_size(world, nprocs)
+  ! Who owns what, and the topology: every process on this one host.
+  call check(pcm_dist_owner(ad%dist, 0_c_long, owner), 'pcm_dist_owner')
+  if (owner /= 0) error stop 'unit 0 is not rank 0''s'
+  call check(pcm_dist_owner(ad%dist, units - 1, owner), 'pcm_dist_owner')
+  if (owner /= nprocs - 1) error stop 'the last unit is not the last rank''s'
+  call check(pcm_topology(world, nlevels, colors), 'pcm_topology')
+  if (nlevels /= PCM_TOPO_LEVELS) error stop 'pcm_topology: not 2 levels'
+  call check(pcm_host_comm(world, host), 'pcm_host_comm')
+  call MPI_Comm_size(host, owner)
+  if (owner /= nprocs) error stop 'pcm_host_comm: not every process of this host'
+  call MPI_Comm_free(host)
   if (rank == 0) print '(a,i0,a,i0,a)', 'types: ok: ', nprocs, ' processes at the end, ', &
     reshapes, ' reshapes seen by this rank 0, every element and value right'
   call check(pcm_finalize(world), 'pcm_finalize')

@@ -9,7 +9,7 @@ import re
 import sys
 
 # Header constants the module leaves out on purpose (the calls that use them are not bound).
-NOT_BOUND = {"PCM_TOPO_SITE", "PCM_TOPO_HOST", "PCM_TOPO_LEVELS"}
+NOT_BOUND = set()
 
 
 def c_constants(root: pathlib.Path) -> dict:
