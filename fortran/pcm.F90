@@ -756,7 +756,7 @@ contains
   ! reason on stderr): the other processes are already in the collective call, and checking
   ! together at every iteration would cost a reduction per call. The check comes before the
   ! calls that read or replace the buffers; the common call, inside an agreement window with
-  ! nothing pending (PCM_Adapt_local), touches neither and costs one C call.
+  ! nothing pending (PCM_Adapt_is_local), touches neither and costs one C call.
   integer(c_int) function pcm_adapt(comm)
     PCM_COMM, intent(inout) :: comm
     integer(c_int), parameter :: NOT_LOCAL = -1000 ! pcm_shim.c's PCM_F_NOT_LOCAL

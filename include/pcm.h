@@ -451,13 +451,13 @@ int PCM_Resume(MPI_Comm *comm);
 int PCM_Adapt(MPI_Comm *comm);
 
 /*
- * PCM_Adapt_local — 1 if the next PCM_Adapt(&comm) call of this process will return PCM_NONE
+ * PCM_Adapt_is_local — 1 if the next PCM_Adapt(&comm) call of this process will return PCM_NONE
  * without communicating, blocking or writing (it is inside an agreement window, nothing is
  * pending or due), else 0 (also for a comm that is not the PCM world, or before PCM_Resume).
  * For language bindings that let other threads run while a call may block (the Python module
  * releases its GIL only when this says 0). Local; costs a few loads.
  */
-int PCM_Adapt_local(MPI_Comm comm);
+int PCM_Adapt_is_local(MPI_Comm comm);
 
 /*
  * PCM_Checkpoint — save every registered item and commit them as the durable version for

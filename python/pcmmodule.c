@@ -485,7 +485,7 @@ static PyObject *py_resume(PyObject *self, PyObject *arg) {
 }
 
 /* adapt(comm) -> (pcm.Adapt, comm). The common case, inside an agreement window with nothing
- * pending (PCM_Adapt_local), keeps the GIL (the call neither blocks nor communicates: releasing
+ * pending (PCM_Adapt_is_local), keeps the GIL (the call neither blocks nor communicates: releasing
  * and taking the GIL back cost more than the call) and allocates nothing: the (NONE, comm) tuple
  * of the last such call is returned again while comm is the same object. */
 static PyObject *none_result; /* (adapt_none, comm) */
@@ -495,7 +495,7 @@ static PyObject *py_adapt(PyObject *self, PyObject *arg) {
   (void)self;
   if (!get_comm(arg, &before)) return NULL;
   comm = before;
-  if (PCM_Adapt_local(before) == 1) {
+  if (PCM_Adapt_is_local(before) == 1) {
     rc = PCM_Adapt(&comm);
   } else {
     PyThreadState *ts = PyEval_SaveThread();
