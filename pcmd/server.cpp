@@ -110,7 +110,11 @@ Server::~Server() {
 void Server::set_handlers() {
   using Out = std::vector<char>;
   on<ops::Ping>([this](const ops::Ping&, Payload, Out&) {
-    return json{{"ok", true}, {"pid", ::getpid()}, {"transfers", transfers_.size()}};
+    return json{{"ok", true},
+                {"pid", ::getpid()},
+                {"transfers", transfers_.size()},
+                {"watching", watcher_->connections()},
+                {"watch_refused", watcher_->refused()}};
   });
   on<ops::Register>(
       [this](const ops::Register& r, Payload, Out& out) { return do_register(r, out); });

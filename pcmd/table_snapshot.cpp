@@ -193,6 +193,7 @@ json JobTable::job_json(const Job& job) const {
          {"checkpoint_wanted", nullptr},
          {"checkpoint_schedule", job.checkpoint_schedule}};
   job.put_events(j);
+  j["watched"] = job.liveness.watched.size();  // processes holding a watch connection
   j["supervised"] = job.supervised;
   j["reshape"] = job.reshape;
   j["launcher"] = job.launcher;
