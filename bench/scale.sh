@@ -19,9 +19,10 @@ echo "file descriptors: $(ulimit -n) (hard limit $(ulimit -Hn))"
 "$B/bench/scale_emu" --header >"$tmp/all.csv"
 for n in $ns; do
   for r in $(seq "$reps"); do
-    if [ -f "$tmp/pcmd.pid" ]; then
-      bench_kill "$(cat "$tmp/pcmd.pid")"
-      while kill -0 "$(cat "$tmp/pcmd.pid")" 2>/dev/null; do sleep 0.1; done
+    if [ -f "$tmp/pcmd.pid" ]; then  # the previous N's pcmd, ended by its PID
+      pid=$(cat "$tmp/pcmd.pid")
+      bench_kill "$pid"
+      while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
       rm -f "$tmp/pcmd.pid"
     fi
     rm -rf "$tmp/data"
@@ -37,6 +38,7 @@ for n in $ns; do
       if [ "$rc" -eq 3 ]; then break 2; fi
       exit 1
     fi
+    cat "$tmp/emu.err" >&2
     grep -E "refused|out of file" "$tmp/pcmd.log" | head -n 3 >&2 || true
   done
 done

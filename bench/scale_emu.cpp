@@ -12,6 +12,7 @@
 // Exit 3: the file-descriptor limit is too low for N (says which); 1: anything else failed.
 #include <fcntl.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -130,9 +131,22 @@ struct Watches {
   std::size_t greeted = 0, failed = 0;
 };
 
-int connect_nonblocking(const addrinfo* a) {
+// A rank's connection, from its emulated host's own loopback address (127.1.X.Y, IPv4) as on a
+// cluster: 16,384 connections from one source address would have the kernel search its ephemeral
+// ports for each connect, which measures the emulator's machine, not pcmd.
+int connect_nonblocking(const addrinfo* a, int host) {
   int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
   if (fd < 0) die(1, std::string("socket: ") + strerror(errno));
+  if (a->ai_family == AF_INET) {
+    int one = 1;
+    ::setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one);
+    sockaddr_in src{};
+    src.sin_family = AF_INET;
+    src.sin_addr.s_addr =
+        htonl((127u << 24) | (1u << 16) | static_cast<std::uint32_t>(host % 65000 + 1));
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&src), sizeof src) != 0)
+      die(1, std::string("bind to a loopback address: ") + strerror(errno));
+  }
   if (::connect(fd, a->ai_addr, a->ai_addrlen) != 0 && errno != EINPROGRESS)
     die(1, std::string("connect to the watch port: ") + strerror(errno));
   return fd;
@@ -156,7 +170,7 @@ void hellos(Watches& w, int n, const pcm::common::Config& cfg, const std::string
   while (w.greeted + w.failed < static_cast<std::size_t>(n)) {
     while (next < n && waiting < window) {
       auto& r = w.ranks[static_cast<std::size_t>(next)];
-      r.fd = connect_nonblocking(list);
+      r.fd = connect_nonblocking(list, next / per_host);
       epoll_event e{};
       e.events = EPOLLIN;
       e.data.u32 = static_cast<std::uint32_t>(next++);
@@ -183,7 +197,8 @@ void hellos(Watches& w, int n, const pcm::common::Config& cfg, const std::string
       const std::string hello =
           pcm::common::watch_hello(cfg.secret, nonce, job, 100000 + rank,
                                    "node" + std::to_string(rank / per_host), incarnation);
-      if (::send(r.fd, hello.data(), hello.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(hello.size()))
+      if (::send(r.fd, hello.data(), hello.size(), MSG_NOSIGNAL) !=
+          static_cast<ssize_t>(hello.size()))
         die(1, "cannot send a hello");
       r.greeted = true;
       ++w.greeted;
@@ -197,9 +212,15 @@ void hellos(Watches& w, int n, const pcm::common::Config& cfg, const std::string
 
 // ---- job B: another job's requests meanwhile ---------------------------------------------------
 
+// What the emulator is doing now, for the other job's slowest request.
+const char* const kPhases[] = {"register", "hellos", "polls",  "checkpoint",
+                               "command",  "lost",   "restart"};
+std::atomic<int> g_phase{0};
+
 struct OtherJob {
   std::atomic<bool> stop{false};
   std::vector<double> ms;
+  std::vector<int> phase;
   long errors = 0;
   std::thread thread;
 
@@ -217,6 +238,7 @@ struct OtherJob {
           ++errors;
         }
         ms.push_back(since(t0) * 1e3);
+        phase.push_back(g_phase.load());
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
       }
     });
@@ -224,9 +246,20 @@ struct OtherJob {
   void finish() {
     stop = true;
     thread.join();
+    std::vector<double> worst(std::size(kPhases), 0);
+    for (std::size_t i = 0; i < ms.size(); ++i)
+      worst[static_cast<std::size_t>(phase[i])] =
+          std::max(worst[static_cast<std::size_t>(phase[i])], ms[i]);
+    std::string line = "scale_emu: the other job's slowest request (ms) while";
+    for (std::size_t p = 0; p < worst.size(); ++p) line += fmt_phase(kPhases[p], worst[p]);
+    std::fprintf(stderr, "%s\n", line.c_str());
+  }
+  static std::string fmt_phase(const char* name, double worst) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, " %s %.1f", name, worst);
+    return buf;
   }
 };
-
 
 struct Figures {
   double register_ms = 0, hello_sent_s = 0, hello_s = 0, poll_p50 = 0, poll_p99 = 0;
@@ -246,7 +279,8 @@ struct Emulator {
 
   std::vector<std::string> hosts(int size) const {
     std::vector<std::string> h(static_cast<std::size_t>(size));
-    for (int r = 0; r < size; ++r) h[static_cast<std::size_t>(r)] = "node" + std::to_string(r / per_host);
+    for (int r = 0; r < size; ++r)
+      h[static_cast<std::size_t>(r)] = "node" + std::to_string(r / per_host);
     return h;
   }
   json request(const json& header, int timeout_ms = 120000) {
@@ -279,7 +313,7 @@ struct Emulator {
       poll(it);
       if (status().value("watched", -1L) >= static_cast<long>(w.greeted)) break;
       if (since(t0) > 300) die(1, "pcmd does not count the ranks watched after 300 s");
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
   }
 
@@ -323,9 +357,9 @@ void Emulator::checkpoint() {
     d.xxh3.assign(kShard / pcm::common::kShardChunk, static_cast<std::uint64_t>(r) * 7919u);
     pcm::common::ShardRecord rec{r, file, kShard, {d}};
     records.push_back(proto::encode(rec.to_json()));
-    heads.push_back(envelope(ops::request(ops::ShardDone{job, kIteration, r, n, std::nullopt, false,
-                                                         std::nullopt}),
-                             cfg, incarnation));
+    heads.push_back(envelope(
+        ops::request(ops::ShardDone{job, kIteration, r, n, std::nullopt, false, std::nullopt}), cfg,
+        incarnation));
   }
   f.files_s = since(t0);
   std::vector<zmq::socket_t> socks;
@@ -374,7 +408,8 @@ void Emulator::command(zmq::socket_t& poller, Watches& w) {
   const auto t0 = Clock::now();
   const json asked = request(ops::request(m));
   const json& cmd = asked.at("command");
-  const std::int64_t id = cmd.is_object() ? cmd.at("id").get<std::int64_t>() : cmd.get<std::int64_t>();
+  const std::int64_t id =
+      cmd.is_object() ? cmd.at("id").get<std::int64_t>() : cmd.get<std::int64_t>();
   for (std::int64_t it = 2000;; ++it) {
     ops::Poll p;
     p.job = job;
@@ -418,6 +453,7 @@ void Emulator::lose_and_restart(Watches& w) {
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   f.lost_s = since(t0);
+  g_phase = 6;
   for (auto& r : w.ranks)
     if (r.fd >= 0) ::close(r.fd);
   ops::Register reg;
@@ -468,6 +504,7 @@ int run(int argc, char** argv) {
   other.start(e.ctx, e.cfg, other_job);
 
   Watches w;
+  g_phase = 1;
   auto t0 = Clock::now();
   hellos(w, e.n, e.cfg, e.job, e.incarnation, e.per_host, 1024);
   e.f.hello_sent_s = since(t0);
@@ -477,20 +514,26 @@ int run(int argc, char** argv) {
   zmq::socket_t poller(e.ctx, zmq::socket_type::dealer);
   poller.set(zmq::sockopt::linger, 0);
   poller.connect(e.cfg.endpoint);
+  g_phase = 2;
   e.rank0_polls(poller, 400);
+  g_phase = 3;
   e.checkpoint();
+  g_phase = 4;
   e.command(poller, w);
+  g_phase = 5;
   e.lose_and_restart(w);
   other.finish();
   const Usage u1 = usage_of(pid);
+  // Connections pcmd's watch port refused (its limit, or out of descriptors) count too.
+  e.f.refused += e.request(ops::request(ops::Ping{})).value("watch_refused", 0L);
   const Figures& f = e.f;
   std::printf(
-      "%d,%d,%d,%.2f,%.4f,%.4f,%ld,%.3f,%.3f,%.3f,%.4f,%.4f,%ld,%.2f,%.2f,%.4f,%.2f,%.1f,%.1f,%.2f,"
-      "%.3f,%.3f,%.3f,%ld\n",
+      "%d,%d,%d,%.3f,%.6f,%.6f,%ld,%.4f,%.4f,%.4f,%.6f,%.6f,%ld,%.3f,%.3f,%.6f,%.3f,%.1f,%.1f,%.3f,"
+      "%.4f,%.4f,%.4f,%ld\n",
       e.n, e.per_host, e.nconn, f.register_ms, f.hello_sent_s, f.hello_s, f.refused, f.poll_p50,
-      f.poll_p99, f.files_s, f.records_s, f.commit_s, f.errors, f.deliver_ms, f.report_ms,
-      f.lost_s, f.restart_ms, u1.rss_kb / 1024.0, u1.hwm_kb / 1024.0, u1.cpu_s - u0.cpu_s,
-      pct(other.ms, 0.5), pct(other.ms, 0.99),
+      f.poll_p99, f.files_s, f.records_s, f.commit_s, f.errors, f.deliver_ms, f.report_ms, f.lost_s,
+      f.restart_ms, u1.rss_kb / 1024.0, u1.hwm_kb / 1024.0, u1.cpu_s - u0.cpu_s, pct(other.ms, 0.5),
+      pct(other.ms, 0.99),
       other.ms.empty() ? 0.0 : *std::max_element(other.ms.begin(), other.ms.end()), other.errors);
   return 0;
 }

@@ -1,10 +1,9 @@
 // auth.cpp — secret strength, HMAC proofs (libsodium) and CURVE key pairs (libzmq).
 #include "auth.h"
 
+#include <fmt/format.h>
 #include <sodium.h>
 #include <zmq.h>
-
-#include <fmt/format.h>
 
 #include <cmath>
 #include <map>

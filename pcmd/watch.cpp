@@ -1,12 +1,12 @@
 // watch.cpp — the watch port's thread (see watch.h).
 #include "watch.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
-#include <fcntl.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
@@ -55,9 +55,10 @@ std::size_t connection_limit(spdlog::logger& log) {
                rl.rlim_cur);
   }
   const std::size_t n = rl.rlim_cur > 2 * kReserve ? rl.rlim_cur - kReserve : rl.rlim_cur / 2;
-  log.info("watch port: up to {} processes (file-descriptor limit {}; raise it with ulimit -n "
-           "for more)",
-           n, rl.rlim_cur);
+  log.info(
+      "watch port: up to {} processes (file-descriptor limit {}; raise it with ulimit -n "
+      "for more)",
+      n, rl.rlim_cur);
   return std::min<std::size_t>(n, 1 << 20);
 }
 
@@ -87,7 +88,7 @@ Watcher::Watcher(const std::string& address, std::string secret)
   if (int rc = ::getaddrinfo(node, "0", &hints, &list); rc != 0 || !list)
     fail(PCM_ERR_CONFIG, "watch port: cannot resolve '{}': {}", address, ::gai_strerror(rc));
   listen_fd_ = ::socket(list->ai_family, list->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
-                      list->ai_protocol);
+                        list->ai_protocol);
   int one = 1;
   if (listen_fd_ >= 0) ::setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   if (listen_fd_ < 0 || ::bind(listen_fd_, list->ai_addr, list->ai_addrlen) != 0 ||
@@ -279,18 +280,20 @@ void Watcher::accept_all(int ep, std::unordered_map<int, std::unique_ptr<Conn>>&
       if (fd < 0) return;  // none was waiting after all
       ++refused_;
       if (refusals_.allow(*log_))
-        log_->warn("watch port: out of file descriptors with {} connections open (raise pcmd's "
-                   "limit, ulimit -n): a process's connection refused ({} so far)",
-                   conns.size(), refused_.load());
+        log_->warn(
+            "watch port: out of file descriptors with {} connections open (raise pcmd's "
+            "limit, ulimit -n): a process's connection refused ({} so far)",
+            conns.size(), refused_.load());
       continue;
     }
     if (fd < 0) return;  // EAGAIN: none left (or an error the next wake-up meets again)
     if (conns.size() >= max_conns_) {
       ++refused_;
       if (refusals_.allow(*log_))
-        log_->warn("watch port: {} connections already (the limit, from the file-descriptor "
-                   "limit); a process's connection refused ({} so far)",
-                   conns.size(), refused_.load());
+        log_->warn(
+            "watch port: {} connections already (the limit, from the file-descriptor "
+            "limit); a process's connection refused ({} so far)",
+            conns.size(), refused_.load());
       ::close(fd);
       continue;
     }
