@@ -349,14 +349,21 @@ def scale(argv):
     for n in ns:
         print(f"| {n} | {reps[n]} | " + " | ".join(f"{med[n][k]:.3g}" for k, _ in cols) + " |")
 
-    def slope(k):
+    def fit(k):
+        """Slope and intercept of log(figure) against log(N), least squares over N >= 256."""
         pts = [(math.log(n), math.log(med[n][k])) for n in ns if n >= 256 and med[n][k] > 0]
         if len(pts) < 2:
-            return float("nan")
+            return float("nan"), float("nan")
         mx = sum(x for x, _ in pts) / len(pts)
         my = sum(y for _, y in pts) / len(pts)
-        return sum((x - mx) * (y - my) for x, y in pts) / sum((x - mx) ** 2 for x, _ in pts)
-    print("| log-log slope (N >= 256) | | " + " | ".join(f"{slope(k):.2f}" for k, _ in cols) + " |")
+        b = sum((x - mx) * (y - my) for x, y in pts) / sum((x - mx) ** 2 for x, _ in pts)
+        return b, my - b * mx
+    fits = {k: fit(k) for k, _ in cols}
+    print("| log-log slope (N >= 256) | | " +
+          " | ".join(f"{fits[k][0]:.2f}" for k, _ in cols) + " |")
+    print("| the fit at N = 100,000 | | " +
+          " | ".join(f"{math.exp(fits[k][1] + fits[k][0] * math.log(1e5)):.3g}" for k, _ in cols)
+          + " |")
     with open(argv[2], "w") as f:
         f.write("n," + ",".join(k for k, _ in cols) + "\n")
         for n in ns:

@@ -21,6 +21,7 @@ plot ARG1 using 1:2 with linespoints lt 1 title "N hellos registered", \
      1 with lines dt 2 lc rgb "#888888" title "1 s goal (commit)"
 set ylabel "milliseconds, MiB"
 set title "latencies while N ranks are connected, and memory"
+set key bottom right
 plot ARG1 using 1:4 with linespoints lt 1 title "rank 0 poll p99 (ms)", \
      "" using 1:7 with linespoints lt 2 title "command -> delivered (ms)", \
      "" using 1:13 with linespoints lt 3 title "other job p99 (ms)", \
