@@ -391,14 +391,17 @@ void Emulator::checkpoint() {
         std::fprintf(stderr, "scale_emu: a shard record refused: %s\n", r.dump().c_str());
       } else if (r.contains("shards")) {
         commit = since(t0);
-      } else {
+      } else if (commit < 0) {
+        // Replies on different connections arrive in any order: the last one before the
+        // commit's bounds when pcmd took the last record (the commit time is then an upper bound).
         last_plain = since(t0);
       }
     }
   }
   if (commit < 0) die(1, "no reply was the commit's");
+  if (last_plain <= 0) last_plain = commit;  // the commit's came first: both bounded by it
   f.records_s = last_plain;
-  f.commit_s = commit - last_plain;
+  f.commit_s = std::max(commit - last_plain, 1e-6);
 }
 
 void Emulator::command(zmq::socket_t& poller, Watches& w) {
