@@ -243,6 +243,10 @@ struct OtherJob {
       }
     });
   }
+  ~OtherJob() {  // a failed run ends here with the thread still going
+    stop = true;
+    if (thread.joinable()) thread.join();
+  }
   void finish() {
     stop = true;
     thread.join();
