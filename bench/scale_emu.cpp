@@ -276,6 +276,10 @@ struct Emulator {
   int n = 0, per_host = 32, nconn = 256;
   pcm::common::Config cfg;
   zmq::context_t ctx{1};
+  // The ranks' request connections in a context (and I/O thread) of their own, and job B in a
+  // third: rank 0's, the operator's and job B's requests do not queue behind the emulator's own
+  // handling of thousands of connections.
+  zmq::context_t bulk{1}, other_ctx{1};
   std::optional<pcm::common::Client> c;
   std::string job;
   long long incarnation = 0;
@@ -368,7 +372,7 @@ void Emulator::checkpoint() {
   f.files_s = since(t0);
   std::vector<zmq::socket_t> socks;
   for (int i = 0; i < nconn; ++i) {  // connected and answered once before the clock starts
-    socks.emplace_back(ctx, zmq::socket_type::dealer);
+    socks.emplace_back(bulk, zmq::socket_type::dealer);
     socks.back().set(zmq::sockopt::linger, 0);
     socks.back().set(zmq::sockopt::sndhwm, 0);
     socks.back().connect(cfg.endpoint);
@@ -497,7 +501,7 @@ int run(int argc, char** argv) {
   raise_fd_limit(static_cast<std::size_t>(e.n + e.nconn) + 64);
   e.cfg = pcm::common::read_config(pcm::common::default_config_path());
   if (e.cfg.watch.empty()) die(1, "pcmd's configuration names no watch port");
-  e.ctx.set(zmq::ctxopt::max_sockets, e.nconn + 64);
+  e.bulk.set(zmq::ctxopt::max_sockets, e.nconn + 64);
   e.c.emplace(e.ctx, e.cfg.endpoint, e.cfg.secret);
   const long pid = e.request(ops::request(ops::Ping{})).at("pid").get<long>();
   const Usage u0 = usage_of(pid);
@@ -508,7 +512,7 @@ int run(int argc, char** argv) {
   other_reg.job = "scale-b";
   const std::string other_job = e.request(ops::request(other_reg)).at("job").get<std::string>();
   OtherJob other;
-  other.start(e.ctx, e.cfg, other_job);
+  other.start(e.other_ctx, e.cfg, other_job);
 
   Watches w;
   g_phase = 1;
