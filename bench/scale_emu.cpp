@@ -100,6 +100,20 @@ Usage usage_of(long pid) {
   return u;
 }
 
+// Packets the kernel dropped from its per-CPU input backlogs so far (loopback's traffic goes
+// through them; net.core.netdev_max_backlog): the second column of /proc/net/softnet_stat, all
+// CPUs, the whole machine's.
+long long softnet_drops() {
+  std::ifstream in("/proc/net/softnet_stat");
+  long long sum = 0;
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream words(line);
+    std::string first, second;
+    if (words >> first >> second) sum += std::stoll(second, nullptr, 16);
+  }
+  return sum;
+}
+
 // A request's frames as libpcm's DEALER sends them (daemon_link.cpp): the envelope stamped.
 std::string envelope(json header, const pcm::common::Config& cfg, long long incarnation) {
   header["v"] = proto::kVersion;
@@ -505,6 +519,7 @@ int run(int argc, char** argv) {
   e.c.emplace(e.ctx, e.cfg.endpoint, e.cfg.secret);
   const long pid = e.request(ops::request(ops::Ping{})).at("pid").get<long>();
   const Usage u0 = usage_of(pid);
+  const long long drops0 = softnet_drops();
   e.register_job();
   ops::Register other_reg;
   other_reg.size = 1;
@@ -535,6 +550,10 @@ int run(int argc, char** argv) {
   e.lose_and_restart(w);
   other.finish();
   const Usage u1 = usage_of(pid);
+  std::fprintf(stderr,
+               "scale_emu: the kernel dropped %lld packets from its input backlogs meanwhile "
+               "(/proc/net/softnet_stat, the whole machine)\n",
+               softnet_drops() - drops0);
   // Connections pcmd's watch port refused (its limit, or out of descriptors) count too.
   e.f.refused += e.request(ops::request(ops::Ping{})).value("watch_refused", 0L);
   const Figures& f = e.f;
