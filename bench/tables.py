@@ -326,6 +326,59 @@ def reshape(argv):
               f"data {nbytes / d / 1e9:.2f} GB/s = {nbytes / d / 1e9 / mem:.3f} x memcpy, {nbytes / d / 1e9 / fresh:.2f} x memcpy into new memory")
 
 
+def scale(argv):
+    """bench/scale.sh: the emulator's rows (medians per N) with each figure's log-log slope
+    against N (least squares over N >= 256, where fixed costs stop dominating), the plot's CSV,
+    and with CHECK=1 exit 1 unless every commit took at most 1 s after the last shard record,
+    nothing was refused and no request failed. argv: [scale, ALL.csv, PLOT.csv, CHECK]."""
+    import math
+    rows = list(csv.DictReader(open(argv[1])))
+    cols = [("hello_s", "N hellos registered (s)"), ("poll_p50_ms", "rank 0 poll p50 (ms)"),
+            ("poll_p99_ms", "rank 0 poll p99 (ms)"), ("records_s", "N shard records taken (s)"),
+            ("commit_s", "last record -> committed (s)"), ("deliver_ms", "command -> delivered (ms)"),
+            ("report_ms", "report answered (ms)"), ("lost_s", "lost rank noticed (s)"),
+            ("restart_ms", "restart registration (ms)"), ("hwm_mb", "pcmd peak RSS (MiB)"),
+            ("cpu_s", "pcmd CPU (s)"), ("other_p99_ms", "other job p99 (ms)"),
+            ("other_max_ms", "other job max (ms)")]
+    ns = sorted({int(r["n"]) for r in rows})
+    med = {n: {k: median([float(r[k]) for r in rows if int(r["n"]) == n]) for k, _ in cols}
+           for n in ns}
+    reps = {n: sum(1 for r in rows if int(r["n"]) == n) for n in ns}
+    print("\n| N | runs | " + " | ".join(t for _, t in cols) + " |")
+    print("| --- " * (len(cols) + 2) + "|")
+    for n in ns:
+        print(f"| {n} | {reps[n]} | " + " | ".join(f"{med[n][k]:.3g}" for k, _ in cols) + " |")
+
+    def fit(k):
+        """Slope and intercept of log(figure) against log(N), least squares over N >= 256."""
+        pts = [(math.log(n), math.log(med[n][k])) for n in ns if n >= 256 and med[n][k] > 0]
+        if len(pts) < 2:
+            return float("nan"), float("nan")
+        mx = sum(x for x, _ in pts) / len(pts)
+        my = sum(y for _, y in pts) / len(pts)
+        b = sum((x - mx) * (y - my) for x, y in pts) / sum((x - mx) ** 2 for x, _ in pts)
+        return b, my - b * mx
+    fits = {k: fit(k) for k, _ in cols}
+    print("| log-log slope (N >= 256) | | " +
+          " | ".join(f"{fits[k][0]:.2f}" for k, _ in cols) + " |")
+    print("| the fit at N = 100,000 | | " +
+          " | ".join(f"{math.exp(fits[k][1] + fits[k][0] * math.log(1e5)):.3g}" for k, _ in cols)
+          + " |")
+    with open(argv[2], "w") as f:
+        f.write("n," + ",".join(k for k, _ in cols) + "\n")
+        for n in ns:
+            f.write(f"{n}," + ",".join(str(med[n][k]) for k, _ in cols) + "\n")
+    bad = [f"N={r['n']}: commit {float(r['commit_s']):.3f} s, {r['refused']} refused, "
+           f"{r['errors']} failed, {r['other_errors']} of the other job failed"
+           for r in rows if float(r["commit_s"]) > 1 or int(r["refused"]) or int(r["errors"])
+           or int(r["other_errors"])]
+    for b in bad:
+        print("scale: over the goal: " + b)
+    if len(argv) > 3 and argv[3] == "1" and bad:
+        return 1
+    return 0
+
+
 def timeline(argv):
     rows = list(csv.DictReader(open(argv[1])))
     events = [(float(r["time_s"]), r["label"]) for r in csv.DictReader(open(argv[2]))]
@@ -512,8 +565,7 @@ def main(argv):
     fn = globals().get(name)
     if not callable(fn) or name.startswith("_") or name == "main":
         sys.exit(f"tables.py: no table {name!r} (usage: tables.py NAME ARG...)")
-    fn(argv)
-    return 0
+    return fn(argv) or 0
 
 
 if __name__ == "__main__":

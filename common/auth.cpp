@@ -1,6 +1,7 @@
 // auth.cpp — secret strength, HMAC proofs (libsodium) and CURVE key pairs (libzmq).
 #include "auth.h"
 
+#include <fmt/format.h>
 #include <sodium.h>
 #include <zmq.h>
 
@@ -100,6 +101,27 @@ std::string watch_proof(std::string_view secret, std::string_view nonce, std::st
   message.reserve(nonce.size() + 1 + fields.size());
   message.append(nonce).append(" ").append(fields);
   return hmac_sha256_hex(secret, message);
+}
+
+namespace {
+constexpr std::string_view kWatchPrefix = "PCM-WATCH 2 ";
+}  // namespace
+
+std::string watch_challenge(std::string_view nonce) {
+  return std::string(kWatchPrefix).append(nonce).append("\n");
+}
+
+std::string watch_nonce(std::string_view challenge) {
+  const auto nl = challenge.find('\n');
+  if (nl == std::string_view::npos || challenge.substr(0, kWatchPrefix.size()) != kWatchPrefix)
+    return "";
+  return std::string(challenge.substr(kWatchPrefix.size(), nl - kWatchPrefix.size()));
+}
+
+std::string watch_hello(std::string_view secret, std::string_view nonce, std::string_view job,
+                        long pid, std::string_view host, long long incarnation) {
+  const std::string fields = fmt::format("{} {} {} {}", job, pid, host, incarnation);
+  return fmt::format("{}{} {}\n", kWatchPrefix, watch_proof(secret, nonce, fields), fields);
 }
 
 }  // namespace pcm::common

@@ -43,5 +43,14 @@ bool valid_curve_key(std::string_view s);
 // The watch port's challenge and the proof that answers it (pcmd/watch.h): the hello's fields
 // after the proof, signed with the secret together with the challenge's nonce.
 std::string watch_proof(std::string_view secret, std::string_view nonce, std::string_view fields);
+// pcmd's challenge line for a nonce: "PCM-WATCH 2 NONCE\n".
+std::string watch_challenge(std::string_view nonce);
+// The nonce of what a process read from the watch port up to and including the first newline;
+// "" unless it is a challenge.
+std::string watch_nonce(std::string_view challenge);
+// A process's hello that answers a challenge's nonce (with its newline): libpcm's, and the rank
+// emulator's (bench/scale_emu.cpp).
+std::string watch_hello(std::string_view secret, std::string_view nonce, std::string_view job,
+                        long pid, std::string_view host, long long incarnation);
 
 }  // namespace pcm::common

@@ -143,19 +143,15 @@ void DaemonLink::watch(const std::string& job, std::int64_t incarnation, const s
     if (n <= 0) break;
     challenge.append(buf, static_cast<std::size_t>(n));
   }
-  const std::string prefix = "PCM-WATCH 2 ";
-  const auto nl = challenge.find('\n');
-  if (nl == std::string::npos || challenge.rfind(prefix, 0) != 0) {
+  const std::string nonce = watch_nonce(challenge);
+  if (nonce.empty()) {
     plog()->warn("pcmd's watch port {} sent no challenge: this process is not watched",
                  watch_endpoint_);
     ::close(fd);
     return;
   }
-  const std::string nonce = challenge.substr(prefix.size(), nl - prefix.size());
-  const std::string fields =
-      fmt::format("{} {} {} {}", job, static_cast<long>(::getpid()), host, incarnation);
-  std::string hello =
-      fmt::format("PCM-WATCH 2 {} {}\n", watch_proof(secret_, nonce, fields), fields);
+  const std::string hello =
+      watch_hello(secret_, nonce, job, static_cast<long>(::getpid()), host, incarnation);
   if (::send(fd, hello.data(), hello.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(hello.size())) {
     plog()->warn("cannot greet pcmd's watch port: {}", std::strerror(errno));
     ::close(fd);

@@ -46,6 +46,18 @@ JobState state_from(const std::string& s) {
   fail(PCM_ERR_ARG, "unknown job state '{}'", s);
 }
 
+// The version a restarted job reads, as the table keeps it: a large one by reference (its
+// manifest is in its directory; written whole, 16,384 shards' records made every change to the
+// table cost 100 ms of the request loop), a small one whole, as before.
+constexpr int kManifestByRef = -1;
+json restarted_json(const Job& job) {
+  const auto& m = job.restarted_from;
+  if (!m) return json();
+  if (m->format == 2 && m->shards.size() > 64)
+    return json{{"ref", true}, {"iteration", m->iteration}, {"nprocs", m->nprocs}};
+  return m->to_json();
+}
+
 json job_to_json(const Job& job) {
   json j{{"name", job.name},
          {"state", state_name(job.state)},
@@ -63,7 +75,7 @@ json job_to_json(const Job& job) {
          {"last_event", job.last_event},
          {"layout_command", job.layout_command},
          {"layout", job.layout},
-         {"restarted_from", job.restarted_from ? job.restarted_from->to_json() : json()},
+         {"restarted_from", restarted_json(job)},
          {"placement", job.placement ? placement_name(*job.placement) : ""},
          {"drain_stalled", job.drain_stalled},
          {"rank0_pid", job.liveness.rank0_pid},
@@ -109,8 +121,14 @@ Job job_from_json(const json& j, std::chrono::steady_clock::time_point now) {
     job.events.push_back(JobEvent{k < times.size() ? times[k] : 0.0, texts[k]});
   job.layout_command = j.at("layout_command").get<std::int64_t>();
   job.layout = j.at("layout");
-  if (!j.at("restarted_from").is_null())
-    job.restarted_from = Manifest::from_json(j.at("restarted_from"));
+  if (const json& m = j.at("restarted_from"); m.is_object() && m.value("ref", false)) {
+    job.restarted_from.emplace();  // read from the version's directory (Server::restore)
+    job.restarted_from->format = kManifestByRef;
+    job.restarted_from->iteration = m.at("iteration").get<std::int64_t>();
+    job.restarted_from->nprocs = m.at("nprocs").get<int>();
+  } else if (!m.is_null()) {
+    job.restarted_from = Manifest::from_json(m);
+  }
   if (auto p = j.at("placement").get<std::string>(); !p.empty()) {
     job.placement = parse_placement(p);
     if (!job.placement) fail(PCM_ERR_ARG, "unknown placement '{}'", p);
@@ -193,6 +211,7 @@ json JobTable::job_json(const Job& job) const {
          {"checkpoint_wanted", nullptr},
          {"checkpoint_schedule", job.checkpoint_schedule}};
   job.put_events(j);
+  j["watched"] = job.liveness.watched.size();  // processes holding a watch connection
   j["supervised"] = job.supervised;
   j["reshape"] = job.reshape;
   j["launcher"] = job.launcher;
@@ -358,6 +377,15 @@ void Server::restore(const json& t) {
   (void)t.at("next_incarnation").get<long long>();
   // Everything read: take it over.
   desk_.take_next_command(next_command);
+  for (auto& [name, job] : jobs)  // versions kept by reference: their manifests, from disk
+    if (job.restarted_from && job.restarted_from->format == kManifestByRef) {
+      std::string why;
+      const std::int64_t it = job.restarted_from->iteration;
+      job.restarted_from = checkpoints_.manifest_of(name, it, &why);
+      if (!job.restarted_from)
+        log_->warn("job {}: the version it restarted from (iteration {}) cannot be read: {}", name,
+                   it, why);
+    }
   inventory_.take_over(std::move(hosts));
   jobs_.take_over(std::move(jobs), t, rebooted);
   int running = 0;

@@ -1,11 +1,13 @@
 // watch.cpp — the watch port's thread (see watch.h).
 #include "watch.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -15,6 +17,7 @@
 #include <cerrno>
 #include <cstring>
 #include <sstream>
+#include <unordered_map>
 
 #include "auth.h"
 #include "error.h"
@@ -35,6 +38,28 @@ void keepalive(int fd) {
   ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
   ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl);
   ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
+}
+
+// How many connections the watch port takes: the file-descriptor limit, raised to its hard limit
+// first (every process of every job holds one), less room for pcmd's other files and sockets.
+std::size_t connection_limit(spdlog::logger& log) {
+  constexpr rlim_t kReserve = 256;  // the request socket's peers, the data files, the journal
+  rlimit rl{};
+  if (::getrlimit(RLIMIT_NOFILE, &rl) != 0) return 1024 - kReserve;
+  if (rl.rlim_cur < rl.rlim_max) {
+    const rlim_t was = rl.rlim_cur;
+    rl.rlim_cur = rl.rlim_max;
+    if (::setrlimit(RLIMIT_NOFILE, &rl) != 0) ::getrlimit(RLIMIT_NOFILE, &rl);
+    if (rl.rlim_cur != was)
+      log.info("file descriptors: soft limit raised from {} to {} (the hard limit)", was,
+               rl.rlim_cur);
+  }
+  const std::size_t n = rl.rlim_cur > 2 * kReserve ? rl.rlim_cur - kReserve : rl.rlim_cur / 2;
+  log.info(
+      "watch port: up to {} processes (file-descriptor limit {}; raise it with ulimit -n "
+      "for more)",
+      n, rl.rlim_cur);
+  return std::min<std::size_t>(n, 1 << 20);
 }
 
 }  // namespace
@@ -62,11 +87,12 @@ Watcher::Watcher(const std::string& address, std::string secret)
   const char* node = address.empty() || address == "*" ? nullptr : address.c_str();
   if (int rc = ::getaddrinfo(node, "0", &hints, &list); rc != 0 || !list)
     fail(PCM_ERR_CONFIG, "watch port: cannot resolve '{}': {}", address, ::gai_strerror(rc));
-  listen_fd_ = ::socket(list->ai_family, list->ai_socktype | SOCK_CLOEXEC, list->ai_protocol);
+  listen_fd_ = ::socket(list->ai_family, list->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
+                        list->ai_protocol);
   int one = 1;
   if (listen_fd_ >= 0) ::setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   if (listen_fd_ < 0 || ::bind(listen_fd_, list->ai_addr, list->ai_addrlen) != 0 ||
-      ::listen(listen_fd_, 128) != 0) {
+      ::listen(listen_fd_, SOMAXCONN) != 0) {
     int err = errno;
     ::freeaddrinfo(list);
     if (listen_fd_ >= 0) ::close(listen_fd_);
@@ -81,14 +107,13 @@ Watcher::Watcher(const std::string& address, std::string secret)
                 NI_NUMERICHOST | NI_NUMERICSERV);
   endpoint_ = sa.ss_family == AF_INET6 ? fmt::format("tcp://[{}]:{}", host, port)
                                        : fmt::format("tcp://{}:{}", host, port);
-  rlimit rl{};
-  if (::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur > 256)
-    max_conns_ = std::min<std::size_t>(rl.rlim_cur - 128, 1 << 20);
+  max_conns_ = connection_limit(*log_);
   wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (wake_fd_ < 0) {
     ::close(listen_fd_);
     fail(PCM_ERR_CONFIG, "watch port: eventfd: {}", std::strerror(errno));
   }
+  spare_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -98,6 +123,7 @@ Watcher::~Watcher() {
   thread_.join();
   ::close(wake_fd_);
   ::close(listen_fd_);
+  if (spare_fd_ >= 0) ::close(spare_fd_);
 }
 
 std::vector<WatchEvent> Watcher::take_events() {
@@ -177,60 +203,118 @@ void Watcher::handle_readable(Conn& c) {
           n == 0 ? "connection closed" : std::strerror(errno)});
 }
 
+// One thread, epoll: each wake-up costs what is ready, not what is open (a poll() of every
+// connection per event made N hellos cost N^2).
 void Watcher::loop() {
-  std::vector<std::unique_ptr<Conn>> conns;
-  std::vector<pollfd> fds;
-  while (true) {
-    fds.clear();
-    fds.push_back({wake_fd_, POLLIN, 0});
-    fds.push_back({listen_fd_, POLLIN, 0});
-    for (auto& c : conns) fds.push_back({c->fd, POLLIN, 0});
-    int rc = ::poll(fds.data(), fds.size(), 1000);
-    if (rc < 0 && errno != EINTR) break;
-    if (fds[0].revents) break;
+  std::unordered_map<int, std::unique_ptr<Conn>> conns;
+  const int ep = ::epoll_create1(EPOLL_CLOEXEC);
+  if (ep < 0) {
+    log_->error("watch port: epoll_create1: {}; no process is watched", std::strerror(errno));
+    return;
+  }
+  for (int fd : {wake_fd_, listen_fd_}) {
+    epoll_event e{};
+    e.events = EPOLLIN;
+    e.data.fd = fd;
+    ::epoll_ctl(ep, EPOLL_CTL_ADD, fd, &e);
+  }
+  std::vector<epoll_event> ready(1024);
+  auto next_sweep = std::chrono::steady_clock::now();
+  bool stop = false;
+  while (!stop) {
+    const int n = ::epoll_wait(ep, ready.data(), static_cast<int>(ready.size()), 1000);
+    if (n < 0 && errno != EINTR) break;
     refusals_.tick(*log_);
-    auto now = std::chrono::steady_clock::now();
-    for (std::size_t i = 0; i < conns.size(); ++i) {
-      Conn& c = *conns[i];
-      short ev = fds[i + 2].revents;
-      if (ev & (POLLIN | POLLHUP | POLLERR)) handle_readable(c);
-      if (!c.greeted && !c.done && now > c.deadline) {
-        if (refusals_.allow(*log_))
-          log_->warn("watch port: no hello within {} s; closed", kHelloTimeout.count());
-        c.done = true;
+    bool accept_ready = false;
+    for (int i = 0; i < n; ++i) {
+      const int fd = ready[static_cast<std::size_t>(i)].data.fd;
+      if (fd == wake_fd_) stop = true;
+      if (fd == listen_fd_) accept_ready = true;
+      if (fd == wake_fd_ || fd == listen_fd_) continue;
+      auto it = conns.find(fd);
+      if (it == conns.end()) continue;
+      handle_readable(*it->second);
+      if (it->second->done) {
+        ::close(fd);  // leaves the epoll set with it
+        conns.erase(it);
       }
     }
-    conns.erase(std::remove_if(conns.begin(), conns.end(),
-                               [](const std::unique_ptr<Conn>& c) {
-                                 if (c->done) ::close(c->fd);
-                                 return c->done;
-                               }),
-                conns.end());
-    if (fds[1].revents & POLLIN) {
-      int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-      if (fd >= 0) {
-        if (conns.size() >= max_conns_) {
+    if (stop) break;
+    const auto now = std::chrono::steady_clock::now();
+    if (accept_ready) accept_all(ep, conns, now);
+    if (now >= next_sweep) {  // hellos overdue, four times a second at most
+      next_sweep = now + std::chrono::milliseconds(250);
+      for (auto it = conns.begin(); it != conns.end();) {
+        Conn& c = *it->second;
+        if (!c.greeted && !c.done && now > c.deadline) {
           if (refusals_.allow(*log_))
-            log_->warn("watch port: {} connections already; one refused", conns.size());
-          ::close(fd);
+            log_->warn("watch port: no hello within {} s; closed", kHelloTimeout.count());
+          c.done = true;
+        }
+        if (c.done) {
+          ::close(c.fd);
+          it = conns.erase(it);
         } else {
-          keepalive(fd);
-          auto c = std::make_unique<Conn>();
-          c->fd = fd;
-          c->nonce = random_hex(16);
-          const std::string challenge = "PCM-WATCH 2 " + c->nonce + "\n";
-          // A fresh socket's buffer takes these few bytes at once; one that does not is closed.
-          if (::send(fd, challenge.data(), challenge.size(), MSG_NOSIGNAL | MSG_DONTWAIT) !=
-              static_cast<ssize_t>(challenge.size()))
-            c->done = true;
-          c->deadline = now + kHelloTimeout;
-          conns.push_back(std::move(c));
+          ++it;
         }
       }
     }
     open_.store(conns.size());
   }
-  for (auto& c : conns) ::close(c->fd);
+  for (auto& [fd, c] : conns) ::close(fd);
+  ::close(ep);
+}
+
+// Every connection waiting to be accepted. Out of file descriptors, the one waiting is taken with
+// the spare descriptor and closed at once (the process hears its refusal rather than waiting),
+// and said so: pcmd never refuses in silence.
+void Watcher::accept_all(int ep, std::unordered_map<int, std::unique_ptr<Conn>>& conns,
+                         std::chrono::steady_clock::time_point now) {
+  for (;;) {
+    int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0 && (errno == EMFILE || errno == ENFILE) && spare_fd_ >= 0) {
+      ::close(spare_fd_);
+      fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (fd >= 0) ::close(fd);
+      spare_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+      if (fd < 0) return;  // none was waiting after all
+      ++refused_;
+      if (refusals_.allow(*log_))
+        log_->warn(
+            "watch port: out of file descriptors with {} connections open (raise pcmd's "
+            "limit, ulimit -n): a process's connection refused ({} so far)",
+            conns.size(), refused_.load());
+      continue;
+    }
+    if (fd < 0) return;  // EAGAIN: none left (or an error the next wake-up meets again)
+    if (conns.size() >= max_conns_) {
+      ++refused_;
+      if (refusals_.allow(*log_))
+        log_->warn(
+            "watch port: {} connections already (the limit, from the file-descriptor "
+            "limit); a process's connection refused ({} so far)",
+            conns.size(), refused_.load());
+      ::close(fd);
+      continue;
+    }
+    keepalive(fd);
+    auto c = std::make_unique<Conn>();
+    c->fd = fd;
+    c->nonce = random_hex(16);
+    const std::string challenge = watch_challenge(c->nonce);
+    // A fresh socket's buffer takes these few bytes at once; one that does not is closed.
+    if (::send(fd, challenge.data(), challenge.size(), MSG_NOSIGNAL | MSG_DONTWAIT) !=
+        static_cast<ssize_t>(challenge.size())) {
+      ::close(fd);
+      continue;
+    }
+    c->deadline = now + kHelloTimeout;
+    epoll_event e{};
+    e.events = EPOLLIN | EPOLLRDHUP;
+    e.data.fd = fd;
+    ::epoll_ctl(ep, EPOLL_CTL_ADD, fd, &e);
+    conns.emplace(fd, std::move(c));
+  }
 }
 
 }  // namespace pcm::daemon

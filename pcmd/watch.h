@@ -22,6 +22,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "log.h"
@@ -56,10 +57,15 @@ class Watcher {
   std::vector<WatchEvent> take_events();
   // Connections open now (hello received or not).
   std::size_t connections() const { return open_.load(); }
+  // Connections refused since start (the limit reached, or out of file descriptors): each one
+  // logged (rate-limited) and counted.
+  std::size_t refused() const { return refused_.load(); }
 
  private:
   struct Conn;
   void loop();
+  void accept_all(int ep, std::unordered_map<int, std::unique_ptr<Conn>>& conns,
+                  std::chrono::steady_clock::time_point now);
   void handle_readable(Conn& c);
   void emit(WatchEvent e);
 
@@ -70,7 +76,9 @@ class Watcher {
   int wake_fd_ = -1;  // an eventfd: the destructor wakes the thread with it
   std::string endpoint_;
   std::size_t max_conns_ = 1024;
+  int spare_fd_ = -1;  // given up to take (and refuse) a connection when out of descriptors
   std::atomic<std::size_t> open_{0};
+  std::atomic<std::size_t> refused_{0};
   std::mutex mutex_;
   std::vector<WatchEvent> events_;
   std::thread thread_;

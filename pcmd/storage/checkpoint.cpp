@@ -220,7 +220,9 @@ class Checkpoints::Remover {
 
 Checkpoints::Checkpoints(fs::path root) : root_(std::move(root)) { quiet_hdf5(); }
 
-Checkpoints::~Checkpoints() = default;
+Checkpoints::~Checkpoints() {
+  if (records_fd_ >= 0) ::close(records_fd_);
+}
 
 fs::path Checkpoints::version_file(const std::string& job, std::int64_t iteration) const {
   return root_ / "checkpoints" / job / (version_name(iteration) + ".h5");

@@ -13,7 +13,8 @@ inline constexpr const char* kBadName = "BAD";  // a version marked damaged
 // A version a restart could not read all of (a shard only on hosts that were lost): skipped
 // until the next restart of the job looks again.
 inline constexpr const char* kUnreachableName = "UNREACHABLE";
-inline constexpr const char* kTokenName = ".pcm-token";  // a shard directory's owner
+inline constexpr const char* kTokenName = ".pcm-token";     // a shard directory's owner
+inline constexpr const char* kRecordsName = "records.log";  // shard records kept (keep_record)
 
 // 128 random bits in hex.
 std::string random_token();

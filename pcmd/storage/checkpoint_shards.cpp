@@ -111,17 +111,41 @@ const std::regex& record_name() {
 
 void Checkpoints::keep_record(const std::string& job, std::int64_t iteration,
                               const ShardRecord& record, const std::optional<ShardLevels>& levels) {
-  const fs::path tmp = tmp_dir_of(version_dir(job, iteration));
+  const fs::path file = tmp_dir_of(version_dir(job, iteration)) / kRecordsName;
+  if (file != records_path_ || records_fd_ < 0) {
+    if (records_fd_ >= 0) ::close(records_fd_);
+    records_path_ = file;
+    records_fd_ = ::open(file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (records_fd_ < 0)
+      fail(PCM_ERR_INTERNAL, "cannot keep the record of rank {} in {}: {}", record.rank,
+           file.string(), std::strerror(errno));
+  }
   json j = record.to_json();
   if (levels) j["pcm_levels"] = levels->to_json();
   const std::string bytes = proto::encode(j);
-  const fs::path file = tmp / fmt::format("r{}.record", record.rank);
-  std::ofstream out(file.string() + ".part", std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  out.close();
-  if (!out || ::rename((file.string() + ".part").c_str(), file.c_str()) != 0)
-    fail(PCM_ERR_INTERNAL, "cannot keep the record of rank {} in {}", record.rank, tmp.string());
+  const auto n = static_cast<std::uint32_t>(bytes.size());
+  std::string entry;
+  entry.reserve(4 + bytes.size());
+  for (int i = 0; i < 4; ++i) entry.push_back(static_cast<char>((n >> (8 * i)) & 0xff));
+  entry += bytes;
+  // One write: a pcmd killed meanwhile leaves at most its last entry cut short (not counted).
+  if (::write(records_fd_, entry.data(), entry.size()) != static_cast<ssize_t>(entry.size())) {
+    const int err = errno;
+    ::close(records_fd_);
+    records_fd_ = -1;
+    fail(PCM_ERR_INTERNAL, "cannot keep the record of rank {} in {}: {}", record.rank,
+         file.string(), std::strerror(err));
+  }
 }
+
+namespace {
+Checkpoints::KeptRecord parse_kept(const char* data, std::size_t size) {
+  const json j = proto::decode_large(data, size, size);
+  std::optional<ShardLevels> levels;
+  if (j.contains("pcm_levels")) levels = ShardLevels::from_json(j.at("pcm_levels"));
+  return {ShardRecord::from_json(j), std::move(levels)};
+}
+}  // namespace
 
 std::optional<std::vector<Checkpoints::KeptRecord>> Checkpoints::kept_records(
     const std::string& job, std::int64_t iteration) const {
@@ -129,15 +153,29 @@ std::optional<std::vector<Checkpoints::KeptRecord>> Checkpoints::kept_records(
   std::error_code ec;
   if (!fs::is_directory(tmp, ec)) return std::nullopt;
   std::vector<KeptRecord> out;
+  std::ifstream log(tmp / kRecordsName, std::ios::binary);
+  const std::string all((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  for (std::size_t at = 0; at + 4 <= all.size();) {
+    std::uint32_t n = 0;
+    for (int i = 0; i < 4; ++i)
+      n |= static_cast<std::uint32_t>(
+               static_cast<unsigned char>(all[at + static_cast<std::size_t>(i)]))
+           << (8 * i);
+    if (n > all.size() - at - 4) break;  // the last entry, cut short: not counted
+    try {
+      out.push_back(parse_kept(all.data() + at + 4, n));
+    } catch (const std::exception&) {
+      // A record that does not parse: that rank's report is not counted.
+    }
+    at += 4 + n;
+  }
+  // An earlier pcmd kept a file per rank.
   for (auto it = fs::directory_iterator(tmp, ec); !ec && it != fs::directory_iterator(); ++it) {
     if (!std::regex_match(it->path().filename().string(), record_name())) continue;
     std::ifstream in(it->path(), std::ios::binary);
     const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     try {
-      const json j = proto::decode_large(bytes.data(), bytes.size(), bytes.size());
-      std::optional<ShardLevels> levels;
-      if (j.contains("pcm_levels")) levels = ShardLevels::from_json(j.at("pcm_levels"));
-      out.emplace_back(ShardRecord::from_json(j), std::move(levels));
+      out.push_back(parse_kept(bytes.data(), bytes.size()));
     } catch (const std::exception&) {
       // A record cut short: that rank's report is not counted (the version is not made).
     }
@@ -186,7 +224,8 @@ Manifest Checkpoints::commit_shards(const std::string& job, std::int64_t iterati
     }
   }
   m.shards = std::move(shards);
-  remove_matching(tmp, record_name());  // kept only until the commit
+  fs::remove(tmp / kRecordsName, ec);   // kept only until the commit
+  remove_matching(tmp, record_name());  // an earlier pcmd's
   const std::string text = m.to_json().dump() + "\n";
   write_synced(tmp / kManifestName, text.data(), text.size());
   fs::remove(tmp / kTokenName, ec);

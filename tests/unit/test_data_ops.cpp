@@ -295,3 +295,52 @@ TEST_F(ServerTest, EpochFenceRefusesAnotherRunAndAnEndedRunsWrites) {
                   {"incarnation", "x"}}),
             PCM_ERR_ARG);
 }
+
+// A version of many ranks (issue 39): the ranks' records go to one log beside the shards, not a
+// file each; the job restarted from it keeps the manifest by reference in the job table, and a
+// pcmd started again reads it back from the version's directory.
+TEST_F(ServerTest, AManyRankVersionKeepsOneRecordLogAndItsManifestByReference) {
+  constexpr int kRanks = 80;  // more than the 64 shards a table keeps whole
+  register_job("big", kRanks);
+  const std::string dir =
+      client_->request({{"op", "checkpoint_begin"}, {"job", "big"}, {"iteration", 7}})
+          .header.at("dir")
+          .get<std::string>();
+  for (int r = 0; r < kRanks; ++r) {
+    const std::string file = pcm::common::shard_file_name(r);
+    std::ofstream(fs::path(dir) / file, std::ios::binary) << std::string(8, '\0');
+    pcm::common::ShardDataset d;
+    d.key = "x";
+    d.type = PCM_DOUBLE;
+    d.count = 1;
+    d.xxh3 = {42};
+    const ShardRecord rec{r, file, 8, {d}};
+    const std::string bytes = pcm::proto::encode(rec.to_json());
+    client_->request(
+        {{"op", "shard_done"}, {"job", "big"}, {"iteration", 7}, {"rank", r}, {"size", kRanks}},
+        bytes.data(), bytes.size());
+    if (r == kRanks / 2) {
+      EXPECT_TRUE(fs::exists(fs::path(dir) / "records.log"));
+      EXPECT_FALSE(fs::exists(fs::path(dir) / "r0.record"));
+    }
+  }
+  const json v = client_->request({{"op", "checkpoints"}, {"job", "big"}}).header.at("versions");
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_TRUE(v[0].at("valid").get<bool>());
+  EXPECT_FALSE(fs::exists(fs::path(dir).parent_path() / "v00000000000000000007" / "records.log"));
+  client_->request({{"op", "finished"}, {"job", "big"}});
+  json req{{"op", "register"},
+           {"size", kRanks},
+           {"hosts", json::array()},
+           {"job", "big"},
+           {"restart", true}};
+  for (int i = 0; i < kRanks; ++i) req["hosts"].push_back("localhost");
+  client_->request(req);
+  stop();
+  start(dir_);
+  const auto m =
+      client_->request({{"op", "checkpoint_manifest"}, {"job", "big"}, {"iteration", 7}});
+  EXPECT_EQ(m.header.at("format"), 2);
+  const json table = pcm::proto::decode_large(m.data.data(), m.data.size(), m.data.size());
+  EXPECT_EQ(table.at("shards").size(), static_cast<std::size_t>(kRanks));
+}

@@ -28,6 +28,33 @@ TEST(Watcher, HelloByeAndLoss) {
     if (x.pid == 4343) EXPECT_EQ(x.host, "node2");
 }
 
+// Many processes at once (the rank emulator's storm, small): every hello counted, none refused;
+// the hello common/auth.h builds for libpcm and the emulator is the one pcmd accepts.
+TEST(Watcher, ManyConnectionsAtOnce) {
+  pcm::daemon::Watcher w("127.0.0.1", "s3cret");
+  constexpr int kN = 400;
+  std::vector<int> fds;
+  for (int i = 0; i < kN; ++i) {
+    fds.push_back(connect_to(w.endpoint()));
+    ASSERT_GE(fds.back(), 0);
+  }
+  for (int i = 0; i < kN; ++i) {
+    const std::string line =
+        "PCM-WATCH 2 " + challenge_nonce(fds[static_cast<std::size_t>(i)]) + "\n";
+    const std::string nonce = pcm::common::watch_nonce(line);
+    ASSERT_EQ(nonce.size(), 32u);
+    say(fds[static_cast<std::size_t>(i)],
+        pcm::common::watch_hello("s3cret", nonce, "job-a", 1000 + i, "node1", 1));
+  }
+  EXPECT_EQ(events(w, kN).size(), static_cast<std::size_t>(kN));
+  EXPECT_EQ(w.refused(), 0u);
+  EXPECT_EQ(w.connections(), static_cast<std::size_t>(kN));
+  for (int fd : fds) ::close(fd);
+  EXPECT_EQ(events(w, kN).size(), static_cast<std::size_t>(kN));  // every one lost
+  EXPECT_EQ(pcm::common::watch_nonce("PCM-WATCH 1 abc\n"), "");
+  EXPECT_EQ(pcm::common::watch_nonce("PCM-WATCH 2 abc"), "");  // no newline yet
+}
+
 TEST(Watcher, RefusesWrongSecretsMalformedAndOversizedHellos) {
   using pcm::common::watch_proof;
   pcm::daemon::Watcher w("127.0.0.1", "s3cret");
