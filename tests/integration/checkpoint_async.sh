@@ -44,9 +44,10 @@ out=$PCM_TEST_DIR/pcmd.out hold=$PCM_TEST_DIR/hold
 touch "$hold"
 PCM_JOB=$job PCM_TEST_SHARD_HOLD=$hold:30:1 timeout 120 "$mpiexec" -n 2 "$prog" write >"$out" 2>&1 </dev/null &
 run=$!
-kept=$PCM_TEST_DIR/data/checkpoints/$job/v00000000000000000030.tmp/r0.record
-for _ in $(seq 600); do [ -f "$kept" ] && break; sleep 0.1; done
-[ -f "$kept" ] || fail "pcmd: rank 0's report of version 30 was never kept: $(show "$out")"
+# pcmd keeps the reports of a version in the making in one log beside its shards (records.log).
+kept=$PCM_TEST_DIR/data/checkpoints/$job/v00000000000000000030.tmp/records.log
+for _ in $(seq 600); do [ -s "$kept" ] && break; sleep 0.1; done
+[ -s "$kept" ] || fail "pcmd: rank 0's report of version 30 was never kept: $(show "$out")"
 pid=$(cat "$PCM_TEST_DIR/pcmd.pid")
 kill -9 "$pid"
 for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done

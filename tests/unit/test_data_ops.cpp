@@ -168,11 +168,13 @@ TEST_F(ServerTest, ShardReportsMakeAVersionAcrossARestart) {
   EXPECT_EQ(report(4, 1, 2, &r0), PCM_ERR_ARG) << "rank 1 sending rank 0's record";
   ASSERT_EQ(report(4, 0, 2, &r0), PCM_SUCCESS) << last_error_;
   EXPECT_TRUE(versions().empty());
+  EXPECT_TRUE(fs::exists(fs::path(dir) / "records.log")) << "rank 0's report kept for a restart";
   stop();
   start(dir_);
   ASSERT_EQ(report(4, 1, 2, &r1), PCM_SUCCESS) << last_error_;
   EXPECT_EQ(versions(), (std::set<std::int64_t>{4}));
-  EXPECT_FALSE(fs::exists(fs::path(dir).parent_path() / "v00000000000000000004" / "r0.record"));
+  // The reports kept beside the shards while the version was made are gone with the commit.
+  EXPECT_FALSE(fs::exists(fs::path(dir).parent_path() / "v00000000000000000004" / "records.log"));
   // Sent again (a retry after the commit): the same answer, no second version.
   EXPECT_EQ(report(4, 1, 2, &r1), PCM_SUCCESS) << last_error_;
   // A rank that could not write its shard: no version, whatever the others report.
