@@ -56,6 +56,7 @@ module pcm
   integer(c_int), parameter, public :: PCM_MERGE = 4
   integer(c_int), parameter, public :: PCM_RESHAPED = 6
   integer(c_int), parameter, public :: PCM_STOP = 7
+  integer(c_int), parameter, public :: PCM_NOT_LOCAL = 8
   ! pcm_exit's status in a process whose job a signal or `pcmctl stop` ended (docs/user/preemption.md).
   integer(c_int), parameter, public :: PCM_EXIT_STOPPED = 75
   ! Layouts (pcm_dist_create).
@@ -756,16 +757,15 @@ contains
   ! reason on stderr): the other processes are already in the collective call, and checking
   ! together at every iteration would cost a reduction per call. The check comes before the
   ! calls that read or replace the buffers; the common call, inside an agreement window with
-  ! nothing pending (PCM_Adapt_is_local), touches neither and costs one C call.
+  ! nothing pending (PCM_Adapt_if_local), touches neither and costs one C call.
   integer(c_int) function pcm_adapt(comm)
     PCM_COMM, intent(inout) :: comm
-    integer(c_int), parameter :: NOT_LOCAL = -1000 ! pcm_shim.c's PCM_F_NOT_LOCAL
     integer(c_int) :: h
     character(len=:), allocatable :: name
     integer :: k
     h = CVAL(comm)
     pcm_adapt = c_adapt_local(h)
-    if (pcm_adapt /= NOT_LOCAL) then
+    if (pcm_adapt /= PCM_NOT_LOCAL) then
       if (pcm_adapt < 0) own_error_last = .false.
       return
     end if

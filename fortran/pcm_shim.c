@@ -59,13 +59,12 @@ int pcm_f_adapt(MPI_Fint *comm, int *rank) {
   return rc;
 }
 
-/* PCM_Adapt where it returns PCM_NONE at once (PCM_Adapt_is_local: inside an agreement window,
- * nothing pending), else PCM_F_NOT_LOCAL without calling it: the module checks its registered
- * arrays before the call that may read or replace them (pcm_f_adapt). */
-#define PCM_F_NOT_LOCAL (-1000)
+/* PCM_Adapt_if_local: PCM_NONE after a local call, or PCM_NOT_LOCAL with nothing done: the
+ * module then checks its registered arrays before the call that may read or replace them
+ * (pcm_f_adapt). */
 int pcm_f_adapt_local(MPI_Fint comm) {
   MPI_Comm c = MPI_Comm_f2c(comm);
-  return PCM_Adapt_is_local(c) == 1 ? PCM_Adapt(&c) : PCM_F_NOT_LOCAL;
+  return PCM_Adapt_if_local(&c);
 }
 
 int pcm_f_checkpoint(MPI_Fint comm, int iteration) {

@@ -450,14 +450,18 @@ int PCM_Resume(MPI_Comm *comm);
  */
 int PCM_Adapt(MPI_Comm *comm);
 
+/* PCM_Adapt_if_local: the call would have had to communicate; nothing was done. */
+#define PCM_NOT_LOCAL 8
+
 /*
- * PCM_Adapt_is_local — 1 if the next PCM_Adapt(&comm) call of this process will return PCM_NONE
- * without communicating, blocking or writing (it is inside an agreement window, nothing is
- * pending or due), else 0 (also for a comm that is not the PCM world, or before PCM_Resume).
- * For language bindings that let other threads run while a call may block (the Python module
- * releases its GIL only when this says 0). Local; costs a few loads.
+ * PCM_Adapt_if_local — PCM_Adapt(comm) when that call is local: inside an agreement window with
+ * nothing pending or due, it neither communicates, blocks nor writes, and returns PCM_NONE.
+ * Otherwise it does nothing and returns PCM_NOT_LOCAL (also for a comm that is not the PCM world,
+ * or before PCM_Resume): call PCM_Adapt. For language bindings, which can then skip what they
+ * do around a call that may block (the Python module releases its GIL, the Fortran module checks
+ * its arrays) on the common call. Costs what PCM_Adapt costs there.
  */
-int PCM_Adapt_is_local(MPI_Comm comm);
+int PCM_Adapt_if_local(MPI_Comm *comm);
 
 /*
  * PCM_Checkpoint — save every registered item and commit them as the durable version for

@@ -269,8 +269,11 @@ PCM_EXPORT int PCM_Resume(MPI_Comm* comm) {
 PCM_EXPORT int PCM_Adapt(MPI_Comm* comm) {
   return guard("PCM_Adapt", [&] { return rt().adapt(comm); });
 }
-PCM_EXPORT int PCM_Adapt_is_local(MPI_Comm comm) {
-  return guard("PCM_Adapt_is_local", [&] { return rt().adapt_is_local(comm) ? 1 : 0; });
+PCM_EXPORT int PCM_Adapt_if_local(MPI_Comm* comm) {
+  return guard("PCM_Adapt_if_local", [&] {
+    if (!comm || !rt().adapt_is_local(*comm)) return PCM_NOT_LOCAL;
+    return rt().adapt(comm);
+  });
 }
 PCM_EXPORT int PCM_Checkpoint(MPI_Comm comm, int iteration) {
   return guard("PCM_Checkpoint", [&] { return rt().checkpoint(comm, iteration); });

@@ -96,7 +96,7 @@ class Runtime {
   Registry& registry() { return registry_; }
   int resume(MPI_Comm* comm);
   int adapt(MPI_Comm* comm);
-  // PCM_Adapt_is_local: adapt() would return PCM_NONE inside an agreement window (adapt.cpp).
+  // PCM_Adapt_if_local: adapt() would return PCM_NONE inside an agreement window (adapt.cpp).
   bool adapt_is_local(MPI_Comm comm) const;
   int checkpoint(MPI_Comm comm, int iteration);
   int checkpoint_wait(MPI_Comm comm);

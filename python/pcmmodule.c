@@ -485,9 +485,9 @@ static PyObject *py_resume(PyObject *self, PyObject *arg) {
 }
 
 /* adapt(comm) -> (pcm.Adapt, comm). The common case, inside an agreement window with nothing
- * pending (PCM_Adapt_is_local), keeps the GIL (the call neither blocks nor communicates: releasing
- * and taking the GIL back cost more than the call) and allocates nothing: the (NONE, comm) tuple
- * of the last such call is returned again while comm is the same object. */
+ * pending (PCM_Adapt_if_local does it), keeps the GIL (the call neither blocks nor communicates:
+ * releasing and taking the GIL back cost more than the call) and allocates nothing: the (NONE,
+ * comm) tuple of the last such call is returned again while comm is the same object. */
 static PyObject *none_result; /* (adapt_none, comm) */
 static PyObject *py_adapt(PyObject *self, PyObject *arg) {
   MPI_Comm before, comm;
@@ -495,9 +495,8 @@ static PyObject *py_adapt(PyObject *self, PyObject *arg) {
   (void)self;
   if (!get_comm(arg, &before)) return NULL;
   comm = before;
-  if (PCM_Adapt_is_local(before) == 1) {
-    rc = PCM_Adapt(&comm);
-  } else {
+  rc = PCM_Adapt_if_local(&comm);
+  if (rc == PCM_NOT_LOCAL) {
     PyThreadState *ts = PyEval_SaveThread();
     rc = PCM_Adapt(&comm);
     PyEval_RestoreThread(ts);
