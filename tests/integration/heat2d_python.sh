@@ -48,13 +48,8 @@ reshape)
     --layout cyclic --throttle-us 2000 --throttle-while "$tmp/slow" >"$out" 2>&1 </dev/null &
   mpi=$!
   trap 'kill "$mpi" 2>/dev/null' EXIT
-  step() {  # step N WHAT PCMCTL-ARGS...: the N-th reconfiguration
-    local n=$1 what=$2
-    shift 2
-    "$pcmctl" "$@" || fail "pcmctl $* was refused: $(show "$out")"
-    "$pcmctl" wait "$job" --reconfigurations "$n" --timeout 120 ||
-      fail "the $what did not complete: $(show "$out")"
-  }
+  # shellcheck source=tests/integration/reconfig_step.sh
+  source "$(dirname "${BASH_SOURCE[0]}")/reconfig_step.sh"
   "$pcmctl" wait "$job" --iteration 20 --timeout 120 || fail "the job did not get going: $(show "$out")"
   step 1 split split "$job" 0 --into 2
   step 2 merge merge "$job" 1 2
