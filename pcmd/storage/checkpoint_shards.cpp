@@ -112,6 +112,14 @@ const std::regex& record_name() {
 void Checkpoints::keep_record(const std::string& job, std::int64_t iteration,
                               const ShardRecord& record, const std::optional<ShardLevels>& levels) {
   const fs::path file = tmp_dir_of(version_dir(job, iteration)) / kRecordsName;
+  // The descriptor kept open is the log's only while its file is (the version directory may have
+  // been removed, and made again at the same iteration, since): a removed file is opened anew.
+  struct stat st {};
+  if (records_fd_ >= 0 && file == records_path_ &&
+      (::fstat(records_fd_, &st) != 0 || st.st_nlink == 0)) {
+    ::close(records_fd_);
+    records_fd_ = -1;
+  }
   if (file != records_path_ || records_fd_ < 0) {
     if (records_fd_ >= 0) ::close(records_fd_);
     records_path_ = file;

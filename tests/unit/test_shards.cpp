@@ -249,6 +249,27 @@ TEST(ShardVersions, CommitWithoutTheBytesAndFallBackOnDamage) {
   EXPECT_EQ(cp.latest_valid("j")->iteration, 10);
 }
 
+// The reports kept for a pcmd restart (keep_record, kept_records) go to the log of the version as
+// it is now: a version begun again at the same iteration keeps them in its new directory.
+TEST(ShardVersions, KeptRecordsFollowAVersionBegunAgain) {
+  TempDir tmp;
+  Checkpoints cp(tmp.path());
+  auto x = data_of(7, 0, 100);
+  auto record = [&](const Checkpoints::ShardDir& d, int rank) {
+    return write_shard(d.dir.string(), {"j", 7, rank, 2},
+                       {item("x", PCM_DOUBLE, x.data(), x.size(), sizeof(double))});
+  };
+  auto first = cp.begin_shards("j", 7);
+  cp.keep_record("j", 7, record(first, 0), std::nullopt);
+  ASSERT_EQ(cp.kept_records("j", 7)->size(), 1u);
+  auto again = cp.begin_shards("j", 7);  // the first attempt's directory is gone
+  cp.keep_record("j", 7, record(again, 1), std::nullopt);
+  auto kept = cp.kept_records("j", 7);
+  ASSERT_TRUE(kept);
+  ASSERT_EQ(kept->size(), 1u) << "the new attempt's log holds the new report only";
+  EXPECT_EQ(kept->front().first.rank, 1);
+}
+
 TEST(ShardVersions, CommitRefusesWhatTheRanksDidNotWrite) {
   TempDir tmp;
   Checkpoints cp(tmp.path());
