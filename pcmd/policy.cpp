@@ -337,6 +337,14 @@ std::vector<PolicyDecision> Policy::decide(double now, const std::vector<PolicyJ
     }
   }
 
+  // A job that is not in the snapshot any more has ended: its state goes (pcmd runs for months,
+  // and next_wake looks at every state).
+  for (auto it = jobs_.begin(); it != jobs_.end();) {
+    const bool live = std::any_of(jobs.begin(), jobs.end(),
+                                  [&](const PolicyJob& j) { return j.name == it->first; });
+    it = live ? std::next(it) : jobs_.erase(it);
+  }
+
   std::vector<PolicyDecision> out;
   std::string margin_how;
   const double margin = checkpoint_margin(jobs, &margin_how);

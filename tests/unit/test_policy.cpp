@@ -445,6 +445,20 @@ TEST(PolicyQueue, NextWakeIsWhenTheFirstOfThePolicysOwnClocksRunsOut) {
   EXPECT_DOUBLE_EQ(p.next_wake(19), 29);                 // min_interval_s after it
 }
 
+TEST(PolicyQueue, AnEndedJobsStateIsForgotten) {
+  d::PolicyConfig c = config();
+  c.idle_s = 10;
+  d::Policy p(c);
+  auto [j, hosts] = wide(2, 100);
+  const auto idle = queue({}, {{"n3", 1}});
+  EXPECT_TRUE(p.decide(0, {j}, hosts, &idle).empty());
+  ASSERT_EQ(p.decide(10, {j}, hosts, &idle).size(), 1u);  // a growth: the job's clocks run
+  EXPECT_DOUBLE_EQ(p.next_wake(10), 20);
+  const auto none = queue({}, {});
+  EXPECT_TRUE(p.decide(11, {}, hosts, &none).empty());  // the job has ended
+  EXPECT_EQ(p.next_wake(11), std::numeric_limits<double>::infinity());
+}
+
 TEST(PolicyQueue, AsManyJobsLeaveANodeInOneSnapshotAsTheWaitingJobLacksCountingThoseUnderWay) {
   d::PolicyConfig c = config();
   auto [a, ha] = wide(3, 100);
