@@ -13,6 +13,7 @@
 
 #include "error.h"
 #include "log.h"
+#include "loop_lag.h"
 #include "pcm_types.h"
 #include "site_moves.h"
 
@@ -255,7 +256,9 @@ void Server::run(const std::atomic<bool>& stop, const std::atomic<bool>* ending)
   };
   auto next_check = std::chrono::steady_clock::now();
   std::optional<std::chrono::steady_clock::time_point> ending_since;
+  LoopLag lag(*log_);
   while (!stop.load()) {
+    lag.begin();
     if (ending && ending->load()) {
       const auto now = std::chrono::steady_clock::now();
       check_jobs_alive();  // the watch's news first
@@ -290,6 +293,7 @@ void Server::run(const std::atomic<bool>& stop, const std::atomic<bool>* ending)
       }
       next_check = std::chrono::steady_clock::now() + std::chrono::seconds(1);
     }
+    lag.mark("the checks of jobs, hosts, agents and the policy");
     if (slurm_) {
       // Slurm's commands that the growth runs to the end (scontrol, squeue, scancel) hold this
       // loop, and every request waits meanwhile: said when that takes long.
@@ -298,9 +302,11 @@ void Server::run(const std::atomic<bool>& stop, const std::atomic<bool>* ending)
       const std::chrono::duration<double> took = std::chrono::steady_clock::now() - t0;
       if (took > std::chrono::seconds(1))
         log_->warn("Slurm's commands held pcmd's loop for {:.1f} s", took.count());
+      lag.skip();  // said above
     }
     transfers_.expire();
     refusals_.tick(*log_);
+    lag.mark("expired transfers and refusals");
     zmq::pollitem_t items[3] = {{socket_.handle(), 0, ZMQ_POLLIN, 0},
                                 {bell_.handle(), 0, ZMQ_POLLIN, 0},
                                 {durability_->bell().handle(), 0, ZMQ_POLLIN, 0}};
@@ -310,6 +316,7 @@ void Server::run(const std::atomic<bool>& stop, const std::atomic<bool>* ending)
       if (e.num() == EINTR) continue;
       throw;
     }
+    lag.skip();  // the wait for requests
     for (int i : {1, 2}) {
       if (!(items[i].revents & ZMQ_POLLIN)) continue;
       zmq::socket_t& bell = i == 1 ? bell_ : durability_->bell();
@@ -318,9 +325,14 @@ void Server::run(const std::atomic<bool>& stop, const std::atomic<bool>* ending)
       }
     }
     finish_data_work();
+    lag.mark("finished disk work");
     if (items[0].revents & ZMQ_POLLIN) serve_one();
+    lag.mark("a request");
     durability_->persist();  // what changed without a request (a job lost, a drain step) too
+    lag.mark("writing the job table");
     durability_->release(send);
+    lag.mark("sending held replies");
+    lag.end();
   }
 }
 
