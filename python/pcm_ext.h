@@ -1,5 +1,6 @@
-/* pcm_ext.h — what the files of pcm._pcm share: the Dist and DistArray objects (pcmmodule.c), the
- * errors, dtypes and communicators, and the halo, gather and topology calls (pcm_halo.c). */
+/* pcm_ext.h — what the files of pcm._pcm share: the Dist (pcm_dist.c) and DistArray (pcmmodule.c)
+ * objects, the errors, dtypes and communicators, and the halo, gather and topology calls
+ * (pcm_halo.c). */
 #ifndef PCM_EXT_H
 #define PCM_EXT_H
 
@@ -35,6 +36,8 @@ PyObject *raise_pcm(int code);
 int pcm_type_of(PyArray_Descr *d, int *typenum);
 /* The map a Dist shows; NULL and a ValueError where the process holds none. */
 PCM_Dist dist_handle(DistObject *d);
+/* A Python int as an int; -1 with an exception set on failure. */
+int as_int(PyObject *o);
 /* An mpi4py communicator's handle (1), or 0 with an exception set. */
 int get_comm(PyObject *obj, MPI_Comm *comm);
 /* A new mpi4py Comm for comm (not freed with it: the program frees it). */
