@@ -34,6 +34,11 @@ using Clock = SupervisorClock;
 
 namespace {
 
+// The run of the job a status shows (pcmd's incarnation; 0 where there is none, or an older pcmd).
+long long incarnation_of(const json& j) {
+  return j.is_object() ? j.value("incarnation", 0LL) : 0LL;
+}
+
 volatile sig_atomic_t g_signal = 0;
 // A signal ended the job: run_supervised returns exit_code.
 struct Interrupted {
@@ -332,6 +337,9 @@ void Supervisor::note_resumed(const json& j, Clock::time_point started) {
 
 int Supervisor::follow_run() {
   const auto started = Clock::now();
+  // The run before this one (its state lingers, `stopped` after a move, until this one
+  // registers): its end is not this run's.
+  const long long before = incarnation_of(job_status(pcmd_, o_.job));
   const pid_t pid = launch(o_, np_, hosts_, restart_, std::exchange(reshaped_command_, 0),
                            site_launch(o_, site_));
   bool seen_running = false;
@@ -388,7 +396,11 @@ int Supervisor::follow_run() {
         if (step == MoveStep::kEnded) break;
         continue;
       }
-      if ((state == "finished" || state == "stopped") && !finished_at) finished_at = Clock::now();
+      // (An older pcmd shows no incarnation: any end counts, as before.)
+      const bool this_run =
+          !j.is_object() || !j.contains("incarnation") || incarnation_of(j) != before;
+      if ((state == "finished" || state == "stopped") && !finished_at && this_run)
+        finished_at = Clock::now();
       // A run that lost a process (a split's new one given up, its host gone) may never leave
       // MPI_Finalize: its launcher gets 2 s, not the whole grace.
       const bool lost_some = j.is_object() && !j.value("lost", json::array()).empty();

@@ -213,6 +213,7 @@ json JobTable::job_json(const Job& job) const {
   job.put_events(j);
   j["watched"] = job.liveness.watched.size();  // processes holding a watch connection
   j["supervised"] = job.supervised;
+  j["incarnation"] = job.incarnation;  // this run of the job (each registration has a new one)
   j["reshape"] = job.reshape;
   j["launcher"] = job.launcher;
   j["reshaping"] = job.stopping ? json(job.stopping->command) : json(nullptr);
