@@ -27,6 +27,6 @@ cd "$B"
 # what runs an MPI job (its programs are not instrumented; integration.pcmd_kill is one), what
 # tests no code of PCM's (format, README sync, installation), and the kill trials, whose delays
 # are set for uninstrumented speed (instrumented, the writer is rarely far enough along to test
-# anything before the kill).
+# anything before the kill), and the cluster simulator's (sim.*: bench/sim/, not built here).
 ctest --output-on-failure --timeout 600 -L 'unit|daemon' -LE 'mpi|install|integration' \
-  -E 'pcmctl_refusals|format\.check|readme_in_sync|KilledWriter' "$@"
+  -E 'pcmctl_refusals|format\.check|readme_in_sync|KilledWriter|^sim\.' "$@"
