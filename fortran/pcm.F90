@@ -418,22 +418,22 @@ contains
   ! Whether a's array component still is what the module last pointed it at.
   logical function intact(a)
     type(pcm_dist_array), intent(in) :: a
+    logical :: set
     select case (a%type)
     case (PCM_DOUBLE)
-      intact = .not. associated(a%d)
-      if (.not. intact) intact = same(c_loc(a%d), size(a%d, kind=c_long))
+      set = associated(a%d)
+      if (set) intact = same(c_loc(a%d), size(a%d, kind=c_long))
     case (PCM_FLOAT)
-      intact = .not. associated(a%f)
-      if (.not. intact) intact = same(c_loc(a%f), size(a%f, kind=c_long))
+      set = associated(a%f)
+      if (set) intact = same(c_loc(a%f), size(a%f, kind=c_long))
     case (PCM_INT)
-      intact = .not. associated(a%i)
-      if (.not. intact) intact = same(c_loc(a%i), size(a%i, kind=c_long))
+      set = associated(a%i)
+      if (set) intact = same(c_loc(a%i), size(a%i, kind=c_long))
     case default
-      intact = .not. associated(a%l)
-      if (.not. intact) intact = same(c_loc(a%l), size(a%l, kind=c_long))
+      set = associated(a%l)
+      if (set) intact = same(c_loc(a%l), size(a%l, kind=c_long))
     end select
-    ! Not associated: right only while there is no buffer.
-    if (intact .and. c_associated(a%buf)) intact = component_set(a)
+    if (.not. set) intact = .not. c_associated(a%buf) ! right only while there is no buffer
   contains
     logical function same(first, n)
       type(c_ptr), intent(in) :: first
@@ -442,21 +442,6 @@ contains
       if (same .and. n > 0) same = c_associated(first, a%buf)
     end function same
   end function intact
-
-  ! Whether a's component of its type is associated.
-  logical function component_set(a)
-    type(pcm_dist_array), intent(in) :: a
-    select case (a%type)
-    case (PCM_DOUBLE)
-      component_set = associated(a%d)
-    case (PCM_FLOAT)
-      component_set = associated(a%f)
-    case (PCM_INT)
-      component_set = associated(a%i)
-    case default
-      component_set = associated(a%l)
-    end select
-  end function component_set
 
   ! The name of the first registered array whose component the program changed, or ''.
   function changed_array() result(name)

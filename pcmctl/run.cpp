@@ -397,8 +397,7 @@ int Supervisor::follow_run() {
         continue;
       }
       // (An older pcmd shows no incarnation: any end counts, as before.)
-      const bool this_run =
-          !j.is_object() || !j.contains("incarnation") || incarnation_of(j) != before;
+      const bool this_run = !j.contains("incarnation") || incarnation_of(j) != before;
       if ((state == "finished" || state == "stopped") && !finished_at && this_run)
         finished_at = Clock::now();
       // A run that lost a process (a split's new one given up, its host gone) may never leave
