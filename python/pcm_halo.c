@@ -121,7 +121,10 @@ PyObject *py_gather(PyObject *self, PyObject *args) {
     return NULL;
   RegObject *r = (RegObject *)reg;
   if (!r->dist) return PyErr_Format(PyExc_ValueError, "pcm.gather: the array has no map");
-  pcm_type = pcm_type_of(PyArray_DescrFromType(r->typenum), &typenum);
+  PyArray_Descr *descr = PyArray_DescrFromType(r->typenum); /* a new reference */
+  if (!descr) return NULL;
+  pcm_type = pcm_type_of(descr, &typenum);
+  Py_DECREF(descr);
   if (!pcm_type) return NULL;
   if ((rc = PCM_Dist_info(r->dist, &size, &layout, &units, &unit_len, &block, &halo)) !=
       PCM_SUCCESS)
