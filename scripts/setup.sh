@@ -200,8 +200,10 @@ choose_mpi() {
     return
   fi
   # Only an MPI of the MPICH family: with Debian's Open MPI installed, mpicc and mpiexec in PATH
-  # may be Open MPI's (PCM_MPI=openmpi chooses that one, in a build directory of its own).
+  # may be Open MPI's (PCM_MPI=openmpi chooses that one, in a build directory of its own). Not
+  # the cache's own MPICH (in PATH after sourcing scripts/.env), which is checked below.
   if command -v mpicc >/dev/null && command -v mpiexec >/dev/null &&
+     [ "$(dirname "$(command -v mpicc)")" != "$MPICH_PREFIX/bin" ] &&
      [ "$(mpi_family mpiexec)" = mpich ] && probe_spawn ""; then
     MPI_BIN=$(dirname "$(command -v mpicc)")
     log "using the MPI in PATH ($MPI_BIN): spawn works"
