@@ -1,9 +1,17 @@
 #!/usr/bin/env bash
 # Benchmark of the PCM paper's claim that live malleability beats stop-and-restart: the same data
-# (MiB of doubles, block layout) moves from 1 process to 2 and from 2 to 1 in three ways, each
+# (MiB of doubles, block layout) moves from 1 process to 2 and from 2 to 1 in these ways, each
 # timed end to end by wall-clock epochs that the processes print (bench/resize_cost.c):
-#   live  `pcmctl resize` of a running job: PCM_Split / PCM_Merge. From the moment PCM_Status
-#         returns the command (old rank 0) to every rank of the new world holding its data.
+#   live  `pcmctl resize` of a running job: the paper's PCM_Split / PCM_Merge. From the moment
+#         PCM_Status returns the command (old rank 0) to every rank of the new world holding its
+#         data.
+#   live_bg  the same with PCM_OVERLAP=1: the split's spawn and the new processes' buffers, or
+#         the merge's new buffers, are made in the background from the command's adoption
+#         (PCM_Status reports the command once they are ready), for the map the last split or
+#         merge left (the first split of a job has none: its buffers are made at the split).
+#   adapt, adapt_bg  the same moves with the register-once calls (the array registered,
+#         PCM_Adapt), PCM_OVERLAP=0 and 1: from entering the PCM_Adapt call that carries the
+#         command out to the new world holding its data.
 #   ckpt  PCM's checkpoints: the job stores its data, commits and exits, and is relaunched with
 #         PCM_RESTART=1 at the new size, which loads with PCM_Load_redistribute. From the start of
 #         the store to every rank of the new world holding its data: commit, exit, mpiexec, MPI
@@ -57,12 +65,14 @@ record() {
   done
 }
 
-# live SIZE — one job at 1 process, resized to 2 and back to 1, BENCH_REPS times.
+# live SIZE METHOD — one job at 1 process, resized to 2 and back to 1, BENCH_REPS times.
 live() {
-  local mb=$1 job=bench-live-$1 dir=$tmp/live-$1 n=0 r to
+  local mb=$1 method=$2 job=bench-$2-$1 dir=$tmp/$2-$1 n=0 r to overlap=0
+  case $method in *_bg) overlap=1 ;; esac
   mkdir -p "$dir"
   log=$dir/out
-  PCM_JOB=$job timeout "$limit" mpiexec -n 1 "$prog" "$mb" live "$dir" >"$log" 2>&1 </dev/null &
+  PCM_OVERLAP=$overlap PCM_JOB=$job timeout "$limit" mpiexec -n 1 "$prog" "$mb" "${method%_bg}" \
+    "$dir" >"$log" 2>&1 </dev/null &
   bench_mpi=$!
   for r in $(seq "$reps"); do
     for to in 2 1; do
@@ -76,7 +86,7 @@ live() {
   wait "$bench_mpi"
   bench_mpi=
   # The k-th split and the k-th merge are repetition k.
-  moves "$log" | awk '{ print $1, $2, ++k[$1] }' | record "$mb" live
+  moves "$log" | awk '{ print $1, $2, ++k[$1] }' | record "$mb" "$method"
   rm -rf "$dir"
 }
 
@@ -94,8 +104,10 @@ restart() {
 }
 
 for mb in $sizes; do
-  progress "$mb MiB: live split 1->2 and merge 2->1, $reps times"
-  live "$mb"
+  for method in live live_bg adapt adapt_bg; do
+    progress "$mb MiB: $method split 1->2 and merge 2->1, $reps times"
+    live "$mb" "$method"
+  done
   for r in $(seq "$reps"); do
     for method in ckpt raw; do
       restart "$mb" "$method" 1 2 "$r"

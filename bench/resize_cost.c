@@ -1,8 +1,13 @@
 /* resize_cost.c — benchmark: moving MB MiB of doubles between process counts live, against
  * stopping and restarting at the new count. Every element holds its global index; the array is
  * cut into units of 1024 doubles (8 KiB), block layout. Three ways to move it (MODE):
- *   live  under pcmd: each `pcmctl resize` becomes a PCM_Split or a PCM_Merge, until DIR/stop
- *         exists. Old rank 0 prints "start" when PCM_Status has returned the command.
+ *   live  under pcmd: each `pcmctl resize` becomes a PCM_Split or a PCM_Merge (the paper's
+ *         calls), until DIR/stop exists. Old rank 0 prints "start" when PCM_Status has returned
+ *         the command.
+ *   adapt the same with the register-once calls: the array registered, PCM_Adapt every
+ *         iteration. Old rank 0 prints "start" with the time it entered the PCM_Adapt call that
+ *         carried the command out (it returns PCM_RESHAPED, or PCM_RETIRED to the old world of a
+ *         split).
  *   ckpt  a started job registers the array, prints "start", checkpoints it (PCM_Checkpoint:
  *         every rank writes its shard, pcmd commits) and exits; started again with PCM_RESTART=1
  *         (and the same PCM_JOB) at another count, PCM_Resume reads its share from the shards.
@@ -15,7 +20,7 @@
  *   resize_cost: start EPOCH it IT
  *   resize_cost: ready EPOCH it IT procs N wrong W
  * IT (the iteration of the command; 0 for restarts) pairs the two lines. Exits 1 if any element
- * is wrong. Usage: resize_cost MB live|ckpt|raw DIR */
+ * is wrong. Usage: resize_cost MB live|adapt|ckpt|raw DIR */
 #define _POSIX_C_SOURCE 200809L
 #include <fcntl.h>
 #include <stdio.h>
@@ -153,6 +158,53 @@ static int live(MPI_Comm world, long units, const char *dir, const char *self) {
   return bad;
 }
 
+/* adapt: live's moves through the register-once calls; until DIR/stop exists. */
+static int adapt(MPI_Comm world, long units, const char *dir) {
+  PCM_Dist dist = NULL;
+  double *buf = NULL, t0;
+  int rank, size, it = 0, s, stop = 0, bad = 0;
+  char path[4096];
+  snprintf(path, sizeof path, "%s/stop", dir);
+  PCM_Comm_rank(world, &rank);
+  MPI_Comm_size(world, &size);
+  if (PCM_Process_Status() == PCM_STARTED) {
+    create(units, size, rank, &dist, &buf);
+    walk(buf, dist, rank, 1);
+  }
+  ok(PCM_Register_dist("buf", (void **)&buf, PCM_DOUBLE, &dist), "PCM_Register_dist");
+  ok(PCM_Register_value("it", &it, PCM_INT, 1), "PCM_Register_value");
+  ok(PCM_Resume(&world), "PCM_Resume");
+  if (PCM_Process_Status() == PCM_SPLITTED) { /* spawned by a split: the data is here */
+    double t = arrived(world);
+    PCM_Comm_rank(world, &rank);
+    bad |= report(world, t, it, walk(buf, dist, rank, 0));
+  }
+  for (; !stop; it++) {
+    struct timespec ms = {0, 1000000};
+    t0 = epoch();
+    s = PCM_Adapt(&world);
+    if (s == PCM_RESHAPED || s == PCM_RETIRED) {
+      if (rank == 0) { /* the old world's rank 0 */
+        printf("resize_cost: start %.6f it %d\n", t0, it);
+        fflush(stdout);
+      }
+      if (s == PCM_RETIRED) return PCM_Exit() == PCM_SUCCESS ? 0 : 1;
+      double t = arrived(world);
+      PCM_Comm_rank(world, &rank);
+      bad |= report(world, t, it, walk(buf, dist, rank, 0));
+    } else if (s != PCM_NONE) {
+      die("PCM_Adapt", s == PCM_ERROR ? PCM_Last_error() : "a result this benchmark does not expect");
+    }
+    nanosleep(&ms, NULL);
+    if (rank == 0) stop = access(path, F_OK) == 0;
+    MPI_Bcast(&stop, 1, MPI_INT, 0, world);
+  }
+  PCM_Finalize(world);
+  free(buf);
+  PCM_Dist_free(&dist);
+  return bad;
+}
+
 /* ckpt: register the array, checkpoint it (PCM_Checkpoint: every rank writes its shard) and exit;
  * or, restarted, PCM_Resume reads this run's share at its process count. */
 static int ckpt(MPI_Comm world, long units) {
@@ -253,8 +305,9 @@ int main(int argc, char **argv) {
   MPI_Comm world = MPI_COMM_WORLD;
   long mb = argc == 4 ? atol(argv[1]) : 0, units = mb * 1024 * 1024 / (long)sizeof(double) / UNIT;
   const char *restart = getenv("PCM_RESTART");
-  if (mb <= 0 || (strcmp(argv[2], "live") && strcmp(argv[2], "ckpt") && strcmp(argv[2], "raw"))) {
-    fprintf(stderr, "usage: resize_cost MB live|ckpt|raw DIR\n");
+  if (mb <= 0 || (strcmp(argv[2], "live") && strcmp(argv[2], "adapt") && strcmp(argv[2], "ckpt") &&
+                  strcmp(argv[2], "raw"))) {
+    fprintf(stderr, "usage: resize_cost MB live|adapt|ckpt|raw DIR\n");
     return 2;
   }
   if (strcmp(argv[2], "raw") == 0)
@@ -264,5 +317,6 @@ int main(int argc, char **argv) {
     PCM_Finalize(MPI_COMM_NULL);
     return 1;
   }
+  if (strcmp(argv[2], "adapt") == 0) return adapt(world, units, argv[3]);
   return strcmp(argv[2], "live") == 0 ? live(world, units, argv[3], argv[0]) : ckpt(world, units);
 }

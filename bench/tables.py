@@ -155,9 +155,10 @@ def granularity(argv):
 def malleability(argv):
     rows = list(csv.DictReader(open(argv[1])))
     sizes = list(dict.fromkeys(int(r["size_mib"]) for r in rows))
-    series = [("live", "1->2", "live split 1→2"), ("live", "2->1", "live merge 2→1"),
-              ("ckpt", "1->2", "PCM checkpoint restart 1→2"), ("ckpt", "2->1", "PCM checkpoint restart 2→1"),
-              ("raw", "1->2", "raw-file restart 1→2"), ("raw", "2->1", "raw-file restart 2→1")]
+    names = [("live", "paper's calls"), ("ckpt", "PCM checkpoint restart"), ("raw", "raw-file restart"),
+             ("live_bg", "paper's calls, overlapped"), ("adapt", "PCM_Adapt"),
+             ("adapt_bg", "PCM_Adapt, overlapped")]
+    series = [(m, d, f"{label} {d.replace('->', '→')}") for m, label in names for d in ("1->2", "2->1")]
     med = {}
     for s in sizes:
         for m, d, _ in series:
@@ -165,13 +166,21 @@ def malleability(argv):
             assert times, f"no {m} {d} measurement at {s} MiB"
             med[s, m, d] = median(times)
     print(f"live reconfiguration against stop-and-restart: seconds end to end, medians of {argv[3]}")
-    print(f"{'size':>9} {'direction':>9} {'live':>8} {'PCM ckpt':>9} {'raw file':>9} {'ckpt/live':>10} {'raw/live':>9}")
+    live = ("live", "live_bg", "adapt", "adapt_bg")
+    print(f"{'size':>9} {'direction':>9} {'live':>8} {'live_bg':>8} {'adapt':>8} {'adapt_bg':>8} {'PCM ckpt':>9}"
+          f" {'raw file':>9}   {'ckpt/live':>28}   {'raw/live':>28}")
     for s in sizes:
         for d in ("1->2", "2->1"):
-            live, ck, raw = (med[s, m, d] for m in ("live", "ckpt", "raw"))
-            print(f"{s:>5} MiB {d:>9} {live:>8.3f} {ck:>9.3f} {raw:>9.3f} {ck / live:>9.1f}x {raw / live:>8.1f}x")
-    print("live: from PCM_Status returning the command to the new world holding its data; restarts: from the")
-    print("start of the save to the new world holding its data (exit, mpiexec, MPI/PCM set-up and load included)")
+            ck, raw = med[s, "ckpt", d], med[s, "raw", d]
+            times = [med[s, m, d] for m in live]
+            ratios = lambda base: " ".join(f"{base / t:>6.1f}x" for t in times)
+            print(f"{s:>5} MiB {d:>9} " + " ".join(f"{t:>8.3f}" for t in times) +
+                  f" {ck:>9.3f} {raw:>9.3f}   {ratios(ck)}   {ratios(raw)}")
+    print("live, live_bg: the paper's calls (PCM_Split/PCM_Merge), from PCM_Status returning the command to the")
+    print("new world holding its data; adapt, adapt_bg: PCM_Adapt, from entering the call that carries the command")
+    print("out; _bg: PCM_OVERLAP=1 (the spawn and the new buffers made in the background first); ratios in the")
+    print("order live, live_bg, adapt, adapt_bg. Restarts: from the start of the save to the new world holding")
+    print("its data (exit, mpiexec, MPI/PCM set-up and load included)")
     print("every move checked every element: all correct")
     with open(argv[2], "w") as f:
         w = csv.writer(f)

@@ -49,7 +49,7 @@ void BackgroundSplit::start_merge(const Command& cmd, std::int64_t iteration) {
   std::vector<BackgroundPrefault::Want> wants;
   std::vector<Distribution> maps;
   std::vector<int> types;
-  if (!registered_maps(ctx_.registry, &maps, &types)) maps.clear();  // nothing to make: no maps
+  if (!known_maps(&maps, &types)) maps.clear();  // nothing to make: no maps
   try {
     std::vector<int> new_of;
     const std::vector<Distribution> next = merged_maps(cmd, maps, ctx_.world.size(), &new_of);
@@ -146,7 +146,7 @@ void BackgroundSplit::start_split(const Command& cmd, std::int64_t iteration) {
 nlohmann::json BackgroundSplit::prefault_plan(const Command& cmd) const {
   std::vector<Distribution> maps;
   std::vector<int> types;
-  if (!registered_maps(ctx_.registry, &maps, &types) || maps.empty()) return nullptr;
+  if (!known_maps(&maps, &types) || maps.empty()) return nullptr;
   try {
     const std::vector<Distribution> next = next_maps(cmd, maps, ctx_.world.size());
     nlohmann::json plan = nlohmann::json::array();
@@ -191,6 +191,23 @@ void BackgroundSplit::prefault_split(const nlohmann::json& plan, int me, MPI_Com
       level,
       "[new process {}] its buffers ({} bytes) faulted in while the old world iterated ({:.3f} s)",
       me, bytes, wtime() - t0);
+}
+
+bool BackgroundSplit::known_maps(std::vector<Distribution>* maps, std::vector<int>* types) const {
+  if (!ctx_.registry.of(ItemKind::kDist).empty()) return registered_maps(ctx_.registry, maps, types);
+  *maps = last_maps_;
+  *types = last_types_;
+  return true;
+}
+
+void BackgroundSplit::remember(const std::vector<ArrayRef>& arrays) {
+  last_maps_.clear();
+  last_types_.clear();
+  for (const ArrayRef& a : arrays) {
+    if (!*a.dist) continue;
+    last_maps_.push_back((*a.dist)->d);
+    last_types_.push_back(a.type);
+  }
 }
 
 mpi::Comm BackgroundSplit::take_spawn(const Command& cmd) {

@@ -74,10 +74,20 @@ class BackgroundSplit {
   // the world's joining state.
   void prefault_split(const nlohmann::json& plan, int me, MPI_Comm parent, const Waiter* wait);
 
+  // The paper's calls (PCM_Split, PCM_Merge) name their array only when they are called, after
+  // PCM_Status has reported the command: the maps and types this process's last split or merge
+  // left it are what the work in the background makes the next one's buffers for (a job with
+  // registered arrays: those). A guess: a buffer made for another map or type is not taken (the
+  // reshape makes its own, as without), so a wrong one costs only the work behind the loop.
+  void remember(const std::vector<ArrayRef>& arrays);
+
  private:
   void bound_background(const proto::Command& cmd);
   // The maps and types the split will give the new processes, or null (nothing to fault in).
   nlohmann::json prefault_plan(const proto::Command& cmd) const;
+  // The maps and types to make buffers for: the registered arrays', or else remember()'s; false
+  // if a registered array has no map.
+  bool known_maps(std::vector<Distribution>* maps, std::vector<int>* types) const;
 
   Context ctx_;
   Watchdog& watchdog_;
@@ -92,6 +102,8 @@ class BackgroundSplit {
   mpi::Comm inter_;              // the helper's intercommunicator
   std::int64_t started_at_ = 0;  // PCM_Status calls at the start
   double visible_ = 0;           // seconds the starting call and the switch took
+  std::vector<Distribution> last_maps_;  // remember()'s
+  std::vector<int> last_types_;
 };
 
 }  // namespace pcm::lib

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <sstream>
 
 namespace pcm::lib {
 
@@ -28,6 +29,27 @@ std::string Program::spawn_command(const char* command) const {
   if (c.find('/') == std::string::npos) return c;  // found through PATH, as mpiexec did
   if (c[0] != '/') c = cwd + "/" + c;
   return c;
+}
+
+namespace {
+// The file a spawn command names, resolved: a bare name through PATH as mpiexec finds it; ""
+// where there is none.
+std::string resolved(const std::string& c) {
+  char buf[PATH_MAX];
+  if (c.find('/') != std::string::npos) return ::realpath(c.c_str(), buf) ? buf : "";
+  const char* path = std::getenv("PATH");
+  std::istringstream dirs(path ? path : "");
+  for (std::string dir; std::getline(dirs, dir, ':');) {
+    const std::string f = (dir.empty() ? "." : dir) + "/" + c;
+    if (::access(f.c_str(), X_OK) == 0 && ::realpath(f.c_str(), buf)) return buf;
+  }
+  return "";
+}
+}  // namespace
+
+bool Program::spawns_itself(const char* command) const {
+  const std::string mine = resolved(spawn_command(nullptr));
+  return !mine.empty() && resolved(spawn_command(command)) == mine;
 }
 
 }  // namespace pcm::lib

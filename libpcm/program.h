@@ -18,6 +18,9 @@ struct Program {
   // What a reconfiguration spawns: command, or this program; a relative path is taken from cwd
   // (mpiexec started the job there), a bare name is found through PATH as mpiexec did.
   std::string spawn_command(const char* command) const;
+  // Whether spawn_command(command) is the program spawn_command(nullptr) names (the same file,
+  // a bare name looked up in PATH); false where either cannot be found.
+  bool spawns_itself(const char* command) const;
 };
 
 }  // namespace pcm::lib

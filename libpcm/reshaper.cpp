@@ -51,9 +51,12 @@ void Reshaper::report_reconfigured(const Command& cmd, bool success, const std::
 }
 
 // A reconfiguration given up before anything changed: pcmd hears why, and the command is done.
+// cmd may be the pending command itself (*reconfig_.current), which done() destroys: a copy is
+// reported.
 void Reshaper::abandon(const Command& cmd, const std::string& why) {
-  reconfig_.done(cmd.id);
-  if (ctx_.world.rank() == 0) report_reconfigured(cmd, false, why);
+  const Command given_up = cmd;
+  reconfig_.done(given_up.id);
+  if (ctx_.world.rank() == 0) report_reconfigured(given_up, false, why);
 }
 
 void Reshaper::retire(mpi::Comm waker_comm, int waker_rank, const Command& cmd) {

@@ -1,8 +1,9 @@
 # malleability.gp — live split/merge against stop-and-restart: end-to-end seconds against the
 # data moved, both axes logarithmic, one line per method and direction.
 # gnuplot -c malleability.gp IN.csv OUT.png [REPS]
-# IN.csv (malleability.sh): size_mib, then the median seconds of live split 1->2, live merge
-# 2->1, PCM checkpoint restart 1->2 and 2->1, raw-file restart 1->2 and 2->1.
+# IN.csv (malleability.sh): size_mib, then the median seconds of each method 1->2 and 2->1: the
+# paper's calls, PCM checkpoint restart, raw-file restart, the paper's calls overlapped,
+# PCM_Adapt, PCM_Adapt overlapped.
 dir = ARG0[:strstrt(ARG0, "malleability.gp") - 1]
 load dir . "common.gp"
 set output ARG2
@@ -15,7 +16,7 @@ set format y "%g"
 set key top left
 stats ARG1 using 1 nooutput
 set xrange [STATS_min / 1.4 : STATS_max * 1.4]
-# Colour by method (common.gp: 1 live, 2 checkpoint, 3 raw); solid with filled marks for 1->2,
+# Colour by method (common.gp: 1 live, 2 checkpoint, 3 raw, 4-6 the others); solid with filled marks for 1->2,
 # dashed with open marks for 2->1.
-plot for [i=2:7] ARG1 using 1:i:xtic(1) with linespoints lt (i / 2) \
+plot for [i=2:13] ARG1 using 1:i:xtic(1) with linespoints lt (i / 2) \
      dt 1 + i % 2 pt (i % 2 ? 6 : 7) ps 1.1
