@@ -11,8 +11,10 @@
 #    processes, right after it; warm (page cache; 3 runs, medians) and, where the page cache can
 #    be dropped (root), cold.
 #  - the paper's calls (PCM_Store + PCM_Commit) at each size of BENCH_STORE_SIZES (default: the
-#    first size): BENCH_VERSIONS versions with the ranks writing the keys themselves, `dd
-#    conv=fsync` of the same bytes as many times, and BENCH_STORE_OLD (3) versions through pcmd
+#    first size): BENCH_STORE_ROUNDS (3) rounds of BENCH_VERSIONS versions with the ranks writing
+#    the keys themselves (with O_DIRECT, PCM_WRITE_DIRECT=1, then through the page cache, the
+#    default) and `dd conv=fsync` of the same bytes as many times, the first two of
+#    each warming up; then BENCH_STORE_OLD (3) versions through pcmd
 #    (PCM_CHECKPOINT_DIRECT=0); the first two of the direct ones and of dd warm up; then a restart's
 #    PCM_Load of the newest direct version, read by the ranks and then through pcmd.
 #  - the paper's path through pcmd (PCM_Store + PCM_Commit, PCM_Load; PCM_CHECKPOINT_DIRECT=0) at
@@ -55,18 +57,26 @@ for mb in $sizes; do
 done
 first=${sizes%% *}
 for mb in ${BENCH_STORE_SIZES:-$first}; do
-  PCM_JOB=bench-store-$mb mpiexec -n "$np" "$B/bench/ckpt_cost" "$mb" store "$versions" |
-    tee "$tmp/sw$mb.txt"
-  for _ in $(seq "$versions"); do
-    dd if=/dev/zero of="$tmp/dd" bs=1M count="$mb" conv=fsync 2>&1 | tail -1 | tee -a "$tmp/sdd$mb.txt"
+  # Rounds of: the ranks' files written with O_DIRECT (PCM_WRITE_DIRECT=1), written through the
+  # page cache (the default), dd; each its versions, the first two of each warming up.
+  rounds=${BENCH_STORE_ROUNDS:-3}
+  for r in $(seq "$rounds"); do
+    PCM_WRITE_DIRECT=1 PCM_JOB=bench-store-$mb-$r mpiexec -n "$np" "$B/bench/ckpt_cost" "$mb" \
+      store "$versions" | tee "$tmp/sw$mb-$r.txt"
+    PCM_WRITE_DIRECT=0 PCM_JOB=bench-store-buffered-$mb-$r mpiexec -n "$np" "$B/bench/ckpt_cost" \
+      "$mb" store "$versions" | tee "$tmp/swb$mb-$r.txt"
+    for _ in $(seq "$versions"); do
+      dd if=/dev/zero of="$tmp/dd" bs=1M count="$mb" conv=fsync 2>&1 | tail -1 |
+        tee -a "$tmp/sdd$mb-$r.txt"
+    done
+    rm -f "$tmp/dd"
   done
-  rm -f "$tmp/dd"
   PCM_CHECKPOINT_DIRECT=0 PCM_JOB=bench-store-old-$mb mpiexec -n "$np" "$B/bench/ckpt_cost" "$mb" \
     store "${BENCH_STORE_OLD:-3}" | tee "$tmp/so$mb.txt"
   # The restart's PCM_Load of the newest direct version: the ranks read the shards, then pcmd does.
-  PCM_JOB=bench-store-$mb PCM_RESTART=1 mpiexec -n "$np" "$B/bench/ckpt_cost" "$mb" store |
+  PCM_JOB=bench-store-buffered-$mb-$rounds PCM_RESTART=1 mpiexec -n "$np" "$B/bench/ckpt_cost" "$mb" store |
     tee "$tmp/sr$mb.txt"
-  PCM_CHECKPOINT_DIRECT=0 PCM_JOB=bench-store-$mb PCM_RESTART=1 mpiexec -n "$np" \
+  PCM_CHECKPOINT_DIRECT=0 PCM_JOB=bench-store-buffered-$mb-$rounds PCM_RESTART=1 mpiexec -n "$np" \
     "$B/bench/ckpt_cost" "$mb" store | tee "$tmp/sro$mb.txt"
 done
 # How long `pcmctl status` takes to answer: idle, then while a job moves data through pcmd.

@@ -193,7 +193,8 @@ static int adapt(MPI_Comm world, long units, const char *dir) {
       PCM_Comm_rank(world, &rank);
       bad |= report(world, t, it, walk(buf, dist, rank, 0));
     } else if (s != PCM_NONE) {
-      die("PCM_Adapt", s == PCM_ERROR ? PCM_Last_error() : "a result this benchmark does not expect");
+      die("PCM_Adapt",
+          s == PCM_ERROR ? PCM_Last_error() : "a result this benchmark does not expect");
     }
     nanosleep(&ms, NULL);
     if (rank == 0) stop = access(path, F_OK) == 0;

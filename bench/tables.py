@@ -48,16 +48,29 @@ def checkpoint(argv):
                       f"dropped (not root, or BENCH_COLD=0) | | |")
     for mb in store_sizes:
         gb = mb * 1024 * 1024 / 1e9
-        def times(name):
-            return [float(x) for x in re.findall(r"(?:wrote .*?: |copied, )([\d.]+) s", text(name))]
-        direct, dd, old = times(f"sw{mb}.txt"), times(f"sdd{mb}.txt"), times(f"so{mb}.txt")
-        direct, dd = direct[2:] or direct, dd[2:] or dd
-        if not (direct and dd and old):
+        def times(name, warm=0):
+            t = [float(x) for x in re.findall(r"(?:wrote .*?: |copied, )([\d.]+) s", text(name))]
+            return t[warm:] or t
+        def rounds(prefix):  # per round: the steady versions (the first two of each warm up)
+            out, r = [], 1
+            while text(f"{prefix}{mb}-{r}.txt"):
+                out.append(times(f"{prefix}{mb}-{r}.txt", 2))
+                r += 1
+            return out
+        direct, buffered, dd = rounds("sw"), rounds("swb"), rounds("sdd")
+        old = times(f"so{mb}.txt")
+        if not (direct and buffered and dd and old):
             continue
-        a, b, o = med(direct), med(dd), med(old)
-        print(f"| write {mb} MiB: PCM_Store + PCM_Commit, the ranks write (fsync included) vs dd "
-              f"conv=fsync | {a:.3f} s ({gb / a:.2f} GB/s; {min(direct):.3f}-{max(direct):.3f}, "
-              f"{len(direct)} versions) | {b:.3f} s ({gb / b:.2f} GB/s) | {b / a:.2f} |")
+        flat = lambda rs: [t for r in rs for t in r]
+        a, ab, b, o = med(flat(direct)), med(flat(buffered)), med(flat(dd)), med(old)
+        per_round = lambda rs: " · ".join(f"{med(d) / med(x):.2f}" for x, d in zip(rs, dd))
+        print(f"| write {mb} MiB: PCM_Store + PCM_Commit, the ranks write with O_DIRECT "
+              f"(PCM_WRITE_DIRECT=1; fsync included) vs dd conv=fsync | {a:.3f} s ({gb / a:.2f} GB/s; {min(flat(direct)):.3f}-"
+              f"{max(flat(direct)):.3f}, {len(flat(direct))} versions) | {b:.3f} s ({gb / b:.2f} GB/s) | "
+              f"{b / a:.2f} (per round: {per_round(direct)}) |")
+        print(f"| write {mb} MiB: the same through the page cache (the default) vs dd "
+              f"conv=fsync | {ab:.3f} s ({gb / ab:.2f} GB/s; {min(flat(buffered)):.3f}-"
+              f"{max(flat(buffered)):.3f}) | {b:.3f} s | {b / ab:.2f} (per round: {per_round(buffered)}) |")
         print(f"| write {mb} MiB: PCM_Store + PCM_Commit through pcmd (PCM_CHECKPOINT_DIRECT=0) vs dd "
               f"conv=fsync | {o:.3f} s ({gb / o:.2f} GB/s; {len(old)} versions) | {b:.3f} s | "
               f"{b / o:.2f} (direct is {o / a:.1f}x faster) |")

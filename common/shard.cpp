@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -293,8 +294,91 @@ ShardRecord ShardRecord::from_json(const json& j) {
   }
 }
 
+namespace {
+
+// Writes all n bytes at p to fd at offset at; throws with the system's reason.
+void write_all(int fd, const char* p, std::uint64_t n, std::uint64_t at, const std::string& path) {
+  while (n > 0) {
+    ssize_t w = ::pwrite(fd, p, std::min<std::uint64_t>(n, 1u << 30), static_cast<off_t>(at));
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0)
+      fail(PCM_ERR_INTERNAL, "cannot write {}: {}", path, std::strerror(w < 0 ? errno : ENOSPC));
+    p += w;
+    at += static_cast<std::uint64_t>(w);
+    n -= static_cast<std::uint64_t>(w);
+  }
+}
+
+// ShardIo::kDirect's writes: runs of contiguous bytes gathered into an aligned bounce buffer and
+// written with O_DIRECT in whole blocks; a run's unaligned head and tail go through the plain
+// descriptor (other pages: the two never share one). Where the file system refuses O_DIRECT (at
+// the open or at the first write), everything goes through the plain descriptor.
+class DirectWrites {
+ public:
+  static constexpr std::uint64_t kBlock = 4096;
+  static constexpr std::uint64_t kBounce = 8 << 20;
+
+  DirectWrites(const std::string& path, int plain) : path_(path), plain_(plain) {
+    fd_ = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_DIRECT);
+    void* b = nullptr;
+    if (fd_ >= 0 && posix_memalign(&b, kBlock, kBounce) == 0) buf_.reset(static_cast<char*>(b));
+  }
+  ~DirectWrites() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  DirectWrites(const DirectWrites&) = delete;
+  DirectWrites& operator=(const DirectWrites&) = delete;
+
+  void put(const char* p, std::uint64_t n, std::uint64_t at) {
+    if (!buf_ || refused_) return write_all(plain_, p, n, at, path_);
+    if (fill_ > 0 && at != start_ + fill_) flush();
+    if (fill_ == 0 && at % kBlock != 0) {  // the head, up to the next block
+      const std::uint64_t head = std::min(n, kBlock - at % kBlock);
+      write_all(plain_, p, head, at, path_);
+      p += head, at += head, n -= head;
+    }
+    while (n > 0) {
+      if (fill_ == 0) start_ = at;
+      const std::uint64_t take = std::min(n, kBounce - fill_);
+      std::memcpy(buf_.get() + fill_, p, take);
+      fill_ += take, p += take, at += take, n -= take;
+      if (fill_ == kBounce) flush();
+    }
+  }
+  // The rest: whole blocks with O_DIRECT, the tail through the plain descriptor.
+  void flush() {
+    const std::uint64_t whole = fill_ / kBlock * kBlock;
+    std::uint64_t done = 0;
+    while (!refused_ && done < whole) {
+      ssize_t w = ::pwrite(fd_, buf_.get() + done, whole - done, static_cast<off_t>(start_ + done));
+      if (w < 0 && errno == EINTR) continue;
+      if (w < 0 && errno == EINVAL && !wrote_) {
+        refused_ = true;  // the file system takes the open, not the writes: plain from now on
+        break;
+      }
+      if (w <= 0 || static_cast<std::uint64_t>(w) % kBlock != 0)
+        fail(PCM_ERR_INTERNAL, "cannot write {}: {}", path_, std::strerror(w < 0 ? errno : ENOSPC));
+      done += static_cast<std::uint64_t>(w);
+      wrote_ = true;
+    }
+    if (done < fill_) write_all(plain_, buf_.get() + done, fill_ - done, start_ + done, path_);
+    fill_ = 0;
+  }
+
+ private:
+  std::string path_;
+  int plain_;
+  int fd_ = -1;
+  std::unique_ptr<char, decltype(&std::free)> buf_{nullptr, &std::free};
+  std::uint64_t start_ = 0, fill_ = 0;
+  bool wrote_ = false, refused_ = false;
+};
+
+}  // namespace
+
 ShardRecord write_shard(const std::string& dir, const ShardHeader& header,
-                        const std::vector<ShardItem>& items, const std::string& file, bool sync) {
+                        const std::vector<ShardItem>& items, const std::string& file, bool sync,
+                        ShardIo io) {
   ShardRecord rec;
   rec.rank = header.rank;
   rec.file = file.empty() ? shard_file_name(header.rank) : file;
@@ -313,18 +397,16 @@ ShardRecord write_shard(const std::string& dir, const ShardHeader& header,
     if (fd < 0) fail(PCM_ERR_INTERNAL, "cannot reopen {}: {}", path, std::strerror(errno));
     if (::fchmod(fd, 0600) != 0)
       fail(PCM_ERR_INTERNAL, "cannot make {} private: {}", path, std::strerror(errno));
-    copy_in(items, rec.datasets, [&](const char* p, std::uint64_t n, std::uint64_t at) {
-      while (n > 0) {
-        ssize_t w = ::pwrite(fd, p, std::min<std::uint64_t>(n, 1u << 30), static_cast<off_t>(at));
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0)
-          fail(PCM_ERR_INTERNAL, "cannot write {}: {}", path,
-               std::strerror(w < 0 ? errno : ENOSPC));
-        p += w;
-        at += static_cast<std::uint64_t>(w);
-        n -= static_cast<std::uint64_t>(w);
-      }
-    });
+    if (io == ShardIo::kDirect) {
+      DirectWrites direct(path, fd);
+      copy_in(items, rec.datasets,
+              [&](const char* p, std::uint64_t n, std::uint64_t at) { direct.put(p, n, at); });
+      direct.flush();
+    } else {
+      copy_in(items, rec.datasets, [&](const char* p, std::uint64_t n, std::uint64_t at) {
+        write_all(fd, p, n, at, path);
+      });
+    }
     struct stat st {};
     if ((sync && ::fsync(fd) != 0) || ::fstat(fd, &st) != 0)
       fail(PCM_ERR_INTERNAL, "cannot sync {}: {}", path, std::strerror(errno));

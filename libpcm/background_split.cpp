@@ -135,7 +135,17 @@ void BackgroundSplit::start_split(const Command& cmd, std::int64_t iteration) {
     if (ctx_.world.rank() == 0) plog()->warn("[rank 0] {}; continuing in the old world", e.what());
     return;
   }
-  spawn_.start(ctx_.world.comm(), spawner_.plan(exe, cmd.hosts), &watchdog_, prefault_plan(cmd),
+  // Every helper announces the buffers to make, or none (overlap.h); the new processes get rank
+  // 0's plan. The paper's calls can leave a rank without one (a migration's replacement remembers
+  // no map): rank 0 decides.
+  nlohmann::json plan = prefault_plan(cmd);
+  int announce = !plan.is_null();
+  mpi_check(MPI_Bcast(&announce, 1, MPI_INT, 0, ctx_.world.comm()), "MPI_Bcast");
+  if (!announce)
+    plan = nullptr;
+  else if (plan.is_null())
+    plan = nlohmann::json::array();  // not sent: only rank 0's is
+  spawn_.start(ctx_.world.comm(), spawner_.plan(exe, cmd.hosts), &watchdog_, std::move(plan),
                ctx_.world.rank(), split_can_go_back());
   started_at_ = iteration;
   visible_ = wtime() - t0;
@@ -194,7 +204,8 @@ void BackgroundSplit::prefault_split(const nlohmann::json& plan, int me, MPI_Com
 }
 
 bool BackgroundSplit::known_maps(std::vector<Distribution>* maps, std::vector<int>* types) const {
-  if (!ctx_.registry.of(ItemKind::kDist).empty()) return registered_maps(ctx_.registry, maps, types);
+  if (!ctx_.registry.of(ItemKind::kDist).empty())
+    return registered_maps(ctx_.registry, maps, types);
   *maps = last_maps_;
   *types = last_types_;
   return true;

@@ -49,7 +49,8 @@ bool DirectStore::store(DaemonLink& link, const Settings& s, const std::string& 
   ShardRecord written;
   try {
     written = write_shard(dir_, ShardHeader{job, -1, rank, 0},
-                          {ShardItem{key, type, count, {{buf, bytes}}}}, file);
+                          {ShardItem{key, type, count, {{buf, bytes}}}}, file, true,
+                          s.write_direct ? ShardIo::kDirect : ShardIo::kBuffered);
   } catch (const Error& e) {
     // pcmd learns of it: no commit may mix this key's previous data with the others' new data.
     std::string why = e.what();

@@ -83,8 +83,9 @@ int Runtime::split(void** buf, int type, PCM_Dist* dist, int* iteration, int* ra
                 "MPI_Allreduce");
       if (!same) {
         if (world_.rank() == 0)
-          plog()->info("[rank 0] split: PCM_Split names another program than the one spawned in "
-                       "the background; spawning it now");
+          plog()->info(
+              "[rank 0] split: PCM_Split names another program than the one spawned in "
+              "the background; spawning it now");
         background_.drop(nullptr);
       }
     }

@@ -19,6 +19,8 @@ struct Settings {
   // PCM_CHECKPOINT_DIRECT: PCM_Checkpoint's ranks write and read their shards, and PCM_Store
   // its keys, themselves where they see pcmd's data directory (0: always through pcmd).
   bool checkpoint_direct = true;
+  // PCM_WRITE_DIRECT=1: PCM_Store's files written with O_DIRECT (common/shard.h: ShardIo).
+  bool write_direct = false;
   // PCM_CHECKPOINT_ASYNC: PCM_Checkpoint returns once the registered data is copied, and the
   // shards are written and committed in the background (0: the call waits for the commit).
   bool checkpoint_async = true;
