@@ -131,7 +131,10 @@ int PCM_Status(MPI_Comm comm);
  * Where this process sees pcmd's data directory (and PCM_CHECKPOINT_DIRECT is not 0), a store of
  * 64 KiB or more is written by the process itself into the job's staging directory there
  * (checksummed while written, fsynced) and pcmd records it; smaller ones, and every store of a
- * process that does not see the directory, travel to pcmd, which writes them.
+ * process that does not see the directory, travel to pcmd, which writes them. PCM_WRITE_DIRECT=1
+ * writes those files with O_DIRECT, past the page cache (where the file system takes it): steadier
+ * where new page-cache pages are dear, but a load soon after reads from the disk
+ * (docs/user/checkpoints.md). Either way the call returns once the data is on disk (fsynced).
  * Local (each process talks to pcmd itself). PCM_Store, PCM_Load, PCM_Commit and a restart's
  * PCM_Init wait for pcmd up to PCM_DATA_TIMEOUT_MS (default 600000): their time grows with the
  * data; PCM_ERR_DAEMON after that. A store is atomic: the new data is written completely
@@ -268,6 +271,11 @@ int PCM_Dist_info(PCM_Dist dist, int *size, int *layout, long *units, long *unit
  *   command:   the program to spawn (usually argv[0]), as for PCM_Reconfigure.
  * A process spawned by a split (PCM_Process_Status() == PCM_SPLITTED) calls PCM_Split right after
  * PCM_Init with *buf = NULL and *dist = NULL to receive its data, the map and the iteration.
+ * With PCM_OVERLAP=1 (MPICH, MPI_THREAD_MULTIPLE) the spawn runs in the background from the
+ * PCM_Status call that adopted the command, which returns PCM_NONE until it has finished; the new
+ * processes meanwhile fault in buffers for the map and type this process's last PCM_Split or
+ * PCM_Merge left (none before the first). PCM_Split then only moves the data
+ * (docs/user/split-merge.md). A PCM_Split that names another program than this one spawns it then.
  * Collective over the old world and the new one. If the spawn fails in a way MPI reports, or the
  * program is not executable, every process gets PCM_ERR_SPAWN and keeps its world and data
  * (*buf, *dist and *comm are left as they were on any error). A rank that owns no units may pass
@@ -298,6 +306,8 @@ int PCM_Merge_datacnts(PCM_Dist dist, long *count, int *merge_rank, MPI_Comm com
  * processes are, and every old process leaves (all get MPI_COMM_NULL; PCM_Merge_datacnts: 0, -1).
  * Arguments as PCM_Split (without command; *iteration is left as it is): in a survivor *buf and
  * *dist are replaced; in a leaver they become NULL and *comm MPI_COMM_NULL (call PCM_Exit).
+ * With PCM_OVERLAP=1 the survivors' new buffers, for the map the last PCM_Split or PCM_Merge left,
+ * are faulted in in the background before PCM_Status reports the merge (as for PCM_Split).
  * On any error, *buf, *dist and *comm are left as they were.
  * Collective over comm. Errors: PCM_ERR_ARG, PCM_ERR_STATE (no merge pending), PCM_ERR_MPI.
  */
