@@ -168,9 +168,10 @@ def granularity(argv):
 def malleability(argv):
     rows = list(csv.DictReader(open(argv[1])))
     sizes = list(dict.fromkeys(int(r["size_mib"]) for r in rows))
+    # (Labels are CSV headers and gnuplot's enhanced text: no commas, no underscores.)
     names = [("live", "paper's calls"), ("ckpt", "PCM checkpoint restart"), ("raw", "raw-file restart"),
-             ("live_bg", "paper's calls, overlapped"), ("adapt", "PCM_Adapt"),
-             ("adapt_bg", "PCM_Adapt, overlapped")]
+             ("live_bg", "paper's calls overlapped"), ("adapt", "PCM Adapt"),
+             ("adapt_bg", "PCM Adapt overlapped")]
     series = [(m, d, f"{label} {d.replace('->', '→')}") for m, label in names for d in ("1->2", "2->1")]
     med = {}
     for s in sizes:

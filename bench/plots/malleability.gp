@@ -13,7 +13,7 @@ set xlabel "data moved (MiB, log scale)"
 set ylabel "seconds, end to end (log scale)"
 set logscale xy
 set format y "%g"
-set key top left
+set key outside right top
 stats ARG1 using 1 nooutput
 set xrange [STATS_min / 1.4 : STATS_max * 1.4]
 # Colour by method (common.gp: 1 live, 2 checkpoint, 3 raw, 4-6 the others); solid with filled marks for 1->2,
