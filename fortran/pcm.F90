@@ -122,6 +122,8 @@ module pcm
   public :: pcm_dist_create, pcm_dist_free, pcm_dist_local, pcm_dist_segment, pcm_dist_info
   public :: pcm_halo_create, pcm_halo_exchange, pcm_halo_free, pcm_dist_gather, pcm_dist_owner
   public :: pcm_unregister, pcm_topology, pcm_host_comm
+  public :: pcm_reconfig_last, pcm_reconfig_reason, pcm_reconfig_times
+  public :: pcm_halo_entries, pcm_halo_entry
   public :: pcm_last_error, pcm_error_string
 
   ! pcm_register_value / pcm_register_local: a TARGET variable (the dummy is an INTENT(IN)
@@ -292,6 +294,35 @@ module pcm
       import :: c_int, c_ptr
       type(c_ptr), value :: dist, buf, global
       integer(c_int), value :: type, root, comm
+    end function
+    integer(c_int) function c_halo_entries(halo, count) bind(C, name="PCM_Halo_entries")
+      import :: c_int, c_long, c_ptr
+      type(c_ptr), value :: halo
+      integer(c_long), intent(out) :: count
+    end function
+    integer(c_int) function c_halo_entry(halo, index, peer, ghost_offset, source_offset, units) &
+        bind(C, name="PCM_Halo_entry")
+      import :: c_int, c_long, c_ptr
+      type(c_ptr), value :: halo
+      integer(c_long), value :: index
+      integer(c_int), intent(out) :: peer
+      integer(c_long), intent(out) :: ghost_offset, source_offset, units
+    end function
+    integer(c_int) function c_reconfig_last(kind, size_before, started) &
+        bind(C, name="PCM_Reconfig_last")
+      import :: c_int, c_double
+      integer(c_int), intent(out) :: kind, size_before
+      real(c_double), intent(out) :: started
+    end function
+    integer(c_int) function c_reconfig_reason(reason, len) bind(C, name="PCM_Reconfig_reason")
+      import :: c_int, c_char
+      character(kind=c_char), intent(out) :: reason(*)
+      integer(c_int), value :: len
+    end function
+    integer(c_int) function c_reconfig_times(spawn, data, rebuild) &
+        bind(C, name="PCM_Reconfig_times")
+      import :: c_int, c_double
+      real(c_double), intent(out) :: spawn, data, rebuild
     end function
     integer(c_int) function c_any(comm, flag) bind(C, name="pcm_f_any")
       import :: c_int
@@ -883,6 +914,23 @@ contains
     pcm_halo_free = c_code(c_halo_free(halo%p))
   end function pcm_halo_free
 
+  ! The plan's receives, for moving ghost data yourself: count entries, numbered from 0 (as
+  ! pcm_dist_segment's segments); entry index fills `units` ghost units at element offset
+  ! ghost_offset (from 0) of this rank's buffer from peer's buffer at source_offset. Local.
+  integer(c_int) function pcm_halo_entries(halo, count)
+    type(pcm_halo), intent(in) :: halo
+    integer(c_long), intent(out) :: count
+    pcm_halo_entries = c_code(c_halo_entries(halo%p, count))
+  end function pcm_halo_entries
+
+  integer(c_int) function pcm_halo_entry(halo, index, peer, ghost_offset, source_offset, units)
+    type(pcm_halo), intent(in) :: halo
+    integer(c_long), intent(in) :: index
+    integer(c_int), intent(out) :: peer
+    integer(c_long), intent(out) :: ghost_offset, source_offset, units
+    pcm_halo_entry = c_code(c_halo_entry(halo%p, index, peer, ghost_offset, source_offset, units))
+  end function pcm_halo_entry
+
   ! pcm_dist_gather: gathers a registered array's owned units into global on root (global order,
   ! no ghosts); global, of the array's type, may be unallocated elsewhere. Collective over comm.
   integer(c_int) function gather_double(a, root, comm, global)
@@ -952,6 +1000,39 @@ contains
     end if
     gather_int64 = c_code(c_dist_gather(a%dist%p, a%buf, a%type, root, CVAL(comm), g))
   end function gather_int64
+
+  ! --- the last reconfiguration --------------------------------------------------------------
+
+  ! Its kind (PCM_MIGRATE, PCM_SPLIT, PCM_MERGE), the world's size before it and when the old
+  ! world learnt of it (seconds since the epoch). Local. PCM_ERR_STATE: none yet.
+  integer(c_int) function pcm_reconfig_last(kind, size_before, started)
+    integer(c_int), intent(out) :: kind, size_before
+    real(c_double), intent(out) :: started
+    pcm_reconfig_last = c_code(c_reconfig_last(kind, size_before, started))
+  end function pcm_reconfig_last
+
+  ! Who asked for it and why, blank-padded into reason (cut, ending in "...", where longer; at
+  ! most 400 characters). Local. PCM_ERR_STATE: none yet.
+  integer(c_int) function pcm_reconfig_reason(reason)
+    character(len=*), intent(out) :: reason
+    character(kind=c_char) :: buf(len(reason) + 1)
+    integer :: k
+    reason = ''
+    buf = c_null_char
+    pcm_reconfig_reason = c_code(c_reconfig_reason(buf, int(size(buf), c_int)))
+    if (pcm_reconfig_reason /= PCM_SUCCESS) return
+    do k = 1, len(reason)
+      if (buf(k) == c_null_char) exit
+      reason(k:k) = buf(k)
+    end do
+  end function pcm_reconfig_reason
+
+  ! Seconds this process spent spawning, moving data and rebuilding the world in its last split
+  ! or merge. Local.
+  integer(c_int) function pcm_reconfig_times(spawn, data, rebuild)
+    real(c_double), intent(out) :: spawn, data, rebuild
+    pcm_reconfig_times = c_code(c_reconfig_times(spawn, data, rebuild))
+  end function pcm_reconfig_times
 
   ! --- errors ------------------------------------------------------------------------------
 
