@@ -105,6 +105,8 @@ if origin == pcm.STARTED:
 elif origin == pcm.SPLITTED:  # receive this process's part, the map and the iteration
     comm, x, dist, it = pcm.split(comm, None, None, 0, dtype=np.float64)
     rank = comm.rank
+    if x.size and (type(x.base).__name__ != "PyCapsule" or not x.flags.writeable):
+        fail(f"the array split gave owns no buffer of its own: base {x.base!r}")
     reconfigs = int(pcm.load(0, "reconfigs")[0])
 elif origin == pcm.MIGRATED:  # take over the mover's state
     dist = pcm.load_dist(rank, "dist")
@@ -162,6 +164,9 @@ while it < o.iters:
     if s != pcm.Status.NONE:
         reconfigs += 1
         rank = comm.rank
+        if s in (pcm.Status.SPLIT, pcm.Status.MERGE) and x.size and (
+                type(x.base).__name__ != "PyCapsule" or not x.flags.writeable):
+            fail(f"the array merge gave owns no buffer of its own: base {x.base!r}")
         bad = check(x, dist, rank, it, f"after reconfiguration {reconfigs}")
         if comm.allreduce(bad) != 0:
             fail(f"{bad} wrong elements after reconfiguration {reconfigs}")
