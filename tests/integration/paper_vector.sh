@@ -1,31 +1,33 @@
 #!/usr/bin/env bash
-# paper_python.sh MODE BUILD PYTHON — (under with_pcmd.sh) tests/python/paper_vector.py, a vector
-# made malleable with the paper's explicit calls in Python (pcm.status, store/load, reconfigure,
-# split, merge, commit), which checks every element after each reconfiguration and its ghosts
-# after every exchange.
+# paper_vector.sh MODE BUILD PROGRAM... — (under with_pcmd.sh) a vector made malleable with the
+# paper's explicit calls, in Python (tests/python/paper_vector.py: PROGRAM is PYTHON and the
+# script) or Fortran (tests/fortran/paper_vector.f90: PROGRAM is paper_vector_f): pcm.status /
+# pcm_status, store/load, reconfigure, split, merge, commit; the program checks every element
+# after each reconfiguration and its ghosts after every exchange.
 #   reshape  2 processes, split 2 -> 3 (rank 0 into 2), merge 3 -> 2 (ranks 1 and 2) and rank 1
-#            migrated, through pcmctl; the job reports each (pcm.reconfig_last's kind) and ends
-#            "paper: ok: 3 reconfigurations, 2 processes, 0 wrong".
-#   restart  2 processes committing every 100 iterations (pcm.store, pcm.commit), killed with
-#            SIGKILL after iteration 350, restarted with PCM_RESTART=1 on 3 processes
-#            (pcm.load_dist, pcm.load_redistribute): it resumes from iteration 300 or later with
-#            every element right and ends verified.
-# PYTHONPATH must hold the pcm package (ctest sets it).
+#            migrated, through pcmctl; the job reports each (PCM_Reconfig_last's kind and size
+#            before) and ends "paper: ok: 3 reconfigurations, 2 processes, 0 wrong".
+#   restart  2 processes committing every 100 iterations (store, commit), killed with SIGKILL
+#            after iteration 350, restarted with PCM_RESTART=1 on 3 processes (load_dist,
+#            load_redistribute): it resumes from iteration 300 or later with every element right
+#            and ends verified.
+# PYTHONPATH must hold the pcm package for the Python program (ctest sets it).
 set -uo pipefail
 MPIEXEC=${MPIEXEC:-mpiexec}
-mode=$1 build=$2 python=$3
-prog=$(cd "$(dirname "${BASH_SOURCE[0]}")/../python" && pwd)/paper_vector.py
+mode=$1 build=$2
+shift 2
+prog=("$@")
 pcmctl=$build/pcmctl
 tmp=${PCM_TEST_DIR:-$(mktemp -d)}
-fail() { echo "paper_python $mode: FAIL: $*" >&2; exit 1; }
+fail() { echo "paper_vector $mode: FAIL: $*" >&2; exit 1; }
 show() { tail -n 30 "$1" | sed 's/^/  | /'; }
 
 case $mode in
 reshape)
-  job=paper-py-$$
+  job=paper-$$
   out=$tmp/job.out
   touch "$tmp/slow"
-  PCM_JOB=$job timeout 300 "$MPIEXEC" -n 2 "$python" "$prog" --iters 1500 --throttle-us 2000 \
+  PCM_JOB=$job timeout 300 "$MPIEXEC" -n 2 "${prog[@]}" --iters 1500 --throttle-us 2000 \
     --throttle-while "$tmp/slow" >"$out" 2>&1 </dev/null &
   mpi=$!
   trap 'kill "$mpi" 2>/dev/null' EXIT
@@ -36,7 +38,7 @@ reshape)
   step 2 merge merge "$job" 1 2
   step 3 migration migrate "$job" 1
   rm -f "$tmp/slow"
-  wait $mpi || fail "paper_vector.py exited with $?: $(show "$out")"
+  wait $mpi || fail "the program exited with $?: $(show "$out")"
   trap - EXIT
   grep -q '^paper: ok: 3 reconfigurations, 2 processes, 0 wrong$' "$out" ||
     fail "no 'paper: ok: 3 reconfigurations, 2 processes, 0 wrong': $(show "$out")"
@@ -44,11 +46,11 @@ reshape)
   kinds=$(sed -n 's/^paper: reconfiguration [0-9]* at iteration [0-9]*: kind \([0-9]*\), \([0-9]*\) -> \([0-9]*\) processes.*/\1:\2:\3/p' "$out" | tr '\n' ' ')
   [ "$kinds" = "3:2:3 4:3:2 1:2:2 " ] ||
     fail "reconfigurations (kind:before:after) '$kinds', expected '3:2:3 4:3:2 1:2:2 ': $(show "$out")"
-  echo "paper_python reshape: ok: split 2->3, merge 3->2, migration; every element checked after each"
+  echo "paper_vector reshape: ok: split 2->3, merge 3->2, migration; every element checked after each"
   ;;
 restart)
-  job=paper-py-restart-$$
-  PCM_JOB=$job setsid "$MPIEXEC" -n 2 "$python" "$prog" --iters 1000 --commit-every 100 \
+  job=paper-restart-$$
+  PCM_JOB=$job setsid "$MPIEXEC" -n 2 "${prog[@]}" --iters 1000 --commit-every 100 \
     --throttle-us 3000 >"$tmp/run.out" 2>&1 </dev/null &
   mpi=$!
   "$pcmctl" wait "$job" --iteration 350 --timeout 120 ||
@@ -58,14 +60,14 @@ restart)
   "$pcmctl" wait "$job" --ended --timeout 30 || fail "pcmd did not notice that the job died"
   grep -q '^paper: ok' "$tmp/run.out" && fail "the job finished before it was killed"
   out=$tmp/r3.out
-  PCM_RESTART=1 PCM_JOB=$job timeout 120 "$MPIEXEC" -n 3 "$python" "$prog" --iters 1000 \
+  PCM_RESTART=1 PCM_JOB=$job timeout 120 "$MPIEXEC" -n 3 "${prog[@]}" --iters 1000 \
     --commit-every 100 >"$out" 2>&1 </dev/null || fail "the restart exited with $?: $(show "$out")"
   k=$(sed -n 's/^paper: restarted from iteration \([0-9]*\) (2 -> 3 processes)$/\1/p' "$out")
   [ -n "$k" ] && [ "$k" -ge 300 ] ||
     fail "no 'restarted from iteration K>=300 (2 -> 3 processes)': $(show "$out")"
   grep -q '^paper: ok: 0 reconfigurations, 3 processes, 0 wrong$' "$out" ||
     fail "the restart did not end verified: $(show "$out")"
-  echo "paper_python restart: ok: killed, restarted on 3 processes from iteration $k, every element right"
+  echo "paper_vector restart: ok: killed, restarted on 3 processes from iteration $k, every element right"
   ;;
 *) fail "mode reshape or restart expected" ;;
 esac
