@@ -1,4 +1,5 @@
-! pcm.F90 — the Fortran 2008 module pcm: PCM's register-once calls over ISO_C_BINDING.
+! pcm.F90 — the Fortran 2008 module pcm: PCM's register-once calls, and the paper's explicit ones, over
+! ISO_C_BINDING.
 !
 ! Functions return what the C calls return (PCM_SUCCESS, a state, or a negative PCM_ERR_*), so
 ! docs/user/fortran.md and include/pcm.h describe them alike. Communicators are mpi_f08's
