@@ -348,8 +348,8 @@ static int reshape_prepare(PyObject *comm_obj, PyObject *array, PyObject *dist, 
   if (dist != Py_None) {
     if (!PyObject_TypeCheck(dist, &DistType) || !((DistObject *)dist)->own) {
       PyErr_SetString(PyExc_ValueError,
-                      "pcm: dist must be a pcm.Dist of the program's own (not a "
-                      "registration's) or None");
+                      "pcm: dist must be None or a pcm.Dist holding a map of the program's own "
+                      "(not a registration's .dist, nor one a split or merge took over)");
       return -1;
     }
     in->d = (DistObject *)dist;

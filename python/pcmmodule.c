@@ -46,6 +46,10 @@ int pcm_type_of(PyArray_Descr *d, int *typenum) {
     int pcm;
   } table[] = {{'i', 1, PCM_CHAR},      {'u', 1, PCM_BYTE},  {'i', 4, PCM_INT},
                {'i', 8, PCM_LONG_LONG}, {'f', 4, PCM_FLOAT}, {'f', 8, PCM_DOUBLE}};
+  if (!PyArray_ISNBO(d->byteorder)) { /* the bytes would be read as this machine's order */
+    PyErr_Format(PyExc_TypeError, "pcm: a dtype of this machine's byte order expected");
+    return 0;
+  }
   for (size_t k = 0; k < sizeof table / sizeof table[0]; ++k) {
     if (d->kind == table[k].kind && d->elsize == table[k].size) {
       *typenum = d->type_num;

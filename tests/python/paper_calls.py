@@ -85,6 +85,8 @@ expect(pcm.ERR_TYPE, "load into an array of the wrong dtype", pcm.load, rank, "a
 expect(pcm.ERR_TYPE, "load as another dtype", pcm.load, rank, "a.int32", np.int64)
 expect(pcm.ERR_ARG, "store under a bad key", pcm.store, rank, "bad key!", np.zeros(3))
 expect_type(TypeError, "store of complex numbers", pcm.store, rank, "c", np.zeros(3, complex))
+expect_type(TypeError, "store of big-endian numbers", pcm.store, rank, "be",
+            np.zeros(3, ">f8"))
 expect_type(ValueError, "load into a read-only array", pcm.load, rank, "a.float64",
             np.broadcast_to(np.zeros(1), (15,)))
 
