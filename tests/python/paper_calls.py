@@ -126,6 +126,10 @@ x = np.arange(float(b.local(rank)[2]))
 x0 = x.copy()
 expect(pcm.ERR_STATE, "split with no split pending", pcm.split, comm, x, b, 0)
 expect(pcm.ERR_STATE, "merge with no merge pending", pcm.merge, comm, x, b, 0)
+expect(pcm.ERR_STATE, "split_collective with no split pending", pcm.split_collective, comm, x, b,
+       0)
+expect(pcm.ERR_STATE, "merge_collective with no merge pending", pcm.merge_collective, comm, x, b,
+       0)
 expect(pcm.ERR_STATE, "merge_datacnts with no merge pending", pcm.merge_datacnts, b, comm)
 expect(pcm.ERR_STATE, "reconfigure with nothing pending", pcm.reconfigure, comm)
 same("the array after refused calls", x, x0)

@@ -86,6 +86,8 @@ def report():
     if rank == 0:
         kind, before, started = pcm.reconfig_last()
         reason = pcm.reconfig_reason()
+        if min(pcm.reconfig_times()) < 0:
+            fail(f"reconfig_times {pcm.reconfig_times()}")
         print(f"paper: reconfiguration {reconfigs} at iteration {it}: kind {kind}, {before} -> "
               f"{comm.size} processes, {time.time() - started:.2f} s ago, reason {reason!r}: "
               "every element right", flush=True)
