@@ -4,9 +4,10 @@
 # script) or Fortran (tests/fortran/paper_vector.f90: PROGRAM is paper_vector_f): pcm.status /
 # pcm_status, store/load, reconfigure, split, merge, commit; the program checks every element
 # after each reconfiguration and its ghosts after every exchange.
-#   reshape  2 processes, split 2 -> 3 (rank 0 into 2), merge 3 -> 2 (ranks 1 and 2) and rank 1
-#            migrated, through pcmctl; the job reports each (PCM_Reconfig_last's kind and size
-#            before) and ends "paper: ok: 3 reconfigurations, 2 processes, 0 wrong".
+#   reshape  2 processes, split 2 -> 3 (rank 0 into 2), merge 3 -> 2 (ranks 1 and 2), rank 1
+#            migrated and resized 2 -> 3 (M->N), through pcmctl; the job reports each
+#            (PCM_Reconfig_last's kind and size before) and ends "paper: ok: 4 reconfigurations,
+#            3 processes, 0 wrong".
 #   restart  2 processes committing every 100 iterations (store, commit), killed with SIGKILL
 #            after iteration 350, restarted with PCM_RESTART=1 on 3 processes (load_dist,
 #            load_redistribute): it resumes from iteration 300 or later with every element right
@@ -37,16 +38,18 @@ reshape)
   step 1 split split "$job" 0 --into 2
   step 2 merge merge "$job" 1 2
   step 3 migration migrate "$job" 1
+  step 4 resize resize "$job" --to 3
   rm -f "$tmp/slow"
   wait $mpi || fail "the program exited with $?: $(show "$out")"
   trap - EXIT
-  grep -q '^paper: ok: 3 reconfigurations, 2 processes, 0 wrong$' "$out" ||
-    fail "no 'paper: ok: 3 reconfigurations, 2 processes, 0 wrong': $(show "$out")"
-  # pcm.reconfig_last's kinds, in order: PCM_SPLIT (3), PCM_MERGE (4), PCM_MIGRATE (1).
+  grep -q '^paper: ok: 4 reconfigurations, 3 processes, 0 wrong$' "$out" ||
+    fail "no 'paper: ok: 4 reconfigurations, 3 processes, 0 wrong': $(show "$out")"
+  # PCM_Reconfig_last's kinds, in order: PCM_SPLIT (3), PCM_MERGE (4), PCM_MIGRATE (1), and
+  # PCM_SPLIT again for the growing resize (M->N).
   kinds=$(sed -n 's/^paper: reconfiguration [0-9]* at iteration [0-9]*: kind \([0-9]*\), \([0-9]*\) -> \([0-9]*\) processes.*/\1:\2:\3/p' "$out" | tr '\n' ' ')
-  [ "$kinds" = "3:2:3 4:3:2 1:2:2 " ] ||
-    fail "reconfigurations (kind:before:after) '$kinds', expected '3:2:3 4:3:2 1:2:2 ': $(show "$out")"
-  echo "paper_vector reshape: ok: split 2->3, merge 3->2, migration; every element checked after each"
+  [ "$kinds" = "3:2:3 4:3:2 1:2:2 3:2:3 " ] ||
+    fail "reconfigurations (kind:before:after) '$kinds', expected '3:2:3 4:3:2 1:2:2 3:2:3 ': $(show "$out")"
+  echo "paper_vector reshape: ok: split 2->3, merge 3->2, migration, resize 2->3; every element checked after each"
   ;;
 restart)
   job=paper-restart-$$
