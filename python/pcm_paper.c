@@ -394,13 +394,51 @@ static int reshape_prepare(PyObject *comm_obj, PyObject *array, PyObject *dist, 
   return 0;
 }
 
+/* In the world being reshaped (a process that passes a map: not one a split spawned, which has
+ * none yet and whose comm is not that world), the processes agree on their arguments before the
+ * collective call, so that a mistake on one raises on all instead of leaving the others waiting
+ * in it: *ok is 0 where this one's prepare failed (its exception set). 0, or -1 with an exception
+ * set on every process. */
+static int reshape_agree(PyObject *comm_obj, PyObject *dist, int ok, int type) {
+  MPI_Comm comm;
+  int v[3] = {!ok, ok ? type : 0, ok ? -type : 0}, rc;
+  if (dist == Py_None) return ok ? 0 : -1;
+  PyObject *type_, *value, *tb; /* get_comm must not replace this process's exception */
+  PyErr_Fetch(&type_, &value, &tb);
+  const int have_comm = get_comm(comm_obj, &comm);
+  if (!have_comm) PyErr_Clear();
+  PyErr_Restore(type_, value, tb);
+  if (!have_comm) return -1; /* then prepare failed too, on this comm_obj */
+  PyThreadState *ts = PyEval_SaveThread();
+  rc = MPI_Allreduce(MPI_IN_PLACE, v, 3, MPI_INT, MPI_MAX, comm);
+  PyEval_RestoreThread(ts);
+  if (!ok) return -1; /* this process's own exception stands */
+  if (rc != MPI_SUCCESS) {
+    PyErr_SetString(PyExc_RuntimeError, "pcm: MPI_Allreduce failed (agreeing on the arguments)");
+    return -1;
+  }
+  if (v[0]) {
+    PyErr_SetString(PyExc_ValueError, "pcm: another process's arguments were refused");
+    return -1;
+  }
+  if (v[1] != -v[2]) {
+    PyErr_SetString(PyExc_TypeError, "pcm: the processes give different dtypes");
+    return -1;
+  }
+  return 0;
+}
+
 /* The split or merge itself, and its result: (comm, array or None, Dist or None, iteration). */
 static PyObject *reshape(reshape_fn fn, PyObject *comm_obj, PyObject *array, PyObject *dist, int it,
                          PyObject *dtype, const char *command) {
   struct reshape_in in;
   MPI_Comm before, comm;
   int rank = -1, size = 0, rc;
-  if (reshape_prepare(comm_obj, array, dist, dtype, &in) != 0) return NULL;
+  const int ok = reshape_prepare(comm_obj, array, dist, dtype, &in) == 0;
+  if (reshape_agree(comm_obj, dist, ok, in.type) != 0) {
+    free(in.buf);
+    return NULL;
+  }
   get_comm(comm_obj, &before);
   comm = before;
   if (in.d) { /* taken over: no other thread may use the map the call frees */

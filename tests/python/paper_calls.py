@@ -137,6 +137,14 @@ if b.local(rank)[2] != x.size:
     failures.append("the map after refused calls")
 expect_type(ValueError, "split of an array of the wrong size", pcm.split, comm, x[1:], b, 0)
 expect_type(ValueError, "split without an array or a dtype", pcm.split, comm, None, None, 0)
+# A mistake on one process only: every process raises (none is left waiting in the C call).
+expect_type(ValueError, "split with a wrong array on rank 0 only", pcm.split, comm,
+            x[1:] if rank == 0 else x, b, 0)
+expect_type(TypeError, "merge with another dtype on rank 0 only", pcm.merge, comm,
+            x.astype(np.float32) if rank == 0 else x, b, 0)
+same("the array after refused calls", x, x0)
+if b.local(rank)[2] != x.size:
+    failures.append("the map after a refused split")
 expect_type(TypeError, "merge of complex numbers", pcm.merge, comm, x.astype(complex), b, 0)
 if not isinstance(pcm.reconfig_times(), tuple):
     failures.append("reconfig_times did not return a tuple")
