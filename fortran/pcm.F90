@@ -1,4 +1,5 @@
-! pcm.F90 — the Fortran 2008 module pcm: PCM's register-once calls over ISO_C_BINDING.
+! pcm.F90 — the Fortran 2008 module pcm: PCM's register-once calls, and the paper's explicit ones, over
+! ISO_C_BINDING.
 !
 ! Functions return what the C calls return (PCM_SUCCESS, a state, or a negative PCM_ERR_*), so
 ! docs/user/fortran.md and include/pcm.h describe them alike. Communicators are mpi_f08's
@@ -122,6 +123,11 @@ module pcm
   public :: pcm_dist_create, pcm_dist_free, pcm_dist_local, pcm_dist_segment, pcm_dist_info
   public :: pcm_halo_create, pcm_halo_exchange, pcm_halo_free, pcm_dist_gather, pcm_dist_owner
   public :: pcm_unregister, pcm_topology, pcm_host_comm
+  public :: pcm_reconfig_last, pcm_reconfig_reason, pcm_reconfig_times
+  public :: pcm_halo_entries, pcm_halo_entry
+  public :: pcm_store, pcm_load, pcm_load_count, pcm_store_dist, pcm_load_dist
+  public :: pcm_load_redistribute, pcm_commit, pcm_reconfigure_world, pcm_array_init, pcm_array_free
+  public :: pcm_split_array, pcm_merge_array, pcm_merge_datacnts
   public :: pcm_last_error, pcm_error_string
 
   ! pcm_register_value / pcm_register_local: a TARGET variable (the dummy is an INTENT(IN)
@@ -135,6 +141,20 @@ module pcm
     module procedure reg_local_int, reg_local_long, reg_local_double, reg_local_float
     module procedure reg_local_int1, reg_local_long1, reg_local_double1, reg_local_float1
   end interface pcm_register_local
+  ! The paper's calls (pcm_store, pcm_load, pcm_load_redistribute): a scalar or a contiguous 1-D
+  ! array of integer(c_int) (PCM_INT), integer(c_long) (PCM_LONG), real(c_double) (PCM_DOUBLE)
+  ! or real(c_float) (PCM_FLOAT); its size is the count.
+  interface pcm_store
+    module procedure store_int, store_int1, store_long, store_long1
+    module procedure store_double, store_double1, store_float, store_float1
+  end interface pcm_store
+  interface pcm_load
+    module procedure load_int, load_int1, load_long, load_long1
+    module procedure load_double, load_double1, load_float, load_float1
+  end interface pcm_load
+  interface pcm_load_redistribute
+    module procedure redistribute_int, redistribute_long, redistribute_double, redistribute_float
+  end interface pcm_load_redistribute
   ! pcm_dist_gather: global's type is the registered array's (PCM_ERR_ARG otherwise).
   interface pcm_dist_gather
     module procedure gather_double, gather_float, gather_int, gather_int64
@@ -292,6 +312,100 @@ module pcm
       import :: c_int, c_ptr
       type(c_ptr), value :: dist, buf, global
       integer(c_int), value :: type, root, comm
+    end function
+    integer(c_int) function c_halo_entries(halo, count) bind(C, name="PCM_Halo_entries")
+      import :: c_int, c_long, c_ptr
+      type(c_ptr), value :: halo
+      integer(c_long), intent(out) :: count
+    end function
+    integer(c_int) function c_halo_entry(halo, index, peer, ghost_offset, source_offset, units) &
+        bind(C, name="PCM_Halo_entry")
+      import :: c_int, c_long, c_ptr
+      type(c_ptr), value :: halo
+      integer(c_long), value :: index
+      integer(c_int), intent(out) :: peer
+      integer(c_long), intent(out) :: ghost_offset, source_offset, units
+    end function
+    integer(c_int) function c_reconfig_last(kind, size_before, started) &
+        bind(C, name="PCM_Reconfig_last")
+      import :: c_int, c_double
+      integer(c_int), intent(out) :: kind, size_before
+      real(c_double), intent(out) :: started
+    end function
+    integer(c_int) function c_reconfig_reason(reason, len) bind(C, name="PCM_Reconfig_reason")
+      import :: c_int, c_char
+      character(kind=c_char), intent(out) :: reason(*)
+      integer(c_int), value :: len
+    end function
+    integer(c_int) function c_reconfig_times(spawn, data, rebuild) &
+        bind(C, name="PCM_Reconfig_times")
+      import :: c_int, c_double
+      real(c_double), intent(out) :: spawn, data, rebuild
+    end function
+    integer(c_int) function c_store(rank, key, buf, type, count) bind(C, name="PCM_Store")
+      import :: c_int, c_char, c_ptr, c_long
+      integer(c_int), value :: rank, type
+      character(kind=c_char), intent(in) :: key(*)
+      type(c_ptr), value :: buf
+      integer(c_long), value :: count
+    end function
+    integer(c_int) function c_load(rank, key, buf, type, count) bind(C, name="PCM_Load")
+      import :: c_int, c_char, c_ptr, c_long
+      integer(c_int), value :: rank, type
+      character(kind=c_char), intent(in) :: key(*)
+      type(c_ptr), value :: buf
+      integer(c_long), value :: count
+    end function
+    integer(c_int) function c_load_count(rank, key, type, count) bind(C, name="PCM_Load_count")
+      import :: c_int, c_char, c_long
+      integer(c_int), value :: rank
+      character(kind=c_char), intent(in) :: key(*)
+      integer(c_int), intent(out) :: type
+      integer(c_long), intent(out) :: count
+    end function
+    integer(c_int) function c_store_dist(rank, key, dist) bind(C, name="PCM_Store_dist")
+      import :: c_int, c_char, c_ptr
+      integer(c_int), value :: rank
+      character(kind=c_char), intent(in) :: key(*)
+      type(c_ptr), value :: dist
+    end function
+    integer(c_int) function c_load_dist(rank, key, dist) bind(C, name="PCM_Load_dist")
+      import :: c_int, c_char, c_ptr
+      integer(c_int), value :: rank
+      character(kind=c_char), intent(in) :: key(*)
+      type(c_ptr), intent(inout) :: dist
+    end function
+    integer(c_int) function c_load_redistribute(key, type, from, to, rank, buf) &
+        bind(C, name="PCM_Load_redistribute")
+      import :: c_int, c_char, c_ptr
+      character(kind=c_char), intent(in) :: key(*)
+      integer(c_int), value :: type, rank
+      type(c_ptr), value :: from, to, buf
+    end function
+    integer(c_int) function c_commit(comm, it) bind(C, name="pcm_f_commit")
+      import :: c_int
+      integer(c_int), value :: comm, it
+    end function
+    integer(c_int) function c_reconfigure(comm, command) bind(C, name="pcm_f_reconfigure")
+      import :: c_int, c_ptr
+      integer(c_int), intent(inout) :: comm
+      type(c_ptr), value :: command
+    end function
+    integer(c_int) function c_reshape(merge, buf, type, dist, it, rank, size, comm, command) &
+        bind(C, name="pcm_f_reshape")
+      import :: c_int, c_ptr
+      integer(c_int), value :: merge, type
+      type(c_ptr), intent(inout) :: buf, dist
+      integer(c_int), intent(inout) :: it, rank, size, comm
+      type(c_ptr), value :: command
+    end function
+    integer(c_int) function c_merge_datacnts(dist, count, merge_rank, comm) &
+        bind(C, name="pcm_f_merge_datacnts")
+      import :: c_int, c_long, c_ptr
+      type(c_ptr), value :: dist
+      integer(c_long), intent(out) :: count
+      integer(c_int), intent(out) :: merge_rank
+      integer(c_int), value :: comm
     end function
     integer(c_int) function c_any(comm, flag) bind(C, name="pcm_f_any")
       import :: c_int
@@ -883,6 +997,23 @@ contains
     pcm_halo_free = c_code(c_halo_free(halo%p))
   end function pcm_halo_free
 
+  ! The plan's receives, for moving ghost data yourself: count entries, numbered from 0 (as
+  ! pcm_dist_segment's segments); entry index fills `units` ghost units at element offset
+  ! ghost_offset (from 0) of this rank's buffer from peer's buffer at source_offset. Local.
+  integer(c_int) function pcm_halo_entries(halo, count)
+    type(pcm_halo), intent(in) :: halo
+    integer(c_long), intent(out) :: count
+    pcm_halo_entries = c_code(c_halo_entries(halo%p, count))
+  end function pcm_halo_entries
+
+  integer(c_int) function pcm_halo_entry(halo, index, peer, ghost_offset, source_offset, units)
+    type(pcm_halo), intent(in) :: halo
+    integer(c_long), intent(in) :: index
+    integer(c_int), intent(out) :: peer
+    integer(c_long), intent(out) :: ghost_offset, source_offset, units
+    pcm_halo_entry = c_code(c_halo_entry(halo%p, index, peer, ghost_offset, source_offset, units))
+  end function pcm_halo_entry
+
   ! pcm_dist_gather: gathers a registered array's owned units into global on root (global order,
   ! no ghosts); global, of the array's type, may be unallocated elsewhere. Collective over comm.
   integer(c_int) function gather_double(a, root, comm, global)
@@ -952,6 +1083,345 @@ contains
     end if
     gather_int64 = c_code(c_dist_gather(a%dist%p, a%buf, a%type, root, CVAL(comm), g))
   end function gather_int64
+
+  ! --- the paper's explicit calls ------------------------------------------------------------
+
+  integer(c_int) function store_int(rank, key, v)
+    integer(c_int), intent(in) :: rank
+    character(len=*), intent(in) :: key
+    integer(c_int), target, intent(in) :: v
+    store_int = c_code(c_store(rank, cstr(key), c_loc(v), PCM_INT, 1_c_long))
+  end function store_int
+
+  integer(c_int) function load_int(rank, key, v)
+    integer(c_int), intent(in) :: rank
+    character(len=*), intent(in) :: key
+    integer(c_int), target, intent(inout) :: v
+    load_int = c_code(c_load(rank, cstr(key), c_loc(v), PCM_INT, 1_c_long))
+  end function load_int
+
+  integer(c_int) function store_int1(rank, key, v)
+    integer(c_int), intent(in) :: rank
+    character(len=*), intent(in) :: key
+    integer(c_int), target, contiguous, intent(in) :: v(:)
+    store_int1 = c_code(c_store(rank, cstr(key), c_loc(v), PCM_INT, size(v, kind=c_long)))
+  end function store_int1
+
+  integer(c_int) function load_int1(rank, key, v)
+    integer(c_int), intent(in) :: rank
+    character(len=*), intent(in) :: key
+    integer(c_int), target, contiguous, intent(inout) :: v(:)
+    load_int1 = c_code(c_load(rank, cstr(key), c_loc(v), PCM_INT, size(v, kind=c_long)))
+  end function load_int1
+
+  integer(c_int) function redistribute_int(key, from, to, rank, v)
+    character(len=*), intent(in) :: key
+    type(pcm_dist), intent(in) :: from, to
+    integer(c_int), intent(in) :: rank
+    integer(c_int), target, contiguous, intent(inout) :: v(:)
+    redistribute_int = c_code(c_load_redistribute(cstr(key), PCM_INT, from%p, to%p, rank, c_loc(v)))
+  end function redistribute_int
+
+  integer(c_int) function store_long(rank, key, v)
+    integer(c_int), intent(in) :: rank
+    character(len=*), intent(in) :: key
+    integer(c_long), target, intent(in) :: v
+    store_long = c_code(c_store(rank, cstr(key), c_loc(v), PCM_LONG, 1_c_long))
+  end function store_long
+
+  integer(c_int) function load_long(rank, key, v)
+    integer(c_int), intent(in) :: rank
+    character(len=*), intent(in) :: key
+    integer(c_long), target, intent(inout) :: v
+    load_long = c_code(c_load(rank, cstr(key), c_loc(v), PCM_LONG, 1_c_long))
+  end function load_long
+
+  integer(c_int) function store_long1(rank, key, v)
+    integer(c_int), intent(in) :: rank
+    character(len=*), intent(in) :: key
+    integer(c_long), target, contiguous, intent(in) :: v(:)
+    store_long1 = c_code(c_store(rank, cstr(key), c_loc(v), PCM_LONG, size(v, kind=c_long)))
+  end function store_long1
+
+  integer(c_int) function load_long1(rank, key, v)
+    integer(c_int), intent(in) :: rank
+    character(len=*), intent(in) :: key
+    integer(c_long), target, contiguous, intent(inout) :: v(:)
+    load_long1 = c_code(c_load(rank, cstr(key), c_loc(v), PCM_LONG, size(v, kind=c_long)))
+  end function load_long1
+
+  integer(c_int) function redistribute_long(key, from, to, rank, v)
+    character(len=*), intent(in) :: key
+    type(pcm_dist), intent(in) :: from, to
+    integer(c_int), intent(in) :: rank
+    integer(c_long), target, contiguous, intent(inout) :: v(:)
+    redistribute_long = c_code(c_load_redistribute(cstr(key), PCM_LONG, from%p, to%p, rank, c_loc(v)))
+  end function redistribute_long
+
+  integer(c_int) function store_double(rank, key, v)
+    integer(c_int), intent(in) :: rank
+    character(len=*), intent(in) :: key
+    real(c_double), target, intent(in) :: v
+    store_double = c_code(c_store(rank, cstr(key), c_loc(v), PCM_DOUBLE, 1_c_long))
+  end function store_double
+
+  integer(c_int) function load_double(rank, key, v)
+    integer(c_int), intent(in) :: rank
+    character(len=*), intent(in) :: key
+    real(c_double), target, intent(inout) :: v
+    load_double = c_code(c_load(rank, cstr(key), c_loc(v), PCM_DOUBLE, 1_c_long))
+  end function load_double
+
+  integer(c_int) function store_double1(rank, key, v)
+    integer(c_int), intent(in) :: rank
+    character(len=*), intent(in) :: key
+    real(c_double), target, contiguous, intent(in) :: v(:)
+    store_double1 = c_code(c_store(rank, cstr(key), c_loc(v), PCM_DOUBLE, size(v, kind=c_long)))
+  end function store_double1
+
+  integer(c_int) function load_double1(rank, key, v)
+    integer(c_int), intent(in) :: rank
+    character(len=*), intent(in) :: key
+    real(c_double), target, contiguous, intent(inout) :: v(:)
+    load_double1 = c_code(c_load(rank, cstr(key), c_loc(v), PCM_DOUBLE, size(v, kind=c_long)))
+  end function load_double1
+
+  integer(c_int) function redistribute_double(key, from, to, rank, v)
+    character(len=*), intent(in) :: key
+    type(pcm_dist), intent(in) :: from, to
+    integer(c_int), intent(in) :: rank
+    real(c_double), target, contiguous, intent(inout) :: v(:)
+    redistribute_double = c_code(c_load_redistribute(cstr(key), PCM_DOUBLE, from%p, to%p, rank, c_loc(v)))
+  end function redistribute_double
+
+  integer(c_int) function store_float(rank, key, v)
+    integer(c_int), intent(in) :: rank
+    character(len=*), intent(in) :: key
+    real(c_float), target, intent(in) :: v
+    store_float = c_code(c_store(rank, cstr(key), c_loc(v), PCM_FLOAT, 1_c_long))
+  end function store_float
+
+  integer(c_int) function load_float(rank, key, v)
+    integer(c_int), intent(in) :: rank
+    character(len=*), intent(in) :: key
+    real(c_float), target, intent(inout) :: v
+    load_float = c_code(c_load(rank, cstr(key), c_loc(v), PCM_FLOAT, 1_c_long))
+  end function load_float
+
+  integer(c_int) function store_float1(rank, key, v)
+    integer(c_int), intent(in) :: rank
+    character(len=*), intent(in) :: key
+    real(c_float), target, contiguous, intent(in) :: v(:)
+    store_float1 = c_code(c_store(rank, cstr(key), c_loc(v), PCM_FLOAT, size(v, kind=c_long)))
+  end function store_float1
+
+  integer(c_int) function load_float1(rank, key, v)
+    integer(c_int), intent(in) :: rank
+    character(len=*), intent(in) :: key
+    real(c_float), target, contiguous, intent(inout) :: v(:)
+    load_float1 = c_code(c_load(rank, cstr(key), c_loc(v), PCM_FLOAT, size(v, kind=c_long)))
+  end function load_float1
+
+  integer(c_int) function redistribute_float(key, from, to, rank, v)
+    character(len=*), intent(in) :: key
+    type(pcm_dist), intent(in) :: from, to
+    integer(c_int), intent(in) :: rank
+    real(c_float), target, contiguous, intent(inout) :: v(:)
+    redistribute_float = c_code(c_load_redistribute(cstr(key), PCM_FLOAT, from%p, to%p, rank, c_loc(v)))
+  end function redistribute_float
+
+  integer(c_int) function pcm_load_count(rank, key, type, count)
+    integer(c_int), intent(in) :: rank
+    character(len=*), intent(in) :: key
+    integer(c_int), intent(out) :: type
+    integer(c_long), intent(out) :: count
+    pcm_load_count = c_code(c_load_count(rank, cstr(key), type, count))
+  end function pcm_load_count
+
+  integer(c_int) function pcm_store_dist(rank, key, dist)
+    integer(c_int), intent(in) :: rank
+    character(len=*), intent(in) :: key
+    type(pcm_dist), intent(in) :: dist
+    pcm_store_dist = c_code(c_store_dist(rank, cstr(key), dist%p))
+  end function pcm_store_dist
+
+  ! Loads a map into dist (a new handle: free it with pcm_dist_free). Local.
+  integer(c_int) function pcm_load_dist(rank, key, dist)
+    integer(c_int), intent(in) :: rank
+    character(len=*), intent(in) :: key
+    type(pcm_dist), intent(inout) :: dist
+    pcm_load_dist = c_code(c_load_dist(rank, cstr(key), dist%p))
+  end function pcm_load_dist
+
+  integer(c_int) function pcm_commit(comm, iteration)
+    PCM_COMM, intent(in) :: comm
+    integer(c_int), intent(in) :: iteration
+    pcm_commit = c_code(c_commit(CVAL(comm), iteration))
+  end function pcm_commit
+
+  ! PCM_Reconfigure: comm becomes the new world, or MPI_COMM_NULL in the mover (call pcm_exit).
+  ! Without command, this program is spawned with its command line. Collective.
+  integer(c_int) function pcm_reconfigure_world(comm, command)
+    PCM_COMM, intent(inout) :: comm
+    character(len=*), intent(in), optional :: command
+    character(kind=c_char), allocatable, target :: chars(:)
+    integer(c_int) :: c
+    c = CVAL(comm)
+    if (present(command)) then
+      call to_chars(command, chars)
+      pcm_reconfigure_world = c_code(c_reconfigure(c, c_loc(chars)))
+    else
+      pcm_reconfigure_world = c_code(c_reconfigure(c, c_null_ptr))
+    end if
+    CVAL(comm) = c
+  end function pcm_reconfigure_world
+
+  ! An array of the program's own for pcm_split_array and pcm_merge_array (not registered): of type (as
+  ! pcm_register_dist's), without a buffer or a map. Set a%dist (pcm_dist_create) and allocate
+  ! the buffer with pcm_dist_alloc in a started process; a process spawned by a split receives
+  ! both in its first pcm_split_array. Local.
+  integer(c_int) function pcm_array_init(a, type)
+    type(pcm_dist_array), intent(inout) :: a
+    integer(c_int), intent(in) :: type
+    if (elem_bytes(type) == 0) then
+      pcm_array_init = fail(PCM_ERR_ARG, 'pcm_array_init: arrays of PCM_DOUBLE, PCM_FLOAT, '// &
+                            'PCM_INT, PCM_LONG or PCM_LONG_LONG only')
+      return
+    end if
+    if (c_associated(a%buf)) call c_free(a%buf)
+    a%buf = c_null_ptr
+    a%type = type
+    a%name = '(unregistered)'
+    pcm_array_init = c_code(c_dist_free(a%dist%p))
+    call repoint(a)
+  end function pcm_array_init
+
+  ! Frees an array of pcm_array_init's: its buffer and its map. Local.
+  integer(c_int) function pcm_array_free(a)
+    type(pcm_dist_array), intent(inout) :: a
+    if (c_associated(a%buf)) call c_free(a%buf)
+    a%buf = c_null_ptr
+    pcm_array_free = c_code(c_dist_free(a%dist%p))
+    call repoint(a)
+  end function pcm_array_free
+
+  ! PCM_Split of an array of pcm_array_init's: in the new processes a's component (a%d, ...)
+  ! shows the new buffer and a%dist the new map; in the old ones both are gone and comm is
+  ! MPI_COMM_NULL (call pcm_exit). Collective; PCM_ERR_ARG on every process if any process
+  ! re-pointed or allocated a's component itself.
+  integer(c_int) function pcm_split_array(a, iteration, rank, size, comm, command)
+    type(pcm_dist_array), intent(inout) :: a
+    integer(c_int), intent(inout) :: iteration
+    integer(c_int), intent(out) :: rank, size
+    PCM_COMM, intent(inout) :: comm
+    character(len=*), intent(in), optional :: command
+    character(kind=c_char), allocatable, target :: chars(:)
+    type(c_ptr) :: cmd
+    cmd = c_null_ptr
+    if (present(command)) then
+      call to_chars(command, chars)
+      cmd = c_loc(chars)
+    end if
+    pcm_split_array = reshape_array(0, a, iteration, rank, size, comm, cmd)
+  end function pcm_split_array
+
+  ! PCM_Merge of an array of pcm_array_init's, as pcm_split_array (a leaver gets MPI_COMM_NULL).
+  integer(c_int) function pcm_merge_array(a, iteration, rank, size, comm)
+    type(pcm_dist_array), intent(inout) :: a
+    integer(c_int), intent(inout) :: iteration
+    integer(c_int), intent(out) :: rank, size
+    PCM_COMM, intent(inout) :: comm
+    pcm_merge_array = reshape_array(1, a, iteration, rank, size, comm, c_null_ptr)
+  end function pcm_merge_array
+
+  integer(c_int) function reshape_array(merge, a, iteration, rank, size, comm, cmd)
+    integer(c_int), intent(in) :: merge
+    type(pcm_dist_array), intent(inout) :: a
+    integer(c_int), intent(inout) :: iteration
+    integer(c_int), intent(out) :: rank, size
+    PCM_COMM, intent(inout) :: comm
+    type(c_ptr), intent(in) :: cmd
+    integer(c_int) :: c
+    rank = -1
+    size = 0
+    c = CVAL(comm)
+    reshape_array = agreed_one(a, c)
+    if (reshape_array /= PCM_SUCCESS) return
+    reshape_array = c_code(c_reshape(merge, a%buf, a%type, a%dist%p, iteration, rank, size, c, cmd))
+    if (reshape_array /= PCM_SUCCESS) return
+    CVAL(comm) = c
+    world_rank = rank
+    call repoint(a)
+  end function reshape_array
+
+  ! Collective: PCM_ERR_ARG on every rank if any rank changed a's component (a process spawned
+  ! by a split, which has neither buffer nor map yet, only takes part).
+  integer(c_int) function agreed_one(a, comm)
+    type(pcm_dist_array), intent(in) :: a
+    integer(c_int), intent(in) :: comm
+    integer(c_int) :: bad
+    if (.not. c_associated(a%dist%p) .and. .not. c_associated(a%buf)) then
+      agreed_one = PCM_SUCCESS ! a new process: the old world's check is the one that counts
+      return
+    end if
+    bad = merge(0, 1, intact(a))
+    agreed_one = c_code(c_any(comm, bad))
+    if (agreed_one == PCM_SUCCESS .and. bad /= 0) &
+      agreed_one = fail(PCM_ERR_ARG, 'an array given to pcm_split_array or pcm_merge_array was allocated, '// &
+                        'deallocated or re-pointed by the program (on this or another process)')
+  end function agreed_one
+
+  integer(c_int) function pcm_merge_datacnts(dist, count, merge_rank, comm)
+    type(pcm_dist), intent(in) :: dist
+    integer(c_long), intent(out) :: count
+    integer(c_int), intent(out) :: merge_rank
+    PCM_COMM, intent(in) :: comm
+    pcm_merge_datacnts = c_code(c_merge_datacnts(dist%p, count, merge_rank, CVAL(comm)))
+  end function pcm_merge_datacnts
+
+  subroutine to_chars(s, chars)
+    character(len=*), intent(in) :: s
+    character(kind=c_char), allocatable, intent(out) :: chars(:)
+    integer :: k
+    allocate (chars(len_trim(s) + 1))
+    do k = 1, len_trim(s)
+      chars(k) = s(k:k)
+    end do
+    chars(len_trim(s) + 1) = c_null_char
+  end subroutine to_chars
+
+  ! --- the last reconfiguration --------------------------------------------------------------
+
+  ! Its kind (PCM_MIGRATE, PCM_SPLIT, PCM_MERGE), the world's size before it and when the old
+  ! world learnt of it (seconds since the epoch). Local. PCM_ERR_STATE: none yet.
+  integer(c_int) function pcm_reconfig_last(kind, size_before, started)
+    integer(c_int), intent(out) :: kind, size_before
+    real(c_double), intent(out) :: started
+    pcm_reconfig_last = c_code(c_reconfig_last(kind, size_before, started))
+  end function pcm_reconfig_last
+
+  ! Who asked for it and why, blank-padded into reason (cut, ending in "...", where longer; at
+  ! most 400 characters). Local. PCM_ERR_STATE: none yet.
+  integer(c_int) function pcm_reconfig_reason(reason)
+    character(len=*), intent(out) :: reason
+    character(kind=c_char) :: buf(len(reason) + 1)
+    integer :: k
+    reason = ''
+    buf = c_null_char
+    pcm_reconfig_reason = c_code(c_reconfig_reason(buf, int(size(buf), c_int)))
+    if (pcm_reconfig_reason /= PCM_SUCCESS) return
+    do k = 1, len(reason)
+      if (buf(k) == c_null_char) exit
+      reason(k:k) = buf(k)
+    end do
+  end function pcm_reconfig_reason
+
+  ! Seconds this process spent spawning, moving data and rebuilding the world in its last split
+  ! or merge. Local.
+  integer(c_int) function pcm_reconfig_times(spawn, data, rebuild)
+    real(c_double), intent(out) :: spawn, data, rebuild
+    pcm_reconfig_times = c_code(c_reconfig_times(spawn, data, rebuild))
+  end function pcm_reconfig_times
 
   ! --- errors ------------------------------------------------------------------------------
 

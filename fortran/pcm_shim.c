@@ -107,3 +107,27 @@ void pcm_f_abort(MPI_Fint comm, int code) { MPI_Abort(MPI_Comm_f2c(comm), code);
 
 /* The length of a NUL-terminated C string (PCM_Last_error's message). */
 size_t pcm_f_strlen(const char *s) { return s != NULL ? strlen(s) : 0; }
+
+/* The paper's calls whose arguments include a communicator (pcm.F90's pcm_commit, ...). */
+int pcm_f_commit(MPI_Fint comm, int iteration) { return PCM_Commit(MPI_Comm_f2c(comm), iteration); }
+
+int pcm_f_reconfigure(MPI_Fint *comm, const char *command) {
+  MPI_Comm c = MPI_Comm_f2c(*comm);
+  int rc = PCM_Reconfigure(&c, command);
+  *comm = MPI_Comm_c2f(c);
+  return rc;
+}
+
+/* PCM_Split (merge = 0) or PCM_Merge (merge = 1) of one buffer and map. */
+int pcm_f_reshape(int merge, void **buf, int type, PCM_Dist *dist, int *iteration, int *rank,
+                  int *size, MPI_Fint *comm, const char *command) {
+  MPI_Comm c = MPI_Comm_f2c(*comm);
+  int rc = merge ? PCM_Merge(buf, (PCM_Datatype)type, dist, iteration, rank, size, &c)
+                 : PCM_Split(buf, (PCM_Datatype)type, dist, iteration, rank, size, &c, command);
+  *comm = MPI_Comm_c2f(c);
+  return rc;
+}
+
+int pcm_f_merge_datacnts(PCM_Dist dist, long *count, int *merge_rank, MPI_Fint comm) {
+  return PCM_Merge_datacnts(dist, count, merge_rank, MPI_Comm_f2c(comm));
+}

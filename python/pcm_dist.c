@@ -21,7 +21,7 @@ static void dist_dealloc(DistObject *d) {
   Py_TYPE(d)->tp_free((PyObject *)d);
 }
 
-static PyObject *dist_new_owned(PCM_Dist h) {
+PyObject *dist_new_owned(PCM_Dist h) {
   DistObject *d = PyObject_New(DistObject, &DistType);
   if (!d) {
     PCM_Dist_free(&h);

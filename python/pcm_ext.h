@@ -1,6 +1,6 @@
 /* pcm_ext.h — what the files of pcm._pcm share: the Dist (pcm_dist.c) and DistArray (pcmmodule.c)
  * objects, the errors, dtypes and communicators, and the halo, gather and topology calls
- * (pcm_halo.c). */
+ * (pcm_halo.c), and the paper's explicit calls (pcm_paper.c). */
 #ifndef PCM_EXT_H
 #define PCM_EXT_H
 
@@ -42,10 +42,36 @@ int as_int(PyObject *o);
 int get_comm(PyObject *obj, MPI_Comm *comm);
 /* A new mpi4py Comm for comm (not freed with it: the program frees it). */
 PyObject *comm_new(MPI_Comm comm);
+/* The world after a call that may replace it (before -> after): old itself when unchanged, else
+ * a new Comm; remembers it as the current world. */
+PyObject *comm_result(PyObject *old, MPI_Comm before, MPI_Comm after);
+/* A new Dist that owns h (h is freed on failure). */
+PyObject *dist_new_owned(PCM_Dist h);
 
 /* pcm_halo.c: gather(array, root, comm), topology(comm), host_comm(comm). */
 PyObject *py_gather(PyObject *self, PyObject *args);
 PyObject *py_topology(PyObject *self, PyObject *arg);
 PyObject *py_host_comm(PyObject *self, PyObject *arg);
+
+/* pcm_paper.c: the paper's explicit calls (status, store/load, commit, reconfigure, split, merge)
+ * and PCM_Reconfig_*. */
+PyObject *py_setup_status(PyObject *self, PyObject *cls);
+PyObject *py_status(PyObject *self, PyObject *arg);
+PyObject *py_store(PyObject *self, PyObject *args);
+PyObject *py_load(PyObject *self, PyObject *args);
+PyObject *py_load_count(PyObject *self, PyObject *args);
+PyObject *py_store_dist(PyObject *self, PyObject *args);
+PyObject *py_load_dist(PyObject *self, PyObject *args);
+PyObject *py_load_redistribute(PyObject *self, PyObject *args);
+PyObject *py_commit(PyObject *self, PyObject *args);
+PyObject *py_reconfigure(PyObject *self, PyObject *args);
+PyObject *py_split(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *py_split_collective(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *py_merge(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *py_merge_collective(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *py_merge_datacnts(PyObject *self, PyObject *args);
+PyObject *py_reconfig_last(PyObject *self, PyObject *unused);
+PyObject *py_reconfig_reason(PyObject *self, PyObject *unused);
+PyObject *py_reconfig_times(PyObject *self, PyObject *unused);
 
 #endif

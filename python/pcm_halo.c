@@ -1,6 +1,7 @@
 /* pcm_halo.c — pcm._pcm's halo plans (pcm.Halo: PCM_Halo_create, _exchange, _free), the gather
  * of a registered array (pcm.gather: PCM_Dist_gather) and the topology (pcm.topology,
- * pcm.host_comm: PCM_Topology, PCM_Host_comm). The blocking calls release the GIL. */
+ * pcm.host_comm: PCM_Topology, PCM_Host_comm). The blocking calls release the GIL. Halo.entries
+ * lists a plan's receives (PCM_Halo_entries, PCM_Halo_entry). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
@@ -88,7 +89,36 @@ static PyObject *halo_exchange(HaloObject *o, PyObject *args) {
   Py_RETURN_NONE;
 }
 
+/* plan.entries() -> [(peer, ghost_offset, source_offset, units), ...]: the plan's receives
+ * (PCM_Halo_entries, PCM_Halo_entry), in this rank's buffer order. Local. */
+static PyObject *halo_entries(HaloObject *o, PyObject *unused) {
+  long count = 0;
+  int rc;
+  (void)unused;
+  if ((rc = PCM_Halo_entries(o->h, &count)) != PCM_SUCCESS) return raise_pcm(rc);
+  PyObject *list = PyList_New((Py_ssize_t)count);
+  for (long i = 0; list && i < count; ++i) {
+    int peer = -1;
+    long ghost = 0, source = 0, units = 0;
+    PyObject *t = NULL;
+    if ((rc = PCM_Halo_entry(o->h, i, &peer, &ghost, &source, &units)) != PCM_SUCCESS)
+      raise_pcm(rc);
+    else
+      t = Py_BuildValue("(illl)", peer, ghost, source, units);
+    if (!t) {
+      Py_CLEAR(list);
+      break;
+    }
+    PyList_SET_ITEM(list, (Py_ssize_t)i, t);
+  }
+  return list;
+}
+
 static PyMethodDef halo_methods[] = {
+    {"entries", (PyCFunction)halo_entries, METH_NOARGS,
+     "entries() -> [(peer, ghost_offset, source_offset, units), ...]: the plan's receives, for "
+     "moving ghost data yourself: `units` ghost units at element offset ghost_offset of this "
+     "rank's buffer come from peer's buffer at source_offset (PCM_Halo_entries, _entry)"},
     {"exchange", (PyCFunction)halo_exchange, METH_VARARGS,
      "exchange(array, comm): fill the ghost units of array (a pcm.DistArray or NumPy array laid "
      "out by the plan's map) from their owners; collective"},

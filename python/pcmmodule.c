@@ -46,6 +46,10 @@ int pcm_type_of(PyArray_Descr *d, int *typenum) {
     int pcm;
   } table[] = {{'i', 1, PCM_CHAR},      {'u', 1, PCM_BYTE},  {'i', 4, PCM_INT},
                {'i', 8, PCM_LONG_LONG}, {'f', 4, PCM_FLOAT}, {'f', 8, PCM_DOUBLE}};
+  if (!PyArray_ISNBO(d->byteorder)) { /* the bytes would be read as this machine's order */
+    PyErr_Format(PyExc_TypeError, "pcm: a dtype of this machine's byte order expected");
+    return 0;
+  }
   for (size_t k = 0; k < sizeof table / sizeof table[0]; ++k) {
     if (d->kind == table[k].kind && d->elsize == table[k].size) {
       *typenum = d->type_num;
@@ -250,7 +254,7 @@ int get_comm(PyObject *obj, MPI_Comm *comm) {
 PyObject *comm_new(MPI_Comm comm) { return PyMPIComm_New(comm); }
 
 /* The same Python object when the call left the communicator as it was, else a new one. */
-static PyObject *comm_result(PyObject *old, MPI_Comm before, MPI_Comm after) {
+PyObject *comm_result(PyObject *old, MPI_Comm before, MPI_Comm after) {
   current_world = after;
   if (after == before) {
     Py_INCREF(old);
@@ -458,26 +462,47 @@ static PyObject *py_setup(PyObject *self, PyObject *args) {
   Py_RETURN_NONE;
 }
 
-static PyMethodDef methods[] = {{"init", py_init, METH_O, NULL},
-                                {"resume", py_resume, METH_O, NULL},
-                                {"adapt", py_adapt, METH_O, NULL},
-                                {"checkpoint", py_checkpoint, METH_VARARGS, NULL},
-                                {"checkpoint_wait", py_checkpoint_wait, METH_O, NULL},
-                                {"finalize", py_finalize, METH_O, NULL},
-                                {"exit", py_exit, METH_NOARGS, NULL},
-                                {"process_status", py_process_status, METH_NOARGS, NULL},
-                                {"restart_info", py_restart_info, METH_NOARGS, NULL},
-                                {"register_dist", py_register_dist, METH_VARARGS, NULL},
-                                {"register_value", py_register_value, METH_VARARGS, NULL},
-                                {"unregister", py_unregister, METH_O, NULL},
-                                {"error_string", py_error_string, METH_O, NULL},
-                                {"last_error", py_last_error, METH_NOARGS, NULL},
-                                {"gather", py_gather, METH_VARARGS, NULL},
-                                {"topology", py_topology, METH_O, NULL},
-                                {"host_comm", py_host_comm, METH_O, NULL},
-                                {"_setup", py_setup, METH_VARARGS, NULL},
-                                {"_adapt_loop", py_adapt_loop, METH_VARARGS, NULL},
-                                {NULL, NULL, 0, NULL}};
+static PyMethodDef methods[] = {
+    {"init", py_init, METH_O, NULL},
+    {"resume", py_resume, METH_O, NULL},
+    {"adapt", py_adapt, METH_O, NULL},
+    {"checkpoint", py_checkpoint, METH_VARARGS, NULL},
+    {"checkpoint_wait", py_checkpoint_wait, METH_O, NULL},
+    {"finalize", py_finalize, METH_O, NULL},
+    {"exit", py_exit, METH_NOARGS, NULL},
+    {"process_status", py_process_status, METH_NOARGS, NULL},
+    {"restart_info", py_restart_info, METH_NOARGS, NULL},
+    {"register_dist", py_register_dist, METH_VARARGS, NULL},
+    {"register_value", py_register_value, METH_VARARGS, NULL},
+    {"unregister", py_unregister, METH_O, NULL},
+    {"error_string", py_error_string, METH_O, NULL},
+    {"last_error", py_last_error, METH_NOARGS, NULL},
+    {"gather", py_gather, METH_VARARGS, NULL},
+    {"topology", py_topology, METH_O, NULL},
+    {"host_comm", py_host_comm, METH_O, NULL},
+    {"status", py_status, METH_O, NULL},
+    {"store", py_store, METH_VARARGS, NULL},
+    {"load", py_load, METH_VARARGS, NULL},
+    {"load_count", py_load_count, METH_VARARGS, NULL},
+    {"store_dist", py_store_dist, METH_VARARGS, NULL},
+    {"load_dist", py_load_dist, METH_VARARGS, NULL},
+    {"load_redistribute", py_load_redistribute, METH_VARARGS, NULL},
+    {"commit", py_commit, METH_VARARGS, NULL},
+    {"reconfigure", py_reconfigure, METH_VARARGS, NULL},
+    {"split", (PyCFunction)(void (*)(void))py_split, METH_VARARGS | METH_KEYWORDS, NULL},
+    {"split_collective", (PyCFunction)(void (*)(void))py_split_collective,
+     METH_VARARGS | METH_KEYWORDS, NULL},
+    {"merge", (PyCFunction)(void (*)(void))py_merge, METH_VARARGS | METH_KEYWORDS, NULL},
+    {"merge_collective", (PyCFunction)(void (*)(void))py_merge_collective,
+     METH_VARARGS | METH_KEYWORDS, NULL},
+    {"merge_datacnts", py_merge_datacnts, METH_VARARGS, NULL},
+    {"reconfig_last", py_reconfig_last, METH_NOARGS, NULL},
+    {"reconfig_reason", py_reconfig_reason, METH_NOARGS, NULL},
+    {"reconfig_times", py_reconfig_times, METH_NOARGS, NULL},
+    {"_setup_status", py_setup_status, METH_O, NULL},
+    {"_setup", py_setup, METH_VARARGS, NULL},
+    {"_adapt_loop", py_adapt_loop, METH_VARARGS, NULL},
+    {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT,

@@ -35,7 +35,8 @@ os.environ["LDSHARED"] = f"{mpicc} -shared"
 cflags = pkg_config("--cflags")
 libdirs = [f[2:] for f in pkg_config("--libs-only-L")]
 setup(ext_modules=[Extension(
-    "pcm._pcm", ["pcmmodule.c", "pcm_dist.c", "pcm_halo.c"],
+    "pcm._pcm", ["pcmmodule.c", "pcm_dist.c", "pcm_halo.c",
+                  "pcm_paper.c"],
     include_dirs=[f[2:] for f in cflags if f.startswith("-I")] + [numpy.get_include(),
                                                                   mpi4py.get_include()],
     library_dirs=libdirs, runtime_library_dirs=libdirs, libraries=["pcm"],

@@ -13,7 +13,9 @@ program heat2d_pcm
   integer(c_int), target :: it = 0, reconfigs = 0
   integer(c_long), allocatable :: seg(:, :) ! per segment: first column, columns, offset
   real(c_double), allocatable :: next(:), all(:)
-  integer(c_int) :: rank, nprocs, origin, s, then, before, start_it
+  integer(c_int) :: rank, nprocs, origin, s, then, before, start_it, kind, kind_before
+  character(len=400) :: why
+  real(c_double) :: started
   integer(c_long) :: k, nseg, units, unit_len, owned, elements, blk, hw
   integer :: status
   integer(int64) :: hi, lo
@@ -49,6 +51,7 @@ program heat2d_pcm
       pcm_resume(world) /= PCM_SUCCESS) call quit('registering the state', world)
   if (origin == PCM_MIGRATED .or. origin == PCM_SPLITTED) reconfigs = reconfigs + 1
   call adopt()
+  if ((origin == PCM_MIGRATED .or. origin == PCM_SPLITTED) .and. rank == 0) call report()
   if (origin == PCM_RESTARTED .and. rank == 0) then
     s = pcm_restart_info(then, before)
     write (output_unit, '(a,i0,a,i0,a,i0,a)') 'heat2d: restarted from iteration ', it, ' (', &
@@ -65,8 +68,7 @@ program heat2d_pcm
     if (s == PCM_RESHAPED) then
       reconfigs = reconfigs + 1
       call adopt()
-      if (rank == 0) write (output_unit, '(a,i0,a,i0,a,i0,a,i0,a)') 'heat2d: reconfiguration ', &
-        reconfigs, ' at iter ', it, ' (procs ', before, ' -> ', nprocs, ')'
+      if (rank == 0) call report()
     end if
     if (opt%commit_every > 0 .and. it > 0 .and. mod(it, max(opt%commit_every, 1)) == 0) then
       if (pcm_checkpoint(world, it) /= PCM_SUCCESS) call quit('pcm_checkpoint', world)
@@ -130,6 +132,22 @@ contains
     if (pcm_halo_create(grid%dist, rank, 1_c_long, PCM_DOUBLE, halo) /= PCM_SUCCESS) &
       call quit('planning the halo exchange', world)
   end subroutine adopt
+
+  ! Rank 0 of the world after a reconfiguration (a survivor's or a new process's): what it was
+  ! (pcm_reconfig_last: its kind, the world's size before it) and who asked (pcm_reconfig_reason).
+  subroutine report()
+    character(len=*), parameter :: words(4) = [character(len=9) :: 'migration', '?', 'split', &
+                                               'merge']
+    character(len=9) :: what
+    what = 'unknown'
+    kind_before = -1
+    if (pcm_reconfig_last(kind, kind_before, started) == PCM_SUCCESS .and. kind >= 1 .and. &
+        kind <= 4) what = words(kind)
+    if (pcm_reconfig_reason(why) /= PCM_SUCCESS) why = ''
+    write (output_unit, '(a,i0,a,i0,a,a,a,i0,a,i0,a,a,a)') 'heat2d: reconfiguration ', &
+      reconfigs, ' at iter ', it, ': ', trim(what), ' (procs ', kind_before, ' -> ', nprocs, &
+      '), asked by "', trim(why), '"'
+  end subroutine report
 
   ! A retired process: its data lives on elsewhere; it parks until the job ends.
   subroutine retire()

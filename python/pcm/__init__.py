@@ -18,6 +18,9 @@ docs/user/python.md.
         it.value += 1
     pcm.finalize(comm)
 
+The paper's explicit calls (Table 1) are here too, for code written against them: status(comm),
+store/load, commit, reconfigure, split/merge over a NumPy array and a Dist (docs/user/python.md).
+
 Errors of the library raise pcm.Error, whose .code is PCM's (pcm.ERR_ARG, ...) and whose
 .message is PCM_Last_error's.
 """
@@ -65,6 +68,19 @@ class Adapt(enum.IntEnum):
     RESHAPED = 6
 
 
+class Status(enum.IntEnum):
+    """What status() says (PCM_Status): nothing, this process moves (store its state, then
+    reconfigure), another one moves (reconfigure), the world grows (split) or shrinks (merge),
+    the job is asked to end (commit, then finalize)."""
+
+    NONE = 0
+    MIGRATE = 1
+    RECONFIGURE = 2
+    SPLIT = 3
+    MERGE = 4
+    STOP = 7
+
+
 class Error(Exception):
     """A PCM call failed: .code is PCM's error code (ERR_*), .message PCM_Last_error's text."""
 
@@ -76,6 +92,7 @@ class Error(Exception):
 
 
 _pcm._setup(Error, Adapt.NONE, Adapt.RESHAPED, Adapt.RETIRED)
+_pcm._setup_status(Status)
 
 
 class Value:
@@ -157,6 +174,46 @@ topology = _pcm.topology
 host_comm = _pcm.host_comm
 error_string = _pcm.error_string
 last_error = _pcm.last_error
+
+# The paper's explicit calls (docs/user/python.md, "The paper's calls"). Local unless collective.
+# status(comm) -> Status: PCM_Status, collective, at the top of every iteration.
+status = _pcm.status
+# store(rank, key, array): PCM_Store of all of array's elements (any shape; a scalar is one).
+store = _pcm.store
+# load(rank, key, out=None) -> array: PCM_Load into out (a writable C-contiguous array, returned)
+# or, given a dtype or None (the stored type), into a new 1-D array of the stored count.
+load = _pcm.load
+# load_count(rank, key) -> (dtype, count): PCM_Load_count.
+load_count = _pcm.load_count
+# store_dist(rank, key, dist), load_dist(rank, key) -> a new Dist: PCM_Store_dist, PCM_Load_dist.
+store_dist = _pcm.store_dist
+load_dist = _pcm.load_dist
+# load_redistribute(key, dtype, from_dist, to_dist, rank, out=None) -> array laid out for rank by
+# to_dist: PCM_Load_redistribute (a restarted job, before its first status).
+load_redistribute = _pcm.load_redistribute
+# commit(comm, iteration): PCM_Commit, collective.
+commit = _pcm.commit
+# reconfigure(comm, command=None) -> comm: PCM_Reconfigure, collective; MPI.COMM_NULL in the mover.
+reconfigure = _pcm.reconfigure
+# split(comm, array, dist, iteration, dtype=None, command=None) -> (comm, array, dist, iteration):
+# PCM_Split, collective. dist is taken over (it shows no map afterwards); array is copied, and
+# stays valid. New processes get a new array (owning the library's buffer) and a new Dist; the old
+# ones get (MPI.COMM_NULL, None, None, iteration): call exit(). A process spawned by a split
+# (process_status() == SPLITTED) calls split(comm, None, None, 0, dtype) to receive its part.
+split = _pcm.split
+split_collective = _pcm.split_collective
+# merge(comm, array, dist, iteration, dtype=None) -> (comm, array, dist, iteration): PCM_Merge, as
+# split; a process that leaves gets (MPI.COMM_NULL, None, None, iteration).
+merge = _pcm.merge
+merge_collective = _pcm.merge_collective
+# merge_datacnts(dist, comm) -> (elements, rank) after the pending merge (0, -1: this one leaves).
+merge_datacnts = _pcm.merge_datacnts
+# reconfig_last() -> (kind, size before, started: seconds since the epoch): PCM_Reconfig_last.
+reconfig_last = _pcm.reconfig_last
+# reconfig_reason() -> str: who asked for the last reconfiguration and why (PCM_Reconfig_reason).
+reconfig_reason = _pcm.reconfig_reason
+# reconfig_times() -> (spawn, data, rebuild) seconds of the last split or merge.
+reconfig_times = _pcm.reconfig_times
 
 
 def finalize(comm=None):

@@ -4,7 +4,8 @@
 #   reshape   (under with_pcmd.sh) heat2d_pcm_f on 2 processes (cyclic layout: several segments
 #             per rank, PCM's halo plan) is split 2 -> 3 (rank 0 into 2),
 #             merged 3 -> 2 (ranks 1 and 2) and has rank 1 migrated, through pcmctl; it ends with
-#             the C plain run's checksum and reports 3 reconfigurations.
+#             the C plain run's checksum and reports 3 reconfigurations, each with its kind and
+#             size before (pcm_reconfig_last) and who asked (pcm_reconfig_reason).
 #   restart   (under with_pcmd.sh) heat2d_pcm_f on 2 processes (block-cyclic of 3 columns)
 #             commits every 100 iterations and is
 #             killed with SIGKILL mid-run; restarted with PCM_RESTART=1 on 3 and then 1 process,
@@ -62,6 +63,10 @@ reshape)
   n=$(awk '/^reconfigurations/ {print $2}' "$out")
   [ "$n" = 3 ] || fail "heat2d_pcm_f reports '$n' reconfigurations, expected 3: $(show "$out")"
   grep -E '^heat2d: (reconfiguration|retired)' "$out"
+  # pcm_reconfig_last's kind and size before, pcm_reconfig_reason's text, for each.
+  kinds=$(sed -n 's/^heat2d: reconfiguration [0-9]* at iter [0-9]*: \([a-z]*\) (procs \([0-9]*\) -> \([0-9]*\)), asked by "operator command"$/\1:\2:\3/p' "$out" | tr '\n' ' ')
+  [ "$kinds" = "split:2:3 merge:3:2 migration:2:2 " ] ||
+    fail "reconfigurations (kind:procs before:after) '$kinds', expected 'split:2:3 merge:3:2 migration:2:2 ': $(show "$out")"
   echo "heat2d_fortran reshape: ok: split, merge and migration, checksum $got (the C plain run's)"
   ;;
 restart)
