@@ -75,6 +75,31 @@ void BackgroundSplit::start_merge(const Command& cmd, std::int64_t iteration) {
   visible_ = wtime() - t0;
 }
 
+bool BackgroundSplit::start_for_paper_calls(const Command& cmd, int status,
+                                            std::int64_t iteration) {
+  if (!can_start() || cmd.respawn) return false;
+  if (status == PCM_SPLIT)
+    start_split(cmd, iteration);
+  else if (status == PCM_MERGE)
+    start_merge(cmd, iteration);
+  else
+    return false;
+  return true;
+}
+
+void BackgroundSplit::keep_spawn_of(const char* command) {
+  if (!switching_) return;
+  int same = spawner_.program().spawns_itself(command) ? 1 : 0;
+  mpi_check(MPI_Allreduce(MPI_IN_PLACE, &same, 1, MPI_INT, MPI_MIN, ctx_.world.comm()),
+            "MPI_Allreduce");
+  if (same) return;
+  if (ctx_.world.rank() == 0)
+    plog()->info(
+        "[rank 0] split: PCM_Split names another program than the one spawned in the "
+        "background; spawning it now");
+  drop(nullptr);
+}
+
 void BackgroundSplit::switch_now(const Command& cmd, std::int64_t iteration) {
   const double t0 = wtime();
   if (spawn_.pending()) {

@@ -47,6 +47,16 @@ class BackgroundSplit {
   // if it cannot start. A merge: this survivor's new buffers.
   void start_split(const proto::Command& cmd, std::int64_t iteration);
   void start_merge(const proto::Command& cmd, std::int64_t iteration);
+  // PCM_Status, at the adoption of cmd in a job of the paper's calls (PCM_Status then PCM_Split or
+  // PCM_Merge; nothing resumed): the same work started for the split or merge that `status`
+  // (reconfig.h: status_of) says, where it can be (PCM_OVERLAP=1); PCM_Status says PCM_NONE until
+  // the window after it is ready. A merge always starts (every rank must: those that remember no
+  // map make nothing), a split's spawn without buffers where no map is remembered. Whether it
+  // started.
+  bool start_for_paper_calls(const proto::Command& cmd, int status, std::int64_t iteration);
+  // PCM_Split, switched: the background spawn ran this program; a PCM_Split that names another
+  // (on any rank: collective) gives it up, and the split spawns that program itself.
+  void keep_spawn_of(const char* command);
   // PCM_Status, at an agreement after rank 0's helper has finished (every rank's does now): joins
   // it, and the reconfiguration goes on.
   void switch_now(const proto::Command& cmd, std::int64_t iteration);

@@ -1,5 +1,6 @@
 // runtime.cpp — libpcm's lifecycle (MPI_PCM_Init, PCM_Init, PCM_Finalize, PCM_Exit and the state
-// checks) and the per-iteration status check. The paper's reconfiguration calls: paper_calls.cpp.
+// checks), the per-iteration status check, and the paper's reconfiguration calls' state checks
+// (the reconfigurations themselves: reshaper.h).
 #include "runtime.h"
 
 #include <limits.h>
@@ -9,6 +10,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 #include "auth.h"
 #include "buffer.h"
@@ -305,10 +307,102 @@ int Runtime::status(MPI_Comm comm) {
     // The world is about to change: the version in flight is committed in this one first
     // (every rank has one in flight, or none).
     if (checkpointer_.in_flight()) checkpointer_.settle_quietly("before a reconfiguration");
-    if (start_for_paper_calls()) return PCM_NONE;  // reported at the switch (paper_calls.cpp)
+    // A job of the paper's calls: a split's spawn or a merge's buffers, in the background where
+    // they can be; the command is reported at the switch, as PCM_Adapt's.
+    if (!resumed_ && background_.start_for_paper_calls(
+                         *reconfig_.current,
+                         reconfig_.status_of(world_.rank(), world_.size(), false), life_.iteration))
+      return PCM_NONE;
   }
   // Until the reconfiguration runs, every call reports the same command.
   return reconfig_.status_of(world_.rank(), world_.size(), resumed_);
+}
+
+// ---- the paper's reconfiguration calls: state checks; the work is the Reshaper's (reshaper.h) --
+
+namespace {
+void check_reshape_args(void** buf, PCM_Dist* dist, int* iteration, int* rank, int* size,
+                        MPI_Comm* comm, int type) {
+  if (!buf || !dist || !iteration || !rank || !size || !comm)
+    fail(PCM_ERR_ARG, "buf, dist, iteration, rank, size and comm must not be NULL");
+  if (proto::type_size(type) == 0) fail(PCM_ERR_ARG, "unknown type {}", type);
+}
+
+// The bound of work started in the background ends with the call that carries the
+// reconfiguration out, whichever way it ends.
+struct EndBound {
+  std::optional<Watchdog::Scope>& bound;
+  ~EndBound() { bound.reset(); }
+};
+}  // namespace
+
+int Runtime::reconfigure(MPI_Comm* comm, const char* command) {
+  if (!comm) fail(PCM_ERR_ARG, "comm is NULL");
+  require_world(*comm);
+  reshaper_.migrate(command, nullptr);
+  *comm = world_.comm();
+  return PCM_SUCCESS;
+}
+
+void Runtime::check_pending(MPI_Comm comm, bool want_split) const {
+  require_world(comm);
+  reconfig_.check_pending(want_split, world_.size(), resumed_);
+}
+
+int Runtime::split(void** buf, int type, PCM_Dist* dist, int* iteration, int* rank, int* size,
+                   MPI_Comm* comm, const char* command) {
+  check_reshape_args(buf, dist, iteration, rank, size, comm, type);
+  const std::vector<ArrayRef> arrays{{buf, type, dist}};
+  if (world_.joining.inter) {
+    json extra;
+    reshaper_.receive_split(arrays, &extra);
+    *iteration = extra.at("iteration").get<int>();
+    background_.remember(arrays);
+  } else {
+    check_pending(*comm, true);
+    const EndBound end_bound{background_.bound()};
+    background_.keep_spawn_of(command);  // spawned in the background: this program
+    reshaper_.send_split(arrays, json{{"iteration", *iteration}}, command);
+  }
+  *rank = world_.rank();
+  *size = world_.size();
+  *comm = world_.comm();
+  return PCM_SUCCESS;
+}
+
+int Runtime::merge_datacnts(const Distribution* dist, long* count, int* merge_rank, MPI_Comm comm) {
+  check_pending(comm, false);
+  if (!dist || dist->size() != world_.size())
+    fail(PCM_ERR_ARG, "dist does not describe this world");
+  std::vector<int> new_of;
+  Distribution next = merged_distribution(*reconfig_.current, *dist, &new_of);
+  // A respawned merge (PCM_Merge) leaves every element to the new world: none stays here.
+  int me = reconfig_.current->respawn ? -1 : new_of[world_.rank()];
+  if (count) *count = me >= 0 ? static_cast<long>(next.local_elements(me)) : 0;
+  if (merge_rank) *merge_rank = me;
+  return PCM_SUCCESS;
+}
+
+int Runtime::merge(void** buf, int type, PCM_Dist* dist, int* iteration, int* rank, int* size,
+                   MPI_Comm* comm) {
+  check_reshape_args(buf, dist, iteration, rank, size, comm, type);
+  check_pending(*comm, false);
+  const EndBound end_bound{background_.bound()};
+  if (reconfig_.current->respawn) {
+    // pcmd asked for the merge to leave nothing behind (a node that goes back to Slurm): the
+    // world that remains is spawned anew, as a split's, and receives the merged data there (its
+    // processes start as PCM_SPLITTED and call PCM_Split); every process here retires and the
+    // old world leaves the job at once, with whatever was parked (retirement.h, case d).
+    reshaper_.send_split({{buf, type, dist}}, json{{"iteration", *iteration}}, nullptr);
+  } else {
+    // Nothing spawned: every survivor knows the iteration.
+    reshaper_.merge_arrays({{buf, type, dist}});
+    if (world_.comm() != MPI_COMM_NULL) background_.remember({{buf, type, dist}});
+  }
+  *rank = world_.rank();
+  *size = world_.size();
+  *comm = world_.comm();
+  return PCM_SUCCESS;
 }
 
 // ---- pcmd's inventory, for PCM_Topology (topology.cpp) -------------------------------------

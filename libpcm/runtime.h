@@ -126,9 +126,6 @@ class Runtime {
 
   // PCM_Split's and PCM_Merge's state checks: a reconfiguration of this kind is pending.
   void check_pending(MPI_Comm comm, bool want_split) const;
-  // PCM_Status, at a command's adoption in a job of the paper's calls: a split's spawn or a
-  // merge's buffers started in the background (PCM_OVERLAP=1); whether they were (paper_calls.cpp).
-  bool start_for_paper_calls();
 
   // Lifecycle: the phase, how this process came to be, the job, PCM_Status's calls.
   Lifecycle life_;

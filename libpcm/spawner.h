@@ -39,6 +39,7 @@ class Spawner {
   std::unique_ptr<SpawnPlan> plan(const std::string& exe,
                                   const std::vector<std::string>& hosts) const;
   Abandon& abandon() { return abandon_; }
+  const Program& program() const { return program_; }
 
  private:
   mpi::Comm spawn(const std::string& exe, const std::vector<std::string>& hosts);
