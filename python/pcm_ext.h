@@ -40,6 +40,9 @@ PCM_Dist dist_handle(DistObject *d);
 int as_int(PyObject *o);
 /* An mpi4py communicator's handle (1), or 0 with an exception set. */
 int get_comm(PyObject *obj, MPI_Comm *comm);
+/* A collective call of (comm, int) from args "(comm, int)", the GIL released around it: None,
+ * or pcm.Error with its code (checkpoint, commit). */
+PyObject *call_comm_int(PyObject *args, int (*fn)(MPI_Comm, int));
 /* A new mpi4py Comm for comm (not freed with it: the program frees it). */
 PyObject *comm_new(MPI_Comm comm);
 /* The world after a call that may replace it (before -> after): old itself when unchanged, else

@@ -284,16 +284,8 @@ PyObject *py_load_redistribute(PyObject *self, PyObject *args) {
 
 /* commit(comm, iteration): PCM_Commit, collective. */
 PyObject *py_commit(PyObject *self, PyObject *args) {
-  PyObject *obj;
-  MPI_Comm comm;
-  int it, rc;
   (void)self;
-  if (!PyArg_ParseTuple(args, "Oi", &obj, &it) || !get_comm(obj, &comm)) return NULL;
-  PyThreadState *ts = PyEval_SaveThread();
-  rc = PCM_Commit(comm, it);
-  PyEval_RestoreThread(ts);
-  if (rc != PCM_SUCCESS) return raise_pcm(rc);
-  Py_RETURN_NONE;
+  return call_comm_int(args, PCM_Commit);
 }
 
 /* reconfigure(comm, command=None) -> comm: PCM_Reconfigure (MPI.COMM_NULL in the mover). A

@@ -352,17 +352,21 @@ static PyObject *py_adapt(PyObject *self, PyObject *arg) {
   return Py_BuildValue("(ON)", s ? s : Py_None, c);
 }
 
-static PyObject *py_checkpoint(PyObject *self, PyObject *args) {
+PyObject *call_comm_int(PyObject *args, int (*fn)(MPI_Comm, int)) {
   PyObject *obj;
   MPI_Comm comm;
   int it, rc;
-  (void)self;
   if (!PyArg_ParseTuple(args, "Oi", &obj, &it) || !get_comm(obj, &comm)) return NULL;
   PyThreadState *ts = PyEval_SaveThread();
-  rc = PCM_Checkpoint(comm, it);
+  rc = fn(comm, it);
   PyEval_RestoreThread(ts);
   if (rc != PCM_SUCCESS) return raise_pcm(rc);
   Py_RETURN_NONE;
+}
+
+static PyObject *py_checkpoint(PyObject *self, PyObject *args) {
+  (void)self;
+  return call_comm_int(args, PCM_Checkpoint);
 }
 
 static PyObject *py_checkpoint_wait(PyObject *self, PyObject *arg) {
