@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """paper_cost.py — benchmark: the cost per call of the paper's calls from Python, nothing pending:
-pcm.status (which releases the GIL on every call) against pcm.process_status (a call that does
+pcm.status (which keeps the GIL on a local call: PCM_Status_if_local) against pcm.process_status (a call that does
 nothing: the cost of calling the extension), and pcm.store / pcm.load of 1000 float64 (pcmd round
 trips; load into an array, and into a new one, which asks load_count first). Prints one line per
 variant: the minimum over REPS of rank 0's time per call, and every repetition's.

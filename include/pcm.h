@@ -474,6 +474,15 @@ int PCM_Adapt(MPI_Comm *comm);
 int PCM_Adapt_if_local(MPI_Comm *comm);
 
 /*
+ * PCM_Status_if_local — PCM_Status(comm) when that call is local: inside an agreement window with
+ * nothing pending, it counts the call as PCM_Status does, neither communicates nor blocks, and
+ * returns PCM_NONE. Otherwise it does nothing and returns PCM_NOT_LOCAL (also for a comm that is
+ * not the PCM world): call PCM_Status. For language bindings, as PCM_Adapt_if_local (the Python
+ * module keeps its GIL on the common call). PCM_ERROR as PCM_Status.
+ */
+int PCM_Status_if_local(MPI_Comm comm);
+
+/*
  * PCM_Checkpoint — save every registered item and commit them as the durable version for
  * `iteration`. Each process writes its own shard of the version (an HDF5 file in pcmd's data
  * directory, straight from the registered data: its arrays' owned units, without ghosts, and

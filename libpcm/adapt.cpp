@@ -65,12 +65,10 @@ int Runtime::resume(MPI_Comm* comm) {
 
 // ---- PCM_Adapt -----------------------------------------------------------------------------
 
-// What status() and adapt() check before returning PCM_NONE from inside a window, in the same
-// order; anything else (a stop, a command, a checkpoint due, a window's end) says no.
+// What adapt() checks, beyond status() (status_is_local), before returning PCM_NONE from inside
+// a window; anything else (a stop, a command, a checkpoint due, a window's end) says no.
 bool Runtime::adapt_is_local(MPI_Comm comm) const {
-  return resumed_ && comm != MPI_COMM_NULL && comm == world_.comm() && !world_.joining.inter &&
-         !life_.stop && !life_.skip_next_status && (!reconfig_.current || background_.pending()) &&
-         window_.has_room() && !checkpointer_.due() && !reshaped_by_restart_;
+  return resumed_ && status_is_local(comm) && !checkpointer_.due() && !reshaped_by_restart_;
 }
 
 int Runtime::adapt(MPI_Comm* comm) {

@@ -45,6 +45,12 @@ PCM_EXPORT int PCM_Comm_rank(MPI_Comm comm, int* rank) {
 PCM_EXPORT int PCM_Status(MPI_Comm comm) {
   return state_or_error(guard("PCM_Status", [&] { return rt().status(comm); }));
 }
+PCM_EXPORT int PCM_Status_if_local(MPI_Comm comm) {
+  return state_or_error(guard("PCM_Status_if_local", [&] {
+    if (!rt().status_is_local(comm)) return PCM_NOT_LOCAL;
+    return rt().status(comm);
+  }));
+}
 PCM_EXPORT int PCM_Store(int rank, const char* key, const void* buf, PCM_Datatype type,
                          long count) {
   return guard("PCM_Store", [&] {

@@ -210,6 +210,15 @@ int Runtime::commit(MPI_Comm comm, int iteration) {
 
 // ---- per-iteration path -------------------------------------------------------------------
 
+// What status() checks before returning PCM_NONE from inside a window, in the same order: a call
+// it would answer without communicating (it still counts the call and pumps, as status() does).
+bool Runtime::status_is_local(MPI_Comm comm) const {
+  return life_.process_status != PCM_RETIRED && life_.phase == Phase::kActive &&
+         comm != MPI_COMM_NULL && world_.is(comm) && !world_.joining.inter && !life_.stop &&
+         !life_.skip_next_status && (!reconfig_.current || background_.pending()) &&
+         window_.has_room();
+}
+
 int Runtime::status(MPI_Comm comm) {
   require_world(comm);
   if (world_.joining.inter)

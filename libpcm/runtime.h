@@ -67,6 +67,8 @@ class Runtime {
   int process_status() const;
   int comm_rank(MPI_Comm comm, int* rank) const;
   int status(MPI_Comm comm);
+  // PCM_Status_if_local: status() would return PCM_NONE inside an agreement window.
+  bool status_is_local(MPI_Comm comm) const;
   // PCM_Store, PCM_Load, PCM_Load_count, PCM_Load_redistribute (storage.h): in_world, once the
   // process is in one (PCM_Init; PCM_Load_redistribute checks that it is a restart's).
   Storage& storage(bool in_world = true) {

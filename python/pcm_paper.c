@@ -35,17 +35,20 @@ PyObject *py_setup_status(PyObject *self, PyObject *cls) {
   Py_RETURN_NONE;
 }
 
-/* status(comm) -> pcm.Status: PCM_Status. Releases the GIL: at the end of an agreement window
- * the call broadcasts (libpcm offers no status-only local test, as PCM_Adapt_if_local is for
- * adapt). PCM_ERROR raises pcm.Error with code -1 and PCM_Last_error's message. */
+/* status(comm) -> pcm.Status: PCM_Status. A call inside an agreement window is local
+ * (PCM_Status_if_local) and keeps the GIL; one that may broadcast releases it. PCM_ERROR raises
+ * pcm.Error with code -1 and PCM_Last_error's message. */
 PyObject *py_status(PyObject *self, PyObject *arg) {
   MPI_Comm comm;
   int s;
   (void)self;
   if (!get_comm(arg, &comm)) return NULL;
-  PyThreadState *ts = PyEval_SaveThread();
-  s = PCM_Status(comm);
-  PyEval_RestoreThread(ts);
+  s = PCM_Status_if_local(comm);
+  if (s == PCM_NOT_LOCAL) {
+    PyThreadState *ts = PyEval_SaveThread();
+    s = PCM_Status(comm);
+    PyEval_RestoreThread(ts);
+  }
   if (s == PCM_ERROR) return raise_pcm(s);
   if (s >= 0 && s < STATUS_CODES && status_member[s]) {
     Py_INCREF(status_member[s]);

@@ -1,6 +1,7 @@
 /* mpi_reshape.c — MPI test and benchmark: a distributed array whose every element encodes its
  * global position goes through whatever splits, merges and migrations pcmd sends; after each,
- * every process checks every element it owns. Prints "reshape: ok" from the last world's rank 0.
+ * every process checks every element it owns (PCM_Status, or on odd iterations PCM_Status_if_local
+ * first). Prints "reshape: ok" from the last world's rank 0.
  * Usage: mpi_reshape UNITS UNIT_LEN LAYOUT(block|cyclic|block-cyclic) ITERS [SLEEP_US].
  * With RESHAPE_STOP_FILE set (for rank 0: spawned processes need not see it), the job also ends
  * at the first iteration where that file exists. */
@@ -141,7 +142,11 @@ int main(int argc, char **argv) {
     }
     const char *what = NULL;
     int before = size, rank_before = rank;
-    s = PCM_Status(world);
+    /* Every other iteration as a binding calls it: PCM_Status_if_local first, PCM_Status where
+     * the call is not local; a wrong answer would miss or repeat a command, or part the ranks'
+     * windows. */
+    s = it % 2 ? PCM_Status_if_local(world) : PCM_NOT_LOCAL;
+    if (s == PCM_NOT_LOCAL) s = PCM_Status(world);
     if (s == PCM_ERROR) DIE("PCM_Status");
     if (PCM_Process_Status() == PCM_RESTARTED && !probed) {
       /* After set-up a restarted process reads what it stores, not the version it came from. */
