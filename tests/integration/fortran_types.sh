@@ -15,12 +15,9 @@ job=ftypes-$$
 out=$PCM_TEST_DIR/job.out
 slow=$PCM_TEST_DIR/slow
 touch "$slow"
-PCM_JOB=$job timeout 300 "$MPIEXEC" -n 2 "$prog" 3000 "$slow" >"$out" 2>&1 </dev/null &
-mpi=$!
-trap 'kill "$mpi" 2>/dev/null' EXIT
 # shellcheck source=tests/integration/reconfig_step.sh
 source "$(dirname "${BASH_SOURCE[0]}")/reconfig_step.sh"
-"$pcmctl" wait "$job" --iteration 20 --timeout 120 || fail "the job did not get going: $(show "$out")"
+start_job "$MPIEXEC" -n 2 "$prog" 3000 "$slow"
 step 1 split split "$job" 0 --into 2
 step 2 merge merge "$job" 1 2
 rm -f "$slow"

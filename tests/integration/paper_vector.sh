@@ -28,13 +28,9 @@ reshape)
   job=paper-$$
   out=$tmp/job.out
   touch "$tmp/slow"
-  PCM_JOB=$job timeout 300 "$MPIEXEC" -n 2 "${prog[@]}" --iters 1500 --throttle-us 2000 \
-    --throttle-while "$tmp/slow" >"$out" 2>&1 </dev/null &
-  mpi=$!
-  trap 'kill "$mpi" 2>/dev/null' EXIT
   # shellcheck source=tests/integration/reconfig_step.sh
   source "$(dirname "${BASH_SOURCE[0]}")/reconfig_step.sh"
-  "$pcmctl" wait "$job" --iteration 20 --timeout 120 || fail "the job did not get going: $(show "$out")"
+  start_job "$MPIEXEC" -n 2 "${prog[@]}" --iters 1500 --throttle-us 2000 --throttle-while "$tmp/slow"
   step 1 split split "$job" 0 --into 2
   step 2 merge merge "$job" 1 2
   step 3 migration migrate "$job" 1
