@@ -23,6 +23,8 @@ else
 fi
 fail() { echo "heat2d_fortran $mode: FAIL: $*" >&2; exit 1; }
 show() { sed 's/^/  | /' "$1"; }
+# shellcheck source=tests/integration/reconfig_step.sh
+source "$(dirname "${BASH_SOURCE[0]}")/reconfig_step.sh"
 checksum() { awk '/^checksum/ {print $2}' "$1"; }
 args=(--nx 61 --ny 40 --iters 1200)
 
@@ -43,8 +45,6 @@ reshape)
   job=heat2d-f-$$
   out=$tmp/pcm.out
   touch "$tmp/slow"
-  # shellcheck source=tests/integration/reconfig_step.sh
-  source "$(dirname "${BASH_SOURCE[0]}")/reconfig_step.sh"
   start_job "$MPIEXEC" -n 2 "$heat/heat2d_pcm_f" "${args[@]}" --layout cyclic --throttle-us 2000 \
     --throttle-while "$tmp/slow"
   step 1 split split "$job" 0 --into 2
@@ -67,14 +67,8 @@ reshape)
   ;;
 restart)
   job=heat2d-f-restart-$$
-  PCM_JOB=$job setsid "$MPIEXEC" -n 2 "$heat/heat2d_pcm_f" "${args[@]}" --layout block-cyclic \
-    --block 3 --commit-every 100 --throttle-us 3000 >"$tmp/run.out" 2>&1 </dev/null &
-  mpi=$!
-  "$pcmctl" wait "$job" --iteration 350 --timeout 120 ||
-    fail "the job did not reach iteration 350: $(show "$tmp/run.out")"
-  "$PCM_KILL_TREE" "$mpi"
-  wait "$mpi" 2>/dev/null
-  "$pcmctl" wait "$job" --ended --timeout 30 || fail "pcmd did not notice that the job died"
+  kill_job_at 350 "$MPIEXEC" -n 2 "$heat/heat2d_pcm_f" "${args[@]}" --layout block-cyclic \
+    --block 3 --commit-every 100 --throttle-us 3000
   grep -q '^checksum' "$tmp/run.out" && fail "the job finished before it was killed"
   for n in 3 1; do
     out=$tmp/r$n.out

@@ -22,14 +22,14 @@ pcmctl=$build/pcmctl
 tmp=${PCM_TEST_DIR:-$(mktemp -d)}
 fail() { echo "paper_vector $mode: FAIL: $*" >&2; exit 1; }
 show() { tail -n 30 "$1" | sed 's/^/  | /'; }
+# shellcheck source=tests/integration/reconfig_step.sh
+source "$(dirname "${BASH_SOURCE[0]}")/reconfig_step.sh"
 
 case $mode in
 reshape)
   job=paper-$$
   out=$tmp/job.out
   touch "$tmp/slow"
-  # shellcheck source=tests/integration/reconfig_step.sh
-  source "$(dirname "${BASH_SOURCE[0]}")/reconfig_step.sh"
   start_job "$MPIEXEC" -n 2 "${prog[@]}" --iters 1500 --throttle-us 2000 --throttle-while "$tmp/slow"
   step 1 split split "$job" 0 --into 2
   step 2 merge merge "$job" 1 2
@@ -49,14 +49,7 @@ reshape)
   ;;
 restart)
   job=paper-restart-$$
-  PCM_JOB=$job setsid "$MPIEXEC" -n 2 "${prog[@]}" --iters 1000 --commit-every 100 \
-    --throttle-us 3000 >"$tmp/run.out" 2>&1 </dev/null &
-  mpi=$!
-  "$pcmctl" wait "$job" --iteration 350 --timeout 120 ||
-    fail "the job did not reach iteration 350: $(show "$tmp/run.out")"
-  "$PCM_KILL_TREE" "$mpi"
-  wait "$mpi" 2>/dev/null
-  "$pcmctl" wait "$job" --ended --timeout 30 || fail "pcmd did not notice that the job died"
+  kill_job_at 350 "$MPIEXEC" -n 2 "${prog[@]}" --iters 1000 --commit-every 100 --throttle-us 3000
   grep -q '^paper: ok' "$tmp/run.out" && fail "the job finished before it was killed"
   out=$tmp/r3.out
   PCM_RESTART=1 PCM_JOB=$job timeout 120 "$MPIEXEC" -n 3 "${prog[@]}" --iters 1000 \
