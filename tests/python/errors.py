@@ -8,31 +8,12 @@ import numpy as np
 
 import pcm
 
-failures = []
+from expect import expect as expect_error, expect_type, failures  # noqa: E402
 
 
 def expect(code, what, call, *args):
-    try:
-        call(*args)
-    except pcm.Error as e:
-        if e.code != code or not e.message or e.message != pcm.last_error():
-            failures.append(f"{what}: code {e.code} ({e.message!r}), expected {code}")
-        return
-    except Exception as e:  # noqa: BLE001
-        failures.append(f"{what}: raised {type(e).__name__}: {e}, expected pcm.Error {code}")
-        return
-    failures.append(f"{what}: no exception, expected pcm.Error {code}")
-
-
-def expect_type(exc, what, call, *args):
-    try:
-        call(*args)
-    except exc:
-        return
-    except Exception as e:  # noqa: BLE001
-        failures.append(f"{what}: raised {type(e).__name__}: {e}, expected {exc.__name__}")
-        return
-    failures.append(f"{what}: no exception, expected {exc.__name__}")
+    """expect.expect, with the message PCM_Last_error gives."""
+    expect_error(code, what, call, *args, last_error=True)
 
 
 # Before init: local calls that need no MPI.

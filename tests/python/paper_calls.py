@@ -11,31 +11,7 @@ import numpy as np
 import pcm
 from mpi4py import MPI
 
-failures = []
-
-
-def expect(code, what, call, *args, **kw):
-    try:
-        call(*args, **kw)
-    except pcm.Error as e:
-        if e.code != code or not e.message:
-            failures.append(f"{what}: code {e.code} ({e.message!r}), expected {code}")
-        return
-    except Exception as e:  # noqa: BLE001
-        failures.append(f"{what}: raised {type(e).__name__}: {e}, expected pcm.Error {code}")
-        return
-    failures.append(f"{what}: no exception, expected pcm.Error {code}")
-
-
-def expect_type(exc, what, call, *args, **kw):
-    try:
-        call(*args, **kw)
-    except exc:
-        return
-    except Exception as e:  # noqa: BLE001
-        failures.append(f"{what}: raised {type(e).__name__}: {e}, expected {exc.__name__}")
-        return
-    failures.append(f"{what}: no exception, expected {exc.__name__}")
+from expect import expect, expect_type, failures  # noqa: E402
 
 
 def same(what, got, want):
