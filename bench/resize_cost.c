@@ -113,6 +113,17 @@ static long create(long units, int size, int rank, PCM_Dist *dist, double **buf)
   return elements;
 }
 
+/* The end of an iteration of live and adapt: 1 ms of "work", then whether DIR/stop exists (rank 0
+ * looks, everyone learns). Collective over world. */
+static int iteration_ends(MPI_Comm world, int rank, const char *stop_path) {
+  struct timespec ms = {0, 1000000};
+  int stop = 0;
+  nanosleep(&ms, NULL);
+  if (rank == 0) stop = access(stop_path, F_OK) == 0;
+  MPI_Bcast(&stop, 1, MPI_INT, 0, world);
+  return stop;
+}
+
 /* live: runs under pcmd, splitting and merging as told, until DIR/stop exists. */
 static int live(MPI_Comm world, long units, const char *dir, const char *self) {
   PCM_Dist dist = NULL;
@@ -132,7 +143,6 @@ static int live(MPI_Comm world, long units, const char *dir, const char *self) {
     walk(buf, dist, rank, 1);
   }
   for (; !stop; it++) {
-    struct timespec ms = {0, 1000000};
     s = PCM_Status(world);
     if (s == PCM_SPLIT || s == PCM_MERGE) {
       if (rank == 0) start(it);
@@ -148,9 +158,7 @@ static int live(MPI_Comm world, long units, const char *dir, const char *self) {
       die("PCM_Status",
           s == PCM_ERROR ? PCM_Last_error() : "a command this benchmark does not expect");
     }
-    nanosleep(&ms, NULL);
-    if (rank == 0) stop = access(path, F_OK) == 0;
-    MPI_Bcast(&stop, 1, MPI_INT, 0, world);
+    stop = iteration_ends(world, rank, path);
   }
   free(buf);
   PCM_Dist_free(&dist);
@@ -180,7 +188,6 @@ static int adapt(MPI_Comm world, long units, const char *dir) {
     bad |= report(world, t, it, walk(buf, dist, rank, 0));
   }
   for (; !stop; it++) {
-    struct timespec ms = {0, 1000000};
     t0 = epoch();
     s = PCM_Adapt(&world);
     if (s == PCM_RESHAPED || s == PCM_RETIRED) {
@@ -196,9 +203,7 @@ static int adapt(MPI_Comm world, long units, const char *dir) {
       die("PCM_Adapt",
           s == PCM_ERROR ? PCM_Last_error() : "a result this benchmark does not expect");
     }
-    nanosleep(&ms, NULL);
-    if (rank == 0) stop = access(path, F_OK) == 0;
-    MPI_Bcast(&stop, 1, MPI_INT, 0, world);
+    stop = iteration_ends(world, rank, path);
   }
   PCM_Finalize(world);
   free(buf);
