@@ -16,7 +16,8 @@
 # Usage: bash bench/run.sh mpi_scale [--quick] (or BENCH_QUICK=1: P = 2 and 4, 1 MiB; ctest's
 # bench.mpi_scale.quick). Environment: BENCH_PROCS ("1 2 4 8 16 32"; a split
 # goes to 2P), BENCH_SIZES (MiB at every P: "1 16 256"), BENCH_BIG (MiB: 1024) at BENCH_BIG_PROCS
-# ("2 8 32"), BENCH_REPS (resizes per point: 1), BENCH_CALLS (agreement calls per timing: 2000),
+# ("2 8 32"), BENCH_REPS (resizes per point: 1), BENCH_UNTIL (a time after which the points left
+# are skipped, e.g. 09:30), BENCH_CALLS (agreement calls per timing: 2000),
 # BENCH_CSV=FILE (op,procs,to_procs,size_mib,rep,seconds), BENCH_PNG=FILE (the plot),
 # BENCH_FIT=FILE (the fitted constants as JSON).
 set -euo pipefail
@@ -153,20 +154,31 @@ checkpoints() {
     "$tmp/data/checkpoints/wait-$p-$mb"
 }
 
+# in_time WHAT: whether there is time left before BENCH_UNTIL (a date, e.g. 09:30 UTC); after it
+# the remaining points are left out, and said so.
+until_s=$([ -n "${BENCH_UNTIL:-}" ] && date -d "$BENCH_UNTIL" +%s || echo 0)
+in_time() {
+  [ "$until_s" = 0 ] || [ "$(date +%s)" -lt "$until_s" ] && return 0
+  echo "mpi_scale: left out (BENCH_UNTIL=$BENCH_UNTIL has passed): $1"
+  return 1
+}
+for p in $default_procs; do in_time "agreement P=$p, MPICH's default" && agreement "$p" 1000; done
 for p in $procs; do
+  progress "P=$p: load average $(cut -d' ' -f1-3 /proc/loadavg)"
+  in_time "P=$p" || continue
   agreement "$p" "$MPIR_CVAR_POLLS_BEFORE_YIELD"
   for mb in $sizes; do
+    in_time "P=$p $mb MiB" || continue
     resizes "$p" "$mb"
     checkpoints "$p" "$mb"
   done
   for q in $big_procs; do
-    if [ "$q" = "$p" ]; then
+    if [ "$q" = "$p" ] && in_time "P=$p $big MiB"; then
       resizes "$p" "$big"
       checkpoints "$p" "$big"
     fi
   done
 done
-for p in $default_procs; do agreement "$p" 1000; done
 log=
 echo "load after: $(uptime)"
 # The fit needs numpy: the system's Python has it (scripts/setup.sh installs python3-numpy).
