@@ -48,6 +48,7 @@ trap on_exit EXIT
 progress() { echo "[$(date -u +%T)] $*" >&2; }
 row() { echo "$1,$2,$3,$4,$5,$6" >>"$csv"; }
 
+ulimit -n "$(ulimit -Hn)" # pcmd holds two connections per process (128 at P = 64)
 echo "machine: $(nproc) cores; MPIR_CVAR_POLLS_BEFORE_YIELD=$MPIR_CVAR_POLLS_BEFORE_YIELD"
 echo "load before: $(uptime)"
 maxp=0
