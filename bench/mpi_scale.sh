@@ -9,10 +9,11 @@
 # PCM_Resume, every chunk verified and every element checked). Then each operation is fitted to
 # t = a + b*log2(P) + c*bytes/P (and with d*P + e*bytes, the terms this 2-core machine adds),
 # least squares, with the residuals (bench/mpi_scale_fit.py).
-# Oversubscription: P is far above the cores, and MPICH's waits spin. MPICH polls its queues and
-# calls sched_yield() every MPIR_CVAR_POLLS_BEFORE_YIELD polls (1000 by default); this run sets it
-# to BENCH_POLLS (1: every poll yields), so a waiting rank gives its core to a rank that has work.
-# The agreement is also timed with MPICH's default at BENCH_DEFAULT_PROCS, to show the difference.
+# Oversubscription: P is far above the cores, and MPICH's waits spin. Every MPI process of this run
+# has bench/yield_poll.c preloaded (BENCH_YIELD=0: not): a zero-timeout poll() that finds nothing,
+# which ch3:nemesis makes every few turns of its spinning wait, yields the core to a runnable rank.
+# The agreement is also timed without it (spinning, "_spin") at BENCH_SPIN_PROCS, to show the
+# difference.
 # Usage: bash bench/run.sh mpi_scale [--quick] (or BENCH_QUICK=1: P = 2 and 4, 1 MiB; ctest's
 # bench.mpi_scale.quick). Environment: BENCH_PROCS ("1 2 4 8 16 32"; a split
 # goes to 2P), BENCH_SIZES (MiB at every P: "1 16 256"), BENCH_BIG (MiB: 1024) at BENCH_BIG_PROCS
@@ -24,12 +25,14 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 if [ "${1:-}" = --quick ] || [ "${BENCH_QUICK:-0}" = 1 ]; then
   : "${BENCH_PROCS:=2 4}" "${BENCH_SIZES:=1}" "${BENCH_BIG_PROCS:=}" "${BENCH_CALLS:=500}"
-  : "${BENCH_DEFAULT_PROCS:=4}"
+  : "${BENCH_SPIN_PROCS:=4}"
 fi
 procs=${BENCH_PROCS:-1 2 4 8 16 32} sizes=${BENCH_SIZES:-1 16 256} big=${BENCH_BIG:-1024}
 big_procs=${BENCH_BIG_PROCS-2 8 32} reps=${BENCH_REPS:-1} calls=${BENCH_CALLS:-2000}
-default_procs=${BENCH_DEFAULT_PROCS-8 32}
-export MPIR_CVAR_POLLS_BEFORE_YIELD=${BENCH_POLLS:-1}
+spin_procs=${BENCH_SPIN_PROCS-8 32}
+preload=
+[ "${BENCH_YIELD:-1}" = 1 ] && preload=$(cd "$B/bench" && pwd)/libpcm_yield_poll.so
+[ -z "$preload" ] || [ -f "$preload" ] || { echo "mpi_scale: no $preload (build pcm_yield_poll)" >&2; exit 1; }
 ctl=$B/pcmctl
 limit=900 # seconds any one step may take
 csv=$tmp/mpi_scale.csv
@@ -49,24 +52,24 @@ progress() { echo "[$(date -u +%T)] $*" >&2; }
 row() { echo "$1,$2,$3,$4,$5,$6" >>"$csv"; }
 
 ulimit -n "$(ulimit -Hn)" # pcmd holds two connections per process (128 at P = 64)
-echo "machine: $(nproc) cores; MPIR_CVAR_POLLS_BEFORE_YIELD=$MPIR_CVAR_POLLS_BEFORE_YIELD"
+echo "machine: $(nproc) cores; MPI processes preload: ${preload:-nothing (waits spin)}"
 echo "load before: $(uptime)"
 maxp=0
 for p in $procs; do [ $((2 * p)) -gt $maxp ] && maxp=$((2 * p)); done
 bench_start_pcmd --hosts "localhost:$((maxp + 8))" --keep 1
 
-# agreement P POLLS: status_cost's per-call times (µs) as rows agree_* (seconds per call), with
+# agreement P [spin]: status_cost's per-call times (µs) as rows agree_* (seconds per call), with
 # PCM's default window (PCM_Status agrees once about every ms; the calls between only count) and
 # with PCM_STATUS_WINDOW_US=0 (_w0: one agreement, a broadcast, at every call); fewer calls as P
-# grows (at least 200).
+# grows (at least 200). With "spin", without the yielding poll (rows _spin).
 agreement() {
-  local p=$1 polls=$2 suffix= n w
-  [ "$polls" = "$MPIR_CVAR_POLLS_BEFORE_YIELD" ] || suffix=_polls$polls
+  local p=$1 suffix= pre=$preload n w
+  if [ "${2:-}" = spin ]; then suffix=_spin pre=; fi
   n=$((calls * 4 / p))
   [ $n -ge 200 ] || n=200
   for w in 1000 0; do
-    log=$tmp/status-$p-$polls-$w.out
-    MPIR_CVAR_POLLS_BEFORE_YIELD=$polls PCM_STATUS_WINDOW_US=$w PCM_JOB=agree-$p-$polls-$w \
+    log=$tmp/status-$p$suffix-$w.out
+    LD_PRELOAD=$pre PCM_STATUS_WINDOW_US=$w PCM_JOB=agree-$p$suffix-$w \
       timeout "$limit" mpiexec -n "$p" "$B/bench/status_cost" "$n" 3 >"$log" 2>&1 </dev/null
     awk -v p="$p" -v s="$([ $w = 0 ] && echo _w0)$suffix" '$1 == "status_cost:" {
         name = $6; if (name == "MPI_Bcast") name = "bcast"; else if (name == "PCM_Status") name = "status"
@@ -74,8 +77,8 @@ agreement() {
         printf "agree_%s%s,%d,%d,0,%d,%.9f\n", name, s, p, p, $3 + 1, $(NF - 1) * 1e-6 }' \
       "$log" >>"$csv"
   done
-  progress "P=$p agreement (polls before a yield: $polls): $(awk '$6 == "PCM_Status" {
-      printf "%s ", $(NF - 1) }' "$tmp/status-$p-$polls-1000.out" "$log") us"
+  progress "P=$p agreement${suffix:+ (spinning)}: PCM_Status $(awk '$6 == "PCM_Status" {
+      printf "%s ", $(NF - 1) }' "$tmp/status-$p$suffix-1000.out" "$log") us"
 }
 
 # moves FILE: "PROCS SECONDS" per move of resize_cost's output, start line to ready line; fails
@@ -94,7 +97,8 @@ resizes() {
   local p=$1 mb=$2 job=scale-$1-$2 dir=$tmp/rs-$1-$2 n=0 r
   mkdir -p "$dir"
   log=$dir/out
-  PCM_JOB=$job timeout "$limit" mpiexec -n "$p" "$B/bench/resize_cost" "$mb" adapt "$dir" \
+  LD_PRELOAD=$preload PCM_JOB=$job timeout "$limit" mpiexec -n "$p" "$B/bench/resize_cost" "$mb" \
+    adapt "$dir" \
     >"$log" 2>&1 </dev/null &
   bench_mpi=$!
   for r in $(seq "$reps"); do
@@ -131,17 +135,20 @@ resizes() {
 checkpoints() {
   local p=$1 mb=$2 job=ck-$1-$2
   log=$tmp/wait-$p-$mb.out
-  PCM_JOB=wait-$p-$mb timeout "$limit" mpiexec -n "$p" "$B/bench/ckpt_cost" "$mb" wait 3 0.5 \
+  LD_PRELOAD=$preload PCM_JOB=wait-$p-$mb timeout "$limit" mpiexec -n "$p" "$B/bench/ckpt_cost" \
+    "$mb" wait 3 0.5 \
     >"$log" 2>&1 </dev/null
   awk -v p="$p" -v mb="$mb" '/ckpt_cost: waits/ { for (i = 1; i <= NF; i++) if ($i == "median") m = $(i + 1)
       printf "ckpt_wait,%d,%d,%d,1,%.6f\n", p, p, mb, m }' "$log" >>"$csv"
   log=$tmp/write-$p-$mb.out
-  PCM_CHECKPOINT_ASYNC=0 PCM_JOB=$job timeout "$limit" mpiexec -n "$p" "$B/bench/ckpt_cost" "$mb" \
+  LD_PRELOAD=$preload PCM_CHECKPOINT_ASYNC=0 PCM_JOB=$job timeout "$limit" mpiexec -n "$p" \
+    "$B/bench/ckpt_cost" "$mb" \
     shards 1 >"$log" 2>&1 </dev/null
   awk -v p="$p" -v mb="$mb" '/ckpt_cost: wrote/ {
       printf "ckpt_write,%d,%d,%d,1,%s\n", p, p, mb, $9 }' "$log" >>"$csv"
   log=$tmp/read-$p-$mb.out
-  PCM_RESTART=1 PCM_JOB=$job timeout "$limit" mpiexec -n "$p" "$B/bench/ckpt_cost" "$mb" shards \
+  LD_PRELOAD=$preload PCM_RESTART=1 PCM_JOB=$job timeout "$limit" mpiexec -n "$p" \
+    "$B/bench/ckpt_cost" "$mb" shards \
     >"$log" 2>&1 </dev/null
   awk -v p="$p" -v mb="$mb" '/ckpt_cost: read/ { printf "restart_read,%d,%d,%d,1,%s\n", p, p, mb, $9 }' \
     "$log" >>"$csv"
@@ -163,11 +170,11 @@ in_time() {
   echo "mpi_scale: left out (BENCH_UNTIL=$BENCH_UNTIL has passed): $1"
   return 1
 }
-for p in $default_procs; do in_time "agreement P=$p, MPICH's default" && agreement "$p" 1000; done
+for p in $spin_procs; do in_time "agreement P=$p, spinning" && agreement "$p" spin; done
 for p in $procs; do
   progress "P=$p: load average $(cut -d' ' -f1-3 /proc/loadavg)"
   in_time "P=$p" || continue
-  agreement "$p" "$MPIR_CVAR_POLLS_BEFORE_YIELD"
+  agreement "$p"
   for mb in $sizes; do
     in_time "P=$p $mb MiB" || continue
     resizes "$p" "$mb"

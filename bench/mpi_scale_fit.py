@@ -27,7 +27,7 @@ TERMS = {"a": lambda p, m: 1.0, "b": lambda p, m: math.log2(p), "c": lambda p, m
          "d": lambda p, m: float(p), "e": lambda p, m: float(m)}
 MODELS = {"M3": "abc", "M5": "abcde"}
 OPS = ["split", "merge", "migrate", "ckpt_wait", "ckpt_write", "restart_read"]
-PLOT_AGREE = [f"agree_{c}{w}{s}" for s in ("", "_polls1000") for w in ("", "_w0")
+PLOT_AGREE = [f"agree_{c}{w}{s}" for s in ("", "_spin") for w in ("", "_w0")
               for c in ("status", "adapt", "bcast")]
 
 

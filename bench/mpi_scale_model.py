@@ -84,25 +84,27 @@ def main():
         """{operation: {part: seconds}} for P ranks; processes as (lo, hi)."""
         node_bytes = args.ppn * m
         ops = {
-            # P -> 2P: every old rank sends half its data to a new one; P hellos; one command.
-            "split P -> 2P": ("split", node_bytes / 2 / net,
-                              pcmd("deliver_ms", p) + pcmd("report_ms", p) + pcmd("hello_s", p)),
+            # P -> 2P: a new world of 2P is spawned and all the data moves to it (the old world
+            # retires): each old node sends all it holds; 2P hellos; one command.
+            "split P -> 2P": ("split", node_bytes / net, pcmd("deliver_ms", p)
+                              + pcmd("report_ms", p) + pcmd("hello_s", 2 * p)),
             # 2P -> P (P = the ranks left): the leaving half's data comes in.
             "merge 2P -> P": ("merge", node_bytes / 2 / net,
                               pcmd("deliver_ms", 2 * p) + pcmd("report_ms", 2 * p)),
             "checkpoint: the loop's wait": ("ckpt_wait", m / mib * 2 * term("ckpt_wait", "e"), 0.0),
             "checkpoint: written and committed": ("ckpt_write", node_bytes / st,
                                                   pcmd("records_s", p) + pcmd("commit_s", p)),
-            # Launch (the split's process terms as a proxy), read, registration and hellos.
+            # Launch, read, registration and hellos.
             "restart at P": ("restart_read", node_bytes / rd,
                              pcmd("restart_ms", p) + pcmd("hello_s", p)),
         }
         res = {}
         for name, (op, data, pc) in ops.items():
-            lo, hi = procs("split" if op == "restart_read" else op, p)
+            # A launch of P: the split's process terms, which spawn 2P, at P / 2.
+            lo, hi = procs("split", p / 2) if op == "restart_read" else procs(op, p)
             if op in ("ckpt_wait", "ckpt_write"):
                 lo = hi = 0.0
-            sw_s = sw(op, p) + (sw("split", p) if op == "restart_read" else 0.0)
+            sw_s = sw(op, p) + (sw("split", p / 2) if op == "restart_read" else 0.0)
             res[name] = dict(software=sw_s, lo=lo, hi=hi, data=data, pcmd=pc,
                              total_lo=sw_s + lo + data + pc, total_hi=sw_s + hi + data + pc)
         return res
