@@ -49,7 +49,8 @@ on_exit() {
 }
 trap on_exit EXIT
 progress() { echo "[$(date -u +%T)] $*" >&2; }
-row() { echo "$1,$2,$3,$4,$5,$6" >>"$csv"; }
+# keep: the rows so far at BENCH_CSV too, so that a run stopped early leaves what it measured.
+keep() { if [ -n "${BENCH_CSV:-}" ]; then cp "$csv" "$BENCH_CSV"; fi; }
 
 ulimit -n "$(ulimit -Hn)" # pcmd holds two connections per process (128 at P = 64)
 echo "machine: $(nproc) cores; MPI processes preload: ${preload:-nothing (waits spin)}"
@@ -179,11 +180,13 @@ for p in $procs; do
     in_time "P=$p $mb MiB" || continue
     resizes "$p" "$mb"
     checkpoints "$p" "$mb"
+    keep
   done
   for q in $big_procs; do
     if [ "$q" = "$p" ] && in_time "P=$p $big MiB"; then
       resizes "$p" "$big"
       checkpoints "$p" "$big"
+      keep
     fi
   done
 done
