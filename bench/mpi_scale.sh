@@ -12,7 +12,7 @@
 # Oversubscription: P is far above the cores, and MPICH's waits spin. Every MPI process of this run
 # has bench/yield_poll.c preloaded (BENCH_YIELD=0: not): a zero-timeout poll() that finds nothing,
 # which ch3:nemesis makes every few turns of its spinning wait, yields the core to a runnable rank.
-# The agreement is also timed without it (spinning, "_spin") at BENCH_SPIN_PROCS, to show the
+# The agreement is also timed without it (spinning, "_spin") at BENCH_SPIN_PROCS ("4 16"), to show the
 # difference.
 # Usage: bash bench/run.sh mpi_scale [--quick] (or BENCH_QUICK=1: P = 2 and 4, 1 MiB; ctest's
 # bench.mpi_scale.quick). Environment: BENCH_PROCS ("1 2 4 8 16 32"; a split
@@ -29,7 +29,7 @@ if [ "${1:-}" = --quick ] || [ "${BENCH_QUICK:-0}" = 1 ]; then
 fi
 procs=${BENCH_PROCS:-1 2 4 8 16 32} sizes=${BENCH_SIZES:-1 16 256} big=${BENCH_BIG:-1024}
 big_procs=${BENCH_BIG_PROCS-2 8 32} reps=${BENCH_REPS:-1} calls=${BENCH_CALLS:-2000}
-spin_procs=${BENCH_SPIN_PROCS-8 32}
+spin_procs=${BENCH_SPIN_PROCS-4 16}
 preload=
 [ "${BENCH_YIELD:-1}" = 1 ] && preload=$(cd "$B/bench" && pwd)/libpcm_yield_poll.so
 [ -z "$preload" ] || [ -f "$preload" ] || { echo "mpi_scale: no $preload (build pcm_yield_poll)" >&2; exit 1; }
