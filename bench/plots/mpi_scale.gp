@@ -4,14 +4,14 @@
 # agree_{status,adapt,bcast}[_w0][_spin]_us (_w0: an agreement at every call)
 dir = ARG0[:strstrt(ARG0, "mpi_scale.gp") - 1]
 load dir . "common.gp"
-set terminal pngcairo size 1200,560 font "DejaVu Sans,11" enhanced
+set terminal pngcairo size 1200,700 font "DejaVu Sans,11" enhanced
 set output ARG2
 set multiplot layout 1,2 title "PCM's MPI side against P (MPICH ch3, oversubscribed on 2 cores, waits yield the core)"
 set logscale xy
-set xlabel "processes P (a split goes P -> 2P, a merge 2P -> P)"
-set key top left
+set xlabel "processes P"
+set key outside below center maxrows 3 spacing 1.1 samplen 2
 set ylabel "seconds"
-set title "operations at the largest size measured at every P"
+set title "operations (split P -> 2P, merge 2P -> P) at the largest size measured at every P"
 plot ARG1 using "procs":"split" with linespoints lt 1 title "split P -> 2P", \
      "" using "procs":"merge" with linespoints lt 2 title "merge 2P -> P", \
      "" using "procs":"migrate" with linespoints lt 3 title "migrate one rank", \
