@@ -3,10 +3,10 @@
 # one run: the per-iteration agreement (PCM_Status, PCM_Adapt, beside a bare 16-byte MPI_Bcast),
 # a split P -> 2P, a merge 2P -> P and a migration of one rank (bench/resize_cost.c, adapt mode:
 # `pcmctl resize` / `pcmctl migrate`, from entering the PCM_Adapt call that carries the command
-# out to every rank of the new world holding its data, every element then checked), what the loop
-# waits for a background checkpoint (bench/ckpt_cost.c wait: PCM_Checkpoint's median), a checkpoint
+# out to every rank of the new world holding its data, every element then checked), a checkpoint
 # written at once (PCM_CHECKPOINT_ASYNC=0) and its restart read at the same P (PCM_RESTART=1:
-# PCM_Resume, every chunk verified and every element checked). Then each operation is fitted to
+# PCM_Resume, every chunk verified and every element checked), and what the loop waits for a
+# background checkpoint (bench/ckpt_cost.c wait: PCM_Checkpoint's median over 3 versions). Then each operation is fitted to
 # t = a + b*log2(P) + c*bytes/P (and with d*P + e*bytes, the terms this 2-core machine adds),
 # least squares, with the residuals (bench/mpi_scale_fit.py).
 # Oversubscription: P is far above the cores, and MPICH's waits spin. Every MPI process of this run
@@ -132,30 +132,32 @@ resizes() {
   rm -rf "$dir" "$tmp/data/jobs/$job" "$tmp/data/checkpoints/$job"
 }
 
-# checkpoints P MB: the background checkpoint's wait; a version written at once and read back.
+# checkpoints P MB: a version written at once (the call returns once it is committed) and read back
+# by a restart at the same P; then the background checkpoint's wait, with twice that write's time
+# (at least 0.5 s) of computing between versions, so that a version is never held up by the one
+# before (that would be the write, not the wait).
 checkpoints() {
-  local p=$1 mb=$2 job=ck-$1-$2
-  log=$tmp/wait-$p-$mb.out
-  LD_PRELOAD=$preload PCM_JOB=wait-$p-$mb timeout "$limit" mpiexec -n "$p" "$B/bench/ckpt_cost" \
-    "$mb" wait 3 0.5 \
-    >"$log" 2>&1 </dev/null
-  awk -v p="$p" -v mb="$mb" '/ckpt_cost: waits/ { for (i = 1; i <= NF; i++) if ($i == "median") m = $(i + 1)
-      printf "ckpt_wait,%d,%d,%d,1,%.6f\n", p, p, mb, m }' "$log" >>"$csv"
+  local p=$1 mb=$2 job=ck-$1-$2 wrote gap
   log=$tmp/write-$p-$mb.out
   LD_PRELOAD=$preload PCM_CHECKPOINT_ASYNC=0 PCM_JOB=$job timeout "$limit" mpiexec -n "$p" \
-    "$B/bench/ckpt_cost" "$mb" \
-    shards 1 >"$log" 2>&1 </dev/null
-  awk -v p="$p" -v mb="$mb" '/ckpt_cost: wrote/ {
-      printf "ckpt_write,%d,%d,%d,1,%s\n", p, p, mb, $9 }' "$log" >>"$csv"
+    "$B/bench/ckpt_cost" "$mb" shards 1 >"$log" 2>&1 </dev/null
+  wrote=$(awk '/ckpt_cost: wrote/ { print $9 }' "$log")
+  echo "ckpt_write,$p,$p,$mb,1,$wrote" >>"$csv"
   log=$tmp/read-$p-$mb.out
   LD_PRELOAD=$preload PCM_RESTART=1 PCM_JOB=$job timeout "$limit" mpiexec -n "$p" \
-    "$B/bench/ckpt_cost" "$mb" shards \
-    >"$log" 2>&1 </dev/null
-  awk -v p="$p" -v mb="$mb" '/ckpt_cost: read/ { printf "restart_read,%d,%d,%d,1,%s\n", p, p, mb, $9 }' \
-    "$log" >>"$csv"
-  progress "P=$p $mb MiB: checkpoint $(grep -h -o 'median [0-9.]* s\|: [0-9.]* s,' \
-    "$tmp/wait-$p-$mb.out" "$tmp/write-$p-$mb.out" "$log" | tr '\n' ' ')"
-  [ "$(grep -c "^\(ckpt_wait\|ckpt_write\|restart_read\),$p,$p,$mb," "$csv")" -eq 3 ] || {
+    "$B/bench/ckpt_cost" "$mb" shards >"$log" 2>&1 </dev/null
+  awk -v p="$p" -v mb="$mb" '/ckpt_cost: read/ {
+      printf "restart_read,%d,%d,%d,1,%s\n", p, p, mb, $9 }' "$log" >>"$csv"
+  gap=$(awk -v w="$wrote" 'BEGIN { g = 2 * w; printf "%.2f", (g > 0.5 ? g : 0.5) }')
+  log=$tmp/wait-$p-$mb.out
+  LD_PRELOAD=$preload PCM_JOB=wait-$p-$mb timeout "$limit" mpiexec -n "$p" "$B/bench/ckpt_cost" \
+    "$mb" wait 3 "$gap" >"$log" 2>&1 </dev/null
+  awk -v p="$p" -v mb="$mb" '/ckpt_cost: waits/ {
+      for (i = 1; i <= NF; i++) if ($i == "median") m = $(i + 1)
+      printf "ckpt_wait,%d,%d,%d,1,%.6f\n", p, p, mb, m }' "$log" >>"$csv"
+  progress "P=$p $mb MiB: checkpoint written $wrote s, read $(awk '/ckpt_cost: read/ {
+      print $9 }' "$tmp/read-$p-$mb.out") s, wait $(grep -o 'median [0-9.]*' "$log") s (gap $gap s)"
+  [ "$(grep -c "^\(ckpt_wait\|ckpt_write\|restart_read\),$p,$p,$mb,[0-9]*,[0-9.]" "$csv")" -eq 3 ] || {
     echo "mpi_scale: P=$p $mb MiB: a checkpoint step printed no figure" >&2
     return 1
   }
