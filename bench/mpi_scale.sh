@@ -82,15 +82,17 @@ agreement() {
       printf "%s ", $(NF - 1) }' "$tmp/status-$p$suffix-1000.out" "$log") us"
 }
 
-# moves FILE: "PROCS SECONDS" per move of resize_cost's output, start line to ready line; fails
-# unless every move checked all its elements.
+# moves FILE: "PROCS SECONDS" per move of resize_cost's output, start line to ready line (read in
+# two passes: the two come from different processes, and a migration's ready line, printed by the
+# replacement when it is the new rank 0, can come first); fails unless every move checked all its
+# elements.
 moves() {
-  awk '$1 == "resize_cost:" && $2 == "start" { t[$5] = $3 }
+  awk 'NR == FNR { if ($1 == "resize_cost:" && $2 == "start") t[$5] = $3; next }
        $1 == "resize_cost:" && $2 == "ready" {
          n++
          if ($9 != 0 || !($5 in t)) bad = 1
          else printf "%d %.6f\n", $7, $3 - t[$5] }
-       END { exit bad || n == 0 }' "$@"
+       END { exit bad || n == 0 }' "$1" "$1"
 }
 
 # resizes P MB: one job at P: split to 2P, merge to P, migrate its last rank; BENCH_REPS times.
