@@ -147,7 +147,7 @@ static int run_shards(MPI_Comm *world, long mb, int versions) {
     raw = raw_io(*world, rank, NULL, (size_t)elements * sizeof(double), 0);
     if (rank == 0)
       printf(
-          "ckpt_cost: read %ld MiB with %d processes (shards): %.3f s, %.3f GB/s; raw read() "
+          "ckpt_cost: read %ld MiB with %d processes (shards): %.4f s, %.3f GB/s; raw read() "
           "%.3f s\n",
           mb, size, t1 - t0, (double)units * UNIT * 8 / (t1 - t0) / 1e9, raw);
   } else {
@@ -161,7 +161,7 @@ static int run_shards(MPI_Comm *world, long mb, int versions) {
       raw = raw_io(*world, rank, (const char *)x, (size_t)elements * sizeof(double), 1);
       if (rank == 0)
         printf(
-            "ckpt_cost: wrote %ld MiB with %d processes (shards): %.3f s, %.3f GB/s; raw "
+            "ckpt_cost: wrote %ld MiB with %d processes (shards): %.4f s, %.3f GB/s; raw "
             "write()+fsync %.3f s\n",
             mb, size, t1 - t0, (double)units * UNIT * 8 / (t1 - t0) / 1e9, raw);
     }

@@ -5,7 +5,8 @@
  *         calls), until DIR/stop exists. Old rank 0 prints "start" when PCM_Status has returned
  *         the command.
  *   adapt the same with the register-once calls: the array registered, PCM_Adapt every
- *         iteration. Old rank 0 prints "start" with the time it entered the PCM_Adapt call that
+ *         iteration; a `pcmctl migrate` too (the replacement reports with the others). Old
+ *         rank 0 prints "start" with the time it entered the PCM_Adapt call that
  *         carried the command out (it returns PCM_RESHAPED, or PCM_RETIRED to the old world of a
  *         split).
  *   ckpt  a started job registers the array, prints "start", checkpoints it (PCM_Checkpoint:
@@ -182,7 +183,7 @@ static int adapt(MPI_Comm world, long units, const char *dir) {
   ok(PCM_Register_dist("buf", (void **)&buf, PCM_DOUBLE, &dist), "PCM_Register_dist");
   ok(PCM_Register_value("it", &it, PCM_INT, 1), "PCM_Register_value");
   ok(PCM_Resume(&world), "PCM_Resume");
-  if (PCM_Process_Status() == PCM_SPLITTED) { /* spawned by a split: the data is here */
+  if (PCM_Process_Status() != PCM_STARTED) { /* spawned by a split or a migration: data here */
     double t = arrived(world);
     PCM_Comm_rank(world, &rank);
     bad |= report(world, t, it, walk(buf, dist, rank, 0));

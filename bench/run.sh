@@ -10,7 +10,8 @@ if [ $# -eq 0 ]; then
   for f in "$here"/*.sh "$here"/*.py; do
     n=$(basename "$f")
     case $n in  # the library, this entry, and the programs or job scripts drivers run
-      lib.sh | run.sh | benchlib.py | tables.py | adapt_cost.py | slurm_job.sh) continue ;;
+      lib.sh | run.sh | benchlib.py | tables.py | adapt_cost.py | slurm_job.sh | mpi_scale_fit.py | \
+        mpi_scale_model.py) continue ;;
     esac
     printf '  %-16s %s\n' "${n%.*}" "$(sed -n '2s/^# *//; 2s/^"""//; 2p' "$f" | cut -c1-90)"
   done
