@@ -97,7 +97,18 @@ void BackgroundSplit::keep_spawn_of(const char* command) {
     plog()->info(
         "[rank 0] split: PCM_Split names another program than the one spawned in the "
         "background; spawning it now");
-  drop(nullptr);
+  spawn_.cancel_prefaulted();
+  set_aside_tells_ = result_ == PCM_SUCCESS && inter_ && ctx_.world.rank() == 0;
+  set_aside_ = std::move(inter_);
+  switching_ = false;
+}
+
+void BackgroundSplit::give_up_set_aside() {
+  if (!set_aside_) return;
+  if (set_aside_tells_ && split_can_go_back())
+    OldSideGuard::tell_new_world(set_aside_.get(), false);
+  set_aside_.reset();
+  set_aside_tells_ = false;
 }
 
 void BackgroundSplit::switch_now(const Command& cmd, std::int64_t iteration) {

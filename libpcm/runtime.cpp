@@ -371,6 +371,10 @@ int Runtime::split(void** buf, int type, PCM_Dist* dist, int* iteration, int* ra
     check_pending(*comm, true);
     const EndBound end_bound{background_.bound()};
     background_.keep_spawn_of(command);  // spawned in the background: this program
+    struct GiveUpSetAside {
+      BackgroundSplit& b;
+      ~GiveUpSetAside() { b.give_up_set_aside(); }
+    } after{background_};
     reshaper_.send_split(arrays, json{{"iteration", *iteration}}, command);
   }
   *rank = world_.rank();

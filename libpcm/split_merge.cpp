@@ -163,6 +163,9 @@ void Reshaper::send_split(const std::vector<ArrayRef>& arrays, const json& extra
   mpi::Comm inter =
       switched ? background_.take_spawn(cmd) : spawner_.spawn_for(cmd, command, cmd.hosts);
   MPI_Comm_set_errhandler(inter.get(), MPI_ERRORS_RETURN);
+  // Processes spawned in the background for another program end now, between the spawn and the
+  // old world's end (background_split.h: keep_spawn_of).
+  background_.give_up_set_aside();
   reconfig_.t_spawn = before + wtime() - t0;
   const double t1 = wtime();
   reconfig_.cma_token = std::random_device{}() * 4294967296ULL + std::random_device{}();

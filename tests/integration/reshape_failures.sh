@@ -3,7 +3,9 @@
 #  1. a split to a host outside the inventory and 2. a split after the program was deleted are
 #     refused by pcmd before anything happens, and the job runs on to a correct result;
 #  3. a split whose new process is killed before it joins ends the job with an error within a
-#     bounded time (no hang), pcmctl says what happened, and what was stored is still there.
+#     bounded time (no hang), pcmctl says what happened, and what was stored is still there;
+#  4. a spawn the library refuses (no such program) keeps the world and data, also (4b) when
+#     PCM_Split names it after another program was spawned in the background (PCM_OVERLAP=1).
 set -uo pipefail
 MPIEXEC=${MPIEXEC:-mpiexec}
 build=$1
@@ -52,6 +54,26 @@ grep -q '^reshape: ok: 0 reconfigurations, 2 processes, 0 wrong' "$PCM_TEST_DIR/
 "$pcmctl" status "$job" --json | grep -q 'split of rank 1 into 2 failed' ||
   fail "pcmctl does not show the failed split"
 echo "case 4: the spawn was refused inside the job, which kept its world and data"
+
+# 4b. The same with the spawn in the background (PCM_OVERLAP=1): PCM_Status spawned this program
+#     before PCM_Split named another; those processes are given up (they end: mpiexec exits) and
+#     the named program is spawned then, and refused. (Carried out when it is another file, a
+#     copy of the program, hydra failed an assertion in about 1 run of 6: not tested here.)
+for other in no-such-program; do
+  job=other-$other-$$
+  PCM_OVERLAP=1 PCM_LOG_LEVEL=info PCM_JOB=$job RESHAPE_SPAWN_COMMAND=$PCM_TEST_DIR/$other \
+    timeout 300 "$MPIEXEC" -n 2 "$build/tests/mpi_reshape" 40 4 cyclic 600 1500 \
+    >"$PCM_TEST_DIR/o.out" 2>&1 &
+  mpi=$!
+  "$pcmctl" wait "$job" --iteration 10 --timeout 120 || fail "job did not start"
+  "$pcmctl" split "$job" 1 --into 2 || fail "split refused by pcmd"
+  wait $mpi || fail "$other: the job failed: $(tail -n 30 "$PCM_TEST_DIR/o.out")"
+  grep -q 'names another program than the one spawned in the background' "$PCM_TEST_DIR/o.out" ||
+    fail "$other: the background spawn was not given up: $(tail -n 30 "$PCM_TEST_DIR/o.out")"
+  grep -q '^reshape: ok: 0 reconfigurations, 2 processes, 0 wrong' "$PCM_TEST_DIR/o.out" ||
+    fail "$other: wrong result: $(tail -n 30 "$PCM_TEST_DIR/o.out")"
+done
+echo "case 4b: a program named only at PCM_Split replaces the one spawned in the background"
 
 job=kill-$$
 start=$SECONDS
