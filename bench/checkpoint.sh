@@ -14,12 +14,14 @@
 #    first size): BENCH_STORE_ROUNDS (3) rounds of BENCH_VERSIONS versions with the ranks writing
 #    the keys themselves (with O_DIRECT, PCM_WRITE_DIRECT=1, then through the page cache, the
 #    default) and `dd conv=fsync` of the same bytes as many times, the first two of
-#    each warming up; then BENCH_STORE_OLD (3) versions through pcmd
+#    each warming up; and behind the application (PCM_STORE_ASYNC=1: what PCM_Store + PCM_Commit
+#    wait for) with BENCH_STORE_GAP (1) s of computing between versions, its newest version read
+#    back and checked element by element; then BENCH_STORE_OLD (3) versions through pcmd
 #    (PCM_CHECKPOINT_DIRECT=0); the first two of the direct ones and of dd warm up; then a restart's
 #    PCM_Load of the newest direct version, read by the ranks and then through pcmd.
 #  - the paper's path through pcmd (PCM_Store + PCM_Commit, PCM_Load; PCM_CHECKPOINT_DIRECT=0) at
 #    the first size, once, with `pcmctl status` timed meanwhile.
-# Environment: BENCH_SIZES, BENCH_NP, BENCH_VERSIONS, BENCH_STORE_SIZES, BENCH_STORE_OLD,
+# Environment: BENCH_SIZES, BENCH_NP, BENCH_VERSIONS, BENCH_STORE_SIZES, BENCH_STORE_OLD, BENCH_STORE_GAP,
 # BENCH_DIR (a directory on the filesystem to measure; default $TMPDIR or /tmp), BENCH_OLD=0 to
 # skip the through-pcmd path, BENCH_COLD=0 to leave the machine's page cache alone.
 set -euo pipefail
@@ -65,6 +67,10 @@ for mb in ${BENCH_STORE_SIZES:-$first}; do
       store "$versions" | tee "$tmp/sw$mb-$r.txt"
     PCM_WRITE_DIRECT=0 PCM_JOB=bench-store-buffered-$mb-$r mpiexec -n "$np" "$B/bench/ckpt_cost" \
       "$mb" store "$versions" | tee "$tmp/swb$mb-$r.txt"
+    # Behind the application (PCM_STORE_ASYNC=1): what the calls wait for, with BENCH_STORE_GAP
+    # (1) s of computing between versions (the writes of one go on during it).
+    PCM_STORE_ASYNC=1 PCM_JOB=bench-store-async-$mb-$r mpiexec -n "$np" "$B/bench/ckpt_cost" \
+      "$mb" store "$versions" "${BENCH_STORE_GAP:-1}" | tee "$tmp/swa$mb-$r.txt"
     for _ in $(seq "$versions"); do
       dd if=/dev/zero of="$tmp/dd" bs=1M count="$mb" conv=fsync 2>&1 | tail -1 |
         tee -a "$tmp/sdd$mb-$r.txt"
@@ -78,6 +84,9 @@ for mb in ${BENCH_STORE_SIZES:-$first}; do
     tee "$tmp/sr$mb.txt"
   PCM_CHECKPOINT_DIRECT=0 PCM_JOB=bench-store-buffered-$mb-$rounds PCM_RESTART=1 mpiexec -n "$np" \
     "$B/bench/ckpt_cost" "$mb" store | tee "$tmp/sro$mb.txt"
+  # The newest version made behind the application, read back and checked element by element.
+  PCM_JOB=bench-store-async-$mb-$rounds PCM_RESTART=1 mpiexec -n "$np" "$B/bench/ckpt_cost" "$mb" \
+    store | tee "$tmp/sra$mb.txt"
 done
 # How long `pcmctl status` takes to answer: idle, then while a job moves data through pcmd.
 status_times() {  # status_times FILE: times `pcmctl status` until $tmp/stop-status exists

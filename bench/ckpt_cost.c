@@ -7,9 +7,10 @@
  *                     with CKPT_RAW_DIR set, each is paired with the baseline: every rank
  *                     write()s its share to a raw file there and fsyncs it; the restart
  *                     then also read()s the raw files back into new memory;
- *   store:            the paper's PCM_Store of each rank's share + PCM_Commit (VERSIONS
- *                     versions, each timed), and PCM_Load back: the ranks write the keys
- *                     themselves where they see pcmd's data directory, every byte goes through
+ *   store [GAP]:      the paper's PCM_Store of each rank's share + PCM_Commit (VERSIONS
+ *                     versions, each timed, GAP (0) seconds of computing between them: passes
+ *                     reading the array, PCM_Status at the top of each), and PCM_Load back: the
+ * ranks write the keys themselves where they see pcmd's data directory, every byte goes through
  *                     pcmd with PCM_CHECKPOINT_DIRECT=0;
  *   wait GAP:         what the application waits for: VERSIONS versions, each PCM_Checkpoint call
  *                     timed, with GAP seconds of computing (iterations of one pass over the
@@ -43,9 +44,9 @@ static int check(PCM_Dist dist, const double *x, int rank) {
   return 1;
 }
 
-static int run_store(MPI_Comm world, long mb, int rank, int size, int versions) {
+static int run_store(MPI_Comm world, long mb, int rank, int size, int versions, double gap) {
   long n = mb * 1024 * 1024 / 8 / size, k;
-  double *x = malloc((size_t)n * sizeof(double)), t0, t1, t2;
+  double *x = malloc((size_t)n * sizeof(double)), t0, t1, t2, sum = 0;
   int v;
   if (PCM_Process_Status() == PCM_RESTARTED) {
     MPI_Barrier(world);
@@ -76,7 +77,18 @@ static int run_store(MPI_Comm world, long mb, int rank, int size, int versions) 
             "ckpt_cost: wrote %ld MiB with %d processes (store): %.3f s (store %.3f s + commit "
             "%.3f s), %.3f GB/s\n",
             mb, size, t2 - t0, t1 - t0, t2 - t1, (double)n * size * 8 / (t2 - t0) / 1e9);
+      /* GAP: the application computes (passes reading its array, PCM_Status at the top of each)
+       * for gap seconds before the next version. */
+      t0 = MPI_Wtime();
+      for (;;) {
+        int go = MPI_Wtime() - t0 < gap; /* rank 0's clock: the same passes everywhere */
+        MPI_Bcast(&go, 1, MPI_INT, 0, world);
+        if (!go) break;
+        if (PCM_Status(world) < 0) return fail("PCM_Status");
+        for (k = 0; k < n; k++) sum += x[k];
+      }
     }
+    if (rank == 0 && gap > 0) printf("ckpt_cost: (sum %g)\n", sum > 0 ? 1.0 : 0.0);
   }
   free(x);
   return 0;
@@ -242,7 +254,8 @@ int main(int argc, char **argv) {
   MPI_Comm_rank(world, &rank);
   MPI_Comm_size(world, &size);
   if (strcmp(path, "store") == 0)
-    rc = run_store(world, mb, rank, size, argc > 3 ? atoi(argv[3]) : 1);
+    rc = run_store(world, mb, rank, size, argc > 3 ? atoi(argv[3]) : 1,
+                   argc > 4 ? atof(argv[4]) : 0);
   else if (strcmp(path, "wait") == 0)
     rc = run_wait(&world, mb, argc > 3 ? atoi(argv[3]) : 5, argc > 4 ? atof(argv[4]) : 2.0);
   else

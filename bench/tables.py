@@ -57,7 +57,7 @@ def checkpoint(argv):
                 out.append(times(f"{prefix}{mb}-{r}.txt", 2))
                 r += 1
             return out
-        direct, buffered, dd = rounds("sw"), rounds("swb"), rounds("sdd")
+        direct, buffered, dd, behind = rounds("sw"), rounds("swb"), rounds("sdd"), rounds("swa")
         old = times(f"so{mb}.txt")
         if not (direct and buffered and dd and old):
             continue
@@ -71,6 +71,12 @@ def checkpoint(argv):
         print(f"| write {mb} MiB: the same through the page cache (the default) vs dd "
               f"conv=fsync | {ab:.3f} s ({gb / ab:.2f} GB/s; {min(flat(buffered)):.3f}-"
               f"{max(flat(buffered)):.3f}) | {b:.3f} s | {b / ab:.2f} (per round: {per_round(buffered)}) |")
+        if behind:
+            aa = med(flat(behind))
+            print(f"| write {mb} MiB: PCM_Store + PCM_Commit behind the application (PCM_STORE_ASYNC=1; "
+                  f"what the calls wait for, computing between versions; the version is durable later) "
+                  f"vs dd conv=fsync | {aa:.3f} s ({min(flat(behind)):.3f}-{max(flat(behind)):.3f}) | "
+                  f"{b:.3f} s | {b / aa:.2f} (per round: {per_round(behind)}) |")
         print(f"| write {mb} MiB: PCM_Store + PCM_Commit through pcmd (PCM_CHECKPOINT_DIRECT=0) vs dd "
               f"conv=fsync | {o:.3f} s ({gb / o:.2f} GB/s; {len(old)} versions) | {b:.3f} s | "
               f"{b / o:.2f} (direct is {o / a:.1f}x faster) |")

@@ -283,11 +283,13 @@ Commit Commit::from_json(const json& j) {
   r.iteration = get_int(j, "iteration", 0, INT64_MAX);
   r.size = rank_of(j, "size", 1);
   r.retry = get_bool(j, "retry", false);
+  r.after_stores = get_bool(j, "after_stores", false);
   return r;
 }
 json Commit::to_json() const {
   json j{{"job", job}, {"iteration", iteration}, {"size", size}};
   if (retry) j["retry"] = true;
+  if (after_stores) j["after_stores"] = true;
   return j;
 }
 
@@ -399,6 +401,21 @@ json ShardDone::to_json() const {
   put(j, "error", error);
   if (retry) j["retry"] = true;
   if (levels) j["levels"] = levels->to_json();
+  return j;
+}
+
+StoresDone StoresDone::from_json(const json& j) {
+  StoresDone r;
+  r.job = valid_job_of(j);
+  r.iteration = get_int(j, "iteration", 0, INT64_MAX);
+  r.rank = rank_of(j, "rank", 0);
+  r.size = rank_of(j, "size", 1);
+  r.error = opt_string(j, "error", 2000);
+  return r;
+}
+json StoresDone::to_json() const {
+  json j{{"job", job}, {"iteration", iteration}, {"rank", rank}, {"size", size}};
+  put(j, "error", error);
   return j;
 }
 

@@ -59,6 +59,7 @@ enum class Fence { kNone, kRun, kLiveRun };
   X(ShardDone, "shard_done", true, false, false, Fence::kLiveRun)                \
   X(DirectDir, "direct_dir", false, false, false, Fence::kLiveRun)               \
   X(StoreDirect, "store_direct", false, false, false, Fence::kLiveRun)           \
+  X(StoresDone, "stores_done", false, false, false, Fence::kLiveRun)             \
   X(Migrate, "migrate", false, false, false, Fence::kNone)                       \
   X(Split, "split", false, false, false, Fence::kNone)                           \
   X(Merge, "merge", false, false, false, Fence::kNone)                           \
@@ -260,12 +261,16 @@ struct Load {
 };
 
 // The working store becomes a checkpoint version. Reply: iteration, bytes, pruned.
+// after_stores (PCM_STORE_ASYNC): the version is made once every rank of `size` has said that its
+// stores are in (stores_done); the reply comes at once, with "deferred": true, unless they all
+// have already (then it is the commit's).
 struct Commit {
   static constexpr Op kOp = Op::kCommit;
   std::string job;
   std::int64_t iteration = 0;
   int size = 0;
   bool retry = false;
+  bool after_stores = false;
   static Commit from_json(const json& j);
   json to_json() const;
 };
@@ -378,6 +383,21 @@ struct ShardDone {
   // Where the shard's copies are (checkpoint levels); absent: in the version's directory only.
   std::optional<pcm::common::ShardLevels> levels;
   static ShardDone from_json(const json& j);
+  json to_json() const;
+};
+
+// PCM_STORE_ASYNC: one rank's stores before a deferred commit of `iteration` are in (each
+// recorded by its store_direct), or the error that stopped them. When every rank of `size` has
+// said so and rank 0's commit (after_stores) has come, pcmd makes the version; the reply to the
+// last of these requests is the commit's (iteration, bytes, pruned), or its error.
+struct StoresDone {
+  static constexpr Op kOp = Op::kStoresDone;
+  std::string job;
+  std::int64_t iteration = 0;
+  int rank = 0;
+  int size = 0;
+  std::optional<std::string> error;  // this rank's stores could not all be written
+  static StoresDone from_json(const json& j);
   json to_json() const;
 };
 

@@ -134,7 +134,10 @@ int PCM_Status(MPI_Comm comm);
  * process that does not see the directory, travel to pcmd, which writes them. PCM_WRITE_DIRECT=1
  * writes those files with O_DIRECT, past the page cache (where the file system takes it): steadier
  * where new page-cache pages are dear, but a load soon after reads from the disk
- * (docs/user/checkpoints.md). Either way the call returns once the data is on disk (fsynced).
+ * (docs/user/checkpoints.md). Either way the call returns once the data is on disk (fsynced),
+ * unless PCM_STORE_ASYNC=1: then it copies the data into memory the process keeps and returns,
+ * and the next PCM_Commit writes it (see there); this process loads it at once, another once
+ * that commit has been made or this process has reconfigured or finalized.
  * Local (each process talks to pcmd itself). PCM_Store, PCM_Load, PCM_Commit and a restart's
  * PCM_Init wait for pcmd up to PCM_DATA_TIMEOUT_MS (default 600000): their time grows with the
  * data; PCM_ERR_DAEMON after that. A store is atomic: the new data is written completely
@@ -334,6 +337,12 @@ int PCM_Merge_Collective(void **buf, PCM_Datatype type, PCM_Dist *dist, int *ite
  * rank's last PCM_Store failed; a valid version of `iteration` exists already, as for the
  * iteration a restarted job resumed from), PCM_ERR_NOSPACE (the disk is full: the previous
  * version stays valid), PCM_ERR_INTERNAL (another write failure).
+ * With PCM_STORE_ASYNC=1 and keys stored since the last commit, PCM_Commit returns once every rank
+ * has handed them to a thread of its own (the data was copied by PCM_Store): the threads write
+ * them and pcmd makes the version when all have. Durability: the version exists once made; the
+ * next PCM_Commit waits for it first and returns its failure (any of the errors above, or
+ * PCM_ERR_DAEMON when pcmd did not make it) on every rank, naming its iteration; PCM_Finalize
+ * waits for it and logs a failure. A crash before it is made leaves the previous version.
  */
 int PCM_Commit(MPI_Comm comm, int iteration);
 

@@ -106,6 +106,7 @@ int Runtime::adapt(MPI_Comm* comm) {
     std::optional<Watchdog::Scope>& bound;
     ~EndBound() { bound.reset(); }
   } end_bound{background_.bound()};
+  storage_.flush();  // keys PCM_Store kept (PCM_STORE_ASYNC=1), for the processes after this one
   // The calls below bound their parts too; this scope adds the agreement after a migration.
   const Watchdog::Scope guard = bounds_.bounded(*reconfig_.current);
   try {
@@ -159,6 +160,7 @@ int Runtime::stop_job(MPI_Comm* comm) {
   // (Checkpointer::write_final), not over this run's calls.
   done.iteration = std::max<std::int64_t>(restart_.iteration, 0) + life_.iteration;
   done.stopped = stop_reason();
+  storage_.flush();
   if (resumed_ && !registry_.empty()) {
     done.stopped_version = checkpointer_.write_final(life_.iteration, stop_reason());
   } else {

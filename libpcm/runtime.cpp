@@ -348,6 +348,7 @@ struct EndBound {
 int Runtime::reconfigure(MPI_Comm* comm, const char* command) {
   if (!comm) fail(PCM_ERR_ARG, "comm is NULL");
   require_world(*comm);
+  storage_.flush();  // the keys this process kept, for the processes after it
   reshaper_.migrate(command, nullptr);
   *comm = world_.comm();
   return PCM_SUCCESS;
@@ -370,6 +371,7 @@ int Runtime::split(void** buf, int type, PCM_Dist* dist, int* iteration, int* ra
   } else {
     check_pending(*comm, true);
     const EndBound end_bound{background_.bound()};
+    storage_.flush();
     background_.keep_spawn_of(command);  // spawned in the background: this program
     struct GiveUpSetAside {
       BackgroundSplit& b;
@@ -401,6 +403,7 @@ int Runtime::merge(void** buf, int type, PCM_Dist* dist, int* iteration, int* ra
   check_reshape_args(buf, dist, iteration, rank, size, comm, type);
   check_pending(*comm, false);
   const EndBound end_bound{background_.bound()};
+  storage_.flush();
   if (reconfig_.current->respawn) {
     // pcmd asked for the merge to leave nothing behind (a node that goes back to Slurm): the
     // world that remains is spawned anew, as a split's, and receives the merged data there (its
@@ -531,6 +534,8 @@ int Runtime::finalize(MPI_Comm comm) {
     background_.drop(reconfig_.current ? &*reconfig_.current : nullptr);
     // The last version is committed before the job ends (every rank has one in flight, or none).
     if (checkpointer_.in_flight()) checkpointer_.settle_quietly("at PCM_Finalize");
+    // What PCM_Store kept is written (stores outlive the process), a commit made behind settled.
+    storage_.flush();
     ops::Finished done;
     done.job = life_.job;
     done.iteration = life_.iteration;

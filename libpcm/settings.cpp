@@ -39,6 +39,7 @@ Settings Settings::from_env() {
   env_long("PCM_OVERLAP", 0, 0, 1);  // used before MPI_Init (overlap_requested); checked here
   s.checkpoint_direct = env_long("PCM_CHECKPOINT_DIRECT", 1, 0, 1) == 1;
   s.write_direct = env_long("PCM_WRITE_DIRECT", 0, 0, 1) == 1;
+  s.store_async = env_long("PCM_STORE_ASYNC", 0, 0, 1) == 1;
   s.checkpoint_async = env_long("PCM_CHECKPOINT_ASYNC", 1, 0, 1) == 1;
   if (const char* d = std::getenv("PCM_CHECKPOINT_LOCAL_DIR"); d && *d) {
     s.checkpoint_local_dir = d;

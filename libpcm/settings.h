@@ -21,6 +21,9 @@ struct Settings {
   bool checkpoint_direct = true;
   // PCM_WRITE_DIRECT=1: PCM_Store's files written with O_DIRECT (common/shard.h: ShardIo).
   bool write_direct = false;
+  // PCM_STORE_ASYNC: PCM_Store keeps a copy and PCM_Commit writes behind the application
+  // (async_stores.h).
+  bool store_async = false;
   // PCM_CHECKPOINT_ASYNC: PCM_Checkpoint returns once the registered data is copied, and the
   // shards are written and committed in the background (0: the call waits for the commit).
   bool checkpoint_async = true;

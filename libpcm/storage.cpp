@@ -35,7 +35,8 @@ std::size_t check_data(int rank, const char* key, const void* buf, int type, lon
   return elem;
 }
 
-// A load's buffer must be what was stored.
+}  // namespace
+
 void check_loaded(int rank, const char* key, int stored_type, std::int64_t stored_count, int type,
                   long count) {
   if (stored_type != type)
@@ -45,10 +46,11 @@ void check_loaded(int rank, const char* key, int stored_type, std::int64_t store
     fail(PCM_ERR_COUNT, "rank {} key '{}' holds {} elements, not {}", rank, key, stored_count,
          count);
 }
-}  // namespace
 
 void Storage::store(int rank, const char* key, const void* buf, int type, long count) {
   std::size_t bytes = static_cast<std::size_t>(count) * check_data(rank, key, buf, type, count);
+  if (async_.keep(rank, key, buf, type, static_cast<std::uint64_t>(count)))
+    return;  // kept here (PCM_STORE_ASYNC=1); written behind the application at PCM_Commit
   if (direct_store_.store(ctx_.link, ctx_.settings, ctx_.job, rank, key, buf, type,
                           static_cast<std::uint64_t>(count)))
     return;  // written here, recorded by pcmd
@@ -58,6 +60,7 @@ void Storage::store(int rank, const char* key, const void* buf, int type, long c
 
 void Storage::load_count(int rank, const char* key, int* type, long* count) {
   check_entry(rank, key);
+  if (!ctx_.restart.reading && async_.load_count(rank, key, type, count)) return;
   std::optional<ShardRecord> rec;
   if (ctx_.restart.reading) {
     auto v = direct_store_.in_version(ctx_.link, ctx_.settings, ctx_.job, ctx_.restart.iteration,
@@ -80,6 +83,8 @@ void Storage::load_count(int rank, const char* key, int* type, long* count) {
 
 void Storage::load(int rank, const char* key, void* buf, int type, long count) {
   std::size_t elem = check_data(rank, key, buf, type, count);
+  if (!ctx_.restart.reading && async_.load(rank, key, buf, type, count))
+    return;  // the newest data of a key kept here (PCM_STORE_ASYNC=1)
   if (ctx_.restart.reading) {
     // The version's shard straight from its file, where this process sees it.
     if (auto v = direct_store_.in_version(ctx_.link, ctx_.settings, ctx_.job,
@@ -110,11 +115,57 @@ void Storage::commit(int iteration) {
   std::string msg = code ? fmt::format("iteration {} is negative", iteration) : "";
   // Every rank's stores have returned once all are here; then rank 0 asks pcmd to commit.
   agree(ctx_.world.comm(), code, msg);
-  agreed(ctx_.world.comm(), [&] {
-    if (ctx_.world.rank() == 0)
-      ctx_.link.request(ops::request(ops::Commit{ctx_.job, iteration, ctx_.world.size(), false}),
-                        nullptr, 0, ctx_.settings.data_timeout_ms);
-  });
+  settle();  // the previous commit made behind: its failure is this call's
+  int behind = async_.dirty() ? 1 : 0;  // a rank keeps keys not yet written (PCM_STORE_ASYNC=1)
+  mpi_check(MPI_Allreduce(MPI_IN_PLACE, &behind, 1, MPI_INT, MPI_MAX, ctx_.world.comm()),
+            "MPI_Allreduce");
+  const ops::Commit req{ctx_.job, iteration, ctx_.world.size(), false, behind == 1};
+  if (!behind) {
+    agreed(ctx_.world.comm(), [&] {
+      if (ctx_.world.rank() == 0)
+        ctx_.link.request(ops::request(req), nullptr, 0, ctx_.settings.data_timeout_ms);
+    });
+    return;
+  }
+  // Behind the application: every rank's thread writes its keys and says so; pcmd makes the
+  // version once all have and this request has come. Its failure, as the writers', is reported
+  // by the next PCM_Commit or PCM_Finalize on every rank (settle), never by this one on rank 0.
+  async_.start(iteration, ctx_.world.rank(), ctx_.world.size());
+  if (ctx_.world.rank() == 0) {
+    const Outcome asked = attempt([&] {
+      auto r = ctx_.link.request(ops::request(req), nullptr, 0, ctx_.settings.data_timeout_ms);
+      if (r.header.contains("iteration")) async_.committed_now();  // the stores were all in
+    });
+    if (!asked.ok()) async_.asked_failed(asked);
+  }
+}
+
+void Storage::flush() {
+  if (!ctx_.settings.store_async) return;
+  settle(true);
+  async_.flush();
+}
+
+void Storage::settle(bool quietly) {
+  const AsyncStores::Result r = async_.finish();
+  Outcome o = r.outcome;
+  int seen = r.commit_seen ? 1 : 0;
+  mpi_check(MPI_Allreduce(MPI_IN_PLACE, &seen, 1, MPI_INT, MPI_MAX, ctx_.world.comm()),
+            "MPI_Allreduce");
+  // Exactly one process gets the reply that is the commit's: none did, none was made.
+  if (r.started && o.ok() && !seen)
+    o = {PCM_ERR_DAEMON, "pcmd did not make it (did pcmd restart meanwhile?)"};
+  if (!o.ok())
+    o.msg = fmt::format(
+        "the commit of iteration {} made behind the application "
+        "(PCM_STORE_ASYNC=1) was not made: {}",
+        r.iteration, o.msg);
+  try {
+    agree(ctx_.world.comm(), o.code, o.msg);
+  } catch (const Error& e) {
+    if (!quietly) throw;
+    if (ctx_.world.rank() == 0) plog()->warn("[rank 0] {}", e.what());
+  }
 }
 
 void Storage::load_redistribute(const char* key, int type, const Distribution& from,

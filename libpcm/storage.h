@@ -4,6 +4,7 @@
 // register-once layer's restart from it). Definitions: storage.cpp.
 #pragma once
 
+#include "async_stores.h"
 #include "context.h"
 #include "direct_store.h"
 #include "distribution.h"
@@ -18,8 +19,17 @@ class Storage {
   void store(int rank, const char* key, const void* buf, int type, long count);
   void load_count(int rank, const char* key, int* type, long* count);
   void load(int rank, const char* key, void* buf, int type, long count);
-  // PCM_Commit, its world checked: collective; rank 0 asks pcmd to commit.
+  // PCM_Commit, its world checked: collective; rank 0 asks pcmd to commit. With PCM_STORE_ASYNC=1
+  // and keys kept (async_stores.h): the previous such commit settled, then the keys written and
+  // the version made behind the application.
   void commit(int iteration);
+  // Collective: how the last commit made behind the application went; every rank throws the same
+  // error if it was not made. quietly: logged by rank 0 instead (PCM_Finalize).
+  void settle(bool quietly = false);
+  // Collective (the world's processes reconfigure or end): the commit made behind settled (its
+  // failure logged by rank 0), then the keys kept here written now (a failure is logged, and
+  // pcmd refuses commits until the key is stored again).
+  void flush();
   // PCM_Load_redistribute: this rank's share (by to) of key, saved by the ranks of from.
   void load_redistribute(const char* key, int type, const Distribution& from,
                          const Distribution& to, int rank, void* buf);
@@ -31,6 +41,11 @@ class Storage {
  private:
   Context ctx_;
   DirectStore direct_store_;  // PCM_Store's keys written here
+  AsyncStores async_{ctx_};   // PCM_STORE_ASYNC=1's copies and writer
 };
+
+// A load's buffer must be what was stored (type and count), else PCM_ERR_TYPE / PCM_ERR_COUNT.
+void check_loaded(int rank, const char* key, int stored_type, std::int64_t stored_count, int type,
+                  long count);
 
 }  // namespace pcm::lib

@@ -130,18 +130,73 @@ std::function<void(json&)> DataOps::note_commit(const Job& job, bool shards) {
 
 json DataOps::commit(const ops::Commit& r, std::vector<char>& reply_data) {
   const Job& job = jobs_.find(r.job);
+  if (!r.after_stores) return commit_store(job, r.iteration, r.size, r.retry, reply_data);
+  deferred_for(job, r.iteration, r.size).asked = true;
+  return deferred_reply(job, reply_data);
+}
+
+json DataOps::commit_store(const Job& job, std::int64_t iteration, int size, bool retry,
+                           std::vector<char>& reply_data) {
   return disk_.defer(
-      {[this, r, layout = job.layout](std::vector<char>&) {
+      {[this, name = job.name, iteration, size, retry, layout = job.layout](std::vector<char>&) {
          // Sent again after a pcmd restart: the commit may have been made before it died.
-         if (r.retry)
-           if (auto done = committed_before(r.job, r.iteration)) return *done;
-         Manifest m = checkpoints_.commit(store_, r.job, r.iteration, r.size, layout);
-         auto removed = checkpoints_.prune(r.job, keep_versions_, r.iteration);
+         if (retry)
+           if (auto done = committed_before(name, iteration)) return *done;
+         Manifest m = checkpoints_.commit(store_, name, iteration, size, layout);
+         auto removed = checkpoints_.prune(name, keep_versions_, iteration);
          return json{
-             {"ok", true}, {"iteration", r.iteration}, {"bytes", m.file_size}, {"pruned", removed}};
+             {"ok", true}, {"iteration", iteration}, {"bytes", m.file_size}, {"pruned", removed}};
        },
        note_commit(job, false)},
       reply_data);
+}
+
+// ---- commits made behind the application (PCM_STORE_ASYNC) ---------------------------------
+
+DataOps::DeferredCommit& DataOps::deferred_for(const Job& job, std::int64_t iteration, int size) {
+  if (size != job.size)
+    fail(PCM_ERR_REFUSED, "a commit of {} processes for a job of {}", size, job.size);
+  auto it = deferred_.find(job.name);
+  if (it != deferred_.end() && it->second.incarnation == job.incarnation) {
+    if (it->second.iteration == iteration) return it->second;
+    if (it->second.iteration > iteration)
+      fail(PCM_ERR_REFUSED, "job '{}' commits iteration {} now, not {}", job.name,
+           it->second.iteration, iteration);
+    log_->warn(
+        "job {}: the commit of iteration {} never had all its ranks' stores ({} of {}); "
+        "iteration {} replaces it",
+        job.name, it->second.iteration, it->second.reported, size, iteration);
+  }
+  DeferredCommit d{iteration, job.incarnation, false, std::vector<bool>(size), 0, ""};
+  return deferred_.insert_or_assign(job.name, std::move(d)).first->second;
+}
+
+json DataOps::stores_done(const ops::StoresDone& r, std::vector<char>& reply_data) {
+  const Job& job = jobs_.find(r.job);
+  if (r.rank >= r.size) fail(PCM_ERR_ARG, "rank {} of a commit of {} processes", r.rank, r.size);
+  DeferredCommit& d = deferred_for(job, r.iteration, r.size);
+  if (!d.done[static_cast<std::size_t>(r.rank)]) {  // else sent again (a retry)
+    d.done[static_cast<std::size_t>(r.rank)] = true;
+    ++d.reported;
+    if (r.error && d.failed.empty()) d.failed = fmt::format("rank {}: {}", r.rank, *r.error);
+  }
+  return deferred_reply(job, reply_data);
+}
+
+json DataOps::deferred_reply(const Job& job, std::vector<char>& reply_data) {
+  auto it = deferred_.find(job.name);
+  DeferredCommit& d = it->second;
+  if (!d.asked || d.reported < static_cast<int>(d.done.size()))
+    return json{{"ok", true}, {"deferred", true}};
+  const DeferredCommit done = std::move(d);
+  deferred_.erase(it);
+  if (!done.failed.empty()) {
+    log_->warn("job {}: commit of iteration {} not made: {}", job.name, done.iteration,
+               done.failed);
+    fail(PCM_ERR_REFUSED, "a rank's stores were not written ({})", done.failed);
+  }
+  // Each rank's stores were recorded (store_direct, on the data thread) before it reported.
+  return commit_store(job, done.iteration, static_cast<int>(done.done.size()), false, reply_data);
 }
 
 json DataOps::checkpoints(const ops::Checkpoints& r, std::vector<char>& reply_data) {

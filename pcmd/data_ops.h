@@ -53,6 +53,8 @@ class DataOps {
   // Keys the ranks store themselves (store.h's direct keys).
   proto::json direct_dir(const ops::DirectDir& r, std::vector<char>& reply_data);
   proto::json store_direct(const ops::StoreDirect& r, std::vector<char>& reply_data);
+  // PCM_STORE_ASYNC: a rank's stores before a deferred commit are in.
+  proto::json stores_done(const ops::StoresDone& r, std::vector<char>& reply_data);
 
   // A restart's registration: the newest version of name that verifies is found on the disk,
   // then then(version) makes the reply on the request loop.
@@ -72,6 +74,9 @@ class DataOps {
   proto::json commit_version(const Job& job, std::int64_t iteration, int size, proto::json layout,
                              std::vector<ShardRecord> shards, bool retry,
                              std::vector<char>& reply_data, std::vector<ShardLevels> levels = {});
+  // The disk part of a commit of the working store (commit; a deferred one's last report).
+  proto::json commit_store(const Job& job, std::int64_t iteration, int size, bool retry,
+                           std::vector<char>& reply_data);
   // Notes a commit in the job's history, if the job is still the same run.
   std::function<void(proto::json&)> note_commit(const Job& job, bool shards);
 
@@ -93,6 +98,22 @@ class DataOps {
     std::vector<std::optional<ShardLevels>> levels;  // by rank, as reported (checkpoint levels)
   };
   std::map<std::string, PendingVersion> pending_;
+  // Per job, the commit made behind the application (commit with after_stores, stores_done): the
+  // newest only (libpcm settles one before it asks for the next). In memory, as pending_: after a
+  // restart of pcmd it is not made, and the ranks learn it (no reply was the commit's).
+  struct DeferredCommit {
+    std::int64_t iteration = 0;
+    long long incarnation = 0;
+    bool asked = false;      // rank 0's commit has come
+    std::vector<bool> done;  // by rank: its stores are in
+    int reported = 0;
+    std::string failed;  // the first rank's error
+  };
+  std::map<std::string, DeferredCommit> deferred_;
+  // The job's deferred commit of iteration (a new one replaces an older, unfinished one).
+  DeferredCommit& deferred_for(const Job& job, std::int64_t iteration, int size);
+  // Once asked and every rank reported: the commit, its reply this request's.
+  proto::json deferred_reply(const Job& job, std::vector<char>& reply_data);
 };
 
 }  // namespace pcm::daemon

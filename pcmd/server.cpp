@@ -185,6 +185,9 @@ void Server::set_handlers() {
   on<ops::StoreDirect>([this](const ops::StoreDirect& r, Payload, Out& out) {
     return data_ops_->store_direct(r, out);
   });
+  on<ops::StoresDone>([this](const ops::StoresDone& r, Payload, Out& out) {
+    return data_ops_->stores_done(r, out);
+  });
   on<ops::Migrate>([this](const ops::Migrate& r, Payload, Out&) { return desk_.migrate(r); });
   on<ops::Split>([this](const ops::Split& r, Payload, Out&) { return desk_.split(r); });
   on<ops::Merge>([this](const ops::Merge& r, Payload, Out&) { return desk_.merge(r); });

@@ -120,6 +120,11 @@ def main():
     seeds["store-direct"] = frames(b"", req("store_direct", rank=0, key="x", record=direct, **job))
     seeds["store-direct-failed"] = frames(b"", req("store_direct", rank=0, key="x",
                                                    error="No space left on device", **job))
+    seeds["stores-done"] = frames(b"", req("stores_done", iteration=2, rank=0, size=1, **job))
+    seeds["stores-done-error"] = frames(b"", req("stores_done", iteration=2, rank=0, size=1,
+                                                 error="disk full", **job))
+    seeds["commit-after-stores"] = frames(b"", req("commit", iteration=2, size=1,
+                                                   after_stores=True, **job))
     seeds["migrate"] = frames(b"", req("migrate", rank=0, host="nodeb", **job))
     seeds["split"] = frames(b"", req("split", rank=0, into=2, placement="spread", **job))
     seeds["merge"] = frames(b"", req("merge", ranks=[0, 1], **job))

@@ -6,6 +6,9 @@
 #          data and makes the commit refuse; restarts on 1 and 3 processes get every bit back,
 #          reading the shards themselves, and on 2 reading through pcmd.
 #   mixed: rank 1 stores through pcmd (PCM_CHECKPOINT_DIRECT=0), rank 0 itself: one version.
+#   async: PCM_STORE_ASYNC=1 (tests/mpi/mpi_store_direct.c's async): versions made behind the
+#          job, a background write's failure reported by the next commit, restarts bit for bit;
+#          kill -9 of back-to-back stores and commits behind the job: only whole versions.
 #   kill:  kill -9 of the job mid-store/commit, then a pcmd that dies between the manifest and
 #          the rename: only whole versions, and a restart reads the newest bit for bit.
 set -uo pipefail
@@ -102,6 +105,38 @@ kill)
     --config "$PCM_CONFIG" 2>>"$PCM_TEST_DIR/pcmd.log" || fail "pcmd did not restart"
   "$pcmctl" checkpoints "$job"
   [ "$(newest_valid)" = "$newest" ] || fail "a version appeared although pcmd died before its rename"
+  restart_check 2 "$newest" 2
+  ;;
+async)
+  # PCM_STORE_ASYNC=1: the stores kept, the commits made behind the application.
+  export PCM_STORE_ASYNC=1
+  PCM_JOB=$job timeout 120 "$MPIEXEC" -n 2 "$prog" async $n >"$PCM_TEST_DIR/job.out" 2>&1 </dev/null ||
+    fail "the job failed: $(cat "$PCM_TEST_DIR/job.out")"
+  cat "$PCM_TEST_DIR/job.out"
+  for line in "a failed background write failed the next commit: .*iteration 30" "async ok"; do
+    grep -q "$line" "$PCM_TEST_DIR/job.out" || fail "no '$line': $(cat "$PCM_TEST_DIR/job.out")"
+  done
+  "$pcmctl" checkpoints "$job" || fail "cannot list versions"
+  # 30 was never made; 60, committed behind the job, was settled before it ended.
+  [ "$(newest_valid)" = 60 ] || fail "the newest valid version is not 60"
+  [ -d "$ckdir/v00000000000000000030" ] && fail "version 30 exists although its write failed"
+  restart_check 3 60 2
+  restart_check 1 60 2
+  # Back-to-back stores and commits behind the job, kill -9 at a random moment: only whole
+  # versions, the newest read bit for bit.
+  job=$job-kill ckdir=$PCM_TEST_DIR/data/checkpoints/$job
+  PCM_JOB=$job setsid "$MPIEXEC" -n 2 "$prog" loop 2097152 >"$PCM_TEST_DIR/job.out" 2>&1 </dev/null &
+  mpi=$!
+  "$pcmctl" wait "$job" --iteration 3 --timeout 120 >/dev/null || fail "job did not start"
+  python3 -c "import random, time; time.sleep(random.random() * 0.5)"
+  "$PCM_KILL_TREE" "$mpi" 2>/dev/null
+  wait "$mpi" 2>/dev/null
+  "$pcmctl" wait "$job" --ended --timeout 30 >/dev/null || fail "pcmd did not notice the job died"
+  versions=$("$pcmctl" checkpoints "$job" --json) || fail "cannot list versions"
+  echo "$versions" | python3 -c "import json,sys; v=json.load(sys.stdin); bad=[x for x in v if not x['valid']]; sys.exit(1 if bad else 0)" ||
+    fail "a version is not whole: $versions"
+  newest=$(newest_valid)
+  [ "$newest" -ge 1 ] || fail "no valid version: $versions"
   restart_check 2 "$newest" 2
   ;;
 *) fail "unknown part" ;;

@@ -4,8 +4,11 @@
  *              rank 0's uncommitted "x" bit for bit; versions 10 and 20 are committed; a store
  *              of rank 0 that fails half-way (RLIMIT_FSIZE) keeps its previous data and makes
  *              PCM_Commit refuse on every rank until it is stored again; version 30 is committed.
- *   loop N [FIRST]: stores and commits N doubles a rank at every iteration (from FIRST, default 1)
- *              until killed.
+ *   loop N [FIRST [LAST]]: stores and commits N doubles a rank at every iteration (from FIRST,
+ *              default 1) until LAST, or until killed.
+ *   async N:   (PCM_STORE_ASYNC=1) versions 10, 20 made behind the application; a background write
+ *              of rank 0 that fails (RLIMIT_FSIZE) fails the next PCM_Commit on every rank, naming
+ *              its iteration (30); versions 50 and 60 are made (60 settled by PCM_Finalize).
  *   restart:   (PCM_RESTART=1) every rank checks every old rank's keys of the version bit for bit.
  * Prints "store_direct: ..." lines that the script checks; exits 1 on any mismatch. */
 #define _POSIX_C_SOURCE 200809L
@@ -107,13 +110,54 @@ static void basic(MPI_Comm world, long n) {
   if (rank == 0) printf("store_direct: basic ok\n");
 }
 
-static void loop(MPI_Comm world, long n, int first) {
+static void loop(MPI_Comm world, long n, int first, int last) {
   double *x = malloc((size_t)n * sizeof *x);
-  for (int it = first;; it++) {
+  for (int it = first; last <= 0 || it <= last; it++) {
     PCM_Status(world);
     store_all(x, n, it, it);
     if (PCM_Commit(world, it) != PCM_SUCCESS) DIE("commit %d", it);
   }
+  free(x);
+}
+
+/* PCM_STORE_ASYNC=1: stores kept by the process, commits made behind it; a write that fails in
+ * the background (rank 0's file may grow to 1 MiB only) fails the next PCM_Commit on every rank;
+ * the key stored again, the job goes on; PCM_Finalize settles the last commit. */
+static void async(MPI_Comm world, long n) {
+  double *x = malloc((size_t)n * sizeof *x), *y = malloc((size_t)n * sizeof *y);
+  store_all(x, n, 1, 10);
+  /* A process's own load sees its newest store at once (kept in its memory). */
+  if (PCM_Load(rank, "x", y, PCM_DOUBLE, n) != PCM_SUCCESS || !same(y, n, 1, rank))
+    DIE("load of the kept x");
+  if (PCM_Commit(world, 10) != PCM_SUCCESS) DIE("commit 10");
+  store_all(x, n, 2, 20);
+  if (PCM_Commit(world, 20) != PCM_SUCCESS) DIE("commit 20");
+  struct rlimit old, small;
+  getrlimit(RLIMIT_FSIZE, &old);
+  store_all(x, n, 3, 30);
+  if (rank == 0) { /* the background write of x fails */
+    signal(SIGXFSZ, SIG_IGN);
+    small = old;
+    small.rlim_cur = 1 << 20;
+    setrlimit(RLIMIT_FSIZE, &small);
+  }
+  if (PCM_Commit(world, 30) != PCM_SUCCESS) DIE("commit 30 (behind)");
+  store_all(x, n, 4, 40);
+  int rc = PCM_Commit(world, 40); /* reports 30's failure, starts nothing */
+  if (rank == 0) setrlimit(RLIMIT_FSIZE, &old);
+  if (rc != PCM_ERR_INTERNAL && rc != PCM_ERR_REFUSED && rc != PCM_ERR_NOSPACE)
+    DIE("the commit after a failed background write returned %d", rc);
+  if (!strstr(PCM_Last_error(), "iteration 30")) DIE("the error does not name iteration 30");
+  if (rank == 0)
+    printf("store_direct: a failed background write failed the next commit: %s\n",
+           PCM_Last_error());
+  store_all(x, n, 5, 50);
+  if (PCM_Commit(world, 50) != PCM_SUCCESS) DIE("commit 50");
+  store_all(x, n, 6, 60);
+  if (PCM_Commit(world, 60) != PCM_SUCCESS) DIE("commit 60");
+  free(x);
+  free(y);
+  if (rank == 0) printf("store_direct: async ok\n");
 }
 
 static void restarted(MPI_Comm world) {
@@ -145,7 +189,7 @@ static void restarted(MPI_Comm world) {
 int main(int argc, char **argv) {
   MPI_Comm world = MPI_COMM_WORLD;
   if (argc < 2) {
-    fprintf(stderr, "usage: %s basic N | loop N [FIRST] | restart\n", argv[0]);
+    fprintf(stderr, "usage: %s basic N | loop N [FIRST [LAST]] | async N | restart\n", argv[0]);
     return 2;
   }
   if (MPI_PCM_Init(&argc, &argv) != PCM_SUCCESS || PCM_Init(&world) != PCM_SUCCESS) DIE("init");
@@ -154,7 +198,9 @@ int main(int argc, char **argv) {
   if (strcmp(argv[1], "basic") == 0) {
     basic(world, n);
   } else if (strcmp(argv[1], "loop") == 0) {
-    loop(world, n, argc > 3 ? atoi(argv[3]) : 1);
+    loop(world, n, argc > 3 ? atoi(argv[3]) : 1, argc > 4 ? atoi(argv[4]) : 0);
+  } else if (strcmp(argv[1], "async") == 0) {
+    async(world, n);
   } else if (PCM_Process_Status() == PCM_RESTARTED) {
     restarted(world);
   } else {

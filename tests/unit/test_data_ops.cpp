@@ -346,3 +346,68 @@ TEST_F(ServerTest, AManyRankVersionKeepsOneRecordLogAndItsManifestByReference) {
   const json table = pcm::proto::decode_large(m.data.data(), m.data.size(), m.data.size());
   EXPECT_EQ(table.at("shards").size(), static_cast<std::size_t>(kRanks));
 }
+
+// PCM_STORE_ASYNC's commits: made once rank 0's commit (after_stores) and every rank's
+// stores_done have come, in either order, the reply to the last being the commit's; a rank's
+// failure makes no version; an older iteration than the one under way, or another size, is refused.
+TEST_F(ServerTest, ACommitAfterStoresWaitsForEveryRanksStores) {
+  register_job("d", 2);
+  std::vector<double> x(100, 1.5);
+  for (int r = 0; r < 2; ++r)
+    client_->request({{"op", "store"},
+                      {"job", "d"},
+                      {"rank", r},
+                      {"key", "x"},
+                      {"type", PCM_DOUBLE},
+                      {"count", x.size()}},
+                     x.data(), x.size() * sizeof(double));
+  auto versions = [&] {
+    std::vector<std::int64_t> out;
+    auto r = client_->request({{"op", "checkpoints"}, {"job", "d"}});
+    for (const auto& v : r.header.at("versions")) {
+      EXPECT_TRUE(v.at("valid").get<bool>()) << v.dump();
+      out.push_back(v.at("iteration").get<std::int64_t>());
+    }
+    return out;
+  };
+  auto done = [&](int iteration, int rank) {
+    return client_->request({{"op", "stores_done"},
+                             {"job", "d"},
+                             {"iteration", iteration},
+                             {"rank", rank},
+                             {"size", 2}});
+  };
+  json commit{
+      {"op", "commit"}, {"job", "d"}, {"iteration", 5}, {"size", 2}, {"after_stores", true}};
+  EXPECT_TRUE(client_->request(commit).header.value("deferred", false));
+  EXPECT_TRUE(done(5, 1).header.value("deferred", false));
+  EXPECT_TRUE(versions().empty());
+  EXPECT_EQ(done(5, 0).header.value("iteration", -1), 5);  // the last: the commit's reply
+  EXPECT_EQ(versions(), std::vector<std::int64_t>{5});
+  // The stores first, then rank 0's commit.
+  EXPECT_TRUE(done(6, 0).header.value("deferred", false));
+  EXPECT_TRUE(done(6, 1).header.value("deferred", false));
+  commit["iteration"] = 6;
+  EXPECT_EQ(client_->request(commit).header.value("iteration", -1), 6);
+  // A rank whose stores failed: no version, the last request refused with the reason.
+  commit["iteration"] = 7;
+  EXPECT_TRUE(client_->request(commit).header.value("deferred", false));
+  EXPECT_EQ(code({{"op", "stores_done"},
+                  {"job", "d"},
+                  {"iteration", 7},
+                  {"rank", 0},
+                  {"size", 2},
+                  {"error", "disk full"}}),
+            PCM_SUCCESS);
+  EXPECT_EQ(code({{"op", "stores_done"}, {"job", "d"}, {"iteration", 7}, {"rank", 1}, {"size", 2}}),
+            PCM_ERR_REFUSED);
+  EXPECT_NE(last_error_.find("disk full"), std::string::npos) << last_error_;
+  EXPECT_EQ(versions(), (std::vector<std::int64_t>{6, 5}));  // newest first
+  // Iteration 9 under way: a late report of 8 is refused; so is a commit of another size.
+  done(9, 0);
+  EXPECT_EQ(code({{"op", "stores_done"}, {"job", "d"}, {"iteration", 8}, {"rank", 1}, {"size", 2}}),
+            PCM_ERR_REFUSED);
+  commit["iteration"] = 9;
+  commit["size"] = 3;
+  EXPECT_EQ(code(commit), PCM_ERR_REFUSED);
+}

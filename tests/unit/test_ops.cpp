@@ -47,7 +47,9 @@ json sample(ops::Op op) {
     case ops::Op::kLoad:
       return {{"job", "j"}, {"rank", 1}, {"key", "k"}, {"meta_only", true}, {"version", 2}};
     case ops::Op::kCommit:
-      return {{"job", "j"}, {"iteration", 1}, {"size", 2}, {"retry", true}};
+      return {{"job", "j"}, {"iteration", 1}, {"size", 2}, {"retry", true}, {"after_stores", true}};
+    case ops::Op::kStoresDone:
+      return {{"job", "j"}, {"iteration", 3}, {"rank", 1}, {"size", 2}, {"error", "disk full"}};
     case ops::Op::kVerify:
     case ops::Op::kCheckpointBegin:
     case ops::Op::kCheckpointManifest:
