@@ -31,6 +31,24 @@ bench_cleanup() {
   rm -rf "$tmp"
 }
 trap bench_cleanup EXIT
+# bench_trap_failures NAME: on a failed exit, NAME and the last 30 lines of the file $log (the
+# driver sets log to each step's output as it goes) go to stderr before the clean-up.
+bench_trap_failures() {
+  bench_failed_name=$1
+  log=
+  trap bench_on_exit EXIT
+}
+# progress TEXT: a time-stamped progress line on stderr, for long drivers.
+progress() { echo "[$(date -u +%T)] $*" >&2; }
+bench_on_exit() {
+  local rc=$?
+  if [ "$rc" -ne 0 ] && [ -n "$log" ] && [ -f "$log" ]; then
+    echo "$bench_failed_name: FAILED (exit $rc); the last step printed:" >&2
+    tail -n 30 "$log" >&2
+  fi
+  bench_cleanup
+  exit "$rc"
+}
 # BENCH_PCMD_ARGS: more pcmd options for every benchmark (e.g. --curve, to measure encryption).
 bench_start_pcmd() {
   # shellcheck disable=SC2086

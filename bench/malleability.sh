@@ -30,19 +30,7 @@ prog=$B/bench/resize_cost
 limit=600 # seconds any one run may take
 bench_start_pcmd --hosts localhost:16
 echo "size_mib,direction,method,rep,seconds" >"$tmp/all.csv"
-log=
-# On failure, show what the failing run printed.
-on_exit() {
-  local rc=$?
-  if [ "$rc" -ne 0 ] && [ -n "$log" ]; then
-    echo "bench_malleability: FAILED (exit $rc); the last run printed:" >&2
-    tail -n 30 "$log" >&2
-  fi
-  bench_cleanup
-  exit "$rc"
-}
-trap on_exit EXIT
-progress() { echo "[$(date +%T)] $*" >&2; }
+bench_trap_failures bench_malleability  # on failure, what the failing run printed
 
 # moves FILE... — "PROCS SECONDS" for each move in the programs' output: from its start line to
 # its ready line (matched by iteration). Fails unless every move verified all its elements.

@@ -37,18 +37,7 @@ ctl=$B/pcmctl
 limit=900 # seconds any one step may take
 csv=$tmp/mpi_scale.csv
 echo "op,procs,to_procs,size_mib,rep,seconds" >"$csv"
-log=
-on_exit() {
-  local rc=$?
-  if [ "$rc" -ne 0 ] && [ -n "$log" ] && [ -f "$log" ]; then
-    echo "mpi_scale: FAILED (exit $rc); the last step printed:" >&2
-    tail -n 30 "$log" >&2
-  fi
-  bench_cleanup
-  exit "$rc"
-}
-trap on_exit EXIT
-progress() { echo "[$(date -u +%T)] $*" >&2; }
+bench_trap_failures mpi_scale
 # keep: the rows so far at BENCH_CSV too, so that a run stopped early leaves what it measured.
 keep() { if [ -n "${BENCH_CSV:-}" ]; then cp "$csv" "$BENCH_CSV"; fi; }
 

@@ -102,10 +102,7 @@ int Runtime::adapt(MPI_Comm* comm) {
     checkpointer_.settle_quietly("before the split's switch");
   // The background spawn's bound (set before this scope, so that it is the outer one) ends with
   // the split, whichever way.
-  struct EndBound {
-    std::optional<Watchdog::Scope>& bound;
-    ~EndBound() { bound.reset(); }
-  } end_bound{background_.bound()};
+  const BackgroundSplit::EndBound end_bound{background_};
   storage_.flush();  // keys PCM_Store kept (PCM_STORE_ASYNC=1), for the processes after this one
   // The calls below bound their parts too; this scope adds the agreement after a migration.
   const Watchdog::Scope guard = bounds_.bounded(*reconfig_.current);

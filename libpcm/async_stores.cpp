@@ -127,4 +127,9 @@ Outcome AsyncStores::flush() {
   return o;
 }
 
+void AsyncStores::close() {
+  finish_thread();
+  if (thread_link_.is_open()) thread_link_.close();
+}
+
 }  // namespace pcm::lib

@@ -64,6 +64,8 @@ class AsyncStores {
   // until the key is stored again) and returned. Local: the caller settles the commit in flight
   // first (Storage::flush), so that no store of the next version reaches it.
   Outcome flush();
+  // The process ends: waits for the thread and closes its link to pcmd.
+  void close();
 
  private:
   struct Kept {

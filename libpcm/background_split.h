@@ -67,6 +67,12 @@ class BackgroundSplit {
   void switch_now(const proto::Command& cmd, std::int64_t iteration);
   // The bound from the start to the end of the reconfiguration (PCM_Adapt ends it).
   std::optional<Watchdog::Scope>& bound() { return bound_; }
+  // Ends the bound of work started in the background with the call that carries the
+  // reconfiguration out (PCM_Adapt, PCM_Split, PCM_Merge), whichever way that call ends.
+  struct EndBound {
+    BackgroundSplit& b;
+    ~EndBound() { b.bound_.reset(); }
+  };
 
   // The split, once switched: the spawn's intercommunicator (the result agreed, the command given
   // up on failure), and the seconds of it the application saw (the start and the switch).

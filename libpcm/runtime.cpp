@@ -336,13 +336,6 @@ void check_reshape_args(void** buf, PCM_Dist* dist, int* iteration, int* rank, i
     fail(PCM_ERR_ARG, "buf, dist, iteration, rank, size and comm must not be NULL");
   if (proto::type_size(type) == 0) fail(PCM_ERR_ARG, "unknown type {}", type);
 }
-
-// The bound of work started in the background ends with the call that carries the
-// reconfiguration out, whichever way it ends.
-struct EndBound {
-  std::optional<Watchdog::Scope>& bound;
-  ~EndBound() { bound.reset(); }
-};
 }  // namespace
 
 int Runtime::reconfigure(MPI_Comm* comm, const char* command) {
@@ -370,7 +363,7 @@ int Runtime::split(void** buf, int type, PCM_Dist* dist, int* iteration, int* ra
     background_.remember(arrays);
   } else {
     check_pending(*comm, true);
-    const EndBound end_bound{background_.bound()};
+    const BackgroundSplit::EndBound end_bound{background_};
     storage_.flush();
     background_.keep_spawn_of(command);  // spawned in the background: this program
     struct GiveUpSetAside {
@@ -402,7 +395,7 @@ int Runtime::merge(void** buf, int type, PCM_Dist* dist, int* iteration, int* ra
                    MPI_Comm* comm) {
   check_reshape_args(buf, dist, iteration, rank, size, comm, type);
   check_pending(*comm, false);
-  const EndBound end_bound{background_.bound()};
+  const BackgroundSplit::EndBound end_bound{background_};
   storage_.flush();
   if (reconfig_.current->respawn) {
     // pcmd asked for the merge to leave nothing behind (a node that goes back to Slurm): the
@@ -449,6 +442,7 @@ std::vector<std::string> Runtime::sites_of(const std::vector<std::string>& hosts
 void Runtime::shut_down() {
   profiler().stop();
   checkpointer_.close();
+  storage_.close();
   link_.close();
   life_.phase = Phase::kFinalized;
   if (!mpi::finalized()) mpi_check(PMPI_Finalize(), "MPI_Finalize");  // not ours (api.cpp)
@@ -475,6 +469,7 @@ int Runtime::exit_retired() {
   // job has ended already.
   if (!life_.stopped()) retirement_.park();
   checkpointer_.close();
+  storage_.close();
   link_.close();
   life_.phase = Phase::kFinalized;
   mpi_check(PMPI_Finalize(), "MPI_Finalize");

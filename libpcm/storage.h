@@ -30,6 +30,8 @@ class Storage {
   // failure logged by rank 0), then the keys kept here written now (a failure is logged, and
   // pcmd refuses commits until the key is stored again).
   void flush();
+  // The process ends: the writer's thread joined, its link closed.
+  void close() { async_.close(); }
   // PCM_Load_redistribute: this rank's share (by to) of key, saved by the ranks of from.
   void load_redistribute(const char* key, int type, const Distribution& from,
                          const Distribution& to, int rank, void* buf);
