@@ -15,7 +15,7 @@
 #    the keys themselves (with O_DIRECT, PCM_WRITE_DIRECT=1, then through the page cache, the
 #    default) and `dd conv=fsync` of the same bytes as many times, the first two of
 #    each warming up; and behind the application (PCM_STORE_ASYNC=1: what PCM_Store + PCM_Commit
-#    wait for) with BENCH_STORE_GAP (1) s of computing between versions, its newest version read
+#    wait for) with BENCH_STORE_GAP (2) s of computing between versions, its newest version read
 #    back and checked element by element; then BENCH_STORE_OLD (3) versions through pcmd
 #    (PCM_CHECKPOINT_DIRECT=0); the first two of the direct ones and of dd warm up; then a restart's
 #    PCM_Load of the newest direct version, read by the ranks and then through pcmd.
@@ -68,9 +68,9 @@ for mb in ${BENCH_STORE_SIZES:-$first}; do
     PCM_WRITE_DIRECT=0 PCM_JOB=bench-store-buffered-$mb-$r mpiexec -n "$np" "$B/bench/ckpt_cost" \
       "$mb" store "$versions" | tee "$tmp/swb$mb-$r.txt"
     # Behind the application (PCM_STORE_ASYNC=1): what the calls wait for, with BENCH_STORE_GAP
-    # (1) s of computing between versions (the writes of one go on during it).
+    # (2) s of computing between versions (the writes of one go on during it).
     PCM_STORE_ASYNC=1 PCM_JOB=bench-store-async-$mb-$r mpiexec -n "$np" "$B/bench/ckpt_cost" \
-      "$mb" store "$versions" "${BENCH_STORE_GAP:-1}" | tee "$tmp/swa$mb-$r.txt"
+      "$mb" store "$versions" "${BENCH_STORE_GAP:-2}" | tee "$tmp/swa$mb-$r.txt"
     for _ in $(seq "$versions"); do
       dd if=/dev/zero of="$tmp/dd" bs=1M count="$mb" conv=fsync 2>&1 | tail -1 |
         tee -a "$tmp/sdd$mb-$r.txt"
