@@ -29,6 +29,23 @@ restart_check() {  # restart_check NP ITERATION OLD_NP
   echo "restart on $1 processes from iteration $2: every bit back"
 }
 
+# kill_midway: the job's back-to-back stores and commits (16 MiB a rank) killed (-9, the whole
+# job) at a random moment after its third iteration; every version left must be whole. Sets
+# newest to the newest valid one.
+kill_midway() {
+  PCM_JOB=$job setsid "$MPIEXEC" -n 2 "$prog" loop 2097152 >"$PCM_TEST_DIR/job.out" 2>&1 </dev/null &
+  local mpi=$! versions
+  "$pcmctl" wait "$job" --iteration 3 --timeout 120 >/dev/null || fail "job did not start"
+  python3 -c "import random, time; time.sleep(random.random() * 0.5)"
+  "$PCM_KILL_TREE" "$mpi" 2>/dev/null
+  wait "$mpi" 2>/dev/null
+  "$pcmctl" wait "$job" --ended --timeout 30 >/dev/null || fail "pcmd did not notice the job died"
+  versions=$("$pcmctl" checkpoints "$job" --json) || fail "cannot list versions"
+  echo "$versions" | python3 -c "import json,sys; v=json.load(sys.stdin); bad=[x for x in v if not x['valid']]; sys.exit(1 if bad else 0)" ||
+    fail "a version is not whole: $versions"
+  newest=$(newest_valid)
+}
+
 newest_valid() {
   "$pcmctl" checkpoints "$job" --json | python3 -c "import json,sys; v=[x['iteration'] for x in json.load(sys.stdin) if x['valid']]; print(max(v) if v else -1)"
 }
@@ -69,18 +86,8 @@ basic | mixed)
   ;;
 kill)
   # kill -9 of the whole job at a moment of its back-to-back stores and commits (16 MiB a rank).
-  PCM_JOB=$job setsid "$MPIEXEC" -n 2 "$prog" loop 2097152 >"$PCM_TEST_DIR/job.out" 2>&1 </dev/null &
-  mpi=$!
-  "$pcmctl" wait "$job" --iteration 3 --timeout 120 >/dev/null || fail "job did not start"
-  python3 -c "import random, time; time.sleep(random.random() * 0.5)"
-  "$PCM_KILL_TREE" "$mpi" 2>/dev/null
-  wait "$mpi" 2>/dev/null
-  "$pcmctl" wait "$job" --ended --timeout 30 >/dev/null || fail "pcmd did not notice the job died"
-  versions=$("$pcmctl" checkpoints "$job" --json) || fail "cannot list versions"
-  echo "$versions" | python3 -c "import json,sys; v=json.load(sys.stdin); bad=[x for x in v if not x['valid']]; sys.exit(1 if bad else 0)" ||
-    fail "a version is not whole: $versions"
-  newest=$(newest_valid)
-  [ "$newest" -ge 2 ] || fail "no valid version: $versions"
+  kill_midway
+  [ "$newest" -ge 2 ] || fail "no valid version (newest $newest)"
   restart_check 3 "$newest" 2
 
   # pcmd dies between writing a version's manifest and its rename (kill -9 at the worst moment).
@@ -125,18 +132,8 @@ async)
   # Back-to-back stores and commits behind the job, kill -9 at a random moment: only whole
   # versions, the newest read bit for bit.
   job=$job-kill ckdir=$PCM_TEST_DIR/data/checkpoints/$job
-  PCM_JOB=$job setsid "$MPIEXEC" -n 2 "$prog" loop 2097152 >"$PCM_TEST_DIR/job.out" 2>&1 </dev/null &
-  mpi=$!
-  "$pcmctl" wait "$job" --iteration 3 --timeout 120 >/dev/null || fail "job did not start"
-  python3 -c "import random, time; time.sleep(random.random() * 0.5)"
-  "$PCM_KILL_TREE" "$mpi" 2>/dev/null
-  wait "$mpi" 2>/dev/null
-  "$pcmctl" wait "$job" --ended --timeout 30 >/dev/null || fail "pcmd did not notice the job died"
-  versions=$("$pcmctl" checkpoints "$job" --json) || fail "cannot list versions"
-  echo "$versions" | python3 -c "import json,sys; v=json.load(sys.stdin); bad=[x for x in v if not x['valid']]; sys.exit(1 if bad else 0)" ||
-    fail "a version is not whole: $versions"
-  newest=$(newest_valid)
-  [ "$newest" -ge 1 ] || fail "no valid version: $versions"
+  kill_midway
+  [ "$newest" -ge 1 ] || fail "no valid version (newest $newest)"
   restart_check 2 "$newest" 2
   ;;
 *) fail "unknown part" ;;
