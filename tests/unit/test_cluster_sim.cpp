@@ -1,7 +1,9 @@
 // test_cluster_sim.cpp — the cluster simulator's invariants (bench/sim/cluster_sim.h): rigid EASY
 // reproduces a schedule checked by hand, malleable jobs grow onto idle nodes and give them back
 // for a waiting job through pcmd's policy, and no node is ever held twice (the node book is
-// verified at every step: simulate() throws otherwise).
+// verified at every step: simulate() throws otherwise); Slurm's backfill by limits on named nodes,
+// its cycles and latency, and jobs sharing the machine's cores (the check against the real Slurm
+// runs, bench/cluster_slurm.py) on schedules checked by hand.
 #include <gtest/gtest.h>
 
 #include <random>
