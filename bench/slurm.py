@@ -40,8 +40,9 @@ equal to heat2d_plain's for the same grid and iterations.
 Prints the schedule, a table (rigid, malleable, malleable/rigid) and the malleable run's
 latencies; writes to --out (default: a new temporary directory, printed): summary.csv, jobs.csv,
 nodes-rigid.csv, nodes-malleable.csv (time_s,held,busy,waiting), events-malleable.csv, nodes.png
-(bench/plots/slurm_nodes.gp), polls-RUN.json (every poll, and Slurm's last record of every job)
-and logs/RUN/JOB/ (job.out, pcmd.log, pcm-status.json, trace.csv).
+(bench/plots/slurm_nodes.gp), polls-RUN.json (every poll, and Slurm's last record of every job),
+slurmctld.log (both runs; the allocations with milliseconds) and logs/RUN/JOB/ (job.out,
+pcmd.log, pcm-status.json, trace.csv).
 Exits 77 (SKIPPED) with the reason without root, Slurm, munge or MPICH's hydra.
 """
 import argparse
@@ -192,13 +193,23 @@ class Cluster:
                 break
             time.sleep(0.5)
 
-    def down(self):
+    def down(self, out=None):
         if not self.is_up:
             return
         try:
             self.cancel_all()
         except Exception as e:  # noqa: BLE001 — the cluster goes down anyway
             log(f"note: cancelling the jobs left: {e}")
+        # slurmctld's own log (its allocations, with milliseconds: what started each job when),
+        # kept before slurm.sh down removes the cluster's directory.
+        ctld = None
+        conf = self.env.get("SLURM_CONF", "")
+        if out and os.path.exists(conf):
+            with open(conf) as f:
+                m = re.search(r"^SlurmctldLogFile=(\S+)$", f.read(), re.M)
+            ctld = m.group(1) if m else None
+        if ctld and os.path.exists(ctld):
+            shutil.copyfile(ctld, os.path.join(out, "slurmctld.log"))
         r = self.run("bash", SLURM_SH, "down", "--prefix", self.prefix, check=False, timeout=180)
         if r.returncode != 0:
             log(f"slurm.sh down failed ({r.returncode}): {r.stdout}{r.stderr}")
@@ -568,7 +579,7 @@ def main():
             print("bench_slurm: interrupted; taking the cluster down", file=sys.stderr, flush=True)
             return 130
         finally:
-            c.down()
+            c.down(out)
     report(runs, jobs, out, seed, a.quick)
     return 0
 

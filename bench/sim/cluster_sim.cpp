@@ -20,13 +20,16 @@ constexpr double kEps = 1e-6;
 using Kind = proto::Command::Kind;
 
 struct Running {
-  std::size_t job = 0;       // index into the jobs
-  std::vector<int> nodes;    // by rank; during a reconfiguration, the old and the new ones
-  int size = 0;              // the size it computes at
-  double work = 0;           // left, in seconds on one node
-  double busy_until = -1;    // reconfiguring until then (< 0: not)
-  std::vector<int> release;  // nodes given back when the reconfiguration ends
-  int to = 0;                // the size after it
+  std::size_t job = 0;          // index into the jobs
+  std::vector<int> nodes;       // by rank; during a reconfiguration, the old and the new ones
+  int size = 0;                 // the size it computes at
+  double work = 0;              // left, in seconds on one node
+  double busy_until = -1;       // reconfiguring until then (< 0: not)
+  std::vector<int> release;     // nodes given back when the reconfiguration ends
+  int to = 0;                   // the size after it
+  double started = 0;           // s
+  std::vector<int> started_on;  // the nodes Slurm allocated it
+  std::vector<int> ghosts;      // of those, the ones given back by a shrink (limit_s)
 };
 
 class Engine {
@@ -57,10 +60,15 @@ class Engine {
       end_reconfigs();
       finish();
       arrive();
-      schedule();
+      maybe_schedule();
+      if (c_.backfill_interval_s > 0 && std::fabs(t_ - next_cycle()) < kEps) {
+        in_cycle_ = true;
+        schedule();
+        in_cycle_ = false;
+      }
       if (t_ >= next_policy_ - kEps) {
         policy_round();
-        schedule();
+        maybe_schedule();
       }
       if (c_.check) check_book();
       if (next_ == order_.size() && queue_.empty() && running_.empty()) break;
@@ -75,20 +83,50 @@ class Engine {
   }
 
  private:
-  double rate(const Running& r) const { return speedup(jobs_[r.job].serial, r.size); }
+  // Config::slowdown's factor for a job computing on n nodes (1 when not shared).
+  double slow(int n) const {
+    if (c_.slowdown.empty()) return 1;
+    int busy = 0;
+    for (const Running& o : running_) busy += o.size;
+    const auto it = c_.slowdown.find({n, busy});
+    return it == c_.slowdown.end() ? 1 : it->second;
+  }
+  double rate(const Running& r) const {
+    return speedup(jobs_[r.job].serial, r.size) / slow(r.size);
+  }
 
   // The time it ends if nothing changes (after a reconfiguration under way, at its new size).
   double end_estimate(const Running& r) const {
-    if (r.busy_until >= 0) return r.busy_until + r.work / speedup(jobs_[r.job].serial, r.to);
+    if (r.busy_until >= 0)
+      return r.busy_until + r.work * slow(r.to) / speedup(jobs_[r.job].serial, r.to);
     return t_ + r.work / rate(r);
   }
 
   void event() { next_policy_ = std::min(next_policy_, std::max(t_, last_round_ + c_.period_s)); }
 
+  // Something a queued job may start on happened: Slurm's scheduler runs sched_latency_s later.
+  void kick() {
+    if (c_.sched_latency_s > 0 && !std::isfinite(sched_due_)) sched_due_ = t_ + c_.sched_latency_s;
+  }
+
+  // Slurm's next backfill cycle at or after now.
+  double next_cycle() const {
+    const double k = std::ceil((t_ - c_.backfill_phase_s) / c_.backfill_interval_s - kEps);
+    return c_.backfill_phase_s + k * c_.backfill_interval_s;
+  }
+
+  void maybe_schedule() {
+    if (c_.sched_latency_s <= 0) return schedule();
+    if (t_ < sched_due_ - kEps) return;
+    sched_due_ = kInf;
+    schedule();
+  }
+
   void arrive() {
     while (next_ < order_.size() && jobs_[order_[next_]].submit <= t_ + kEps) {
       queue_.push_back(order_[next_++]);
       event();
+      kick();
     }
   }
 
@@ -104,6 +142,7 @@ class Engine {
       running_[i] = std::move(running_.back());
       running_.pop_back();
       event();
+      kick();
     }
   }
 
@@ -113,11 +152,14 @@ class Engine {
       for (int n : r.release) {
         give_back(n, r.job);
         r.nodes.erase(std::find(r.nodes.begin(), r.nodes.end(), n));
+        if (std::find(r.started_on.begin(), r.started_on.end(), n) != r.started_on.end())
+          r.ghosts.push_back(n);
       }
       r.release.clear();
       r.size = r.to;
       r.busy_until = -1;
       event();
+      kick();
     }
   }
 
@@ -129,11 +171,12 @@ class Engine {
     ++free_;
   }
 
-  // count free nodes, lowest first, now held by job.
-  std::vector<int> take(int count, std::size_t job) {
+  // count free nodes, lowest first (none of those `avoid` marks), now held by job.
+  std::vector<int> take(int count, std::size_t job, const std::vector<bool>* avoid = nullptr) {
     std::vector<int> out;
     for (int n = 0; n < c_.nodes && static_cast<int>(out.size()) < count; ++n)
-      if (owner_[static_cast<std::size_t>(n)] < 0) {
+      if (owner_[static_cast<std::size_t>(n)] < 0 &&
+          !(avoid && (*avoid)[static_cast<std::size_t>(n)])) {
         owner_[static_cast<std::size_t>(n)] = static_cast<long>(job);
         out.push_back(n);
       }
@@ -149,11 +192,13 @@ class Engine {
     return c_.moldable && j.malleable && j.min_size <= free_ ? free_ : 0;
   }
 
-  void start(std::size_t j, int size) {
+  void start(std::size_t j, int size, const std::vector<bool>* avoid = nullptr) {
     Running r;
     r.job = j;
     r.size = size;
-    r.nodes = take(r.size, j);
+    r.started = t_;
+    r.nodes = take(r.size, j, avoid);
+    r.started_on = r.nodes;
     r.work = jobs_[j].run * speedup(jobs_[j].serial, jobs_[j].size);
     r_.jobs[j].start = t_;
     r_.jobs[j].max_size = r.size;
@@ -168,6 +213,7 @@ class Engine {
       queue_.erase(queue_.begin());
     }
     if (queue_.empty()) return;
+    if (c_.limit_s > 0) return backfill_by_limits();
     // The head's reservation: when enough nodes will be free, and how many it leaves spare.
     std::vector<std::pair<double, int>> frees;
     for (const Running& r : running_) {
@@ -203,6 +249,7 @@ class Engine {
     }
   }
 
+  void backfill_by_limits();
   void policy_round();
   void apply(const daemon::PolicyDecision& d, Running& r);
 
@@ -214,6 +261,11 @@ class Engine {
       malleable = malleable || jobs_[r.job].malleable;
     }
     if (malleable) tn = std::min(tn, next_policy_);
+    tn = std::min(tn, sched_due_);
+    if (c_.backfill_interval_s > 0 && queue_.size() > 1 && free_ > 0) {
+      const double k = std::floor((t_ - c_.backfill_phase_s) / c_.backfill_interval_s + kEps) + 1;
+      tn = std::min(tn, c_.backfill_phase_s + k * c_.backfill_interval_s);
+    }
     return std::max(tn, t_);
   }
 
@@ -267,17 +319,76 @@ class Engine {
   double t_ = 0;
   double next_policy_ = 0;
   double last_round_ = -kInf;
+  double sched_due_ = kInf;   // Slurm's scheduler runs then (sched_latency_s)
+  bool in_cycle_ = false;     // a backfill cycle runs (backfill_interval_s)
+  daemon::PolicyQueue read_;  // the queue as pcmd read it last (queue_read_s)
+  double next_read_ = 0;      // and when it reads it next
   Result r_;
 };
+
+// Slurm's backfill (sched/backfill with select/cons_tres) when every job has a time limit: the
+// queue's head gets a reservation at the earliest time enough nodes are free by the running
+// jobs' limits, on the lowest of the nodes free then; a later job starts now only on free nodes
+// outside it (its own limit, equal for every job, never ends before the reservation begins).
+void Engine::backfill_by_limits() {
+  if (c_.backfill_interval_s > 0 && !in_cycle_) return;
+  std::vector<std::pair<double, std::size_t>> ends;  // (limit's end, index into running_)
+  for (std::size_t i = 0; i < running_.size(); ++i)
+    ends.emplace_back(running_[i].started + c_.limit_s, i);
+  std::sort(ends.begin(), ends.end());
+  const Job& head = jobs_[queue_.front()];
+  const int need = c_.moldable && head.malleable ? head.min_size : head.size;
+  // A node a job gave back by a shrink (scontrol update NodeList) counts, in the plan, as its
+  // own until its limit, as Slurm's backfill planned in bench/slurm.py's runs; it is free now.
+  std::vector<bool> avail(static_cast<std::size_t>(c_.nodes), false);
+  for (int n = 0; n < c_.nodes; ++n)
+    avail[static_cast<std::size_t>(n)] = owner_[static_cast<std::size_t>(n)] < 0;
+  for (const Running& r : running_)
+    for (int n : r.ghosts) avail[static_cast<std::size_t>(n)] = false;
+  double shadow = t_;
+  auto count = [&] { return static_cast<int>(std::count(avail.begin(), avail.end(), true)); };
+  for (std::size_t k = 0; k < ends.size() && count() < need; ++k) {
+    shadow = ends[k].first;
+    const Running& r = running_[ends[k].second];
+    for (int n : r.nodes) avail[static_cast<std::size_t>(n)] = true;
+    for (int n : r.ghosts)
+      if (owner_[static_cast<std::size_t>(n)] < 0) avail[static_cast<std::size_t>(n)] = true;
+  }
+  std::vector<bool> reserved(avail.size(), false);
+  for (int n = 0, got = 0; n < c_.nodes && got < need; ++n)
+    if (avail[static_cast<std::size_t>(n)]) {
+      reserved[static_cast<std::size_t>(n)] = true;
+      ++got;
+    }
+  for (std::size_t i = 1; i < queue_.size() && free_ > 0;) {
+    const Job& j = jobs_[queue_[i]];
+    int spare = 0;
+    for (int n = 0; n < c_.nodes; ++n)
+      spare += owner_[static_cast<std::size_t>(n)] < 0 && !reserved[static_cast<std::size_t>(n)];
+    const bool before = t_ + c_.limit_s <= shadow + kEps;
+    const int k = before ? fits(j) : (j.size <= spare ? j.size : 0);
+    if (k > 0) {
+      start(queue_[i], k, before ? nullptr : &reserved);
+      queue_.erase(queue_.begin() + static_cast<long>(i));
+    } else {
+      ++i;
+    }
+  }
+}
 
 // pcmd's round (CommandDesk::policy_round): the snapshot, the decisions, their reasons.
 void Engine::policy_round() {
   std::vector<daemon::PolicyJob> jobs;
   std::vector<daemon::PolicyHost> hosts;
   std::vector<Running*> by_job;
+  double attach = kInf;  // the next job the policy takes on (attach_s)
   for (Running& r : running_) {
     const Job& j = jobs_[r.job];
     if (!j.malleable) continue;
+    if (t_ < r.started + c_.attach_s - kEps) {
+      attach = std::min(attach, r.started + c_.attach_s);
+      continue;
+    }
     daemon::PolicyJob pj;
     pj.name = std::to_string(j.id);
     pj.size = static_cast<int>(r.nodes.size());
@@ -286,7 +397,9 @@ void Engine::policy_round() {
       daemon::PolicyHost h;
       h.name = names_[static_cast<std::size_t>(n)];
       h.slots = h.used = 1;
-      h.releasable = true;  // a node Slurm gave: back to Slurm once left
+      // A node Slurm gave: back to Slurm once left; under Slurm (limit_s) not the job's first
+      // node, its batch host, where pcmd runs (pcmd/slurm/slurm_growth.cpp: releasable).
+      h.releasable = c_.limit_s <= 0 || n != r.started_on.front();
       hosts.push_back(std::move(h));
     }
     pj.rate = 100 * rate(r);  // iterations/s, up to a constant
@@ -298,14 +411,29 @@ void Engine::policy_round() {
   }
   last_round_ = t_;
   if (jobs.empty()) {
-    next_policy_ = kInf;  // until an event
+    next_policy_ = attach;  // until an event
     return;
   }
-  daemon::PolicyQueue q;
-  for (std::size_t i : queue_) q.waiting.push_back({std::to_string(jobs_[i].id), jobs_[i].size});
-  for (int n = 0; n < c_.nodes; ++n)
-    if (owner_[static_cast<std::size_t>(n)] < 0)
-      q.idle.push_back({names_[static_cast<std::size_t>(n)], 1});
+  if (c_.queue_read_s <= 0 || t_ >= next_read_ - kEps) {
+    read_ = {};
+    for (std::size_t i : queue_)
+      read_.waiting.push_back({std::to_string(jobs_[i].id), jobs_[i].size});
+    for (int n = 0; n < c_.nodes; ++n)
+      if (owner_[static_cast<std::size_t>(n)] < 0)
+        read_.idle.push_back({names_[static_cast<std::size_t>(n)], 1});
+    if (c_.queue_read_s > 0)
+      next_read_ = (std::floor(t_ / c_.queue_read_s + kEps) + 1) * c_.queue_read_s;
+  }
+  // A pcmd never reads its own job as waiting (it runs inside it): a job the policy now runs is
+  // out of the queue read before it started.
+  daemon::PolicyQueue q = read_;
+  q.waiting.erase(std::remove_if(q.waiting.begin(), q.waiting.end(),
+                                 [&](const auto& w) {
+                                   return std::any_of(jobs.begin(), jobs.end(), [&](const auto& j) {
+                                     return j.name == w.id;
+                                   });
+                                 }),
+                  q.waiting.end());
   const auto decisions = policy_.decide(t_, jobs, hosts, &q);
   const auto notes = policy_.take_notes();
   for (const auto& [job, text] : notes) {
@@ -319,6 +447,9 @@ void Engine::policy_round() {
   next_policy_ = !decisions.empty() || !notes.empty()
                      ? t_ + c_.period_s
                      : std::max(t_ + c_.period_s, policy_.next_wake(t_));
+  if (c_.queue_read_s > 0)
+    next_policy_ = std::min(next_policy_, std::max(t_ + c_.period_s, next_read_));
+  next_policy_ = std::min(next_policy_, attach);
 }
 
 // A decision carried out as pcmd and Slurm would: a growth takes idle nodes now, a shrink gives
@@ -376,7 +507,7 @@ double speedup(double serial, int n) { return 1.0 / (serial + (1.0 - serial) / s
 
 double CostModel::seconds(int size, int from, int to) const {
   const double gib = gib_per_node * size / std::max(1, std::min(from, to));
-  return factor * (fixed_s + per_gib_s * gib);
+  return factor * (fixed_s + per_gib_s * gib) + (to > from ? grow_s : 0);
 }
 
 Result simulate(const std::vector<Job>& jobs, const Config& config) {

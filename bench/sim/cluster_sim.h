@@ -19,6 +19,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,7 @@ struct CostModel {
   double per_gib_s = 1.08;  // and slope, s per GiB through one process
   double gib_per_node = 1;  // a job's state: this much per node of its traced size
   double factor = 1;        // x10: a slow file system, a large job
+  double grow_s = 0;        // a growth's more: the grant of Slurm's second allocation
   // Seconds a resize from -> to of a job of traced size `size` stops it.
   double seconds(int size, int from, int to) const;
 };
@@ -56,6 +58,29 @@ struct Config {
   // Malleable jobs are submitted as Slurm's `-N min-max`: one starts on fewer nodes than it asked
   // (at least its min_size) when that is what is free, rather than waiting.
   bool moldable = false;
+  // Slurm as bench/slurm.py's test cluster runs it (0: the idealised scheduler above; see
+  // docs/perf/cluster.md, "The simulator against the real Slurm run"):
+  //  - limit_s > 0: every job's time limit (sbatch --time); the backfill reservation counts the
+  //    running jobs' ends as start + limit_s and names its nodes (the lowest free ones then, as
+  //    select/cons_tres picks), and a later job may start only on free nodes outside it, or if
+  //    its own limit ends before the reservation;
+  //  - sched_latency_s: a job that could start (a submission, an end, nodes given back) starts
+  //    this long after, when slurmctld's scheduler runs;
+  //  - queue_read_s: pcmd's policy sees Slurm's queue and idle nodes as read this often (pcmd
+  //    reads them every 3 s: pcmd/slurm/slurm_growth.cpp), not as they are.
+  //  - slowdown: a job computing on n nodes while the machine's running jobs compute on B nodes
+  //    in all iterates slowdown[{n, B}] times slower than alone (missing: 1): bench/slurm.py's
+  //    "nodes" share 2 cores, measured from heat2d's traces. A job's run is then its time alone.
+  std::map<std::pair<int, int>, double> slowdown;
+  //  - backfill_interval_s > 0: a later job starts by backfill only in Slurm's backfill cycles,
+  //    at backfill_phase_s + k * backfill_interval_s (slurmctld's start + k * bf_interval, 30 s);
+  double limit_s = 0;
+  double backfill_interval_s = 0;
+  double backfill_phase_s = 0;
+  double sched_latency_s = 0;
+  double queue_read_s = 0;
+  // A malleable job is the policy's this long after its start (its pcmd and program starting).
+  double attach_s = 0;
   bool check = false;     // verify the node book at every step (the invariants)
   bool keep_log = false;  // keep every decision's line (Result::log)
 };

@@ -30,6 +30,7 @@ struct Options {
   std::vector<double> shares{0, 20, 50, 100};
   std::vector<std::string> picks{"random"};
   std::vector<double> costs{1, 10};
+  std::vector<std::string> slowdown;  // --slowdown n:B:factor
   s::Marking marking;
   s::Config config;
 };
@@ -156,6 +157,9 @@ void add_options(CLI::App& app, Options& o) {
       ->capture_default_str();
   app.add_option("--cost-fixed-s", o.config.cost.fixed_s, "a resize's fixed cost, s")
       ->capture_default_str();
+  app.add_option("--cost-grow-s", o.config.cost.grow_s,
+                 "a growth's more seconds (the grant of a second allocation)")
+      ->capture_default_str();
   app.add_option("--cost-per-gib-s", o.config.cost.per_gib_s,
                  "a resize's cost per GiB per process, s")
       ->capture_default_str();
@@ -172,6 +176,29 @@ void add_options(CLI::App& app, Options& o) {
   app.add_flag("--policy-shrink-if-enough", p.shrink_if_enough,
                "jobs leave nodes for a waiting job only if all they could give would start it");
   app.add_option("--period-s", o.config.period_s, "the policy's round, s")->capture_default_str();
+  app.add_option(
+         "--slurm-limit-s", o.config.limit_s,
+         "every job's time limit: Slurm's backfill by limits, on named nodes (0: exact ends)")
+      ->capture_default_str();
+  app.add_option("--backfill-interval-s", o.config.backfill_interval_s,
+                 "with --slurm-limit-s: backfill only every this many seconds (0: at once)")
+      ->capture_default_str();
+  app.add_option("--backfill-phase-s", o.config.backfill_phase_s,
+                 "the backfill cycles' time after the first submission")
+      ->capture_default_str();
+  app.add_option("--slurm-latency-s", o.config.sched_latency_s,
+                 "a job starts this long after it could (slurmctld's scheduler)")
+      ->capture_default_str();
+  app.add_option("--queue-read-s", o.config.queue_read_s,
+                 "the policy sees the queue and idle nodes as read this often (0: live)")
+      ->capture_default_str();
+  app.add_option("--slowdown", o.slowdown,
+                 "n:B:factor, ...: a job on n nodes while jobs compute on B nodes in all runs "
+                 "factor times slower than alone (a machine whose nodes share cores)")
+      ->delimiter(',');
+  app.add_option("--attach-s", o.config.attach_s,
+                 "a malleable job is the policy's this long after its start")
+      ->capture_default_str();
   app.add_flag("--check", o.config.check, "verify the node book at every step");
   app.add_flag("--moldable", o.config.moldable,
                "malleable jobs start on fewer nodes than asked (at least their minimum) if that "
@@ -220,6 +247,15 @@ int main(int argc, char** argv) {
   if (o.trace.empty() == o.workload.empty()) {
     std::cerr << "pcm_cluster_sim: give --trace FILE or --workload FILE\n";
     return 2;
+  }
+  for (const std::string& e : o.slowdown) {
+    int n = 0, b = 0;
+    double f = 0;
+    if (std::sscanf(e.c_str(), "%d:%d:%lf", &n, &b, &f) != 3 || n < 1 || b < n || !(f > 0)) {
+      std::cerr << "pcm_cluster_sim: --slowdown " << e << ": n:B:factor with 1 <= n <= B wanted\n";
+      return 2;
+    }
+    o.config.slowdown[{n, b}] = f;
   }
   try {
     const std::vector<s::Job> base = load(o);

@@ -21,7 +21,7 @@ struct TraceInfo {
 std::vector<Job> read_swf(const std::string& path, int nodes, TraceInfo* info);
 
 // CSV with a header: id,submit,run,size,malleable,serial (malleable 0/1), e.g. bench_slurm's
-// workload (bench/cluster_check.py); min and max sizes come from mark()'s rules.
+// workload (bench/cluster_slurm.py); min and max sizes come from mark()'s rules.
 std::vector<Job> read_csv(const std::string& path);
 
 // The jobs submitted in [from_day, from_day + days) days after the first (days <= 0: all),

@@ -1,7 +1,9 @@
 // test_cluster_sim.cpp — the cluster simulator's invariants (bench/sim/cluster_sim.h): rigid EASY
 // reproduces a schedule checked by hand, malleable jobs grow onto idle nodes and give them back
 // for a waiting job through pcmd's policy, and no node is ever held twice (the node book is
-// verified at every step: simulate() throws otherwise).
+// verified at every step: simulate() throws otherwise); Slurm's backfill by limits on named nodes,
+// its cycles and latency, and jobs sharing the machine's cores (the check against the real Slurm
+// runs, bench/cluster_slurm.py) on schedules checked by hand.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -103,4 +105,55 @@ TEST(Sim, NoNodeIsDoubleBookedAndEveryJobEndsOnARandomMalleableWorkload) {
       EXPECT_GT(j.end, j.start - 1e-9);
     }
   }
+}
+
+TEST(Sim, SlurmBackfillByLimitsOnNamedNodesAndItsLatency) {
+  // bench/slurm.py's quick workload in miniature, 3 nodes, every limit 600 s. A (1 node, 0-20)
+  // on n0; B (2 nodes, 0-60) on n1-n2; C (2 nodes) queued at 1: reserved at B's limit (600) on
+  // n0-n1, the lowest nodes free then; D (1 node, 30 s) queued at 5 fits on n0 when A ends, and
+  // EASY by exact ends backfills it (20-50), but by limits n0 is C's: D waits for B, as Slurm
+  // did. With a 0.5-s latency every start comes 0.5 s after what allowed it.
+  const std::vector<s::Job> jobs{job(1, 0, 20, 1), job(2, 0, 60, 2), job(3, 1, 10, 2),
+                                 job(4, 5, 30, 1)};
+  const s::Result easy = s::simulate(jobs, config(3));
+  EXPECT_NEAR(easy.jobs[3].start, 20, 1e-6);
+  s::Config c = config(3);
+  c.limit_s = 600;
+  const s::Result lim = s::simulate(jobs, c);
+  const double want[][2] = {{0, 20}, {0, 60}, {60, 70}, {60, 90}};
+  for (std::size_t i = 0; i < 4; ++i) {
+    EXPECT_NEAR(lim.jobs[i].start, want[i][0], 1e-6) << "job " << lim.jobs[i].id;
+    EXPECT_NEAR(lim.jobs[i].end, want[i][1], 1e-6) << "job " << lim.jobs[i].id;
+  }
+  c.sched_latency_s = 0.5;
+  const s::Result late = s::simulate(jobs, c);
+  const double starts[] = {0.5, 0.5, 61, 61};  // B ends at 60.5
+  for (std::size_t i = 0; i < 4; ++i)
+    EXPECT_NEAR(late.jobs[i].start, starts[i], 1e-6) << "job " << late.jobs[i].id;
+}
+
+TEST(Sim, SlurmBackfillStartsOnlyInItsCycles) {
+  // A (1 node, 0-10) ends before B (2 nodes, 60 s) arrives at 12: B takes n0-n1; C (2 nodes)
+  // queued at 12 is reserved n0-n1 at B's limit, leaving n2 spare, on which D (1 node, queued at
+  // 15) is backfilled: at once, or at the next backfill cycle (every 30 s from 0): at 30.
+  const std::vector<s::Job> jobs{job(1, 0, 10, 1), job(2, 12, 60, 2), job(3, 12, 10, 2),
+                                 job(4, 15, 20, 1)};
+  s::Config c = config(3);
+  c.limit_s = 600;
+  EXPECT_NEAR(s::simulate(jobs, c).jobs[3].start, 15, 1e-6);
+  c.backfill_interval_s = 30;
+  const s::Result r = s::simulate(jobs, c);
+  EXPECT_NEAR(r.jobs[3].start, 30, 1e-6);
+  EXPECT_NEAR(r.jobs[2].start, 72, 1e-6);  // C when B ends, by the main scheduler
+}
+
+TEST(Sim, JobsSharingTheMachineSlowEachOtherDown) {
+  // Two 1-node jobs of 10 s alone; while both compute each is 1.5x slower (Config::slowdown):
+  // together from 0, both end at 15.
+  const std::vector<s::Job> jobs{job(1, 0, 10, 1), job(2, 0, 10, 1)};
+  s::Config c = config(2);
+  c.slowdown[{1, 2}] = 1.5;
+  const s::Result r = s::simulate(jobs, c);
+  EXPECT_NEAR(r.jobs[0].end, 15, 1e-6);
+  EXPECT_NEAR(r.jobs[1].end, 15, 1e-6);
 }
