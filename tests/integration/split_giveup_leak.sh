@@ -43,7 +43,8 @@ for i in $(seq "$n"); do
   # Refused while pcmd still has the last command pending (its report comes with the line).
   end=$((SECONDS + 30))
   until "$pcmctl" split "$job" 0 --into 2 >/dev/null 2>&1; do
-    [ $SECONDS -lt $end ] || fail "split $i refused for 30 s: $("$pcmctl" status "$job")"
+    [ $SECONDS -lt $end ] || fail "split $i refused for 30 s: $("$pcmctl" status "$job")
+$(show "$out")"
     kill -0 $mpi 2>/dev/null || fail "the job ended before split $i: $(show "$out")"
     sleep 0.05
   done
