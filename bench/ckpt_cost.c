@@ -44,6 +44,24 @@ static int check(PCM_Dist dist, const double *x, int rank) {
   return 1;
 }
 
+/* The application computes between versions: passes reading its array (x, n elements), each
+ * beginning with PCM_Adapt (adapt) or PCM_Status as an instrumented solver's iteration does,
+ * until gap seconds have gone by on rank 0's clock (every rank makes the same passes). Adds to
+ * *sum; -1 if the PCM call failed. */
+static int compute(MPI_Comm *world, double gap, int adapt, const double *x, long n, double *sum) {
+  double t0 = MPI_Wtime();
+  for (;;) {
+    int go = MPI_Wtime() - t0 < gap;
+    MPI_Bcast(&go, 1, MPI_INT, 0, *world);
+    if (!go) return 0;
+    if ((adapt ? PCM_Adapt(world) : PCM_Status(*world)) < 0) {
+      fail(adapt ? "PCM_Adapt" : "PCM_Status");
+      return -1;
+    }
+    for (long k = 0; k < n; k++) *sum += x[k];
+  }
+}
+
 static int run_store(MPI_Comm world, long mb, int rank, int size, int versions, double gap) {
   long n = mb * 1024 * 1024 / 8 / size, k;
   double *x = malloc((size_t)n * sizeof(double)), t0, t1, t2, sum = 0;
@@ -77,16 +95,7 @@ static int run_store(MPI_Comm world, long mb, int rank, int size, int versions, 
             "ckpt_cost: wrote %ld MiB with %d processes (store): %.3f s (store %.3f s + commit "
             "%.3f s), %.3f GB/s\n",
             mb, size, t2 - t0, t1 - t0, t2 - t1, (double)n * size * 8 / (t2 - t0) / 1e9);
-      /* GAP: the application computes (passes reading its array, PCM_Status at the top of each)
-       * for gap seconds before the next version. */
-      t0 = MPI_Wtime();
-      for (;;) {
-        int go = MPI_Wtime() - t0 < gap; /* rank 0's clock: the same passes everywhere */
-        MPI_Bcast(&go, 1, MPI_INT, 0, world);
-        if (!go) break;
-        if (PCM_Status(world) < 0) return fail("PCM_Status");
-        for (k = 0; k < n; k++) sum += x[k];
-      }
+      if (compute(&world, gap, 0, x, n, &sum) < 0) return 1;
     }
     if (rank == 0 && gap > 0) printf("ckpt_cost: (sum %g)\n", sum > 0 ? 1.0 : 0.0);
   }
@@ -211,16 +220,7 @@ static int run_wait(MPI_Comm *world, long mb, int versions, double gap) {
     if (PCM_Checkpoint(*world, it) != PCM_SUCCESS) return fail("PCM_Checkpoint");
     t1 = MPI_Wtime() - t0;
     MPI_Allreduce(&t1, &waits[v], 1, MPI_DOUBLE, MPI_MAX, *world);
-    /* The application computes: iterations of one pass over its array each, with PCM_Adapt at
-     * the top of each as an instrumented solver has it, until gap seconds have gone by. */
-    t0 = MPI_Wtime();
-    for (;;) {
-      int go = MPI_Wtime() - t0 < gap; /* rank 0's clock: every rank makes the same iterations */
-      MPI_Bcast(&go, 1, MPI_INT, 0, *world);
-      if (!go) break;
-      if (PCM_Adapt(world) < 0) return fail("PCM_Adapt");
-      for (k = 0; k < elements; k++) sum += x[k];
-    }
+    if (compute(world, gap, 1, x, elements, &sum) < 0) return 1;
   }
   MPI_Barrier(*world);
   t0 = MPI_Wtime();

@@ -62,11 +62,8 @@ std::vector<AsyncStores::Name> AsyncStores::write(DaemonLink& link, DirectStore&
   *outcome = attempt([&] {
     for (const auto& [name, k] : kept_) {
       if (k.written) continue;
-      const auto& [rank, key] = name;
-      if (!store.store(link, ctx_.settings, ctx_.job, rank, key, k.bytes.get(), k.type, k.count))
-        link.request(ops::request(ops::Store{ctx_.job, rank, key, k.type,
-                                             static_cast<std::int64_t>(k.count)}),
-                     k.size > 0 ? k.bytes.get() : "", k.size, ctx_.settings.data_timeout_ms);
+      store_now(link, store, ctx_.settings, ctx_.job, name.first, name.second, k.bytes.get(),
+                k.type, k.count);
       done.push_back(name);
     }
   });
@@ -114,10 +111,10 @@ AsyncStores::Result AsyncStores::finish() {
   return r;
 }
 
-Outcome AsyncStores::flush() {
+Outcome AsyncStores::flush(DirectStore& direct) {
   finish_thread();
   Outcome o;
-  if (dirty()) write(ctx_.link, own_store_, &o);
+  if (dirty()) write(ctx_.link, direct, &o);
   // Written (or lost, and pcmd knows it): the world may change now, and this process's rank with
   // it, so nothing of the old rank stays here.
   kept_.clear();

@@ -45,11 +45,12 @@ class AsyncStores {
   // PCM_Commit's part on every rank, dirty or not: the thread writes the keys not yet written and
   // says so (stores_done of iteration, as rank of size).
   void start(std::int64_t iteration, int rank, int size);
-  // Rank 0, after start(): pcmd's reply to the commit it sent was the commit's (every rank's
-  // stores were in already).
-  void committed_now() { committed_ = true; }
-  // Rank 0, after start(): the commit's request failed (reported by finish(), as the thread's).
-  void asked_failed(Outcome o) { asked_ = std::move(o); }
+  // Rank 0, after start(): how the commit's request went (a failure is reported by finish(), as
+  // the thread's), and whether pcmd's reply was the commit's (every rank's stores were in).
+  void asked(Outcome o, bool committed) {
+    asked_ = std::move(o);
+    if (committed) committed_ = true;
+  }
   // How the last commit started here went: waits for the thread. commit_seen: this process got
   // the commit's reply (exactly one process of the job does when the version is made).
   struct Result {
@@ -59,11 +60,12 @@ class AsyncStores {
     bool commit_seen = false;
   };
   Result finish();
-  // The process reconfigures or ends: every key not yet written is written now, in this thread,
+  // The process reconfigures or ends: every key not yet written is written now, in this thread
+  // (through direct, the application thread's view of pcmd's directory),
   // and the copies forgotten (ranks may change); a failure is logged (pcmd then refuses commits
   // until the key is stored again) and returned. Local: the caller settles the commit in flight
   // first (Storage::flush), so that no store of the next version reaches it.
-  Outcome flush();
+  Outcome flush(DirectStore& direct);
   // The process ends: waits for the thread and closes its link to pcmd.
   void close();
 
@@ -83,8 +85,7 @@ class AsyncStores {
 
   Context ctx_;
   std::map<Name, Kept> kept_;
-  DirectStore own_store_;     // the application thread's view of the directory
-  DirectStore thread_store_;  // the thread's
+  DirectStore thread_store_;  // the thread's view of pcmd's directory
   DaemonLink thread_link_;    // the thread's connection to pcmd
   std::thread thread_;
   bool started_ = false;

@@ -41,15 +41,10 @@ bool DirectStore::sees(DaemonLink& link, const Settings& s, const std::string& j
   return seen_;
 }
 
-bool DirectStore::takes(DaemonLink& link, const Settings& s, const std::string& job,
-                        std::uint64_t bytes) {
-  return bytes >= kMinBytes && bytes <= kMaxBytes && sees(link, s, job);
-}
-
 bool DirectStore::store(DaemonLink& link, const Settings& s, const std::string& job, int rank,
                         const std::string& key, const void* buf, int type, std::uint64_t count) {
   const std::uint64_t bytes = count * proto::type_size(type);
-  if (!takes(link, s, job, bytes)) return false;
+  if (bytes < kMinBytes || bytes > kMaxBytes || !sees(link, s, job)) return false;
   const std::string file = staged_file_name(rank, key, new_tag());
   ShardRecord written;
   try {

@@ -27,8 +27,6 @@ class DirectStore {
   // stored again; PCM_ERR_NOSPACE on a full disk) or pcmd refuses the record.
   bool store(DaemonLink& link, const Settings& s, const std::string& job, int rank,
              const std::string& key, const void* buf, int type, std::uint64_t count);
-  // Whether store() would write a key of this many bytes itself.
-  bool takes(DaemonLink& link, const Settings& s, const std::string& job, std::uint64_t bytes);
   // The record of (rank, key) when the rank wrote it itself and this process sees it; nullopt:
   // ask pcmd.
   std::optional<ShardRecord> find(DaemonLink& link, const Settings& s, const std::string& job,

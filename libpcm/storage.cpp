@@ -47,15 +47,19 @@ void check_loaded(int rank, const char* key, int stored_type, std::int64_t store
          count);
 }
 
+void store_now(DaemonLink& link, DirectStore& direct, const Settings& s, const std::string& job,
+               int rank, const std::string& key, const void* buf, int type, std::uint64_t count) {
+  if (direct.store(link, s, job, rank, key, buf, type, count)) return;  // recorded by pcmd
+  link.request(ops::request(ops::Store{job, rank, key, type, static_cast<std::int64_t>(count)}),
+               count > 0 ? buf : "", count * proto::type_size(type), s.data_timeout_ms);
+}
+
 void Storage::store(int rank, const char* key, const void* buf, int type, long count) {
-  std::size_t bytes = static_cast<std::size_t>(count) * check_data(rank, key, buf, type, count);
+  check_data(rank, key, buf, type, count);
   if (async_.keep(rank, key, buf, type, static_cast<std::uint64_t>(count)))
     return;  // kept here (PCM_STORE_ASYNC=1); written behind the application at PCM_Commit
-  if (direct_store_.store(ctx_.link, ctx_.settings, ctx_.job, rank, key, buf, type,
-                          static_cast<std::uint64_t>(count)))
-    return;  // written here, recorded by pcmd
-  ctx_.link.request(ops::request(ops::Store{ctx_.job, rank, key, type, count}),
-                    count > 0 ? buf : "", bytes, ctx_.settings.data_timeout_ms);
+  store_now(ctx_.link, direct_store_, ctx_.settings, ctx_.job, rank, key, buf, type,
+            static_cast<std::uint64_t>(count));
 }
 
 void Storage::load_count(int rank, const char* key, int* type, long* count) {
@@ -115,10 +119,13 @@ void Storage::commit(int iteration) {
   std::string msg = code ? fmt::format("iteration {} is negative", iteration) : "";
   // Every rank's stores have returned once all are here; then rank 0 asks pcmd to commit.
   agree(ctx_.world.comm(), code, msg);
-  settle();  // the previous commit made behind: its failure is this call's
-  int behind = async_.dirty() ? 1 : 0;  // a rank keeps keys not yet written (PCM_STORE_ASYNC=1)
-  mpi_check(MPI_Allreduce(MPI_IN_PLACE, &behind, 1, MPI_INT, MPI_MAX, ctx_.world.comm()),
-            "MPI_Allreduce");
+  int behind = 0;  // a rank keeps keys not yet written (PCM_STORE_ASYNC=1)
+  if (ctx_.settings.store_async) {
+    settle();  // the previous commit made behind: its failure is this call's
+    behind = async_.dirty() ? 1 : 0;
+    mpi_check(MPI_Allreduce(MPI_IN_PLACE, &behind, 1, MPI_INT, MPI_MAX, ctx_.world.comm()),
+              "MPI_Allreduce");
+  }
   const ops::Commit req{ctx_.job, iteration, ctx_.world.size(), false, behind == 1};
   if (!behind) {
     agreed(ctx_.world.comm(), [&] {
@@ -132,18 +139,19 @@ void Storage::commit(int iteration) {
   // by the next PCM_Commit or PCM_Finalize on every rank (settle), never by this one on rank 0.
   async_.start(iteration, ctx_.world.rank(), ctx_.world.size());
   if (ctx_.world.rank() == 0) {
-    const Outcome asked = attempt([&] {
+    bool committed = false;
+    Outcome o = attempt([&] {
       auto r = ctx_.link.request(ops::request(req), nullptr, 0, ctx_.settings.data_timeout_ms);
-      if (r.header.contains("iteration")) async_.committed_now();  // the stores were all in
+      committed = r.header.contains("iteration");
     });
-    if (!asked.ok()) async_.asked_failed(asked);
+    async_.asked(std::move(o), committed);
   }
 }
 
 void Storage::flush() {
   if (!ctx_.settings.store_async) return;
   settle(true);
-  async_.flush();
+  async_.flush(direct_store_);
 }
 
 void Storage::settle(bool quietly) {

@@ -46,6 +46,10 @@ class Storage {
   AsyncStores async_{ctx_};   // PCM_STORE_ASYNC=1's copies and writer
 };
 
+// A store made now: written by this process where it sees pcmd's directory (direct_store.h),
+// else sent to pcmd with its data.
+void store_now(DaemonLink& link, DirectStore& direct, const Settings& s, const std::string& job,
+               int rank, const std::string& key, const void* buf, int type, std::uint64_t count);
 // A load's buffer must be what was stored (type and count), else PCM_ERR_TYPE / PCM_ERR_COUNT.
 void check_loaded(int rank, const char* key, int stored_type, std::int64_t stored_count, int type,
                   long count);

@@ -71,9 +71,9 @@ struct Config {
   //  - slowdown: a job computing on n nodes while the machine's running jobs compute on B nodes
   //    in all iterates slowdown[{n, B}] times slower than alone (missing: 1): bench/slurm.py's
   //    "nodes" share 2 cores, measured from heat2d's traces. A job's run is then its time alone.
-  std::map<std::pair<int, int>, double> slowdown;
   //  - backfill_interval_s > 0: a later job starts by backfill only in Slurm's backfill cycles,
-  //    at backfill_phase_s + k * backfill_interval_s (slurmctld's start + k * bf_interval, 30 s);
+  //    at backfill_phase_s + k * backfill_interval_s (slurmctld's start + k * bf_interval, 30 s).
+  std::map<std::pair<int, int>, double> slowdown;
   double limit_s = 0;
   double backfill_interval_s = 0;
   double backfill_phase_s = 0;
