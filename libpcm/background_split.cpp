@@ -98,17 +98,14 @@ void BackgroundSplit::keep_spawn_of(const char* command) {
         "[rank 0] split: PCM_Split names another program than the one spawned in the "
         "background; spawning it now");
   spawn_.cancel_prefaulted();
-  set_aside_tells_ = result_ == PCM_SUCCESS && inter_ && ctx_.world.rank() == 0;
+  set_aside_spawned_ = result_ == PCM_SUCCESS;
   set_aside_ = std::move(inter_);
   switching_ = false;
 }
 
 void BackgroundSplit::give_up_set_aside() {
-  if (!set_aside_) return;
-  if (set_aside_tells_ && split_can_go_back())
-    OldSideGuard::tell_new_world(set_aside_.get(), false);
-  set_aside_.reset();
-  set_aside_tells_ = false;
+  withdraw_split(std::move(set_aside_), set_aside_spawned_, ctx_.world.rank());
+  set_aside_spawned_ = false;
 }
 
 void BackgroundSplit::switch_now(const Command& cmd, std::int64_t iteration) {
@@ -286,10 +283,7 @@ void BackgroundSplit::drop(const Command* current) {
   spawn_.cancel_prefaulted();
   if (switching_) inter = std::move(inter_);
   switching_ = false;
-  // The new processes wait for the old world's context, guarded where the split can go back
-  // (split_guard.h): the verdict ends them. Elsewhere they wait until the launcher ends them.
-  if (result == PCM_SUCCESS && inter && ctx_.world.rank() == 0 && split_can_go_back())
-    OldSideGuard::tell_new_world(inter.get(), false);
+  withdraw_split(std::move(inter), result == PCM_SUCCESS, ctx_.world.rank());
   if (current) spawner_.abandon()(*current, "the job ended before the split's switch");
   bound_.reset();
 }

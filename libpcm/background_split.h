@@ -56,10 +56,9 @@ class BackgroundSplit {
   bool start_for_paper_calls(const proto::Command& cmd, int status, std::int64_t iteration);
   // PCM_Split, switched: the background spawn ran this program; a PCM_Split that names another
   // (on any rank: collective) sets those processes aside, and the split spawns that program
-  // itself; they are told the split is given up (and end) only after that spawn, by
-  // give_up_set_aside (send_split; again at the end of PCM_Split, for a split that failed before):
-  // hydra (MPICH 4.0.2) failed an assertion and killed the job when they ended during the spawn
-  // or while the old world left.
+  // itself; they are withdrawn (withdraw_split: they end with MPI_Finalize) only after that
+  // spawn, by give_up_set_aside (send_split; again at the end of PCM_Split, for a split that failed
+  // before).
   void keep_spawn_of(const char* command);
   void give_up_set_aside();
   // PCM_Status, at an agreement after rank 0's helper has finished (every rank's does now): joins
@@ -118,13 +117,13 @@ class BackgroundSplit {
   BackgroundPrefault prefault_;  // a merge's
   Prefaulted merge_buffers_;     // what it made, from the switch to the merge
   std::optional<Watchdog::Scope> bound_;
-  bool switching_ = false;        // joined: the reconfiguration goes on at this PCM_Adapt call
-  int result_ = 0;                // this rank's helper's (PCM_SUCCESS or PCM_ERR_SPAWN)
-  mpi::Comm inter_;               // the helper's intercommunicator
-  std::int64_t started_at_ = 0;   // PCM_Status calls at the start
-  double visible_ = 0;            // seconds the starting call and the switch took
-  mpi::Comm set_aside_;           // keep_spawn_of's, until give_up_set_aside
-  bool set_aside_tells_ = false;  // this process tells them (the old rank 0)
+  bool switching_ = false;          // joined: the reconfiguration goes on at this PCM_Adapt call
+  int result_ = 0;                  // this rank's helper's (PCM_SUCCESS or PCM_ERR_SPAWN)
+  mpi::Comm inter_;                 // the helper's intercommunicator
+  std::int64_t started_at_ = 0;     // PCM_Status calls at the start
+  double visible_ = 0;              // seconds the starting call and the switch took
+  mpi::Comm set_aside_;             // keep_spawn_of's, until give_up_set_aside
+  bool set_aside_spawned_ = false;  // its spawn succeeded: its new processes wait for a verdict
   std::vector<Distribution> last_maps_;  // remember()'s
   std::vector<int> last_types_;
 };

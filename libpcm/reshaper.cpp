@@ -135,14 +135,17 @@ void Reshaper::join_as_child(MPI_Comm parent_handle) {
   std::unique_ptr<NewSideGuard> verdict;
   Waiter wait;
   if (split_can_go_back()) {
-    // Given up: it leaves pcmd ("bye": not taken for a lost process) and ends, exit 0.
-    verdict = std::make_unique<NewSideGuard>(parent.get(), [this, me](const std::string& why) {
-      plog()->warn("[new process {}] the split it was spawned for did not happen ({}); it ends", me,
-                   why);
-      plog()->flush();
-      ctx_.link.close();
-      ::_exit(0);
-    });
+    // Given up: it leaves pcmd ("bye": not taken for a lost process) and ends, exit 0; withdrawn:
+    // after MPI_Finalize (split_guard.h).
+    verdict = std::make_unique<NewSideGuard>(
+        parent.get(), [this, me](const std::string& why, bool withdrawn) {
+          plog()->warn("[new process {}] the split it was spawned for did not happen ({}); it ends",
+                       me, why);
+          plog()->flush();
+          ctx_.link.close();
+          if (withdrawn) end_withdrawn(kWithdrawnFinalizeBound);
+          ::_exit(0);
+        });
     wait = verdict->waiter();
   }
   json ctx = bcast_inter(json{}, false, me, parent.get(), verdict ? &wait : nullptr);

@@ -77,6 +77,8 @@ class Reshaper {
   // How long a given-up split waits for what it left running to end (leftovers.h): the new
   // processes end at its verdict, in well under a second.
   static constexpr std::chrono::milliseconds kGivenUpDrain{3000};
+  // How long a new process of a withdrawn split may take to finalize before it just ends.
+  static constexpr std::chrono::milliseconds kWithdrawnFinalizeBound{10000};
   // A given-up split: what it left running is drained (split_merge.cpp), pcmd hears why.
   void settle_given_up(mpi::Comm inter, const proto::Command& cmd, const std::string& why);
   void agree_reshape_args(const std::vector<ArrayRef>& arrays);

@@ -1,9 +1,12 @@
 // split_guard.cpp — a split that loses a new process goes back to the old world (split_guard.h).
 #include "split_guard.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <ctime>
 #include <memory>
+#include <thread>
 
 #include "leftovers.h"
 
@@ -162,21 +165,23 @@ bool OldSideGuard::agree(std::string* why) {
   return sum[0] == 0;
 }
 
-void OldSideGuard::tell_new_world(MPI_Comm inter, bool go_on) {
-  static const int kVerdicts[2] = {0, 1};
+void OldSideGuard::tell_new_world(MPI_Comm inter, SplitVerdict verdict) {
+  static const int kVerdicts[3] = {static_cast<int>(SplitVerdict::kGivenUp),
+                                   static_cast<int>(SplitVerdict::kGoOn),
+                                   static_cast<int>(SplitVerdict::kWithdrawn)};
   int n = 0;
   if (MPI_Comm_remote_size(inter, &n) != MPI_SUCCESS) return;
   for (int r = 0; r < n; ++r) {
     MPI_Request q;
     // A small message: buffered at once. Freed, never waited for: a new process may be gone
     // (the send reads kVerdicts, static; MPI completes it, or fails it once that process ended).
-    if (MPI_Isend(&kVerdicts[go_on ? 1 : 0], 1, MPI_INT, r, kVerdictTag, inter, &q) == MPI_SUCCESS)
+    if (MPI_Isend(&kVerdicts[static_cast<int>(verdict)], 1, MPI_INT, r, kVerdictTag, inter, &q) ==
+        MPI_SUCCESS)
       MPI_Request_free(&q);
   }
 }
 
-NewSideGuard::NewSideGuard(MPI_Comm parent, std::function<void(const std::string&)> end)
-    : end_(std::move(end)) {
+NewSideGuard::NewSideGuard(MPI_Comm parent, End end) : end_(std::move(end)) {
   MPI_Comm_set_errhandler(parent, MPI_ERRORS_RETURN);
   mpi_check(MPI_Irecv(&verdict_, 1, MPI_INT, 0, kVerdictTag, parent, &verdict_req_), "MPI_Irecv");
 }
@@ -191,15 +196,18 @@ void NewSideGuard::check_verdict() {
   if (verdict_req_ == MPI_REQUEST_NULL) return;
   int flag = 0;
   const int rc = MPI_Test(&verdict_req_, &flag, MPI_STATUS_IGNORE);
-  if (rc != MPI_SUCCESS) end_("waiting for the old world's verdict: " + mpi_error_text(rc));
-  if (flag && verdict_ == 0) end_("the old world gave the split up");
+  if (rc != MPI_SUCCESS) end_("waiting for the old world's verdict: " + mpi_error_text(rc), false);
+  if (flag && verdict_ == static_cast<int>(SplitVerdict::kGivenUp))
+    end_("the old world gave the split up", false);
+  if (flag && verdict_ == static_cast<int>(SplitVerdict::kWithdrawn))
+    end_("the old world withdrew the split", true);
 }
 
 void NewSideGuard::wait(MPI_Request* req) {
   for (unsigned n = 1;; ++n) {
     int done = 0;
     const int rc = MPI_Test(req, &done, MPI_STATUS_IGNORE);
-    if (rc != MPI_SUCCESS) end_(mpi_error_text(rc));
+    if (rc != MPI_SUCCESS) end_(mpi_error_text(rc), false);
     if (done) return;
     if (n % kTestsPerLook == 0) check_verdict();
   }
@@ -210,6 +218,32 @@ void NewSideGuard::await_verdict() {
     check_verdict();
     if (verdict_req_ != MPI_REQUEST_NULL) pause_us(50);
   }
+}
+
+void withdraw_split(mpi::Comm inter, bool spawned, int rank) {
+  if (!inter || !spawned || !split_can_go_back()) return;  // freed
+  if (rank == 0) OldSideGuard::tell_new_world(inter.get(), SplitVerdict::kWithdrawn);
+  // Nothing of this side is pending on it (the verdict is small: sent at once, or failed with a
+  // new process gone), so the disconnect does not wait.
+  MPI_Comm h = inter.release();
+  MPI_Comm_set_errhandler(h, MPI_ERRORS_RETURN);
+  MPI_Comm_disconnect(&h);
+}
+
+void end_withdrawn(std::chrono::milliseconds bound) {
+  std::thread([bound] {
+    std::this_thread::sleep_for(bound);
+    plog()->warn("MPI_Finalize did not end within {} ms; the process ends without it",
+                 bound.count());
+    plog()->flush();
+    ::_exit(0);
+  }).detach();
+  // The parent intercommunicator is left as it is: the old world freed its side, and a receive of
+  // this side may still be posted on it (MPI_Comm_disconnect would wait for it).
+  PMPI_Finalize();
+  plog()->debug("MPI_Finalize ended");
+  plog()->flush();
+  ::_exit(0);
 }
 
 }  // namespace pcm::lib

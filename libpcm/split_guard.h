@@ -10,8 +10,12 @@
 // with the split or all go back; rank 0 tells every new process the verdict. The new side's
 // waits go through a NewSideGuard, which ends its process (leaving pcmd with "bye") as soon as the
 // verdict says "given up", or an MPI call fails: a new process of a failed split has no job to
-// join. When an old process is lost too, there is nothing to go back to: the watchdog ends the
-// rest and the job is recovered from its newest version (pcmctl run).
+// join. A split the old world withdrew before any exchange (another program was named, or the job
+// ended, while the spawn ran in the background: overlap.h) says so in its verdict; its new
+// processes end with MPI_Finalize, so that a launcher which ends a job at a process lost (hydra
+// without -disable-auto-cleanup) does not take them for lost. When an old process is lost too,
+// there is nothing to go back to: the watchdog ends the rest and the job is recovered from its
+// newest version (pcmctl run).
 //
 // Only where the MPI launcher lets the job outlive one of its processes: MPICH's hydra with
 // -disable-auto-cleanup (pcmctl run passes it). Elsewhere the launcher ends the whole job at the
@@ -41,6 +45,10 @@ struct SplitGivenUp {
   std::string why;
 };
 
+// What the old world tells the new processes of a split. kWithdrawn: given up before any exchange
+// on the intercommunicator, with nothing of the old side's pending on it.
+enum class SplitVerdict : int { kGivenUp = 0, kGoOn = 1, kWithdrawn = 2 };
+
 class OldSideGuard {
  public:
   using Clock = std::chrono::steady_clock;
@@ -66,8 +74,8 @@ class OldSideGuard {
   // this process (its own, or the first it heard). Leaves no message behind.
   bool agree(std::string* why);
   // Rank 0 of the old world, after agree: the verdict to every process of the new world on
-  // inter (1: the split goes on, 0: given up). Never waits for a process that may be gone.
-  static void tell_new_world(MPI_Comm inter, bool go_on);
+  // inter. Never waits for a process that may be gone.
+  static void tell_new_world(MPI_Comm inter, SplitVerdict verdict);
 
  private:
   void check_others();
@@ -88,11 +96,13 @@ class OldSideGuard {
   std::string told_text_;
 };
 
-// A new process of a split: its waits until the old world's verdict. end(why) is called (and must
-// not return) when the split was given up or an MPI call failed.
+// A new process of a split: its waits until the old world's verdict. end(why, withdrawn) is called
+// (and must not return) when the split was given up or an MPI call failed; withdrawn: the old
+// world withdrew it (SplitVerdict::kWithdrawn), the process may finalize (end_withdrawn).
 class NewSideGuard {
  public:
-  NewSideGuard(MPI_Comm parent, std::function<void(const std::string&)> end);
+  using End = std::function<void(const std::string& why, bool withdrawn)>;
+  NewSideGuard(MPI_Comm parent, End end);
   ~NewSideGuard();
   NewSideGuard(const NewSideGuard&) = delete;
   NewSideGuard& operator=(const NewSideGuard&) = delete;
@@ -105,10 +115,22 @@ class NewSideGuard {
 
  private:
   void check_verdict();
-  std::function<void(const std::string&)> end_;
+  End end_;
   MPI_Request verdict_req_ = MPI_REQUEST_NULL;
   int verdict_ = -1;
 };
+
+// The old side of a split withdrawn before any exchange (every rank of the old world; spawned: the
+// spawn succeeded). Where the split can go back, rank 0 tells the new processes kWithdrawn and
+// every rank disconnects, which lets their MPI_Finalize end at once (MPICH closes a dynamic
+// connection at MPI_Comm_disconnect, not at MPI_Comm_free: a new process would otherwise spin in
+// MPI_Finalize until the old world finalized). Elsewhere the new processes wait until the
+// launcher ends them and the intercommunicator is only freed.
+void withdraw_split(mpi::Comm inter, bool spawned, int rank);
+
+// Ends a new process whose split was withdrawn: MPI_Finalize (the launcher sees a clean end), then
+// _exit(0); should the finalize take longer than bound, _exit(0) all the same.
+[[noreturn]] void end_withdrawn(std::chrono::milliseconds bound);
 
 // The tag of the verdict on a split's intercommunicator (which only PCM uses).
 constexpr int kVerdictTag = 7;

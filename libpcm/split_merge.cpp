@@ -214,7 +214,8 @@ void Reshaper::send_split(const std::vector<ArrayRef>& arrays, const json& extra
   }
   std::string why;
   const bool go_on = !lost || lost->agree(&why);
-  if (lost && ctx_.world.rank() == 0) OldSideGuard::tell_new_world(inter.get(), go_on);
+  if (lost && ctx_.world.rank() == 0)
+    OldSideGuard::tell_new_world(inter.get(), go_on ? SplitVerdict::kGoOn : SplitVerdict::kGivenUp);
   if (!go_on) {
     background_.cancel_prefaulted();  // a word that will never come (spawned in the background)
     // Every old process still has its data and its world: the job goes on as it was.
