@@ -210,8 +210,11 @@ void CommandDesk::policy_round() {
   std::vector<PolicyJob> jobs;
   for (const auto& [name, job] : jobs_.all()) {
     if (job.state != JobState::kRunning) continue;
+    // A command waiting for a Slurm allocation is in flight too: a growth trial is measured
+    // once it has been carried out.
     jobs.push_back(PolicyJob{name, job.size, job.hosts, job.rate(tnow),
-                             job.pending.command.has_value(), job.version_s});
+                             job.pending.command.has_value() || job.allocating.has_value(),
+                             job.version_s});
   }
   std::vector<PolicyHost> hosts;
   for (const auto& h : inventory_.hosts())

@@ -100,6 +100,13 @@ std::optional<PolicyDecision> Policy::judge_trial(double now, const PolicyJob& j
   }
   if (now - s.trial_since < config_.measure_s || job.rate < 0) return std::nullopt;
   s.trial = false;
+  if (job.size <= s.trial_size) {  // it did not grow (an allocation given up, a split refused)
+    notes_.emplace_back(job.name, fmt::format("policy: the growth from {} processes did not "
+                                              "happen (now {}): nothing to judge or undo",
+                                              s.trial_size, job.size));
+    s.last = now;
+    return std::nullopt;
+  }
   const double gain = s.trial_rate > 0 ? job.rate / s.trial_rate - 1 : 0;
   const double wanted = wanted_gain(s.trial_size, job.size);
   if (gain >= wanted) {

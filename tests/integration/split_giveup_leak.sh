@@ -50,7 +50,8 @@ $(show "$out")"
   done
   end=$((SECONDS + 60))
   until [ "$(lines)" -ge $((2 * i)) ]; do
-    [ $SECONDS -lt $end ] || fail "split $i was not given up: $("$pcmctl" status "$job")"
+    [ $SECONDS -lt $end ] || fail "split $i was not given up: $("$pcmctl" status "$job")
+$(show "$out")"
     kill -0 $mpi 2>/dev/null || fail "the job ended during split $i: $(show "$out")"
     sleep 0.05
   done

@@ -113,6 +113,25 @@ TEST(Policy, AGrowthIsKeptOnlyIfTheRateRoseAndIsNotRetriedSoonAfterAnUndo) {
   EXPECT_TRUE(k.take_notes().empty());
 }
 
+TEST(Policy, AGrowthThatDidNotHappenIsNeitherJudgedNorUndone) {
+  d::Policy p(config());
+  std::vector<d::PolicyHost> hosts{host("h1", 2, 2), host("h2", 2, 0, 0.0)};
+  ASSERT_EQ(p.decide(0, {job({"h1", "h1"}, 100)}, hosts).size(), 1u);
+  // In flight (waiting for an allocation) for 20 s, then over with the job still at 2 processes
+  // and a lower rate: no undo to the size it has, the trial is over, and noted.
+  for (double t : {1.0, 10.0, 20.0})
+    EXPECT_TRUE(p.decide(t, {job({"h1", "h1"}, 90, true)}, hosts).empty()) << t;
+  EXPECT_TRUE(p.decide(21, {job({"h1", "h1"}, 90)}, hosts).empty());
+  EXPECT_TRUE(p.decide(29.5, {job({"h1", "h1"}, 90)}, hosts).empty());
+  auto notes = p.take_notes();
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].second.find("did not happen"), std::string::npos) << notes[0].second;
+  // Not capped: the growth is tried again after min_interval.
+  auto again = p.decide(40, {job({"h1", "h1"}, 90)}, hosts);
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].size, 3);
+}
+
 TEST(Policy, ALoadedHostIsLeftAfterTheLoadLastedWithHysteresis) {
   // The job: rank 0 on h1, rank 1 on h2; h3 free and quiet. h2 gets a competing load of 1.
   auto hosts = [](double h2_runnable, double h3_runnable) {
