@@ -166,9 +166,7 @@ bool OldSideGuard::agree(std::string* why) {
 }
 
 void OldSideGuard::tell_new_world(MPI_Comm inter, SplitVerdict verdict) {
-  static const int kVerdicts[3] = {static_cast<int>(SplitVerdict::kGivenUp),
-                                   static_cast<int>(SplitVerdict::kGoOn),
-                                   static_cast<int>(SplitVerdict::kWithdrawn)};
+  static const int kVerdicts[] = {0, 1, 2};  // SplitVerdict's values, indexed by themselves
   int n = 0;
   if (MPI_Comm_remote_size(inter, &n) != MPI_SUCCESS) return;
   for (int r = 0; r < n; ++r) {
@@ -238,11 +236,10 @@ void end_withdrawn(std::chrono::milliseconds bound) {
     plog()->flush();
     ::_exit(0);
   }).detach();
-  // The parent intercommunicator is left as it is: the old world freed its side, and a receive of
-  // this side may still be posted on it (MPI_Comm_disconnect would wait for it).
+  // The parent intercommunicator is left as it is: the old world disconnected its side
+  // (withdraw_split), and a receive of this side may still be posted on it (MPI_Comm_disconnect
+  // would wait for it).
   PMPI_Finalize();
-  plog()->debug("MPI_Finalize ended");
-  plog()->flush();
   ::_exit(0);
 }
 
