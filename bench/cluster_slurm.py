@@ -30,7 +30,9 @@ Everything the simulator is given is measured in those records, none fitted to t
     from slurmctld's start, each run's phase taken from its slurmctld.log
     (--backfill-interval-s, --backfill-phase-s); the main scheduler starts a job a median
     latency after its submission, a job's end or a node given back (--slurm-latency-s);
-  - pcmd: reads Slurm's queue every 3 s (pcmd/slurm/slurm_growth.cpp; --queue-read-s), acts on a
+  - pcmd: one per malleable job (bench/slurm.py's auto jobs), on its own clock from the job's
+    start (--pcmd-per-job): its policy's round every second, its readings of Slurm's queue every
+    3 s (pcmd/slurm/slurm_growth.cpp; --queue-read-s), each seen from the round after; it acts on a
     job once its program runs (allocation to heat2d's first trace row, median; --attach-s); a
     shrink holds the node until given back (decision to "gave ... back", median;
     --cost-fixed-s), a growth until done (the grant of a second allocation included, median;
@@ -290,7 +292,7 @@ def simulate(sim, name, m, phase, tmp):
                     "--min-share", "0.5", "--max-factor", "2", "--gib-per-node",
                     f"{GIB_PER_NODE}", "--csv", summary, "--jobs-csv", jobs, "--log", log,
                     "--label", name, "--slurm-limit-s", str(LIMIT_S), "--slurm-latency-s",
-                    f"{m['latency']:.3f}", "--queue-read-s", str(QUEUE_READ_S),
+                    f"{m['latency']:.3f}", "--queue-read-s", str(QUEUE_READ_S), "--pcmd-per-job",
                     "--backfill-interval-s", str(BF_INTERVAL_S), "--backfill-phase-s",
                     f"{phase:.3f}", "--attach-s", f"{m['attach']:.3f}", "--cost-fixed-s",
                     f"{m['shrink']:.3f}", "--cost-grow-s",

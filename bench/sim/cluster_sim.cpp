@@ -8,7 +8,9 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 #include <stdexcept>
+#include <utility>
 
 namespace pcm::sim {
 
@@ -102,7 +104,12 @@ class Engine {
     return t_ + r.work / rate(r);
   }
 
-  void event() { next_policy_ = std::min(next_policy_, std::max(t_, last_round_ + c_.period_s)); }
+  // Something the policy may act on happened: a round soon (its own pcmd's clock decides which
+  // round acts, Config::pcmd_per_job; a job that started gets its pcmd now).
+  void event() {
+    next_policy_ =
+        std::min(next_policy_, c_.pcmd_per_job ? t_ : std::max(t_, last_round_ + c_.period_s));
+  }
 
   // Something a queued job may start on happened: Slurm's scheduler runs sched_latency_s later.
   void kick() {
@@ -250,8 +257,14 @@ class Engine {
   }
 
   void backfill_by_limits();
+  daemon::PolicyJob policy_job(const Running& r, std::vector<daemon::PolicyHost>& hosts) const;
+  daemon::PolicyQueue read_queue() const;
+  bool decide(daemon::Policy& policy, const std::vector<daemon::PolicyJob>& jobs,
+              const std::vector<daemon::PolicyHost>& hosts, const std::vector<Running*>& by_job,
+              daemon::PolicyQueue q);
   void policy_round();
-  void apply(const daemon::PolicyDecision& d, Running& r);
+  void pcmd_rounds();
+  void apply(daemon::Policy& policy, const daemon::PolicyDecision& d, Running& r);
 
   double next_time() const {
     double tn = next_ < order_.size() ? jobs_[order_[next_]].submit : kInf;
@@ -323,6 +336,16 @@ class Engine {
   bool in_cycle_ = false;     // a backfill cycle runs (backfill_interval_s)
   daemon::PolicyQueue read_;  // the queue as pcmd read it last (queue_read_s)
   double next_read_ = 0;      // and when it reads it next
+  // Config::pcmd_per_job: the pcmd of each running malleable job (by its index).
+  struct Pcmd {
+    Pcmd(const daemon::PolicyConfig& config, double start)
+        : policy(config), next_round(start), next_read(start) {}
+    daemon::Policy policy;
+    double next_round, next_read;
+    std::optional<daemon::PolicyQueue> taken;  // read in the last round's pass
+    daemon::PolicyQueue seen;                  // what its rounds see
+  };
+  std::map<std::size_t, Pcmd> pcmds_;
   Result r_;
 };
 
@@ -376,37 +399,81 @@ void Engine::backfill_by_limits() {
   }
 }
 
+// What a pcmd tells its Policy of r (PolicyJob) and of r's nodes (appended to hosts).
+daemon::PolicyJob Engine::policy_job(const Running& r,
+                                     std::vector<daemon::PolicyHost>& hosts) const {
+  const Job& j = jobs_[r.job];
+  daemon::PolicyJob pj;
+  pj.name = std::to_string(j.id);
+  pj.size = static_cast<int>(r.nodes.size());
+  for (int n : r.nodes) {
+    pj.hosts.push_back(names_[static_cast<std::size_t>(n)]);
+    daemon::PolicyHost h;
+    h.name = names_[static_cast<std::size_t>(n)];
+    h.slots = h.used = 1;
+    // A node Slurm gave: back to Slurm once left; under Slurm (limit_s) not the job's first
+    // node, its batch host, where pcmd runs (pcmd/slurm/slurm_growth.cpp: releasable).
+    h.releasable = c_.limit_s <= 0 || n != r.started_on.front();
+    hosts.push_back(std::move(h));
+  }
+  pj.rate = 100 * rate(r);  // iterations/s, up to a constant
+  pj.pending = r.busy_until >= 0;
+  pj.min_size = j.min_size;
+  pj.max_size = j.max_size;
+  return pj;
+}
+
+// Slurm's queue and idle nodes as squeue and sinfo show them now.
+daemon::PolicyQueue Engine::read_queue() const {
+  daemon::PolicyQueue q;
+  for (std::size_t i : queue_) q.waiting.push_back({std::to_string(jobs_[i].id), jobs_[i].size});
+  for (int n = 0; n < c_.nodes; ++n)
+    if (owner_[static_cast<std::size_t>(n)] < 0)
+      q.idle.push_back({names_[static_cast<std::size_t>(n)], 1});
+  return q;
+}
+
+// One round of `policy` over jobs (by_job: their Running) with the queue as read: the decisions
+// carried out, the notes kept. Whether it decided or noted anything.
+bool Engine::decide(daemon::Policy& policy, const std::vector<daemon::PolicyJob>& jobs,
+                    const std::vector<daemon::PolicyHost>& hosts,
+                    const std::vector<Running*>& by_job, daemon::PolicyQueue q) {
+  // A pcmd never reads its own job as waiting (it runs inside it): a job the policy now runs is
+  // out of the queue read before it started.
+  q.waiting.erase(std::remove_if(q.waiting.begin(), q.waiting.end(),
+                                 [&](const auto& w) {
+                                   return std::any_of(jobs.begin(), jobs.end(), [&](const auto& j) {
+                                     return j.name == w.id;
+                                   });
+                                 }),
+                  q.waiting.end());
+  const auto decisions = policy.decide(t_, jobs, hosts, &q);
+  const auto notes = policy.take_notes();
+  for (const auto& [job, text] : notes) {
+    ++r_.kept;
+    if (c_.keep_log) r_.log.push_back(fmt::format("{:.0f} job {}: {}", t_, job, text));
+  }
+  for (const daemon::PolicyDecision& d : decisions) {
+    for (std::size_t i = 0; i < jobs.size(); ++i)
+      if (jobs[i].name == d.job) apply(policy, d, *by_job[i]);
+  }
+  return !decisions.empty() || !notes.empty();
+}
+
 // pcmd's round (CommandDesk::policy_round): the snapshot, the decisions, their reasons.
 void Engine::policy_round() {
+  if (c_.pcmd_per_job) return pcmd_rounds();
   std::vector<daemon::PolicyJob> jobs;
   std::vector<daemon::PolicyHost> hosts;
   std::vector<Running*> by_job;
   double attach = kInf;  // the next job the policy takes on (attach_s)
   for (Running& r : running_) {
-    const Job& j = jobs_[r.job];
-    if (!j.malleable) continue;
+    if (!jobs_[r.job].malleable) continue;
     if (t_ < r.started + c_.attach_s - kEps) {
       attach = std::min(attach, r.started + c_.attach_s);
       continue;
     }
-    daemon::PolicyJob pj;
-    pj.name = std::to_string(j.id);
-    pj.size = static_cast<int>(r.nodes.size());
-    for (int n : r.nodes) {
-      pj.hosts.push_back(names_[static_cast<std::size_t>(n)]);
-      daemon::PolicyHost h;
-      h.name = names_[static_cast<std::size_t>(n)];
-      h.slots = h.used = 1;
-      // A node Slurm gave: back to Slurm once left; under Slurm (limit_s) not the job's first
-      // node, its batch host, where pcmd runs (pcmd/slurm/slurm_growth.cpp: releasable).
-      h.releasable = c_.limit_s <= 0 || n != r.started_on.front();
-      hosts.push_back(std::move(h));
-    }
-    pj.rate = 100 * rate(r);  // iterations/s, up to a constant
-    pj.pending = r.busy_until >= 0;
-    pj.min_size = j.min_size;
-    pj.max_size = j.max_size;
-    jobs.push_back(std::move(pj));
+    jobs.push_back(policy_job(r, hosts));
     by_job.push_back(&r);
   }
   last_round_ = t_;
@@ -415,36 +482,11 @@ void Engine::policy_round() {
     return;
   }
   if (c_.queue_read_s <= 0 || t_ >= next_read_ - kEps) {
-    read_ = {};
-    for (std::size_t i : queue_)
-      read_.waiting.push_back({std::to_string(jobs_[i].id), jobs_[i].size});
-    for (int n = 0; n < c_.nodes; ++n)
-      if (owner_[static_cast<std::size_t>(n)] < 0)
-        read_.idle.push_back({names_[static_cast<std::size_t>(n)], 1});
+    read_ = read_queue();
     if (c_.queue_read_s > 0)
       next_read_ = (std::floor(t_ / c_.queue_read_s + kEps) + 1) * c_.queue_read_s;
   }
-  // A pcmd never reads its own job as waiting (it runs inside it): a job the policy now runs is
-  // out of the queue read before it started.
-  daemon::PolicyQueue q = read_;
-  q.waiting.erase(std::remove_if(q.waiting.begin(), q.waiting.end(),
-                                 [&](const auto& w) {
-                                   return std::any_of(jobs.begin(), jobs.end(), [&](const auto& j) {
-                                     return j.name == w.id;
-                                   });
-                                 }),
-                  q.waiting.end());
-  const auto decisions = policy_.decide(t_, jobs, hosts, &q);
-  const auto notes = policy_.take_notes();
-  for (const auto& [job, text] : notes) {
-    ++r_.kept;
-    if (c_.keep_log) r_.log.push_back(fmt::format("{:.0f} job {}: {}", t_, job, text));
-  }
-  for (const daemon::PolicyDecision& d : decisions) {
-    for (std::size_t i = 0; i < jobs.size(); ++i)
-      if (jobs[i].name == d.job) apply(d, *by_job[i]);
-  }
-  next_policy_ = !decisions.empty() || !notes.empty()
+  next_policy_ = decide(policy_, jobs, hosts, by_job, read_)
                      ? t_ + c_.period_s
                      : std::max(t_ + c_.period_s, policy_.next_wake(t_));
   if (c_.queue_read_s > 0)
@@ -452,14 +494,45 @@ void Engine::policy_round() {
   next_policy_ = std::min(next_policy_, attach);
 }
 
+// Config::pcmd_per_job: every malleable job's pcmd whose round is due now has it, on its own
+// clock; the reading it starts in the same pass is seen from its next round.
+void Engine::pcmd_rounds() {
+  for (auto it = pcmds_.begin(); it != pcmds_.end();)
+    it = std::any_of(running_.begin(), running_.end(),
+                     [&](const Running& r) { return r.job == it->first; })
+             ? std::next(it)
+             : pcmds_.erase(it);
+  next_policy_ = kInf;
+  for (Running& r : running_) {
+    if (!jobs_[r.job].malleable) continue;
+    Pcmd& p = pcmds_.try_emplace(r.job, c_.policy, r.started).first->second;
+    if (t_ >= p.next_round - kEps) {
+      p.next_round += c_.period_s * (std::floor((t_ - p.next_round) / c_.period_s + kEps) + 1);
+      if (p.taken) p.seen = std::move(*std::exchange(p.taken, std::nullopt));
+      if (t_ >= r.started + c_.attach_s - kEps) {
+        std::vector<daemon::PolicyHost> hosts;
+        std::vector<daemon::PolicyJob> jobs{policy_job(r, hosts)};
+        decide(p.policy, jobs, hosts, {&r}, c_.queue_read_s > 0 ? p.seen : read_queue());
+      }
+      if (c_.queue_read_s > 0 && t_ >= p.next_read - kEps) {
+        p.taken = read_queue();
+        p.next_read +=
+            c_.queue_read_s * (std::floor((t_ - p.next_read) / c_.queue_read_s + kEps) + 1);
+      }
+    }
+    next_policy_ = std::min(next_policy_, p.next_round);
+  }
+  last_round_ = t_;
+}
+
 // A decision carried out as pcmd and Slurm would: a growth takes idle nodes now, a shrink gives
 // its nodes back when the resize is done; the job stops for the resize's cost.
-void Engine::apply(const daemon::PolicyDecision& d, Running& r) {
+void Engine::apply(daemon::Policy& policy, const daemon::PolicyDecision& d, Running& r) {
   const int from = static_cast<int>(r.nodes.size());
   const Job& j = jobs_[r.job];
   auto refuse = [&](const std::string& why) {
     ++r_.refused;
-    policy_.failed(d.job, t_);
+    policy.failed(d.job, t_);
     if (c_.keep_log)
       r_.log.push_back(
           fmt::format("{:.0f} job {}: refused ({}) because {}", t_, d.job, why, d.reason));

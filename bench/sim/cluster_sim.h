@@ -81,6 +81,14 @@ struct Config {
   double queue_read_s = 0;
   // A malleable job is the policy's this long after its start (its pcmd and program starting).
   double attach_s = 0;
+  // pcmd_per_job: every malleable job has a pcmd of its own (bench/slurm.py's auto jobs), started
+  // with the job: its own Policy, which sees that job only; its rounds every period_s from the
+  // job's start, whatever happens in between; its readings of the queue every queue_read_s from
+  // the start too, each seen from the round after it (pcmd starts a reading in the loop's pass
+  // after the round, and its commands take time: pcmd/server.cpp, slurm/slurm_watch.cpp).
+  // Otherwise one policy for the whole machine, asked at events and at most every period_s, its
+  // readings every queue_read_s from time 0, seen at once.
+  bool pcmd_per_job = false;
   bool check = false;     // verify the node book at every step (the invariants)
   bool keep_log = false;  // keep every decision's line (Result::log)
 };

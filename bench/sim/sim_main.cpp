@@ -199,6 +199,10 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--attach-s", o.config.attach_s,
                  "a malleable job is the policy's this long after its start")
       ->capture_default_str();
+  app.add_flag("--pcmd-per-job", o.config.pcmd_per_job,
+               "every malleable job has a pcmd of its own, on its own clock (rounds every "
+               "--period-s and readings every --queue-read-s from the job's start; a reading is "
+               "seen from the next round)");
   app.add_flag("--check", o.config.check, "verify the node book at every step");
   app.add_flag("--moldable", o.config.moldable,
                "malleable jobs start on fewer nodes than asked (at least their minimum) if that "

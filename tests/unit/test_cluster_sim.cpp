@@ -3,7 +3,7 @@
 // for a waiting job through pcmd's policy, and no node is ever held twice (the node book is
 // verified at every step: simulate() throws otherwise); Slurm's backfill by limits on named nodes,
 // its cycles and latency, and jobs sharing the machine's cores (the check against the real Slurm
-// runs, bench/cluster_slurm.py) on schedules checked by hand.
+// runs, bench/cluster_slurm.py) and a pcmd per job on its own clock, on schedules checked by hand.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -156,4 +156,28 @@ TEST(Sim, JobsSharingTheMachineSlowEachOtherDown) {
   const s::Result r = s::simulate(jobs, c);
   EXPECT_NEAR(r.jobs[0].end, 15, 1e-6);
   EXPECT_NEAR(r.jobs[1].end, 15, 1e-6);
+}
+
+TEST(Sim, EachJobsPcmdActsOnItsOwnClock) {
+  // 2 nodes. M (malleable, 2 nodes, may run on 1) starts at 0.25; R (rigid, 1 node) waits from
+  // 0.5. Slurm's queue is read every 3 s. One policy for the machine (the default) reads at 0, 3,
+  // ... and sees a reading at once: M's shrink for R is decided at 3. M's own pcmd
+  // (pcmd_per_job) ticks every second from M's start and reads at 0.25, 3.25, ..., each reading
+  // seen from the round after it: the shrink is decided at 4.25, and R starts 1.25 s later.
+  s::Job m = job(1, 0.25, 100, 2);
+  m.malleable = true;
+  m.min_size = 1;
+  const std::vector<s::Job> jobs{m, job(2, 0.5, 10, 1)};
+  s::Config c = config(2);
+  c.queue_read_s = 3;
+  const s::Result machine = s::simulate(jobs, c);
+  c.pcmd_per_job = true;
+  const s::Result own = s::simulate(jobs, c);
+  const double cost = c.cost.seconds(2, 2, 1);
+  EXPECT_NEAR(machine.jobs[1].start, 3 + cost, 1e-6);
+  EXPECT_NEAR(own.jobs[1].start, 4.25 + cost, 1e-6);
+  EXPECT_EQ(own.shrinks, 1);
+  ASSERT_FALSE(own.log.empty());
+  EXPECT_NE(own.log.front().find("Slurm job 2 waits for 1 node(s)"), std::string::npos)
+      << own.log.front();
 }
