@@ -498,7 +498,7 @@ void Emulator::lose_and_restart(Watches& w) {
 const char* kHeader =
     "n,per_host,conns,register_ms,hello_sent_s,hello_s,refused,poll_p50_ms,poll_p99_ms,files_s,"
     "records_s,commit_s,errors,deliver_ms,report_ms,lost_s,restart_ms,rss_mb,hwm_mb,cpu_s,"
-    "other_p50_ms,other_p99_ms,other_max_ms,other_errors";
+    "other_p50_ms,other_p99_ms,other_max_ms,other_errors,loop_max_ms";
 
 int run(int argc, char** argv) {
   if (argc > 1 && std::string(argv[1]) == "--header") {
@@ -555,16 +555,23 @@ int run(int argc, char** argv) {
                "(/proc/net/softnet_stat, the whole machine)\n",
                softnet_drops() - drops0);
   // Connections pcmd's watch port refused (its limit, or out of descriptors) count too.
-  e.f.refused += e.request(ops::request(ops::Ping{})).value("watch_refused", 0L);
+  const json ping = e.request(ops::request(ops::Ping{}));
+  e.f.refused += ping.value("watch_refused", 0L);
+  // The longest pass of pcmd's loop in the whole run: what one request held it (a pcmd that
+  // does not say: -1).
+  const double loop_ms = ping.value("loop_longest_ms", -1.0);
+  std::fprintf(stderr, "scale_emu: pcmd's longest loop pass %.1f ms, mostly %s\n", loop_ms,
+               ping.value("loop_longest_by", std::string("?")).c_str());
   const Figures& f = e.f;
   std::printf(
       "%d,%d,%d,%.3f,%.6f,%.6f,%ld,%.4f,%.4f,%.4f,%.6f,%.6f,%ld,%.3f,%.3f,%.6f,%.3f,%.1f,%.1f,%.3f,"
-      "%.4f,%.4f,%.4f,%ld\n",
+      "%.4f,%.4f,%.4f,%ld,%.2f\n",
       e.n, e.per_host, e.nconn, f.register_ms, f.hello_sent_s, f.hello_s, f.refused, f.poll_p50,
       f.poll_p99, f.files_s, f.records_s, f.commit_s, f.errors, f.deliver_ms, f.report_ms, f.lost_s,
       f.restart_ms, u1.rss_kb / 1024.0, u1.hwm_kb / 1024.0, u1.cpu_s - u0.cpu_s, pct(other.ms, 0.5),
       pct(other.ms, 0.99),
-      other.ms.empty() ? 0.0 : *std::max_element(other.ms.begin(), other.ms.end()), other.errors);
+      other.ms.empty() ? 0.0 : *std::max_element(other.ms.begin(), other.ms.end()), other.errors,
+      loop_ms);
   return 0;
 }
 

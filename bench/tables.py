@@ -368,9 +368,11 @@ def scale(argv):
             ("report_ms", "report answered (ms)"), ("lost_s", "lost rank noticed (s)"),
             ("restart_ms", "restart registration (ms)"), ("hwm_mb", "pcmd peak RSS (MiB)"),
             ("cpu_s", "pcmd CPU (s)"), ("other_p99_ms", "other job p99 (ms)"),
-            ("other_max_ms", "other job max (ms)")]
+            ("other_max_ms", "other job max (ms)"),
+            ("loop_max_ms", "pcmd's longest loop pass (ms)")]  # -1: not said (an older emulator)
     ns = sorted({int(r["n"]) for r in rows})
-    med = {n: {k: median([float(r[k]) for r in rows if int(r["n"]) == n]) for k, _ in cols}
+    med = {n: {k: median([float(r.get(k) or -1) for r in rows if int(r["n"]) == n])
+               for k, _ in cols}
            for n in ns}
     reps = {n: sum(1 for r in rows if int(r["n"]) == n) for n in ns}
     print("\n| N | runs | " + " | ".join(t for _, t in cols) + " |")

@@ -13,7 +13,6 @@
 
 #include "error.h"
 #include "log.h"
-#include "loop_lag.h"
 #include "pcm_types.h"
 #include "site_moves.h"
 
@@ -119,7 +118,10 @@ void Server::set_handlers() {
                 {"pid", ::getpid()},
                 {"transfers", transfers_.size()},
                 {"watching", watcher_->connections()},
-                {"watch_refused", watcher_->refused()}};
+                {"watch_refused", watcher_->refused()},
+                // The longest pass of the request loop so far: what one request held it.
+                {"loop_longest_ms", lag_.longest_s() * 1e3},
+                {"loop_longest_by", lag_.longest_by()}};
   });
   on<ops::Register>(
       [this](const ops::Register& r, Payload, Out& out) { return do_register(r, out); });
@@ -259,7 +261,7 @@ void Server::run(const std::atomic<bool>& stop, const std::atomic<bool>* ending)
   };
   auto next_check = std::chrono::steady_clock::now();
   std::optional<std::chrono::steady_clock::time_point> ending_since;
-  LoopLag lag(*log_);
+  LoopLag& lag = lag_;
   while (!stop.load()) {
     lag.begin();
     if (ending && ending->load()) {

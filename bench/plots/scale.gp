@@ -26,5 +26,7 @@ plot ARG1 using 1:4 with linespoints lt 1 title "rank 0 poll p99 (ms)", \
      "" using 1:7 with linespoints lt 2 title "command -> delivered (ms)", \
      "" using 1:13 with linespoints lt 3 title "other job p99 (ms)", \
      "" using 1:11 with linespoints lt 4 title "pcmd peak RSS (MiB)", \
-     10 with lines dt 2 lc rgb "#888888" title "10 ms goal (poll p99)"
+     "" using 1:15 with linespoints lt 5 title "pcmd's longest loop pass (ms)", \
+     10 with lines dt 2 lc rgb "#888888" title "10 ms goal (poll p99)", \
+     50 with lines dt 3 lc rgb "#888888" title "50 ms goal (one request)"
 unset multiplot

@@ -1,5 +1,6 @@
 // test_loop_lag.cpp — LoopLag (pcmd/loop_lag.h): a pass whose parts held pcmd's loop over a second
-// is logged with the part that held it longest; skipped time (the wait for requests) never counts.
+// is logged with the part that held it longest; skipped time (the wait for requests) never counts;
+// the longest pass since the start is kept with its longest part.
 #include <gtest/gtest.h>
 #include <spdlog/sinks/ostream_sink.h>
 
@@ -40,6 +41,27 @@ TEST(LoopLag, SkippedTimeDoesNotCount) {
   lag.end();
   EXPECT_LT(lag.held_s(), 1.0);
   EXPECT_EQ(l.text.str(), "");
+}
+
+TEST(LoopLag, KeepsTheLongestPassAndWhatHeldIt) {
+  Logged l;
+  LoopLag lag(l.log);
+  EXPECT_EQ(lag.longest_s(), 0);
+  EXPECT_STREQ(lag.longest_by(), "");
+  lag.begin();
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  lag.mark("a request");
+  lag.mark("the journal");
+  lag.end();
+  const double first = lag.longest_s();
+  EXPECT_GE(first, 0.03);
+  EXPECT_STREQ(lag.longest_by(), "a request");
+  lag.begin();  // a shorter pass changes neither
+  lag.mark("the journal");
+  lag.end();
+  EXPECT_EQ(lag.longest_s(), first);
+  EXPECT_STREQ(lag.longest_by(), "a request");
+  EXPECT_EQ(l.text.str(), "");  // under a second: not logged
 }
 
 }  // namespace
