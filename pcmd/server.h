@@ -129,7 +129,7 @@ class Server {
   Drains drains_;
   std::unique_ptr<SlurmGrowth> slurm_;  // --resources slurm
   std::unique_ptr<Watcher> watcher_;
-  LoopLag lag_{*log_};  // the request loop's passes (run); log_ is made before it
+  LoopLag lag_{*log_};               // the request loop's passes (run); log_ is made before it
   std::unique_ptr<ZapHandler> zap_;  // with CURVE: checks each client's key
   zmq::socket_t socket_;
   std::string endpoint_;
