@@ -131,7 +131,11 @@ std::function<void(json&)> DataOps::note_commit(const Job& job, bool shards) {
 json DataOps::commit(const ops::Commit& r, std::vector<char>& reply_data) {
   const Job& job = jobs_.find(r.job);
   if (!r.after_stores) return commit_store(job, r.iteration, r.size, r.retry, reply_data);
-  deferred_for(job, r.iteration, r.size).asked = true;
+  DeferredCommit& d = deferred_for(job, r.iteration, r.size);
+  if (!d.asked) {  // else sent again (a retry)
+    d.asked = true;
+    keep_deferred(job, d, -1, "");
+  }
   return deferred_reply(job, reply_data);
 }
 
@@ -157,18 +161,64 @@ DataOps::DeferredCommit& DataOps::deferred_for(const Job& job, std::int64_t iter
   if (size != job.size)
     fail(PCM_ERR_REFUSED, "a commit of {} processes for a job of {}", size, job.size);
   auto it = deferred_.find(job.name);
+  if (it == deferred_.end() || it->second.incarnation != job.incarnation)
+    if (auto kept = kept_deferred(job))
+      it = deferred_.insert_or_assign(job.name, std::move(*kept)).first;
   if (it != deferred_.end() && it->second.incarnation == job.incarnation) {
     if (it->second.iteration == iteration) return it->second;
     if (it->second.iteration > iteration)
       fail(PCM_ERR_REFUSED, "job '{}' commits iteration {} now, not {}", job.name,
            it->second.iteration, iteration);
-    log_->warn(
-        "job {}: the commit of iteration {} never had all its ranks' stores ({} of {}); "
-        "iteration {} replaces it",
-        job.name, it->second.iteration, it->second.reported, size, iteration);
+    if (!it->second.over)
+      log_->warn(
+          "job {}: the commit of iteration {} never had all its ranks' stores ({} of {}); "
+          "iteration {} replaces it",
+          job.name, it->second.iteration, it->second.reported, size, iteration);
   }
-  DeferredCommit d{iteration, job.incarnation, false, std::vector<bool>(size), 0, ""};
+  DeferredCommit d{iteration, job.incarnation, false, std::vector<bool>(size), 0, "", false, false};
+  store_.drop_deferred(job.name);  // an older commit's events
   return deferred_.insert_or_assign(job.name, std::move(d)).first->second;
+}
+
+std::optional<DataOps::DeferredCommit> DataOps::kept_deferred(const Job& job) {
+  std::optional<DeferredCommit> d;
+  for (const json& e : store_.kept_deferred(job.name)) {
+    const auto iteration = e.value("iteration", std::int64_t{-1});
+    const int size = e.value("size", 0), rank = e.value("rank", -2);
+    if (e.value("incarnation", 0LL) != job.incarnation || size != job.size || size <= 0) continue;
+    if (!d || d->iteration != iteration)
+      d = DeferredCommit{iteration, job.incarnation, false, std::vector<bool>(size), 0, "", true,
+                         false};
+    if (rank == -1) {
+      d->asked = true;
+    } else if (rank >= 0 && rank < size && !d->done[static_cast<std::size_t>(rank)]) {
+      d->done[static_cast<std::size_t>(rank)] = true;
+      ++d->reported;
+      if (e.contains("error") && d->failed.empty())
+        d->failed = fmt::format("rank {}: {}", rank, e.value("error", std::string()));
+    }
+  }
+  if (d && (!d->asked || d->reported < static_cast<int>(d->done.size())))
+    log_->info(
+        "job {}: the commit of iteration {} behind the job: {} of {} ranks' stores in{} "
+        "before pcmd restarted",
+        job.name, d->iteration, d->reported, d->done.size(),
+        d->asked ? ", and rank 0's commit" : "");
+  return d;
+}
+
+void DataOps::keep_deferred(const Job& job, const DeferredCommit& d, int rank,
+                            const std::string& error) {
+  json e{{"iteration", d.iteration},
+         {"incarnation", d.incarnation},
+         {"size", d.done.size()},
+         {"rank", rank}};
+  if (!error.empty()) e["error"] = error;
+  try {
+    store_.keep_deferred(job.name, e);
+  } catch (const Error& ex) {
+    log_->warn("job {}: {} (a restart of pcmd now would lose this commit)", job.name, ex.what());
+  }
 }
 
 json DataOps::stores_done(const ops::StoresDone& r, std::vector<char>& reply_data) {
@@ -179,24 +229,27 @@ json DataOps::stores_done(const ops::StoresDone& r, std::vector<char>& reply_dat
     d.done[static_cast<std::size_t>(r.rank)] = true;
     ++d.reported;
     if (r.error && d.failed.empty()) d.failed = fmt::format("rank {}: {}", r.rank, *r.error);
+    keep_deferred(job, d, r.rank, r.error.value_or(""));
   }
   return deferred_reply(job, reply_data);
 }
 
 json DataOps::deferred_reply(const Job& job, std::vector<char>& reply_data) {
-  auto it = deferred_.find(job.name);
-  DeferredCommit& d = it->second;
+  DeferredCommit& d = deferred_.find(job.name)->second;
   if (!d.asked || d.reported < static_cast<int>(d.done.size()))
     return json{{"ok", true}, {"deferred", true}};
-  const DeferredCommit done = std::move(d);
-  deferred_.erase(it);
-  if (!done.failed.empty()) {
-    log_->warn("job {}: commit of iteration {} not made: {}", job.name, done.iteration,
-               done.failed);
-    fail(PCM_ERR_REFUSED, "a rank's stores were not written ({})", done.failed);
+  // Over from here, and kept until the next commit begins (with its events beside the store): a
+  // request sent again, to this pcmd or to one that restarted, gets the same answer.
+  const bool again = d.over || d.rebuilt;  // a commit taken up may have been made before
+  if (!d.failed.empty()) {
+    if (!d.over)
+      log_->warn("job {}: commit of iteration {} not made: {}", job.name, d.iteration, d.failed);
+    d.over = true;
+    fail(PCM_ERR_REFUSED, "a rank's stores were not written ({})", d.failed);
   }
+  d.over = true;
   // Each rank's stores were recorded (store_direct, on the data thread) before it reported.
-  return commit_store(job, done.iteration, static_cast<int>(done.done.size()), false, reply_data);
+  return commit_store(job, d.iteration, static_cast<int>(d.done.size()), again, reply_data);
 }
 
 json DataOps::checkpoints(const ops::Checkpoints& r, std::vector<char>& reply_data) {

@@ -87,8 +87,8 @@ class DataOps {
   std::size_t keep_versions_;
   std::shared_ptr<spdlog::logger> log_;
   // Per job, the version begun whose shards are being reported (shard_done): which ranks have
-  // reported, with their records, and the first error one reported. In memory: a pcmd that
-  // restarts forgets it, and such a version is not made (its ranks are told).
+  // reported, with their records, and the first error one reported. Each record is also kept
+  // beside the shards (Checkpoints::keep_record): a pcmd that restarts takes the version up.
   struct PendingVersion {
     std::int64_t iteration = 0;
     long long incarnation = 0;
@@ -99,20 +99,29 @@ class DataOps {
   };
   std::map<std::string, PendingVersion> pending_;
   // Per job, the commit made behind the application (commit with after_stores, stores_done): the
-  // newest only (libpcm settles one before it asks for the next). In memory, as pending_: after a
-  // restart of pcmd it is not made, and the ranks learn it (no reply was the commit's).
+  // newest only (libpcm settles one before it asks for the next). Each event is also kept beside
+  // the job's store (Store::keep_deferred) before its reply: a pcmd that restarts takes the commit
+  // up from there (kept_deferred) when the next report or a request sent again comes, and the
+  // reply to the last is still the commit's.
   struct DeferredCommit {
     std::int64_t iteration = 0;
     long long incarnation = 0;
     bool asked = false;      // rank 0's commit has come
     std::vector<bool> done;  // by rank: its stores are in
     int reported = 0;
-    std::string failed;  // the first rank's error
+    std::string failed;    // the first rank's error
+    bool rebuilt = false;  // taken up from the events an earlier pcmd kept
+    bool over = false;     // made or refused (then kept until the next one begins)
   };
   std::map<std::string, DeferredCommit> deferred_;
   // The job's deferred commit of iteration (a new one replaces an older, unfinished one).
   DeferredCommit& deferred_for(const Job& job, std::int64_t iteration, int size);
-  // Once asked and every rank reported: the commit, its reply this request's.
+  // The job's deferred commit as an earlier pcmd left it (its events), if of this run.
+  std::optional<DeferredCommit> kept_deferred(const Job& job);
+  // Keeps an event of job's deferred commit d (rank -1: rank 0's commit asked).
+  void keep_deferred(const Job& job, const DeferredCommit& d, int rank, const std::string& error);
+  // Once asked and every rank reported: the commit, its reply this request's (again for a request
+  // sent again).
   proto::json deferred_reply(const Job& job, std::vector<char>& reply_data);
 };
 

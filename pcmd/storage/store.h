@@ -27,6 +27,7 @@
 #include <tuple>
 #include <vector>
 
+#include "protocol.h"
 #include "shard.h"
 
 namespace pcm::daemon {
@@ -86,6 +87,16 @@ class Store {
   std::map<int, std::vector<ShardRecord>> direct_of(const std::string& job) const;
   // The keys of rank in store.h5 (not the direct ones).
   std::vector<std::string> keys(const std::string& job, int rank) const;
+
+  // PCM_STORE_ASYNC's deferred commit of the job (data_ops.cpp), kept beside its store so that a
+  // pcmd that restarts goes on with it: <root>/jobs/<job>/deferred.log, one JSON object a line
+  // per event (rank 0's commit asked, a rank's stores in), each appended with one write (a pcmd
+  // killed meanwhile cuts at most its last line, which is not read back). kept_deferred: the
+  // events, in order; drop_deferred: the commit is over (made, refused or replaced). Throws
+  // pcm::Error(PCM_ERR_INTERNAL) when the event cannot be written.
+  void keep_deferred(const std::string& job, const nlohmann::json& event);
+  std::vector<nlohmann::json> kept_deferred(const std::string& job) const;
+  void drop_deferred(const std::string& job);
 
   // Keeps the job's current data layout (a MessagePack distribution map, after a split or merge)
   // as the byte dataset /pcm_layout, with a "command" attribute; replaced each time.

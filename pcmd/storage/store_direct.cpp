@@ -1,8 +1,14 @@
 // store_direct.cpp — the keys ranks store themselves: their direct-store directory, the records
-// that make a direct file the key's data, and the listing a commit links into a version (store.h).
+// that make a direct file the key's data, and the listing a commit links into a version; the
+// events of a commit made behind the job (PCM_STORE_ASYNC), kept for a pcmd that restarts
+// (store.h).
+#include <fcntl.h>
 #include <hdf5.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -141,6 +147,50 @@ std::vector<std::string> Store::keys(const std::string& job, int rank) const {
   if (!grp.valid()) fail(PCM_ERR_INTERNAL, "cannot open {} in {}", g, file.string());
   out = link_names(grp.get(), g + " in " + file.string());
   return out;
+}
+
+// ---- the deferred commit's events (PCM_STORE_ASYNC) ------------------------------------------
+
+namespace {
+constexpr const char* kDeferredName = "deferred.log";
+}
+
+void Store::keep_deferred(const std::string& job, const json& event) {
+  if (!proto::valid_name(job)) fail(PCM_ERR_ARG, "invalid job name '{}'", job);
+  const fs::path dir = root_ / "jobs" / job;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  const std::string line = event.dump() + "\n";
+  const int fd =
+      ::open((dir / kDeferredName).c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (fd < 0)
+    fail(PCM_ERR_INTERNAL, "cannot keep the commit's event in {}: {}",
+         (dir / kDeferredName).string(), std::strerror(errno));
+  const ssize_t n = ::write(fd, line.data(), line.size());
+  const int err = errno;
+  ::close(fd);
+  if (n != static_cast<ssize_t>(line.size()))
+    fail(PCM_ERR_INTERNAL, "cannot keep the commit's event in {}: {}",
+         (dir / kDeferredName).string(), n < 0 ? std::strerror(err) : "a short write");
+}
+
+std::vector<json> Store::kept_deferred(const std::string& job) const {
+  std::vector<json> out;
+  if (!proto::valid_name(job)) return out;
+  std::ifstream in(root_ / "jobs" / job / kDeferredName);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (in.eof()) break;  // no newline: cut short by a pcmd that died while writing it
+    json j = json::parse(line, nullptr, false);
+    if (j.is_object()) out.push_back(std::move(j));
+  }
+  return out;
+}
+
+void Store::drop_deferred(const std::string& job) {
+  if (!proto::valid_name(job)) return;
+  std::error_code ec;
+  fs::remove(root_ / "jobs" / job / kDeferredName, ec);
 }
 
 }  // namespace pcm::daemon

@@ -347,6 +347,66 @@ TEST_F(ServerTest, AManyRankVersionKeepsOneRecordLogAndItsManifestByReference) {
   EXPECT_EQ(table.at("shards").size(), static_cast<std::size_t>(kRanks));
 }
 
+// PCM_STORE_ASYNC's commit survives a restart of pcmd: rank 0's commit and rank 1's stores reached
+// the pcmd before; rank 0's stores reach the next one, whose reply is the commit's. A request of
+// the last rank sent again once the commit is made gets the commit's reply again, and the events
+// kept beside the store are gone.
+TEST_F(ServerTest, ADeferredCommitIsTakenUpByAPcmdThatRestarted) {
+  register_job("dr", 2);
+  std::vector<double> x(64, 2.5);
+  for (int r = 0; r < 2; ++r)
+    client_->request({{"op", "store"},
+                      {"job", "dr"},
+                      {"rank", r},
+                      {"key", "x"},
+                      {"type", PCM_DOUBLE},
+                      {"count", x.size()}},
+                     x.data(), x.size() * sizeof(double));
+  auto done = [&](int rank) {
+    return client_->request(
+        {{"op", "stores_done"}, {"job", "dr"}, {"iteration", 3}, {"rank", rank}, {"size", 2}});
+  };
+  EXPECT_TRUE(client_
+                  ->request({{"op", "commit"},
+                             {"job", "dr"},
+                             {"iteration", 3},
+                             {"size", 2},
+                             {"after_stores", true}})
+                  .header.value("deferred", false));
+  EXPECT_TRUE(done(1).header.value("deferred", false));
+  const fs::path events = dir_ / "jobs" / "dr" / "deferred.log";
+  EXPECT_TRUE(fs::exists(events));
+  stop();
+  start(dir_);
+  EXPECT_EQ(done(0).header.value("iteration", -1), 3);  // the last: the commit's reply
+  auto v = client_->request({{"op", "checkpoints"}, {"job", "dr"}}).header.at("versions");
+  ASSERT_EQ(v.size(), 1u) << v.dump();
+  EXPECT_EQ(v[0].at("iteration"), 3);
+  EXPECT_TRUE(v[0].at("valid").get<bool>());
+  // The last report sent again (its reply lost), to this pcmd and to one that restarted: the
+  // commit's reply each time, no second version.
+  EXPECT_EQ(done(0).header.value("iteration", -1), 3);
+  stop();
+  start(dir_);
+  EXPECT_EQ(done(0).header.value("iteration", -1), 3);
+  EXPECT_EQ(client_->request({{"op", "checkpoints"}, {"job", "dr"}}).header.at("versions").size(),
+            1u);
+  // The next commit replaces the events kept.
+  EXPECT_TRUE(
+      client_
+          ->request(
+              {{"op", "stores_done"}, {"job", "dr"}, {"iteration", 4}, {"rank", 1}, {"size", 2}})
+          .header.value("deferred", false));
+  std::ifstream in(events);
+  std::string line;
+  int lines = 0;
+  while (std::getline(in, line)) {
+    ++lines;
+    EXPECT_EQ(json::parse(line).at("iteration"), 4) << line;
+  }
+  EXPECT_EQ(lines, 1);
+}
+
 // PCM_STORE_ASYNC's commits: made once rank 0's commit (after_stores) and every rank's
 // stores_done have come, in either order, the reply to the last being the commit's; a rank's
 // failure makes no version; an older iteration than the one under way, or another size, is refused.
