@@ -18,6 +18,10 @@ struct AgentOptions {
   std::string site;    // "": pcmd's default
   int period_ms = 1000;
   int leave_timeout_s = 300;  // how long a leave waits for the drain
+  // Count as the host's load only the tasks of this agent's network namespace: for hosts that
+  // are network namespaces of one machine (the test clusters, testbed/cluster.py), whose CPUs
+  // also run the machine's other work, which is not theirs.
+  bool own_namespace = false;
 };
 
 // Runs until stop, then leaves. Returns the process's exit code (0: left cleanly).

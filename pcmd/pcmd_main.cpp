@@ -358,6 +358,9 @@ void add_agent_options(CLI::App& app, Options& o) {
   app.add_option("--agent-period-ms", ao.period_ms, "with --agent: report period")
       ->check(CLI::Range(50, 3600000))
       ->capture_default_str();
+  app.add_flag("--agent-own-namespace", ao.own_namespace,
+               "with --agent: the host's load is the tasks of this network namespace only (hosts "
+               "that are namespaces of one machine, whose CPUs run other work too)");
   app.add_option("--agent-leave-timeout", ao.leave_timeout_s,
                  "with --agent: seconds a leave waits for the host's drain")
       ->check(CLI::Range(1, 86400))

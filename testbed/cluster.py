@@ -240,12 +240,14 @@ def host_table(c):
 
 
 def start_host_agent(c, h, tag):
-    """Starts `pcmd --agent` on host h (period 0.5 s); waits until h is in the inventory through
-    it. Returns (Popen, the agent's pid)."""
+    """Starts `pcmd --agent` on host h (period 0.5 s; the host's load is the tasks of its own
+    namespace: the machine's other work, such as scripts/stress.sh's busy loops, is not the
+    host's); waits until h is in the inventory through it. Returns (Popen, the agent's pid)."""
     pidfile = os.path.join(c.tmp, f"agent-{tag}.pid")
     logf = open(os.path.join(c.tmp, f"agent-{tag}.log"), "w")
     a = subprocess.Popen(["bash", LAUNCHER, h, os.path.join(c.build, "pcmd"), "--agent",
-                          "-c", c.config, "--agent-period-ms", "500", "--pidfile", pidfile],
+                          "-c", c.config, "--agent-period-ms", "500", "--agent-own-namespace",
+                          "--pidfile", pidfile],
                          env=c.env, stdout=logf, stderr=subprocess.STDOUT,
                          stdin=subprocess.DEVNULL, start_new_session=True)
     c.jobs.append(a)

@@ -58,7 +58,7 @@ def start_agent(c, h):
     logpath = os.path.join(c.tmp, f"agent-{h}.log")
     a = subprocess.Popen(["bash", LAUNCHER, h, os.path.join(c.build, "pcmd"), "--agent", "-c",
                           c.site_config, "--agent-site", "b", "--agent-period-ms", "500",
-                          "--pidfile", pidfile], env=c.site_env, stdout=open(logpath, "w"),
+                          "--agent-own-namespace", "--pidfile", pidfile], env=c.site_env, stdout=open(logpath, "w"),
                          stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                          start_new_session=True)
     c.jobs.append(a)
