@@ -302,7 +302,9 @@ void add_policy_options(CLI::App& app, Options& o) {
                 "measured over the last 4 s)",
                 4.0, 86400.0);
   policy_option("--policy-min-gain", pc.min_gain,
-                "the rise in iterations/s a growth must bring (0.05: 5 %)", 0.0, 100.0);
+                "the rise in iterations/s a growth must bring (0.05: 5 %; negative: a growth is "
+                "kept unless the rate falls by more than that share)",
+                -1.0, 100.0);
   policy_option("--policy-min-efficiency", pc.min_efficiency,
                 "a growth is also kept if the rate rose by this share of the added processes' "
                 "linear speed-up, when that is below --policy-min-gain (wide jobs)",

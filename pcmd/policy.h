@@ -47,6 +47,8 @@ struct PolicyConfig {
   double min_gain = 0.05;
   // A growth from n to m processes is kept if the rate rose by min_gain or, if less, by
   // min_efficiency * (m / n - 1): the added processes deliver that share of their linear speed-up.
+  // A negative min_gain keeps a growth unless the rate fell by more than that share (tests on a
+  // machine whose other work makes the figure a lottery).
   double min_efficiency = 0.5;
   double load_high = 0.6;
   double load_low = 0.3;
