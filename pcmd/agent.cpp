@@ -104,13 +104,13 @@ std::string net_namespace(const std::string& pid) {
   return n > 0 ? std::string(link, static_cast<std::size_t>(n)) : std::string();
 }
 
-// Runnable tasks on cpus (those that last ran there), this agent excluded; with own_namespace
-// only those of processes in this agent's network namespace (AgentOptions::own_namespace). With
-// every CPU of the machine and every namespace: /proc/stat's procs_running; otherwise (a
-// namespace host pinned to its CPUs) a scan of every task.
-double runnable_on(const std::vector<int>& cpus, bool own_namespace) {
+// Runnable tasks on cpus (those that last ran there), this agent excluded; with a namespace (not
+// "") only those of processes in that network namespace (AgentOptions::own_namespace). With every
+// CPU of the machine and every namespace: /proc/stat's procs_running; otherwise (a namespace host
+// pinned to its CPUs) a scan of every task.
+double runnable_on(const std::vector<int>& cpus, const std::string& namespace_only) {
   const long online = sysconf(_SC_NPROCESSORS_ONLN);
-  if (static_cast<long>(cpus.size()) >= online && !own_namespace) {
+  if (static_cast<long>(cpus.size()) >= online && namespace_only.empty()) {
     std::istringstream in(read_file("/proc/stat"));
     std::string key;
     long value = 0;
@@ -121,14 +121,13 @@ double runnable_on(const std::vector<int>& cpus, bool own_namespace) {
     return 0;
   }
   const std::string self = std::to_string(::getpid());
-  const std::string mine = own_namespace ? net_namespace("self") : std::string();
   int count = 0;
   std::error_code ec;
   for (const auto& p : std::filesystem::directory_iterator("/proc", ec)) {
     const std::string pid = p.path().filename().string();
     if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos || pid == self)
       continue;
-    if (own_namespace && net_namespace(pid) != mine) continue;
+    if (!namespace_only.empty() && net_namespace(pid) != namespace_only) continue;
     std::error_code tec;
     for (const auto& t : std::filesystem::directory_iterator(p.path() / "task", tec)) {
       int cpu = -1;
@@ -173,13 +172,13 @@ std::string host_name(const AgentOptions& o, spdlog::logger& log) {
 }
 
 // Runnable tasks on cpus, sampled every 100 ms over a period and averaged (0 if stopped at once).
-double mean_runnable(const std::vector<int>& cpus, bool own_namespace, int period_ms,
+double mean_runnable(const std::vector<int>& cpus, const std::string& namespace_only, int period_ms,
                      const std::atomic<bool>& stop) {
   double runnable = 0;
   int samples = 0;
   const auto period_end = std::chrono::steady_clock::now() + std::chrono::milliseconds(period_ms);
   while (!stop.load() && std::chrono::steady_clock::now() < period_end) {
-    runnable += runnable_on(cpus, own_namespace);
+    runnable += runnable_on(cpus, namespace_only);
     ++samples;
     nap(std::min(period_ms, 100), stop);
   }
@@ -239,6 +238,7 @@ int run_agent(const AgentOptions& o, const std::atomic<bool>& stop) {
   }
   const std::vector<int> cpus = my_cpus();
   const int cores = static_cast<int>(cpus.size());
+  const std::string namespace_only = o.own_namespace ? net_namespace("self") : std::string();
   CpuTimes before = cpu_times(read_file("/proc/stat"), cpus);
   // A report: busy cores since the last one, the runnable tasks measured, the load average.
   auto report = [&](double runnable) {
@@ -258,7 +258,7 @@ int run_agent(const AgentOptions& o, const std::atomic<bool>& stop) {
   log->info("agent of host {} ({} cores), reporting to {} every {} ms", host, cores,
             client->endpoint(), o.period_ms);
   while (!stop.load()) {
-    const double runnable = mean_runnable(cpus, o.own_namespace, o.period_ms, stop);
+    const double runnable = mean_runnable(cpus, namespace_only, o.period_ms, stop);
     if (stop.load()) break;
     ops::AgentReport req = report(runnable);
     req.join = !joined;
@@ -288,7 +288,7 @@ int run_agent(const AgentOptions& o, const std::atomic<bool>& stop) {
     return 1;
   }
   return wait_until_left(*client, host, o, timeout_ms, *log,
-                         [&] { return report(runnable_on(cpus, o.own_namespace)); });
+                         [&] { return report(runnable_on(cpus, namespace_only)); });
 }
 
 }  // namespace pcm::daemon

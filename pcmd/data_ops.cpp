@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <utility>
 
 #include "error.h"
 #include "pcm_types.h"
@@ -132,10 +133,7 @@ json DataOps::commit(const ops::Commit& r, std::vector<char>& reply_data) {
   const Job& job = jobs_.find(r.job);
   if (!r.after_stores) return commit_store(job, r.iteration, r.size, r.retry, reply_data);
   DeferredCommit& d = deferred_for(job, r.iteration, r.size);
-  if (!d.asked) {  // else sent again (a retry)
-    d.asked = true;
-    keep_deferred(job, d, -1, "");
-  }
+  if (d.take(-1, std::nullopt)) keep_deferred(job, d, -1, std::nullopt);  // else sent again
   return deferred_reply(job, reply_data);
 }
 
@@ -180,6 +178,15 @@ DataOps::DeferredCommit& DataOps::deferred_for(const Job& job, std::int64_t iter
   return deferred_.insert_or_assign(job.name, std::move(d)).first->second;
 }
 
+bool DataOps::DeferredCommit::take(int rank, const std::optional<std::string>& error) {
+  if (rank < 0) return !std::exchange(asked, true);
+  if (done[static_cast<std::size_t>(rank)]) return false;
+  done[static_cast<std::size_t>(rank)] = true;
+  ++reported;
+  if (error && failed.empty()) failed = fmt::format("rank {}: {}", rank, *error);
+  return true;
+}
+
 std::optional<DataOps::DeferredCommit> DataOps::kept_deferred(const Job& job) {
   std::optional<DeferredCommit> d;
   for (const json& e : store_.kept_deferred(job.name)) {
@@ -189,14 +196,9 @@ std::optional<DataOps::DeferredCommit> DataOps::kept_deferred(const Job& job) {
     if (!d || d->iteration != iteration)
       d = DeferredCommit{iteration, job.incarnation, false, std::vector<bool>(size), 0, "", true,
                          false};
-    if (rank == -1) {
-      d->asked = true;
-    } else if (rank >= 0 && rank < size && !d->done[static_cast<std::size_t>(rank)]) {
-      d->done[static_cast<std::size_t>(rank)] = true;
-      ++d->reported;
-      if (e.contains("error") && d->failed.empty())
-        d->failed = fmt::format("rank {}: {}", rank, e.value("error", std::string()));
-    }
+    if (rank >= -1 && rank < size)
+      d->take(rank, e.contains("error") ? std::optional<std::string>(e.value("error", ""))
+                                        : std::nullopt);
   }
   if (d && (!d->asked || d->reported < static_cast<int>(d->done.size())))
     log_->info(
@@ -208,12 +210,12 @@ std::optional<DataOps::DeferredCommit> DataOps::kept_deferred(const Job& job) {
 }
 
 void DataOps::keep_deferred(const Job& job, const DeferredCommit& d, int rank,
-                            const std::string& error) {
+                            const std::optional<std::string>& error) {
   json e{{"iteration", d.iteration},
          {"incarnation", d.incarnation},
          {"size", d.done.size()},
          {"rank", rank}};
-  if (!error.empty()) e["error"] = error;
+  if (error) e["error"] = *error;
   try {
     store_.keep_deferred(job.name, e);
   } catch (const Error& ex) {
@@ -225,12 +227,7 @@ json DataOps::stores_done(const ops::StoresDone& r, std::vector<char>& reply_dat
   const Job& job = jobs_.find(r.job);
   if (r.rank >= r.size) fail(PCM_ERR_ARG, "rank {} of a commit of {} processes", r.rank, r.size);
   DeferredCommit& d = deferred_for(job, r.iteration, r.size);
-  if (!d.done[static_cast<std::size_t>(r.rank)]) {  // else sent again (a retry)
-    d.done[static_cast<std::size_t>(r.rank)] = true;
-    ++d.reported;
-    if (r.error && d.failed.empty()) d.failed = fmt::format("rank {}: {}", r.rank, *r.error);
-    keep_deferred(job, d, r.rank, r.error.value_or(""));
-  }
+  if (d.take(r.rank, r.error)) keep_deferred(job, d, r.rank, r.error);  // else sent again
   return deferred_reply(job, reply_data);
 }
 

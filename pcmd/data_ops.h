@@ -112,6 +112,9 @@ class DataOps {
     std::string failed;    // the first rank's error
     bool rebuilt = false;  // taken up from the events an earlier pcmd kept
     bool over = false;     // made or refused (then kept until the next one begins)
+    // An event: rank 0's commit asked (rank -1) or rank's stores in (with its error, if any).
+    // False if it had come already (a request sent again, an event kept twice).
+    bool take(int rank, const std::optional<std::string>& error);
   };
   std::map<std::string, DeferredCommit> deferred_;
   // The job's deferred commit of iteration (a new one replaces an older, unfinished one).
@@ -119,7 +122,8 @@ class DataOps {
   // The job's deferred commit as an earlier pcmd left it (its events), if of this run.
   std::optional<DeferredCommit> kept_deferred(const Job& job);
   // Keeps an event of job's deferred commit d (rank -1: rank 0's commit asked).
-  void keep_deferred(const Job& job, const DeferredCommit& d, int rank, const std::string& error);
+  void keep_deferred(const Job& job, const DeferredCommit& d, int rank,
+                     const std::optional<std::string>& error);
   // Once asked and every rank reported: the commit, its reply this request's (again for a request
   // sent again).
   proto::json deferred_reply(const Job& job, std::vector<char>& reply_data);
