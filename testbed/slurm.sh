@@ -219,6 +219,9 @@ write_conf() {
       # lists each node once per partition.
       echo "PreemptType=preempt/partition_prio"
       echo "PreemptMode=REQUEUE"
+      # The preemption is decided by the backfill cycle (measured: 9-30 s after the preempting
+      # job's submission with the default bf_interval of 30 s): every 5 s here.
+      echo "SchedulerParameters=bf_interval=5"
       echo "PartitionName=main Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO PriorityTier=1 GraceTime=10"
       echo "PartitionName=cancel Nodes=ALL MaxTime=INFINITE State=UP OverSubscribe=NO PriorityTier=1 GraceTime=10 PreemptMode=CANCEL"
       echo "PartitionName=high Nodes=ALL MaxTime=INFINITE State=UP OverSubscribe=NO PriorityTier=10"

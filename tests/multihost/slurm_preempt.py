@@ -71,6 +71,17 @@ def submit(c, case, sbatch_args, heat_args=()):
     return job_id, out
 
 
+def ctld_lines(c, pattern):
+    """slurmctld's log lines that match pattern (its log has milliseconds: who preempted when)."""
+    conf = c.env.get("SLURM_CONF", "")
+    if not os.path.exists(conf):
+        return []
+    m = re.search(r"^SlurmctldLogFile=(\S+)$", open(conf).read(), re.M)
+    if not m or not os.path.exists(m.group(1)):
+        return []
+    return [line.rstrip() for line in open(m.group(1)) if re.search(pattern, line)]
+
+
 def iterating(c, job, at_least):
     """Until pcmd (this run's) has heard of iteration at_least of the job."""
     def ok():
@@ -146,7 +157,7 @@ def preempted_by_high(c, plain, letter, case, partition, timeline=None):
     events.append((time.time(), "preempting job submitted"))
     high = r.stdout.strip().split(";")[0]
     log(f"{letter}: Slurm job {job_id} (partition {partition}) iterating; job {high} of "
-        f"partition high submitted for {c.names[0]}")
+        f"partition high submitted for {c.names[0]} at {time.strftime('%H:%M:%S')}")
     seen = {}
 
     def watch():
@@ -165,6 +176,8 @@ def preempted_by_high(c, plain, letter, case, partition, timeline=None):
         return "requeued" in seen and "high done" in seen
     poll(f"Slurm job {job_id} preempted and requeued, job {high} COMPLETED", 120, watch,
          every=0.2)
+    for line in ctld_lines(c, rf"[Pp]reempt.*JobId={job_id}\b|JobId={high}\b.*(started|Allocate)"):
+        log(f"{letter}: slurmctld: {line}")
     finished_resumed(c, case, job_id, out, plain)
     pcmd_log = open(os.path.join(c.tmp, "pcmd.log")).read()
     if partition == "cancel" and \
