@@ -159,6 +159,7 @@ DataOps::DeferredCommit& DataOps::deferred_for(const Job& job, std::int64_t iter
   if (size != job.size)
     fail(PCM_ERR_REFUSED, "a commit of {} processes for a job of {}", size, job.size);
   auto it = deferred_.find(job.name);
+  kept_events_.insert(job.name);
   if (it == deferred_.end() || it->second.incarnation != job.incarnation)
     if (auto kept = kept_deferred(job))
       it = deferred_.insert_or_assign(job.name, std::move(*kept)).first;
@@ -220,6 +221,21 @@ void DataOps::keep_deferred(const Job& job, const DeferredCommit& d, int rank,
     store_.keep_deferred(job.name, e);
   } catch (const Error& ex) {
     log_->warn("job {}: {} (a restart of pcmd now would lose this commit)", job.name, ex.what());
+  }
+}
+
+void DataOps::forget_ended_commits() {
+  if (!std::exchange(took_table_, true))
+    for (const auto& [name, job] : jobs_.all()) kept_events_.insert(name);
+  for (auto it = kept_events_.begin(); it != kept_events_.end();) {
+    const Job* job = jobs_.get(*it);
+    if (job && job->state == JobState::kRunning) {
+      ++it;
+      continue;
+    }
+    deferred_.erase(*it);
+    store_.drop_deferred(*it);
+    it = kept_events_.erase(it);
   }
 }
 

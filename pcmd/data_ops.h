@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,11 @@ class DataOps {
   proto::json store_direct(const ops::StoreDirect& r, std::vector<char>& reply_data);
   // PCM_STORE_ASYNC: a rank's stores before a deferred commit are in.
   proto::json stores_done(const ops::StoresDone& r, std::vector<char>& reply_data);
+  // A job's deferred commit, and the events kept beside its store, go once its run has ended
+  // (finished, stopped or failed; a later run is another incarnation): its ranks settled the
+  // commit before rank 0 said the run finished (libpcm's Storage::settle is collective). Also
+  // the events an earlier pcmd left for a job that has ended since. Called every second.
+  void forget_ended_commits();
 
   // A restart's registration: the newest version of name that verifies is found on the disk,
   // then then(version) makes the reply on the request loop.
@@ -117,6 +123,10 @@ class DataOps {
     bool take(int rank, const std::optional<std::string>& error);
   };
   std::map<std::string, DeferredCommit> deferred_;
+  // Jobs that may have a deferred commit here or its events on disk: each that began one, and at
+  // the first forget_ended_commits every job of the table an earlier pcmd left.
+  std::set<std::string> kept_events_;
+  bool took_table_ = false;
   // The job's deferred commit of iteration (a new one replaces an older, unfinished one).
   DeferredCommit& deferred_for(const Job& job, std::int64_t iteration, int size);
   // The job's deferred commit as an earlier pcmd left it (its events), if of this run.

@@ -291,6 +291,7 @@ void Server::run(const std::atomic<bool>& stop, const std::atomic<bool>* ending)
     if (std::chrono::steady_clock::now() >= next_check) {
       check_jobs_alive();
       drains_.check_agents();
+      data_ops_->forget_ended_commits();
       try {
         desk_.policy_round();
       } catch (const std::exception& e) {  // a bug there must not take pcmd down

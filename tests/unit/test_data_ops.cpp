@@ -350,7 +350,7 @@ TEST_F(ServerTest, AManyRankVersionKeepsOneRecordLogAndItsManifestByReference) {
 // PCM_STORE_ASYNC's commit survives a restart of pcmd: rank 0's commit and rank 1's stores reached
 // the pcmd before; rank 0's stores reach the next one, whose reply is the commit's. A request of
 // the last rank sent again once the commit is made gets the commit's reply again, and the events
-// kept beside the store are gone.
+// kept beside the store are replaced by the next commit's, and are gone once the job has ended.
 TEST_F(ServerTest, ADeferredCommitIsTakenUpByAPcmdThatRestarted) {
   register_job("dr", 2);
   std::vector<double> x(64, 2.5);
@@ -405,6 +405,22 @@ TEST_F(ServerTest, ADeferredCommitIsTakenUpByAPcmdThatRestarted) {
     EXPECT_EQ(json::parse(line).at("iteration"), 4) << line;
   }
   EXPECT_EQ(lines, 1);
+  in.close();
+  // The run ends: its commit and the events kept go at pcmd's next check of its jobs (every
+  // second), and so do the events an earlier pcmd left for a job that has ended since.
+  auto gone = [&] {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (fs::exists(events) && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    return !fs::exists(events);
+  };
+  client_->request({{"op", "finished"}, {"job", "dr"}});
+  EXPECT_TRUE(gone());
+  stop();
+  std::ofstream(events) << json{{"iteration", 4}, {"incarnation", 1}, {"size", 2}, {"rank", 1}}
+                        << "\n";
+  start(dir_);
+  EXPECT_TRUE(gone());
 }
 
 // PCM_STORE_ASYNC's commits: made once rank 0's commit (after_stores) and every rank's
