@@ -432,16 +432,23 @@ def analyse(run, plain, out):
 
 
 def idle_since(run, node, before):
-    """When node last became free of every job before `before` (from the polls), or None."""
-    since = None
+    """When node last became free of every job before `before`: the first poll that saw it free,
+    or, where pcmd saw it free before any poll did, the end (Slurm's EndTime, whole seconds) of
+    the jobs that held it at the last poll before; None if neither is known."""
+    since, holders = None, []
     for t, smp in run["samples"]:
         if t > before:
             break
-        held = any(node in nodes for _, state, nodes in smp.values() if state in HOLDING)
-        if held:
-            since = None
+        ids = [i for i, (_, state, nodes) in smp.items() if state in HOLDING and node in nodes]
+        if ids:
+            since, holders = None, ids
         elif since is None:
             since = t
+    if since is None and holders:
+        by_id = {s["id"]: s for s in run["jobs"]}
+        ends = [by_id[i].get("end_t") for i in holders if i in by_id]
+        if ends and None not in ends and max(ends) <= before:
+            since = max(ends)
     return since
 
 
