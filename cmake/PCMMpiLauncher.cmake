@@ -11,6 +11,8 @@
 #                    (on Open MPI it holds mpicc and mpicxx too, links to MPI_C(XX)_COMPILER)
 #   pcm_mpiexec_env(OUT NAME VALUE)  OUT = the options passing NAME=VALUE to the ranks of one
 #                    MPMD part ("-env NAME VALUE" on hydra, "-x NAME=VALUE" on Open MPI)
+#   PCM_OPENMPI_PMIX  on Open MPI, its PMIx component as ompi_info names it: ext3x (an external
+#                    PMIx, Debian's 4.2) or pmix3x (Open MPI's internal 3.2; bench/openmpi_build.sh)
 execute_process(COMMAND ${MPIEXEC_EXECUTABLE} --version OUTPUT_VARIABLE _pcm_mpiexec_version
   ERROR_VARIABLE _pcm_mpiexec_version TIMEOUT 30)
 if(_pcm_mpiexec_version MATCHES "HYDRA")
@@ -34,6 +36,20 @@ PCM_MPI_FAMILY=${PCM_MPI_FAMILY}
 . '${PROJECT_SOURCE_DIR}/testbed/launcher_mpi.sh'
 exec \"$MPIEXEC\" \"$@\"
 ")
+  # Which PMIx: with an external PMIx 4 Open MPI 4.1 hangs now and then in MPI_Comm_spawn
+  # (openpmix#2735; measured with a plain MPI program, docs/ops/openmpi.md), not with its own.
+  get_filename_component(_pcm_ompi_dir ${MPIEXEC_EXECUTABLE} REALPATH)
+  get_filename_component(_pcm_ompi_dir ${_pcm_ompi_dir} DIRECTORY)
+  find_program(PCM_OMPI_INFO ompi_info HINTS ${_pcm_ompi_dir} NO_DEFAULT_PATH)
+  find_program(PCM_OMPI_INFO ompi_info)
+  set(PCM_OPENMPI_PMIX unknown)
+  if(PCM_OMPI_INFO)
+    execute_process(COMMAND ${PCM_OMPI_INFO} --parsable OUTPUT_VARIABLE _pcm_ompi_info TIMEOUT 30)
+    if(_pcm_ompi_info MATCHES "mca:pmix:(ext[0-9]x|pmix[0-9]x):version")
+      set(PCM_OPENMPI_PMIX ${CMAKE_MATCH_1})
+    endif()
+  endif()
+  message(STATUS "PCM: Open MPI's PMIx component: ${PCM_OPENMPI_PMIX}")
   file(CHMOD ${PCM_MPIEXEC} PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ
     GROUP_EXECUTE WORLD_READ WORLD_EXECUTE)
   # The compiler wrappers beside it under their plain names (Debian's are mpicc.openmpi, ...), for
