@@ -160,7 +160,18 @@ for i in range(args.ops):
     assert a[0] != "resize" or int(a[2]) != size, "the cycle resizes to the size it has"
     grew = new is not None and new > size
     ctl(a[0], job, *a[1:], "--why", f"op {i + 1}")
-    ctl("wait", job, "--reconfigurations", str(i + 1), "--timeout", "60")
+    # Longer than PCM's watchdog (PCM_RECONFIG_TIMEOUT_S, 60 s on the Open MPI build): a
+    # reconfiguration it ends is seen as the job's failure, with its line in the job's output
+    # (tests/integration/retry_stuck_spawn.py looks for it), not as this wait's timeout.
+    wait_s = 60 + int(os.environ.get("PCM_RECONFIG_TIMEOUT_S", "0") or 0)
+    r = subprocess.run([pcmctl, "wait", job, "--reconfigurations", str(i + 1), "--timeout",
+                        str(wait_s)], capture_output=True, text=True, timeout=wait_s + 60)
+    if r.returncode != 0:
+        try:  # the job's last lines reach job.out as mpiexec ends
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            pass
+        fail(f"pcmctl wait {job} --reconfigurations {i + 1}: {r.stderr.strip()}")
     size = new or size
     largest = max(largest, size)
     if moves and respawned():
