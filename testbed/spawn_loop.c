@@ -69,8 +69,8 @@ int main(int argc, char** argv) {
   char* child_argv[] = {"child", NULL};
   for (int k = 1; k <= n; ++k) {
     char line[160];
-    snprintf(line, sizeof line, "spawn_loop: rank %d: spawn %d of %d not done within %u s", rank,
-             k, n, bound);
+    snprintf(line, sizeof line, "spawn_loop: rank %d: spawn %d of %d not done within %u s", rank, k,
+             n, bound);
     arm(bound, line);
     phase = "MPI_Comm_spawn";
     if (MPI_Comm_spawn(argv[0], child_argv, 1, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &inter,
