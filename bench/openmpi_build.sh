@@ -11,7 +11,8 @@ set -euo pipefail
 CACHE=${PCM_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/pcm}
 work=$CACHE/src-openmpi
 mkdir -p "$CACHE"
-if ! ls "$CACHE"/openmpi-*-pmix-internal/bin/mpirun >/dev/null 2>&1; then
+built() { find "$CACHE" -maxdepth 1 -name 'openmpi-*-pmix-internal' -type d | head -n 1; }
+if [ -z "$(built)" ] || [ ! -x "$(built)/bin/mpirun" ]; then
   rm -rf "$work"
   mkdir -p "$work"
   # Upstream's tarball as Debian keeps it (Debian's patches touch configure.ac and Makefile.am,
@@ -20,8 +21,10 @@ if ! ls "$CACHE"/openmpi-*-pmix-internal/bin/mpirun >/dev/null 2>&1; then
     tar xf openmpi_*.orig.tar.*) ||
     { echo "openmpi_build: apt-get source openmpi failed (deb-src entries? see scripts/setup.sh)" >&2; exit 1; }
   src=$(find "$work" -maxdepth 1 -type d -name 'openmpi-*' | head -n 1)
-  [ -n "$src" ] && [ -d "$src/opal/mca/pmix/pmix3x/pmix" ] ||
-    { echo "openmpi_build: no Open MPI source tree with its internal PMIx under $work" >&2; exit 1; }
+  if [ -z "$src" ] || [ ! -d "$src/opal/mca/pmix/pmix3x/pmix" ]; then
+    echo "openmpi_build: no Open MPI source tree with its internal PMIx under $work" >&2
+    exit 1
+  fi
   version=${src##*/openmpi-}
   prefix=$CACHE/openmpi-$version-pmix-internal
   log=$CACHE/openmpi-build.log
@@ -37,4 +40,4 @@ if ! ls "$CACHE"/openmpi-*-pmix-internal/bin/mpirun >/dev/null 2>&1; then
   rm -rf "$work"
   echo "openmpi_build: built in $(((SECONDS - started) / 60)) min $(((SECONDS - started) % 60)) s"
 fi
-ls -d "$CACHE"/openmpi-*-pmix-internal | head -n 1
+built
