@@ -37,6 +37,23 @@ static void arm(unsigned seconds, const char* line) {
   alarm(seconds);
 }
 
+/* Both sides of one spawn, once it is made: merge (the children high), agree on the merged size,
+ * free the merged communicator, disconnect the spawn's intercommunicator. The merged size. */
+static int merge_and_part(MPI_Comm* inter, int high) {
+  MPI_Comm merged;
+  phase = "MPI_Intercomm_merge";
+  MPI_Intercomm_merge(*inter, high, &merged);
+  int size = 0;
+  MPI_Comm_size(merged, &size);
+  phase = "MPI_Allreduce";
+  MPI_Allreduce(MPI_IN_PLACE, &size, 1, MPI_INT, MPI_MAX, merged);
+  phase = "MPI_Comm_free";
+  MPI_Comm_free(&merged);
+  phase = "MPI_Comm_disconnect";
+  MPI_Comm_disconnect(inter);
+  return size;
+}
+
 int main(int argc, char** argv) {
   const int child = argc > 1 && strcmp(argv[1], "child") == 0;
   const int n = argc > 1 && !child ? atoi(argv[1]) : 0;
@@ -45,20 +62,11 @@ int main(int argc, char** argv) {
   if (child) arm(120, "child: not done within 120 s");
   MPI_Init(&argc, &argv);
   alarm(0);
-  MPI_Comm parent, inter, merged;
+  MPI_Comm parent, inter;
   MPI_Comm_get_parent(&parent);
   if (child) {
-    phase = "MPI_Intercomm_merge";
     arm(120, "child: not done within 120 s");
-    MPI_Intercomm_merge(parent, 1, &merged);
-    int size = 0;
-    MPI_Comm_size(merged, &size);
-    phase = "MPI_Allreduce";
-    MPI_Allreduce(MPI_IN_PLACE, &size, 1, MPI_INT, MPI_MAX, merged);
-    phase = "MPI_Comm_free";
-    MPI_Comm_free(&merged);
-    phase = "MPI_Comm_disconnect";
-    MPI_Comm_disconnect(&parent);
+    merge_and_part(&parent, 1);
     phase = "MPI_Finalize";
     MPI_Finalize();
     return 0;
@@ -78,16 +86,7 @@ int main(int argc, char** argv) {
       fprintf(stderr, "spawn_loop: spawn %d failed\n", k);
       return 5;
     }
-    phase = "MPI_Intercomm_merge";
-    MPI_Intercomm_merge(inter, 0, &merged);
-    int size = 0;
-    MPI_Comm_size(merged, &size);
-    phase = "MPI_Allreduce";
-    MPI_Allreduce(MPI_IN_PLACE, &size, 1, MPI_INT, MPI_MAX, merged);
-    phase = "MPI_Comm_free";
-    MPI_Comm_free(&merged);
-    phase = "MPI_Comm_disconnect";
-    MPI_Comm_disconnect(&inter);
+    const int size = merge_and_part(&inter, 0);
     alarm(0);
     if (size != world + 1) {
       fprintf(stderr, "spawn_loop: spawn %d: merged size %d, not %d\n", k, size, world + 1);
