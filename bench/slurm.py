@@ -434,7 +434,7 @@ def analyse(run, plain, out):
 def idle_since(run, node, before):
     """When node last became free of every job before `before`: the first poll that saw it free,
     or, where pcmd saw it free before any poll did, the end (Slurm's EndTime, whole seconds) of
-    the jobs that held it at the last poll before; None if neither is known."""
+    the jobs or allocations that held it at the last poll before; None if neither is known."""
     since, holders = None, []
     for t, smp in run["samples"]:
         if t > before:
@@ -444,11 +444,10 @@ def idle_since(run, node, before):
             since, holders = None, ids
         elif since is None:
             since = t
-    if since is None and holders:
-        by_id = {s["id"]: s for s in run["jobs"]}
-        ends = [by_id[i].get("end_t") for i in holders if i in by_id]
-        if ends and None not in ends and max(ends) <= before:
-            since = max(ends)
+    if since is None and holders:  # pcm-grow allocations included: Slurm's record of each
+        ends = [slurm_time(run["records"].get(i, {}).get("EndTime")) for i in holders]
+        if None not in ends and max(ends) <= before + 1:  # EndTime has whole seconds
+            since = min(max(ends), before)
     return since
 
 
