@@ -64,7 +64,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "testbed"))
-from cluster import heat2d_plain  # noqa: E402
+from cluster import heat2d_plain, slurmctld_log  # noqa: E402
 import benchlib  # noqa: E402  (bench/, this file's directory)
 
 SLURM_SH = os.path.join(ROOT, "testbed", "slurm.sh")
@@ -202,13 +202,8 @@ class Cluster:
             log(f"note: cancelling the jobs left: {e}")
         # slurmctld's own log (its allocations, with milliseconds: what started each job when),
         # kept before slurm.sh down removes the cluster's directory.
-        ctld = None
-        conf = self.env.get("SLURM_CONF", "")
-        if out and os.path.exists(conf):
-            with open(conf) as f:
-                m = re.search(r"^SlurmctldLogFile=(\S+)$", f.read(), re.M)
-            ctld = m.group(1) if m else None
-        if ctld and os.path.exists(ctld):
+        ctld = slurmctld_log(self.env.get("SLURM_CONF", "")) if out else None
+        if ctld:
             shutil.copyfile(ctld, os.path.join(out, "slurmctld.log"))
         r = self.run("bash", SLURM_SH, "down", "--prefix", self.prefix, check=False, timeout=180)
         if r.returncode != 0:

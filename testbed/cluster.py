@@ -159,6 +159,16 @@ def end_job(p, sig=signal.SIGTERM, timeout=10):
         p.wait(timeout=10)
 
 
+def slurmctld_log(conf):
+    """The path of slurmctld's log that the Slurm configuration file conf names, if it exists;
+    else None."""
+    if not conf or not os.path.exists(conf):
+        return None
+    with open(conf) as f:
+        m = re.search(r"^SlurmctldLogFile=(\S+)$", f.read(), re.M)
+    return m.group(1) if m and os.path.exists(m.group(1)) else None
+
+
 def heat2d_plain(build, args):
     r = subprocess.run([os.environ.get("MPIEXEC", "mpiexec"), "-n", "2",
                         os.path.join(build, "examples/heat2d/heat2d_plain"), *args],

@@ -35,7 +35,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "testbed"))
-from cluster import Failure, heat2d_plain  # noqa: E402
+from cluster import Failure, heat2d_plain, slurmctld_log  # noqa: E402
 from slurm_heat2d import ENDED, SlurmCluster, poll, run_on_cluster, runnable_family  # noqa: E402
 
 TEST = "slurm.preempt"
@@ -73,13 +73,11 @@ def submit(c, case, sbatch_args, heat_args=()):
 
 def ctld_lines(c, pattern):
     """slurmctld's log lines that match pattern (its log has milliseconds: who preempted when)."""
-    conf = c.env.get("SLURM_CONF", "")
-    if not os.path.exists(conf):
+    path = slurmctld_log(c.env.get("SLURM_CONF", ""))
+    if not path:
         return []
-    m = re.search(r"^SlurmctldLogFile=(\S+)$", open(conf).read(), re.M)
-    if not m or not os.path.exists(m.group(1)):
-        return []
-    return [line.rstrip() for line in open(m.group(1)) if re.search(pattern, line)]
+    with open(path) as f:
+        return [line.rstrip() for line in f if re.search(pattern, line)]
 
 
 def iterating(c, job, at_least):
