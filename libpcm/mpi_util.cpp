@@ -77,18 +77,22 @@ void agree(MPI_Comm comm, int local_code, const std::string& local_msg) {
   int me = 0, size = 0;
   MPI_Comm_rank(comm, &me);
   MPI_Comm_size(comm, &size);
-  // One reduction: the lowest code, and the lowest rank that has it.
-  int mine[2] = {local_code, me}, low[2] = {local_code, me};
-  mpi_check(MPI_Allreduce(mine, low, 1, MPI_2INT, MPI_MINLOC, comm), "MPI_Allreduce");
+  // One reduction of two pairs: the lowest code and the lowest rank that has it, and a mark every
+  // rank sends alike (so it comes back with rank 0), which no other call's data carries.
+  constexpr int kMark = 0x50434d41;  // "PCMA"
+  int mine[4] = {local_code, me, kMark, me}, low[4] = {local_code, me, kMark, me};
+  mpi_check(MPI_Allreduce(mine, low, 2, MPI_2INT, MPI_MINLOC, comm), "MPI_Allreduce");
   const int code = low[0], who = low[1];
-  // What MINLOC returns is never above this rank's pair and names a rank of comm. Anything else
-  // is not what the ranks sent: the MPI matched another call's data with this one (the ranks are
-  // not in the same collective). Said as such, never used as a root (issue 38 item 5: a root
-  // of -540086711 once came out of here).
-  if (code > local_code || (code == local_code && who > me) || who < 0 || who >= size)
+  // What MINLOC returns is never above this rank's pair, names a rank of comm and carries the
+  // mark. Anything else is not what the ranks sent: the MPI matched another call's data with this
+  // one. Said as such, never used as a root (issue 38 item 5: a root of -540086711 once came out
+  // of here; testbed/foreign_peer.sh shows how MPICH's TCP can deliver another job's data).
+  if (low[2] != kMark || low[3] != 0 || code > local_code || (code == local_code && who > me) ||
+      who < 0 || who >= size)
     fail(PCM_ERR_MPI,
          "the ranks' agreement returned code {} of rank {} (this is rank {} of {}, with code {}): "
-         "no rank sent that; the ranks are not in the same collective call",
+         "no rank sent that; the ranks are not in the same collective call, or a process of "
+         "another job reached this one (docs/ops/recovery.md, a job started onto a revived host)",
          code, who, me, size, local_code);
   if (code == PCM_SUCCESS) return;
   char msg[1024] = {0};
