@@ -64,7 +64,8 @@ case_a() {
   # The old world is whole: a second split works.
   "$pcmctl" split "$job" 0 --into 2 || fail "the second split was refused"
   "$pcmctl" wait "$job" --reconfigurations 1 --timeout 120 ||
-    fail "the second split did not complete: $("$pcmctl" status "$job")"
+    fail "the second split did not complete: $("$pcmctl" status "$job")
+$(show "$out" | tail -n 40)"
   wait $mpi || fail "the job exited $?: $(show "$out")"
   grep -q '^register: ok: 1 reconfigurations, 3 processes, 0 wrong' "$out" ||
     fail "wrong result: $(show "$out")"
