@@ -70,8 +70,7 @@ echo "job A: rank 0 is pid $old0; rank 1 (pid $old1) has closed its port $port a
 setsid "$MPIEXEC" -n 1 "$tmp/foreign_peer" new "$tmp" : \
   -n 1 -env MPIR_CVAR_CH3_PORT_RANGE "$port:$port" "$tmp/foreign_peer" new "$tmp" \
   >"$tmp/b.out" 2>&1 &
-b=$!
-pids+=("$b")
+pids+=($!)
 wait_for "$tmp/new1.listening" "job B's start"
 wait_for "$tmp/new0.pid" "job B's start"
 echo "job B: rank 0 is pid $(cat "$tmp/new0.pid") and sends nothing; rank 1 (pid $(cat "$tmp/new1.listening")) listens on port $port"

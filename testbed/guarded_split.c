@@ -32,9 +32,11 @@ static void on_alarm(int sig) {
   _exit(3);
 }
 
-/* Waits for *req with MPI_Test, testing *posted now and then (the guard's look at the rest). */
-static void spin(MPI_Request* req, MPI_Request* posted) {
+/* Waits for *req (the call named what) with MPI_Test, testing *posted now and then (the guard's
+ * look at the rest). */
+static void spin(const char* what, MPI_Request* req, MPI_Request* posted) {
   int done = 0, flag = 0;
+  phase = what;
   alarm(60);
   for (unsigned n = 1; !done; ++n) {
     MPI_Test(req, &done, MPI_STATUS_IGNORE);
@@ -57,15 +59,12 @@ int main(int argc, char** argv) {
     int verdict = -1, b = 0, ok = 1, all = 0;
     MPI_Request posted, req;
     MPI_Irecv(&verdict, 1, MPI_INT, 0, 7, parent, &posted);
-    phase = "MPI_Ibcast on the intercommunicator";
     MPI_Ibcast(&b, 1, MPI_INT, 0, parent, &req);
-    spin(&req, &posted);
-    phase = "MPI_Iallreduce over the new world";
+    spin("MPI_Ibcast on the intercommunicator", &req, &posted);
     MPI_Iallreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD, &req);
-    spin(&req, &posted);
-    phase = "MPI_Iallreduce on the intercommunicator";
+    spin("MPI_Iallreduce over the new world", &req, &posted);
     MPI_Iallreduce(&ok, &all, 1, MPI_INT, MPI_MIN, parent, &req);
-    spin(&req, &posted);
+    spin("MPI_Iallreduce on the intercommunicator", &req, &posted);
     phase = "the verdict";
     alarm(60);
     MPI_Wait(&posted, MPI_STATUS_IGNORE);
@@ -88,12 +87,10 @@ int main(int argc, char** argv) {
     alarm(60);
     MPI_Comm_spawn(argv[0], MPI_ARGV_NULL, children, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &inter,
                    MPI_ERRCODES_IGNORE);
-    phase = "MPI_Ibcast on the intercommunicator";
     MPI_Ibcast(&b, 1, MPI_INT, me == 0 ? MPI_ROOT : MPI_PROC_NULL, inter, &req);
-    spin(&req, &posted);
-    phase = "MPI_Iallreduce on the intercommunicator";
+    spin("MPI_Ibcast on the intercommunicator", &req, &posted);
     MPI_Iallreduce(&ok, &all, 1, MPI_INT, MPI_MIN, inter, &req);
-    spin(&req, &posted);
+    spin("MPI_Iallreduce on the intercommunicator", &req, &posted);
     phase = "the verdict";
     alarm(60);
     if (me == 0)
