@@ -40,8 +40,7 @@ int Runtime::mpi_pcm_init(int* argc, char*** argv) {
   // PCM_OVERLAP=1: a split's spawn runs in a helper thread (overlap.h), which needs
   // MPI_THREAD_MULTIPLE; where the MPI (or the application's own MPI_Init) gives less, splits
   // block as they do by default. MPICH only (MPI_Get_library_version may be called before
-  // MPI_Init): Open MPI 4.1 did not complete the split guard's nonblocking collectives
-  // (split_guard.h: split_can_go_back), and its spawns from a thread were not tried.
+  // MPI_Init): Open MPI's spawns from a thread were not tried.
   const bool overlap = Settings::overlap_requested();
   const bool mpich = overlap && mpi::is_mpich();
   int provided = MPI_THREAD_SINGLE;

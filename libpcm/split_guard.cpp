@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <ctime>
 #include <memory>
 #include <thread>
@@ -35,7 +36,20 @@ void pause_us(long us) {
   nanosleep(&t, nullptr);
 }
 
+// Open MPI's MCA variable as mpirun --enable-recovery sets it ("1"), or as a user might.
+bool open_mpi_recovery() {
+  const char* v = std::getenv("OMPI_MCA_orte_enable_recovery");
+  if (!v) return false;
+  const std::string s(v);
+  return s == "1" || s == "true" || s == "yes" || s == "on";
+}
+
 }  // namespace
+
+bool split_can_go_back() {
+  static const bool yes = mpi::is_mpich() || (mpi::is_open_mpi() && open_mpi_recovery());
+  return yes;
+}
 
 OldSideGuard::OldSideGuard(MPI_Comm world, std::optional<Clock::time_point> deadline,
                            std::function<std::string()> lost)

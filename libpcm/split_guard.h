@@ -17,9 +17,9 @@
 // there is nothing to go back to: the watchdog ends the rest and the job is recovered from its
 // newest version (pcmctl run).
 //
-// Only where the MPI launcher lets the job outlive one of its processes: MPICH's hydra with
-// -disable-auto-cleanup (pcmctl run passes it). Elsewhere the launcher ends the whole job at the
-// first process lost.
+// It helps only where the MPI launcher lets the job outlive one of its processes: MPICH's hydra
+// with -disable-auto-cleanup, Open MPI's mpirun with --enable-recovery. Elsewhere the launcher ends
+// the whole job at the first process lost (and pcmctl run recovers it).
 #pragma once
 
 #include <mpi.h>
@@ -34,11 +34,11 @@
 
 namespace pcm::lib {
 
-// Whether a split's waits are guarded at all: the same on every process. MPICH only. Open MPI's
-// mpirun ends the whole job at a lost process anyway, and with 4.1 the guarded split's
-// nonblocking collectives on the intercommunicator did not complete (multihost.reconfig: every
-// process in MPI_Test of the CMA reduction for minutes).
-inline bool split_can_go_back() { return mpi::is_mpich(); }
+// Whether a split's waits are guarded at all: the same on every process (asked once). MPICH
+// always; Open MPI when its launcher keeps the job at a lost process (mpirun --enable-recovery,
+// which its ranks and the processes they spawn see as OMPI_MCA_orte_enable_recovery): without it
+// mpirun ends the whole job at a lost process anyway. Any other MPI: never.
+bool split_can_go_back();
 
 // Thrown by an OldSideGuard's wait: this process gave the split up (why() says why).
 struct SplitGivenUp {

@@ -1,13 +1,18 @@
-/* guarded_split.c [ROUNDS] [CHILDREN] — the MPI calls of libpcm's guarded split (split_guard.h),
- * with no PCM, on the intercommunicator of a spawn: does the MPI complete them? Issue 38 item 6:
- * on Open MPI 4.1 PCM's guarded split never ends (every process in MPI_Test of the reduction on the
- * intercommunicator, cma.cpp's cma_all_read), and this program is what it was measured against.
+/* guarded_split.c [ROUNDS] [CHILDREN] [zero] — the MPI calls of libpcm's guarded split
+ * (split_guard.h), with no PCM, on the intercommunicator of a spawn: does the MPI complete them?
+ * Issue 38 item 6: on Open MPI 4.1 PCM's guarded split never ended (every process in MPI_Test of
+ * the reduction on the intercommunicator, cma.cpp's cma_all_read). With "zero", the parents that
+ * are not the root pass a count of 0 to the second broadcast, as libpcm's bcast_inter did (they
+ * never knew the size): Open MPI's MPI_Ibcast returns at once for a count of 0 without taking the
+ * communicator's next collective tag, and the reduction after it never matches (stuck, exit 3);
+ * without it every round ends. MPICH ends both.
  *
  * Each of ROUNDS rounds (default 5): the parents (run it on 2) spawn CHILDREN (default 3) more
  * processes. The parents have a receive posted on a duplicate of their world (the guard's "given
  * up" message, never sent); the children have one posted on the intercommunicator from parent
  * rank 0 (the verdict). Then, as libpcm does: a nonblocking broadcast on the intercommunicator
- * from parent rank 0 (MPI_ROOT; the other parents MPI_PROC_NULL), a nonblocking reduction over
+ * from parent rank 0 (MPI_ROOT; the other parents MPI_PROC_NULL), twice (a count of 1, then of
+ * 4: the size and the data, as libpcm sends a split's header), a nonblocking reduction over
  * the children's world, a nonblocking reduction on the intercommunicator, every wait a loop of
  * MPI_Test that also tests the posted receive; parent rank 0 sends the verdict; all disconnect.
  * Prints a line per process and round; a call not done within 60 s is said ("stuck in ...") and
@@ -52,6 +57,7 @@ int main(int argc, char** argv) {
   alarm(0);
   MPI_Comm_rank(MPI_COMM_WORLD, &me);
   const int rounds = argc > 1 ? atoi(argv[1]) : 5, children = argc > 2 ? atoi(argv[2]) : 3;
+  const int zero = argc > 3 && strcmp(argv[3], "zero") == 0;
   MPI_Comm parent;
   MPI_Comm_get_parent(&parent);
   if (parent != MPI_COMM_NULL) {
@@ -59,8 +65,11 @@ int main(int argc, char** argv) {
     int verdict = -1, b = 0, ok = 1, all = 0;
     MPI_Request posted, req;
     MPI_Irecv(&verdict, 1, MPI_INT, 0, 7, parent, &posted);
+    char data[4];
     MPI_Ibcast(&b, 1, MPI_INT, 0, parent, &req);
     spin("MPI_Ibcast on the intercommunicator", &req, &posted);
+    MPI_Ibcast(data, 4, MPI_CHAR, 0, parent, &req);
+    spin("the second MPI_Ibcast on the intercommunicator", &req, &posted);
     MPI_Iallreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD, &req);
     spin("MPI_Iallreduce over the new world", &req, &posted);
     MPI_Iallreduce(&ok, &all, 1, MPI_INT, MPI_MIN, parent, &req);
@@ -87,8 +96,12 @@ int main(int argc, char** argv) {
     alarm(60);
     MPI_Comm_spawn(argv[0], MPI_ARGV_NULL, children, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &inter,
                    MPI_ERRCODES_IGNORE);
+    char data[4] = "pcm";
     MPI_Ibcast(&b, 1, MPI_INT, me == 0 ? MPI_ROOT : MPI_PROC_NULL, inter, &req);
     spin("MPI_Ibcast on the intercommunicator", &req, &posted);
+    MPI_Ibcast(data, me != 0 && zero ? 0 : 4, MPI_CHAR, me == 0 ? MPI_ROOT : MPI_PROC_NULL, inter,
+               &req);
+    spin("the second MPI_Ibcast on the intercommunicator", &req, &posted);
     MPI_Iallreduce(&ok, &all, 1, MPI_INT, MPI_MIN, inter, &req);
     spin("MPI_Iallreduce on the intercommunicator", &req, &posted);
     phase = "the verdict";

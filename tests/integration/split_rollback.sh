@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # split_rollback.sh BUILD — run under with_pcmd.sh. A new process lost during a split (PCM_Adapt,
 # tests/mpi_register with REGISTER_DIE_ONCE: the new rank 1 kills itself before PCM_Resume):
-#  A. with a launcher that lets the job outlive a process (hydra -disable-auto-cleanup), the old
+#  A. with a launcher that lets the job outlive a process (hydra -disable-auto-cleanup, Open MPI's
+#     mpirun --enable-recovery), the old
 #     world gives the split up and goes on as it was: the command is recorded failed with the lost
 #     process named, the job keeps running, a second split succeeds, and every element is right
 #     at the end (pcmd: finished, one reconfiguration);
-#  B. with hydra's default (it ends the job at the first process lost), the job fails with the
-#     lost processes named, within a bounded time — pcmctl run would relaunch it.
-# MPICH only (the option is hydra's): SKIPPED elsewhere.
+#  B. with the launcher's default (it ends the job at the first process lost), the job fails with
+#     the lost processes named, within a bounded time — pcmctl run would relaunch it.
+# Hydra or Open MPI's mpirun: SKIPPED elsewhere.
 set -uo pipefail
 MPIEXEC=${MPIEXEC:-mpiexec}
 build=$1
@@ -20,8 +21,13 @@ show() { sed 's/^/  | /' "$1"; }
 # exits at the match before mpiexec has written the rest (SIGPIPE), which made this test skip
 # itself now and then on MPICH.
 version=$("$MPIEXEC" --version 2>&1 || true)
-if [[ $version != *HYDRA* ]]; then
-  echo "SKIPPED: $MPIEXEC is not MPICH's hydra (the test needs -disable-auto-cleanup)"
+if [[ $version == *HYDRA* ]]; then
+  keep=-disable-auto-cleanup
+elif [[ $version == *"Open MPI"* || $version == *OpenRTE* ]]; then
+  keep=--enable-recovery
+else
+  echo "SKIPPED: $MPIEXEC is neither MPICH's hydra nor Open MPI's mpirun (the test needs" \
+    "-disable-auto-cleanup or --enable-recovery)"
   exit 77
 fi
 
@@ -35,7 +41,7 @@ case_a() {
   out=$PCM_TEST_DIR/a$1.out
   rm -f "$PCM_TEST_DIR/died"
   PCM_JOB=$job REGISTER_DIE_ONCE=$PCM_TEST_DIR/died PCM_RECONFIG_TIMEOUT_S=30 timeout 300 \
-    "$MPIEXEC" -disable-auto-cleanup -n 2 "$prog" 3000 2000 >"$out" 2>&1 &
+    "$MPIEXEC" $keep -n 2 "$prog" 3000 2000 >"$out" 2>&1 &
   mpi=$!
   "$pcmctl" wait "$job" --iteration 10 --timeout 120 || fail "job did not start: $(show "$out")"
   t0=$(date +%s%N)
@@ -82,7 +88,7 @@ until case_a $attempt; do
   echo "case A: once more (run $attempt of 3 at most)"
 done
 
-# B: hydra's default ends the job; pcmd fails it, naming what was lost.
+# B: the launcher's default ends the job; pcmd fails it, naming what was lost.
 job=default-$$
 out=$PCM_TEST_DIR/b.out
 rm -f "$PCM_TEST_DIR/died"
@@ -102,5 +108,5 @@ until "$pcmctl" status "$job" --json | grep -q '"state": "failed"'; do
 done
 "$pcmctl" status "$job" --json | grep -q 'was lost' ||
   fail "job B's failure does not name a lost process: $("$pcmctl" status "$job")"
-echo "case B: hydra ended the job (exit $rc) $((SECONDS - start)) s after its start; pcmd: failed"
+echo "case B: the launcher ended the job (exit $rc) $((SECONDS - start)) s after its start; pcmd: failed"
 echo "split_rollback: ok"
