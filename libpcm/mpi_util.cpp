@@ -144,17 +144,13 @@ json bcast_inter(const json& value, bool sender, int my_rank, MPI_Comm inter, co
     requests::wait_counted(&req, wait, h);
   };
   bcast(&h->n, 1, MPI_LONG_LONG);
-  // Never a count of 0, and the same on every process of a group: Open MPI's MPI_Ibcast returns
-  // at once for a count of 0 (ompi/mpi/c/ibcast.c, 4.1) without taking the communicator's next
-  // collective tag, so a sender passing 0 where the others pass the size (MPI_PROC_NULL: it
-  // never knew the size, and its buffer is never touched) had its later nonblocking collectives
-  // on this intercommunicator matched against the wrong ones, and the split hung (the guard's
-  // reduction in cma_all_read, every process in MPI_Test). A string's data() has a readable
-  // terminator, which a count of 1 covers when it is empty.
-  const int count = static_cast<int>(std::max(h->n, 1LL));
-  if (!sender) h->bytes.resize(static_cast<std::size_t>(count));
-  bcast(h->bytes.data(), sender && my_rank != 0 ? 1 : count, MPI_CHAR);
   if (!sender) h->bytes.resize(static_cast<std::size_t>(h->n));
+  // The senders other than the root (MPI_PROC_NULL) never knew the size; they pass 1, not 0 (their
+  // buffer is never touched; the root's msgpack is never empty): Open MPI's MPI_Ibcast returns at
+  // once for a count of 0 (ompi/mpi/c/ibcast.c, 4.1) without taking the communicator's next
+  // collective tag, and their later nonblocking collectives on this intercommunicator then
+  // matched the wrong ones (the split hung in cma_all_read's reduction, every process in MPI_Test).
+  bcast(h->bytes.data(), sender && my_rank != 0 ? 1 : static_cast<int>(h->n), MPI_CHAR);
   return sender ? value : decode_internal(h->bytes);
 }
 

@@ -17,19 +17,19 @@ prog=$build/tests/mpi_register
 fail() { echo "split_rollback: FAIL: $*" >&2; exit 1; }
 show() { sed 's/^/  | /' "$1"; }
 
-# The output is read whole first: `mpiexec --version | grep -q` under pipefail fails when grep
-# exits at the match before mpiexec has written the rest (SIGPIPE), which made this test skip
-# itself now and then on MPICH.
-version=$("$MPIEXEC" --version 2>&1 || true)
-if [[ $version == *HYDRA* ]]; then
-  keep=-disable-auto-cleanup
-elif [[ $version == *"Open MPI"* || $version == *OpenRTE* ]]; then
-  keep=--enable-recovery
-else
-  echo "SKIPPED: $MPIEXEC is neither MPICH's hydra nor Open MPI's mpirun (the test needs" \
-    "-disable-auto-cleanup or --enable-recovery)"
-  exit 77
-fi
+# The launcher's family as testbed/launcher_mpi.sh tells it (its detection reads the version
+# whole: a `| grep -q` under pipefail made this test skip itself now and then on MPICH).
+# shellcheck source=testbed/launcher_mpi.sh
+. "$(dirname "$0")/../../testbed/launcher_mpi.sh"
+case $PCM_MPI_FAMILY in
+  mpich) keep=-disable-auto-cleanup ;;
+  openmpi) keep=--enable-recovery ;;
+  *)
+    echo "SKIPPED: $MPIEXEC is neither MPICH's hydra nor Open MPI's mpirun (the test needs" \
+      "-disable-auto-cleanup or --enable-recovery)"
+    exit 77
+    ;;
+esac
 
 # A: given up, and the job goes on. Hydra 4.0.2 itself sometimes dies with the killed process
 # (its proxy cannot forward a PMI response to it: "unable to forward PMI response", seen in 1 of 20
